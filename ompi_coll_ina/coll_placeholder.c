@@ -1,0 +1,1 @@
+int mca_coll_ina_placeholder;

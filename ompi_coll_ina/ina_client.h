@@ -1,0 +1,111 @@
+/*
+ * The client engine: the C++ side of the component behind a small C API.
+ * It owns the process's UCX context/worker/endpoint to the agent, job
+ * descriptors (one per communicator), and runs offloaded calls as work
+ * requests: blocks (SID) in a sliding window (SEEDS S0), each RESULT being
+ * the ACK of its block; a call's completion is its CQE.
+ *
+ * Threading: one caller at a time per ina_client_t (the component serialises).
+ */
+#ifndef INA_CLIENT_H
+#define INA_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ina_proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ina_client ina_client_t;
+typedef struct ina_job ina_job_t;
+
+/* Return codes of the engine. */
+enum {
+    INA_OK = 0,
+    INA_DENIED = 1,       /* the agent denied this call for every member: fall back */
+    INA_UNREACHABLE = 2,  /* agent not connected / lost before the call started:
+                             every rank sees this at the same call: fall back */
+    INA_LOST = 3,         /* agent lost in the middle of a call: results are
+                             undefined on some ranks: MPI error, never fallback */
+    INA_EINVAL = 4,       /* bad argument (programming error) */
+    INA_ENOMEM = 5,
+    INA_EPROTO = 6        /* the agent rejected a request (status in the CQE / err) */
+};
+
+typedef struct ina_client_config {
+    const char *agent_addr;  /* "host:port" of a running ina-switchd */
+    int connect_timeout_ms;  /* give up connecting after this long */
+    int progress_timeout_ms; /* no progress for this long in a call => INA_LOST */
+    int verbose;             /* 0 quiet .. 100 chatty; messages go to stderr */
+} ina_client_config_t;
+
+/* What HELLO_ACK told us. */
+typedef struct ina_agent_info {
+    uint32_t max_window;     /* Segs a lease may hold */
+    uint32_t seg_bytes;      /* bytes of one Seg (upper bound of a block) */
+} ina_agent_info_t;
+
+/* Completion queue entry of one offloaded call (SEEDS S1). */
+typedef struct ina_cqe {
+    int rc;                  /* INA_OK, INA_DENIED, ... */
+    uint8_t status;          /* ina_proto_status_t from the agent, if any */
+    uint64_t mid;            /* the call's MID (valid when a MID was consumed) */
+    uint64_t blocks;         /* blocks (SIDs) the call was cut into */
+} ina_cqe_t;
+
+/* Connect to the agent: creates the UCX context (UCP_FEATURE_AM | WAKEUP, error
+ * mode PEER), a worker, an endpoint to agent_addr, sends HELLO, waits HELLO_ACK.
+ * On failure returns non-INA_OK and writes a one-line reason into err. */
+int ina_client_connect(const ina_client_config_t *cfg, ina_client_t **out,
+                       char *err, size_t errlen);
+void ina_client_disconnect(ina_client_t *client);
+void ina_client_agent_info(const ina_client_t *client, ina_agent_info_t *info);
+/* Whether the endpoint is still usable (no error callback seen). */
+int ina_client_alive(const ina_client_t *client);
+
+/* Parameters of a job every member must use identically: rank 0 creates the
+ * job and broadcasts this struct to the others (plain bytes). */
+typedef struct ina_job_params {
+    uint32_t jid;
+    uint32_t window;         /* granted by the agent */
+    uint32_t block_bytes;    /* min(requested block, seg_bytes), multiple of 16 */
+    uint32_t nmembers;
+} ina_job_params_t;
+
+/* Rank 0 only: register a job of nmembers members at the agent.
+ * node_of_member[i] is the node id of member i (equal ids = same node). */
+int ina_job_create(ina_client_t *client, uint32_t nmembers,
+                   const uint32_t *node_of_member, uint32_t requested_window,
+                   uint32_t requested_block_bytes, ina_job_params_t *params);
+
+/* Every member (rank 0 too): join the job as `rank`. */
+int ina_job_join(ina_client_t *client, const ina_job_params_t *params,
+                 uint32_t rank, ina_job_t **out);
+
+/* Leave the job (non-blocking toward the agent) and free the descriptor. */
+void ina_job_leave(ina_job_t *job);
+
+/* One offloaded allreduce: count elements of wire dtype `dtype`, reduced with
+ * `op`. sbuf may equal rbuf (MPI_IN_PLACE). count 0 completes at once without
+ * consuming a MID. Returns cqe->rc. */
+int ina_job_allreduce(ina_job_t *job, const void *sbuf, void *rbuf,
+                      uint64_t count, unsigned dtype, unsigned op, ina_cqe_t *cqe);
+
+/* Embedded agent (address "auto"): fork/exec `path` listening on
+ * listen_host:0 with `--ready-fd`, wait until it reports its address, write
+ * "host:port" into addr. The child dies with this process (PR_SET_PDEATHSIG).
+ * extra_args: NULL-terminated list appended to the command line, may be NULL. */
+int ina_agent_spawn(const char *path, const char *listen_host,
+                    const char *const *extra_args, char *addr, size_t addrlen,
+                    int *pid_out, char *err, size_t errlen);
+/* SIGTERM the embedded agent, wait up to timeout_ms, then SIGKILL. */
+void ina_agent_stop(int pid, int timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INA_CLIENT_H */
