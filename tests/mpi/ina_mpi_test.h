@@ -1,0 +1,243 @@
+// Shared helpers of the MPI integration tests: the predefined types and ops
+// under test, deterministic inputs every rank can regenerate for every other
+// rank, an independent reference reduction (scalar, rank order, written here
+// and not taken from the product), and the component's MPI_T counters.
+#ifndef INA_MPI_TEST_H
+#define INA_MPI_TEST_H
+
+#include <mpi.h>
+
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace inatest {
+
+// ------------------------------------------------------------------ failure
+inline int &failures()
+{
+    static int n = 0;
+    return n;
+}
+
+#define INA_CHECK(cond, ...)                                                                   \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            int r_;                                                                            \
+            MPI_Comm_rank(MPI_COMM_WORLD, &r_);                                                \
+            std::fprintf(stderr, "[rank %d] %s:%d: check failed: %s: ", r_, __FILE__,          \
+                         __LINE__, #cond);                                                     \
+            std::fprintf(stderr, __VA_ARGS__);                                                 \
+            std::fprintf(stderr, "\n");                                                        \
+            ++inatest::failures();                                                             \
+        }                                                                                      \
+    } while (0)
+
+// Agree on the outcome and print one summary line on rank 0; returns the exit code.
+inline int finish(const char *name, long checks)
+{
+    int local = failures(), total = 0;
+    long all_checks = 0;
+    MPI_Allreduce(&local, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&checks, &all_checks, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) {
+        std::printf("%s: %ld checks, %d failures: %s\n", name, all_checks, total,
+                    total == 0 ? "PASS" : "FAIL");
+    }
+    return total == 0 ? 0 : 1;
+}
+
+// ------------------------------------------------------------------ MPI_T counters
+// The component's per-communicator performance variables.
+class Counters {
+  public:
+    Counters()
+    {
+        int provided;
+        MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+        MPI_T_pvar_session_create(&session_);
+    }
+    ~Counters()
+    {
+        MPI_T_pvar_session_free(&session_);
+        MPI_T_finalize();
+    }
+    Counters(const Counters &) = delete;
+    Counters &operator=(const Counters &) = delete;
+
+    // Value of pvar `name` bound to `comm`; -1 if the component did not register it.
+    long long read(const char *name, MPI_Comm comm)
+    {
+        int index;
+        if (MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &index) != MPI_SUCCESS) {
+            return -1;
+        }
+        MPI_T_pvar_handle handle;
+        int count = 0;
+        if (MPI_T_pvar_handle_alloc(session_, index, &comm, &handle, &count) != MPI_SUCCESS) {
+            return -1;
+        }
+        unsigned long long value = 0;
+        int rc = MPI_T_pvar_read(session_, handle, &value);
+        MPI_T_pvar_handle_free(session_, &handle);
+        return rc == MPI_SUCCESS ? static_cast<long long>(value) : -1;
+    }
+    long long offloaded(MPI_Comm comm) { return read("coll_ina_offloaded_calls", comm); }
+    long long fallbacks(MPI_Comm comm) { return read("coll_ina_fallback_calls", comm); }
+
+  private:
+    MPI_T_pvar_session session_;
+};
+
+// ------------------------------------------------------------------ ops
+enum class Op { Sum, Prod, Min, Max, Land, Lor, Lxor, Band, Bor, Bxor };
+
+struct OpInfo {
+    Op op;
+    MPI_Op mpi;
+    const char *name;
+};
+
+inline std::vector<OpInfo> all_ops()
+{
+    return {{Op::Sum, MPI_SUM, "SUM"},    {Op::Prod, MPI_PROD, "PROD"}, {Op::Min, MPI_MIN, "MIN"},
+            {Op::Max, MPI_MAX, "MAX"},    {Op::Land, MPI_LAND, "LAND"}, {Op::Lor, MPI_LOR, "LOR"},
+            {Op::Lxor, MPI_LXOR, "LXOR"}, {Op::Band, MPI_BAND, "BAND"}, {Op::Bor, MPI_BOR, "BOR"},
+            {Op::Bxor, MPI_BXOR, "BXOR"}};
+}
+
+// MPI defines arithmetic ops and MIN/MAX on C integer and floating types,
+// logical ops on C integer types, bitwise ops on C integer types.
+template <typename T> bool op_defined(Op op)
+{
+    if (std::is_floating_point_v<T>) {
+        return op == Op::Sum || op == Op::Prod || op == Op::Min || op == Op::Max;
+    }
+    return true;
+}
+
+// Reference: fold acc = acc OP v in rank order, computed in the widest exact
+// arithmetic for integers (unsigned wrap-around) and the type's own for floats.
+template <typename T> T apply(Op op, T acc, T v)
+{
+    if constexpr (std::is_integral_v<T>) {
+        using U = std::make_unsigned_t<T>;
+        using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
+        switch (op) {
+        case Op::Sum: return static_cast<T>(static_cast<U>(static_cast<W>(acc) + static_cast<W>(v)));
+        case Op::Prod: return static_cast<T>(static_cast<U>(static_cast<W>(static_cast<U>(acc)) * static_cast<W>(static_cast<U>(v))));
+        case Op::Min: return v < acc ? v : acc;
+        case Op::Max: return v > acc ? v : acc;
+        case Op::Land: return static_cast<T>(acc != 0 && v != 0);
+        case Op::Lor: return static_cast<T>(acc != 0 || v != 0);
+        case Op::Lxor: return static_cast<T>((acc != 0) != (v != 0));
+        case Op::Band: return static_cast<T>(acc & v);
+        case Op::Bor: return static_cast<T>(acc | v);
+        case Op::Bxor: return static_cast<T>(acc ^ v);
+        }
+    } else {
+        switch (op) {
+        case Op::Sum: return acc + v;
+        case Op::Prod: return acc * v;
+        case Op::Min: return v < acc ? v : acc;
+        case Op::Max: return v > acc ? v : acc;
+        default: break;
+        }
+    }
+    std::abort();
+}
+
+// ------------------------------------------------------------------ inputs
+inline uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+// Element i of rank r's input for (op, seed): chosen so that every op is
+// exercised for real (wrap-around for integer SUM/PROD, rounding for float
+// SUM, many zeros for logical ops) without overflowing float PROD.
+template <typename T> T input(Op op, int rank, size_t i, uint64_t seed)
+{
+    uint64_t h = mix(seed * 1000003u + static_cast<uint64_t>(rank) * 7919u + i);
+    if constexpr (std::is_integral_v<T>) {
+        if (op == Op::Land || op == Op::Lor || op == Op::Lxor) {
+            return static_cast<T>(h % 3 == 0 ? 0 : (h >> 8) % 5);
+        }
+        using U = std::make_unsigned_t<T>;
+        return static_cast<T>(static_cast<U>(h >> 7));
+    } else {
+        double u = static_cast<double>(h >> 11) / 9007199254740992.0; // [0, 1)
+        if (op == Op::Prod) {
+            return static_cast<T>(0.75 + 0.5 * u);
+        }
+        return static_cast<T>((u - 0.5) * 2000.0 + 1.0 / 3.0);
+    }
+}
+
+template <typename T>
+void fill_input(std::vector<T> &buf, Op op, int rank, uint64_t seed)
+{
+    for (size_t i = 0; i < buf.size(); ++i) {
+        buf[i] = input<T>(op, rank, i, seed);
+    }
+}
+
+template <typename T>
+void reference(std::vector<T> &ref, Op op, int nranks, uint64_t seed)
+{
+    for (size_t i = 0; i < ref.size(); ++i) {
+        T acc = input<T>(op, 0, i, seed);
+        for (int r = 1; r < nranks; ++r) {
+            acc = apply<T>(op, acc, input<T>(op, r, i, seed));
+        }
+        ref[i] = acc;
+    }
+}
+
+// Bitwise comparison that ignores the padding bytes of x87 long double.
+template <typename T> bool same_bits(const T &a, const T &b)
+{
+    if constexpr (std::is_same_v<T, long double>) {
+        return std::memcmp(&a, &b, 10) == 0;
+    } else {
+        return std::memcmp(&a, &b, sizeof(T)) == 0;
+    }
+}
+
+template <typename T> std::string show(T v)
+{
+    char s[64];
+    if constexpr (std::is_floating_point_v<T>) {
+        std::snprintf(s, sizeof(s), "%.21Lg", static_cast<long double>(v));
+    } else if constexpr (std::is_signed_v<T>) {
+        std::snprintf(s, sizeof(s), "%lld", static_cast<long long>(v));
+    } else {
+        std::snprintf(s, sizeof(s), "%llu", static_cast<unsigned long long>(v));
+    }
+    return s;
+}
+
+// A cheap order-dependent digest of a buffer's bytes, to compare ranks.
+inline uint64_t digest(const void *p, size_t n)
+{
+    const unsigned char *b = static_cast<const unsigned char *>(p);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; ++i) {
+        h = (h ^ b[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
+} // namespace inatest
+
+#endif

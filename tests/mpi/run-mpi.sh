@@ -1,0 +1,55 @@
+#!/bin/bash
+# Runs one MPI test scenario (a *.test file: shell variables NP, MODE, PROG,
+# ARGS, and optionally EXPECT_FAIL, EXPECT_OUTPUT, EXTRA_MCA) through mpirun
+# with the component and the daemon from the build tree, then checks that no
+# ina-switchd was left behind.
+#   MODE=alone    --mca coll ina            (ina is the only coll component)
+#   MODE=stacked  --mca coll_ina_enable 1   (ina on top of Open MPI's defaults)
+set -u
+scenario=$1
+NP=2 MODE=alone PROG= ARGS= EXPECT_FAIL=0 EXPECT_OUTPUT= EXTRA_MCA= TIMEOUT=600
+# shellcheck disable=SC1090
+. "$scenario"
+
+builddir=${INA_BUILDDIR:?INA_BUILDDIR not set}
+mpirun=${MPIRUN:-mpirun}
+daemon=$builddir/switch_agent/ina-switchd
+args=(-np "$NP" --oversubscribe --mca mpi_yield_when_idle 1
+      --mca mca_base_component_path "SYS_DEFAULT:$builddir/ompi_coll_ina/.libs"
+      --mca coll_ina_agent_path "$daemon")
+[ "$(id -u)" = 0 ] && args+=(--allow-run-as-root)
+case $MODE in
+  alone) args+=(--mca coll ina) ;;
+  stacked) args+=(--mca coll_ina_enable 1) ;;
+  *) echo "unknown MODE=$MODE"; exit 99 ;;
+esac
+# shellcheck disable=SC2206
+args+=($EXTRA_MCA)
+
+echo "+ $mpirun ${args[*]} ./$PROG $ARGS"
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+# shellcheck disable=SC2086
+timeout -k 10 "$TIMEOUT" "$mpirun" "${args[@]}" "./$PROG" $ARGS >"$out" 2>&1
+rc=$?
+cat "$out"
+status=0
+if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+  echo "FAIL: timed out after ${TIMEOUT}s"; status=1
+elif [ "$EXPECT_FAIL" = 1 ] && [ "$rc" = 0 ]; then
+  echo "FAIL: the job was expected to fail"; status=1
+elif [ "$EXPECT_FAIL" != 1 ] && [ "$rc" != 0 ]; then
+  echo "FAIL: exit status $rc"; status=1
+fi
+if [ -n "$EXPECT_OUTPUT" ] && ! grep -q -- "$EXPECT_OUTPUT" "$out"; then
+  echo "FAIL: output lacks '$EXPECT_OUTPUT'"; status=1
+fi
+# No stray agent: give a killed job's daemon a moment to notice its parent died.
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  pgrep -f "^$daemon" >/dev/null || break
+  sleep 0.5
+done
+if pgrep -af "^$daemon"; then
+  echo "FAIL: ina-switchd left running"; pkill -9 -f "^$daemon"; status=1
+fi
+exit $status
