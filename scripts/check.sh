@@ -1,0 +1,15 @@
+#!/bin/bash
+# Set up (scripts/setup.sh), then run every test: Check unit tests, agent
+# tests with a real ina-switchd, MPI integration tests (make check).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/scripts/setup.sh" || exit 1
+[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cd "$top/build"
+make -j"$(nproc)" check VERBOSE=1
+rc=$?
+pass=$(cat $(find tests -name '*.trs') 2>/dev/null | grep -c '^:test-result: PASS')
+fail=$(cat $(find tests -name '*.trs') 2>/dev/null | grep -c '^:test-result: \(FAIL\|ERROR\|XPASS\)')
+echo
+echo "check: $pass passed, $fail failed"
+exit $rc

@@ -1,0 +1,45 @@
+#!/bin/bash
+# Installs what ina needs from Debian 12's packages, builds it out of tree in
+# build/, and installs it (as root: ina-switchd into /usr/local/bin, the
+# component into Open MPI's own component dir; otherwise under $HOME, see
+# README). Safe to run again.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+pkgs=(build-essential autoconf automake libtool pkg-config
+      libopenmpi-dev openmpi-bin libucx-dev ucx-utils check procps)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "== installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+  else
+    echo "missing Debian packages: ${missing[*]}" >&2
+    echo "install them as root: apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+echo "== building ina in $top/build"
+autoreconf -fi >/dev/null
+mkdir -p build
+cd build
+if [ "$(id -u)" = 0 ]; then
+  conf=(--prefix=/usr/local)
+else
+  conf=(--prefix="$HOME/.local" --with-ompi-component-dir="$HOME/.openmpi/components")
+fi
+# Reconfigure only when needed (a changed configure script or new options).
+if [ ! -f config.status ] || [ ../configure -nt config.status ] ||
+   ! grep -qF -- "${conf[*]}" config.log; then
+  ../configure -q "${conf[@]}" ${INA_CONFIGURE_ARGS:-}
+fi
+make -j"$(nproc)" >/dev/null
+make install >/dev/null
+echo "== installed: $(grep -m1 '^prefix=' Makefile | cut -d= -f2 | tr -d ' ')/bin/ina-switchd and the coll component in $(sed -n 's/^mcacomponentdir = //p' Makefile)"
