@@ -1,0 +1,244 @@
+/*
+ * ina_bench: an OSU-style collective benchmark (our own code). It is plain
+ * MPI and prints the same table whichever coll component runs it, so one
+ * script can run it through ina and through Open MPI's own collectives and
+ * compare. It never asserts on time.
+ *
+ * usage: ina_bench [-b allreduce|reduce|allgather|bcast|barrier] [-m MIN:MAX]
+ *                  [-i ITERS] [-w WARMUP] [-d int|float|double|int64|uint8]
+ *                  [-o sum|prod|min|max|band|bor|bxor] [-p] (in place) [-c] (check)
+ *
+ * Columns: bytes (per rank's buffer), min/avg/max latency in microseconds
+ * over ranks (each rank's average over ITERS), algorithm bandwidth (bytes /
+ * avg time) and bus bandwidth (nccl-tests convention: allreduce x 2(n-1)/n,
+ * allgather x (n-1)/n of the gathered size, reduce and bcast x 1), in MB/s.
+ * With -c every iteration's result is verified (values are small integers, so
+ * float sums are exact in any order) and a wrong value fails the run.
+ */
+#include <mpi.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef enum { B_ALLREDUCE, B_REDUCE, B_ALLGATHER, B_BCAST, B_BARRIER } bench_t;
+
+typedef struct {
+    const char *name;
+    MPI_Datatype type;
+    size_t size;
+} dtype_t;
+
+static const dtype_t dtypes[] = {
+    {"int", MPI_INT, sizeof(int)},           {"float", MPI_FLOAT, sizeof(float)},
+    {"double", MPI_DOUBLE, sizeof(double)},  {"int64", MPI_INT64_T, sizeof(int64_t)},
+    {"uint8", MPI_UINT8_T, sizeof(uint8_t)},
+};
+
+typedef struct {
+    const char *name;
+    MPI_Op op;
+} op_t;
+
+static const op_t ops[] = {
+    {"sum", MPI_SUM}, {"prod", MPI_PROD}, {"min", MPI_MIN}, {"max", MPI_MAX},
+    {"band", MPI_BAND}, {"bor", MPI_BOR}, {"bxor", MPI_BXOR},
+};
+
+/* Input element i of rank r, as a small integer (exact in every type). */
+static long input(int r, size_t i, const char *op)
+{
+    if (0 == strcmp(op, "prod")) {
+        return (r + (long)i) % 2 + 1; /* 1 or 2: products stay exact for few ranks */
+    }
+    return (r * 7 + (long)(i % 13)) % 16;
+}
+
+static void store(void *buf, size_t i, const dtype_t *dt, long v)
+{
+    if (dt->type == MPI_INT) ((int *)buf)[i] = (int)v;
+    else if (dt->type == MPI_FLOAT) ((float *)buf)[i] = (float)v;
+    else if (dt->type == MPI_DOUBLE) ((double *)buf)[i] = (double)v;
+    else if (dt->type == MPI_INT64_T) ((int64_t *)buf)[i] = v;
+    else ((uint8_t *)buf)[i] = (uint8_t)v;
+}
+
+static long load(const void *buf, size_t i, const dtype_t *dt)
+{
+    if (dt->type == MPI_INT) return ((const int *)buf)[i];
+    if (dt->type == MPI_FLOAT) return (long)((const float *)buf)[i];
+    if (dt->type == MPI_DOUBLE) return (long)((const double *)buf)[i];
+    if (dt->type == MPI_INT64_T) return (long)((const int64_t *)buf)[i];
+    return ((const uint8_t *)buf)[i];
+}
+
+static long combine(const char *op, long a, long b, const dtype_t *dt)
+{
+    long v;
+    if (0 == strcmp(op, "sum")) v = a + b;
+    else if (0 == strcmp(op, "prod")) v = a * b;
+    else if (0 == strcmp(op, "min")) v = b < a ? b : a;
+    else if (0 == strcmp(op, "max")) v = b > a ? b : a;
+    else if (0 == strcmp(op, "band")) v = a & b;
+    else if (0 == strcmp(op, "bor")) v = a | b;
+    else v = a ^ b;
+    return dt->type == MPI_UINT8_T ? (long)(uint8_t)v : v;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: ina_bench [-b allreduce|reduce|allgather|bcast|barrier] [-m MIN:MAX]\n"
+                    "                 [-i ITERS] [-w WARMUP] [-d int|float|double|int64|uint8]\n"
+                    "                 [-o sum|prod|min|max|band|bor|bxor] [-p] [-c]\n");
+}
+
+int main(int argc, char **argv)
+{
+    bench_t bench = B_ALLREDUCE;
+    const char *bench_name = "allreduce";
+    size_t min_bytes = 8, max_bytes = 4u << 20;
+    int iters = 100, warmup = 10, in_place = 0, check = 0, c, rank, size, errors = 0;
+    const dtype_t *dt = &dtypes[1];
+    const op_t *op = &ops[0];
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    while ((c = getopt(argc, argv, "b:m:i:w:d:o:pch")) != -1) {
+        switch (c) {
+        case 'b':
+            bench_name = optarg;
+            if (0 == strcmp(optarg, "allreduce")) bench = B_ALLREDUCE;
+            else if (0 == strcmp(optarg, "reduce")) bench = B_REDUCE;
+            else if (0 == strcmp(optarg, "allgather")) bench = B_ALLGATHER;
+            else if (0 == strcmp(optarg, "bcast")) bench = B_BCAST;
+            else if (0 == strcmp(optarg, "barrier")) bench = B_BARRIER;
+            else { if (0 == rank) usage(); MPI_Finalize(); return 2; }
+            break;
+        case 'm': {
+            char *colon = strchr(optarg, ':');
+            min_bytes = strtoull(optarg, NULL, 0);
+            max_bytes = colon ? strtoull(colon + 1, NULL, 0) : min_bytes;
+            break;
+        }
+        case 'i': iters = atoi(optarg); break;
+        case 'w': warmup = atoi(optarg); break;
+        case 'd': {
+            size_t k, n = sizeof(dtypes) / sizeof(dtypes[0]);
+            for (k = 0; k < n && strcmp(dtypes[k].name, optarg); ++k) {}
+            if (k == n) { if (0 == rank) usage(); MPI_Finalize(); return 2; }
+            dt = &dtypes[k];
+            break;
+        }
+        case 'o': {
+            size_t k, n = sizeof(ops) / sizeof(ops[0]);
+            for (k = 0; k < n && strcmp(ops[k].name, optarg); ++k) {}
+            if (k == n) { if (0 == rank) usage(); MPI_Finalize(); return 2; }
+            op = &ops[k];
+            break;
+        }
+        case 'p': in_place = 1; break;
+        case 'c': check = 1; break;
+        default: if (0 == rank) usage(); MPI_Finalize(); return 'h' == c ? 0 : 2;
+        }
+    }
+    if (min_bytes < dt->size) min_bytes = dt->size;
+    if (B_BARRIER == bench) min_bytes = max_bytes = 0;
+
+    size_t max_count = max_bytes / dt->size;
+    size_t rbuf_elems = (B_ALLGATHER == bench ? (size_t)size : 1) * (max_count ? max_count : 1);
+    char *sbuf = calloc(max_count ? max_count : 1, dt->size);
+    char *rbuf = calloc(rbuf_elems, dt->size);
+    if (NULL == sbuf || NULL == rbuf) {
+        fprintf(stderr, "ina_bench: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (0 == rank) {
+        printf("# ina_bench %s: %d ranks, %s %s%s, %d iterations (+%d warm-up)%s\n", bench_name,
+               size, dt->name, op->name, in_place ? ", in place" : "", iters, warmup,
+               check ? ", results checked" : "");
+        printf("# %12s %12s %12s %12s %14s %14s\n", "bytes", "min_usec", "avg_usec", "max_usec",
+               "algbw_MB/s", "busbw_MB/s");
+    }
+
+    for (size_t bytes = min_bytes;; bytes = bytes ? bytes * 2 : 1) {
+        size_t count = bytes / dt->size;
+        int root = 0;
+        double t_sum = 0.0;
+        for (int it = -warmup; it < iters; ++it) {
+            for (size_t i = 0; i < count; ++i) store(sbuf, i, dt, input(rank, i, op->name));
+            if (in_place && (B_ALLREDUCE == bench || B_REDUCE == bench)) {
+                memcpy(rbuf, sbuf, count * dt->size);
+            }
+            const void *src = in_place ? MPI_IN_PLACE : sbuf;
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            switch (bench) {
+            case B_ALLREDUCE:
+                MPI_Allreduce(src, rbuf, (int)count, dt->type, op->op, MPI_COMM_WORLD);
+                break;
+            case B_REDUCE:
+                MPI_Reduce(in_place && rank != root ? sbuf : src, rbuf, (int)count, dt->type,
+                           op->op, root, MPI_COMM_WORLD);
+                break;
+            case B_ALLGATHER:
+                if (in_place) memcpy(rbuf + (size_t)rank * count * dt->size, sbuf, count * dt->size);
+                MPI_Allgather(src, (int)count, dt->type, rbuf, (int)count, dt->type, MPI_COMM_WORLD);
+                break;
+            case B_BCAST:
+                MPI_Bcast(sbuf, (int)count, dt->type, root, MPI_COMM_WORLD);
+                break;
+            case B_BARRIER:
+                MPI_Barrier(MPI_COMM_WORLD);
+                break;
+            }
+            double t = MPI_Wtime() - t0;
+            if (it >= 0) t_sum += t;
+
+            if (check && count > 0) {
+                for (size_t i = 0; i < count; ++i) {
+                    if (B_ALLREDUCE == bench || (B_REDUCE == bench && rank == root)) {
+                        long want = input(0, i, op->name);
+                        for (int r = 1; r < size; ++r)
+                            want = combine(op->name, want, input(r, i, op->name), dt);
+                        errors += load(rbuf, i, dt) != want;
+                    } else if (B_ALLGATHER == bench) {
+                        for (int r = 0; r < size; ++r)
+                            errors += load(rbuf, (size_t)r * count + i, dt) !=
+                                      (dt->type == MPI_UINT8_T ? (long)(uint8_t)input(r, i, op->name)
+                                                                : input(r, i, op->name));
+                    } else if (B_BCAST == bench) {
+                        errors += load(sbuf, i, dt) != input(root, i, op->name);
+                    }
+                }
+            }
+        }
+        double avg = t_sum / (iters > 0 ? iters : 1), tmin, tmax, tsum;
+        MPI_Reduce(&avg, &tmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&avg, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&avg, &tsum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (0 == rank) {
+            double tavg = tsum / size;
+            double data = (double)count * dt->size * (B_ALLGATHER == bench ? size : 1);
+            double factor = B_ALLREDUCE == bench ? 2.0 * (size - 1) / size
+                            : B_ALLGATHER == bench ? (double)(size - 1) / size : 1.0;
+            double algbw = tavg > 0 ? data / tavg / 1e6 : 0.0;
+            printf("  %12zu %12.2f %12.2f %12.2f %14.1f %14.1f\n", count * dt->size, tmin * 1e6,
+                   tavg * 1e6, tmax * 1e6, algbw, algbw * factor);
+            fflush(stdout);
+        }
+        if (bytes >= max_bytes) break;
+    }
+
+    int all_errors = 0;
+    MPI_Allreduce(&errors, &all_errors, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (check && 0 == rank) {
+        printf("# check: %s (%d wrong values)\n", all_errors ? "FAILED" : "ok", all_errors);
+    }
+    free(sbuf);
+    free(rbuf);
+    MPI_Finalize();
+    return all_errors ? 1 : 0;
+}
