@@ -1,1 +1,194 @@
-int main() { return 0; }
+// ina-switchd: command line, signals, and the event loop's lifetime.
+#include <getopt.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "agent.h"
+#include "log.h"
+
+namespace {
+
+void usage(FILE *out)
+{
+    std::fprintf(out,
+                 "usage: ina-switchd [options]\n"
+                 "  --listen HOST:PORT   address to listen on (default 0.0.0.0:17300; port 0 = any)\n"
+                 "  --segs N             Seg units in the pool (default 1024)\n"
+                 "  --seg-size BYTES     bytes per Seg (default 65536, at most %u)\n"
+                 "  --max-window N       largest lease/window granted (default 64, at most %u)\n"
+                 "  --log-level LEVEL    error|warn|info|debug (default warn)\n"
+                 "  --ready-fd N         once listening, write \"HOST:PORT\\n\" to fd N and close it\n"
+                 "  --help               this text\n",
+                 INA_PROTO_MAX_SEG_BYTES, INA_PROTO_MAX_WINDOW);
+}
+
+[[noreturn]] void bad_arg(const char *fmt, const char *what)
+{
+    std::fprintf(stderr, "ina-switchd: ");
+    std::fprintf(stderr, fmt, what);
+    std::fprintf(stderr, "\n(see ina-switchd --help)\n");
+    std::exit(2);
+}
+
+// Whole-string unsigned parse in [lo, hi].
+bool parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+    if (s == nullptr || *s == '\0' || *s == '-') {
+        return false;
+    }
+    char *end = nullptr;
+    errno = 0;
+    unsigned long v = std::strtoul(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < lo || v > hi) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+void parse_listen(const char *arg, ina::AgentConfig *cfg)
+{
+    std::string s(arg);
+    size_t colon = s.rfind(':');
+    unsigned long port = 0;
+    if (colon == std::string::npos || colon == 0 ||
+        !parse_uint(s.c_str() + colon + 1, 0, 65535, &port)) {
+        bad_arg("--listen wants HOST:PORT, got '%s'", arg);
+    }
+    std::string host = s.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2); // [v6]:port
+    }
+    cfg->host = host;
+    cfg->port = static_cast<uint16_t>(port);
+}
+
+bool write_all(int fd, const std::string &s)
+{
+    size_t off = 0;
+    while (off < s.size()) {
+        ssize_t n = write(fd, s.data() + off, s.size() - off);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return false;
+        }
+        off += static_cast<size_t>(n);
+    }
+    return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    ina::AgentConfig cfg;
+    int ready_fd = -1;
+    enum { kListen = 1, kSegs, kSegSize, kMaxWindow, kLogLevel, kReadyFd, kHelp };
+    static const struct option opts[] = {
+        {"listen", required_argument, nullptr, kListen},
+        {"segs", required_argument, nullptr, kSegs},
+        {"seg-size", required_argument, nullptr, kSegSize},
+        {"max-window", required_argument, nullptr, kMaxWindow},
+        {"log-level", required_argument, nullptr, kLogLevel},
+        {"ready-fd", required_argument, nullptr, kReadyFd},
+        {"help", no_argument, nullptr, kHelp},
+        {nullptr, 0, nullptr, 0}};
+    opterr = 0;
+    int c;
+    unsigned long v = 0;
+    while ((c = getopt_long(argc, argv, "", opts, nullptr)) != -1) {
+        switch (c) {
+        case kListen:
+            parse_listen(optarg, &cfg);
+            break;
+        case kSegs:
+            if (!parse_uint(optarg, 1, 1u << 24, &v)) {
+                bad_arg("--segs wants a count >= 1, got '%s'", optarg);
+            }
+            cfg.segs = static_cast<uint32_t>(v);
+            break;
+        case kSegSize:
+            if (!parse_uint(optarg, 16, INA_PROTO_MAX_SEG_BYTES, &v)) {
+                bad_arg("--seg-size wants 16..1048576 bytes, got '%s'", optarg);
+            }
+            cfg.seg_bytes = static_cast<uint32_t>(v);
+            break;
+        case kMaxWindow:
+            if (!parse_uint(optarg, 1, INA_PROTO_MAX_WINDOW, &v)) {
+                bad_arg("--max-window wants 1..1024, got '%s'", optarg);
+            }
+            cfg.max_window = static_cast<uint32_t>(v);
+            break;
+        case kLogLevel: {
+            ina::LogLevel lvl;
+            if (!ina::log_parse_level(optarg, &lvl)) {
+                bad_arg("--log-level wants error|warn|info|debug, got '%s'", optarg);
+            }
+            ina::log_set_level(lvl);
+            break;
+        }
+        case kReadyFd:
+            if (!parse_uint(optarg, 0, 1u << 20, &v)) {
+                bad_arg("--ready-fd wants a file descriptor number, got '%s'", optarg);
+            }
+            ready_fd = static_cast<int>(v);
+            break;
+        case kHelp:
+            usage(stdout);
+            return 0;
+        default:
+            bad_arg("unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) {
+        bad_arg("unexpected argument '%s'", argv[optind]);
+    }
+
+    // Block the signals before UCX starts any thread, so they are only ever
+    // delivered through the signalfd in the event loop.
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    if (sigprocmask(SIG_BLOCK, &mask, nullptr) != 0) {
+        INA_ERROR("sigprocmask: %s", std::strerror(errno));
+        return 1;
+    }
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    if (sfd < 0) {
+        INA_ERROR("signalfd: %s", std::strerror(errno));
+        return 1;
+    }
+
+    int rc = 0;
+    try {
+        ina::Agent agent(cfg, std::make_unique<ina::FreeSegScheduler>());
+        agent.start();
+        if (ready_fd >= 0) {
+            bool ok = write_all(ready_fd, agent.bound_address() + "\n");
+            close(ready_fd);
+            if (!ok) {
+                INA_ERROR("cannot write to --ready-fd %d: %s", ready_fd, std::strerror(errno));
+                return 1;
+            }
+        }
+        agent.run(sfd);
+        agent.log_counters();
+    } catch (const std::exception &e) {
+        INA_ERROR("%s", e.what());
+        rc = 1;
+    }
+    close(sfd);
+    return rc;
+}

@@ -1,0 +1,87 @@
+#include "job.h"
+
+#include <algorithm>
+
+namespace ina {
+
+Job::Job(uint32_t jid, uint32_t window, const uint32_t *node_ids, uint32_t nmembers,
+         const Peer *creator)
+    : jid_(jid), window_(window), topo_(node_ids, nmembers), creator_(creator),
+      members_(nmembers, nullptr), next_mid_(nmembers, 0)
+{
+}
+
+ina_proto_status_t Job::join(uint32_t rank, Peer *peer)
+{
+    if (rank >= members_.size()) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    if (members_[rank] == peer) {
+        return INA_PROTO_OK; // idempotent re-join
+    }
+    if (members_[rank] != nullptr) {
+        return INA_PROTO_ERR_NOT_MEMBER; // somebody else holds this rank
+    }
+    members_[rank] = peer;
+    ++joined_;
+    ever_joined_ = true;
+    return INA_PROTO_OK;
+}
+
+bool Job::leave(uint32_t rank, const Peer *peer)
+{
+    if (!is_member(rank, peer)) {
+        return false;
+    }
+    members_[rank] = nullptr;
+    --joined_;
+    return true;
+}
+
+void Job::note_mid(uint32_t rank, uint64_t mid)
+{
+    next_mid_[rank] = std::max(next_mid_[rank], mid + 1);
+}
+
+Call *Job::find_call(uint64_t mid)
+{
+    auto it = calls_.find(mid);
+    return it == calls_.end() ? nullptr : &it->second;
+}
+
+unsigned Job::retire(SegPool &pool)
+{
+    // floor = oldest MID some joined member may still send blocks of.
+    uint64_t floor = UINT64_MAX;
+    for (size_t r = 0; r < members_.size(); ++r) {
+        if (members_[r] != nullptr) {
+            floor = std::min(floor, next_mid_[r] == 0 ? 0 : next_mid_[r] - 1);
+        }
+    }
+    if (floor == UINT64_MAX) {
+        return 0;
+    }
+    retired_below_ = std::max(retired_below_, floor);
+    unsigned abandoned = 0;
+    auto end = calls_.lower_bound(retired_below_);
+    for (auto it = calls_.begin(); it != end; ++it) {
+        if (it->second.granted && !it->second.finished) {
+            pool.release(it->second.lease);
+            ++abandoned;
+        }
+    }
+    calls_.erase(calls_.begin(), end);
+    return abandoned;
+}
+
+void Job::release_all(SegPool &pool)
+{
+    for (auto &kv : calls_) {
+        if (kv.second.granted && !kv.second.finished) {
+            pool.release(kv.second.lease);
+        }
+    }
+    calls_.clear();
+}
+
+} // namespace ina

@@ -1,0 +1,145 @@
+// Seg buffer units (SEEDS S1): the agent's aggregation memory, cut into Segs
+// that jobs lease `window` at a time (SEEDS S0: a window never exceeds its
+// lease). A Seg aggregates one block: the first contribution initialises it,
+// later ones are reduced in and clear their Rank bit (and their Node bit when
+// the node's last rank arrived); an empty Node bitmap means complete.
+#ifndef INA_AGENT_SEG_POOL_H
+#define INA_AGENT_SEG_POOL_H
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "ina_proto.h"
+
+namespace ina {
+
+constexpr uint32_t kNoIndex = UINT32_MAX;
+
+// Fixed-size payload buffers on a free list. A Seg takes one while it is busy;
+// a completed Seg hands its buffer to the RESULT sends, which return it when the
+// last one completes (refcount). Buffers are allocated only when the free list
+// is empty, so the steady state allocates nothing.
+class BufferPool {
+public:
+    explicit BufferPool(size_t buf_bytes);
+    BufferPool(const BufferPool &) = delete;
+    BufferPool &operator=(const BufferPool &) = delete;
+
+    uint32_t get();                       // a free buffer, refcount 1
+    void hold(uint32_t idx, uint32_t refs); // set the refcount (RESULT fan-out)
+    void unref(uint32_t idx);             // back to the free list at 0
+    std::byte *data(uint32_t idx) { return bufs_[idx].get(); }
+    const std::byte *data(uint32_t idx) const { return bufs_[idx].get(); }
+    size_t buf_bytes() const { return bytes_; }
+    size_t allocated() const { return bufs_.size(); }
+    size_t free_count() const { return free_.size(); }
+
+private:
+    struct FreeDeleter {
+        void operator()(std::byte *p) const { std::free(p); }
+    };
+    size_t bytes_;
+    std::vector<std::unique_ptr<std::byte[], FreeDeleter>> bufs_;
+    std::vector<uint32_t> refs_;
+    std::vector<uint32_t> free_;
+};
+
+// Members of a job grouped by node: ranks with equal node id share a node
+// (the Rank bitmap is per member, the Node bitmap per distinct node id).
+class Topology {
+public:
+    Topology(const uint32_t *node_ids, uint32_t nranks);
+    uint32_t nranks() const { return static_cast<uint32_t>(node_of_rank_.size()); }
+    uint32_t nnodes() const { return static_cast<uint32_t>(ranks_per_node_.size()); }
+    uint32_t node_of(uint32_t rank) const { return node_of_rank_[rank]; }
+    const std::vector<uint32_t> &ranks_per_node() const { return ranks_per_node_; }
+
+private:
+    std::vector<uint32_t> node_of_rank_;   // dense node index of each rank
+    std::vector<uint32_t> ranks_per_node_; // members on each dense node
+};
+
+// One block contribution as the Seg sees it.
+struct Block {
+    uint32_t rank;
+    uint32_t sid;
+    uint8_t op;
+    uint8_t dtype;
+    uint32_t count;  // elements in this block
+    uint64_t total;  // elements of the whole call
+    const void *data;
+};
+
+enum class SegOutcome {
+    kStored,    // contribution taken, Seg still waits for others
+    kComplete,  // Node bitmap empty: take_result() now
+    kDuplicate, // this rank already contributed to this block
+    kMismatch,  // op/dtype/count/total differ from the Seg's
+    kBusy,      // the Seg holds another SID
+    kTooBig     // block larger than a Seg
+};
+
+class SegPool {
+public:
+    SegPool(uint32_t nsegs, size_t seg_bytes);
+    SegPool(const SegPool &) = delete;
+    SegPool &operator=(const SegPool &) = delete;
+
+    uint32_t size() const { return static_cast<uint32_t>(segs_.size()); }
+    uint32_t free_segs() const { return static_cast<uint32_t>(free_.size()); }
+    size_t seg_bytes() const { return buffers_.buf_bytes(); }
+
+    // Lease n Segs (all or nothing). lease[i] serves SIDs with sid % n == i.
+    bool acquire(uint32_t n, std::vector<uint32_t> &lease);
+    // Return a lease; Segs still busy (abandoned call) are emptied first.
+    void release(const std::vector<uint32_t> &lease);
+
+    SegOutcome contribute(uint32_t seg, const Topology &topo, const Block &b);
+    // After kComplete: detach the result buffer (refcount 1) and empty the Seg
+    // at once, so the next SID can use it while the result is being sent.
+    uint32_t take_result(uint32_t seg);
+
+    BufferPool &buffers() { return buffers_; }
+    const BufferPool &buffers() const { return buffers_; }
+
+    // Introspection (tests, logs).
+    bool busy(uint32_t seg) const { return segs_[seg].busy; }
+    uint32_t ranks_pending(uint32_t seg) const { return segs_[seg].ranks_left; }
+    uint32_t nodes_pending(uint32_t seg) const { return segs_[seg].nodes_left; }
+    bool rank_pending(uint32_t seg, uint32_t rank) const { return segs_[seg].rank_bits[rank]; }
+    bool node_pending(uint32_t seg, uint32_t node) const { return segs_[seg].node_bits[node]; }
+
+private:
+    struct Seg {
+        bool busy = false;
+        bool ordered = false; // reduce in rank order (non order-free op/dtype)
+        uint8_t op = 0;
+        uint8_t dtype = 0;
+        uint32_t sid = 0;
+        uint32_t count = 0;
+        uint64_t total = 0;
+        uint32_t buf = kNoIndex;
+        std::vector<bool> rank_bits;       // 1 = rank still to contribute
+        std::vector<bool> node_bits;       // 1 = node still to complete
+        std::vector<uint32_t> node_left;   // ranks still to contribute per node
+        uint32_t ranks_left = 0;
+        uint32_t nodes_left = 0;
+        uint32_t next_rank = 0;            // ordered: Seg holds ranks [0, next_rank)
+        std::vector<uint32_t> staged;      // ordered: staging buffer per rank
+    };
+
+    void init(Seg &s, const Topology &topo, const Block &b);
+    void reset(Seg &s);
+    void fold(Seg &s, const void *src); // apply the next contribution in order
+
+    std::vector<Seg> segs_;
+    std::vector<uint32_t> free_;
+    BufferPool buffers_;
+};
+
+} // namespace ina
+
+#endif
