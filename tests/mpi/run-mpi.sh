@@ -2,7 +2,9 @@
 # Runs one MPI test scenario (a *.test file: shell variables NP, MODE, PROG,
 # ARGS, and optionally EXPECT_FAIL, EXPECT_OUTPUT, EXTRA_MCA) through mpirun
 # with the component and the daemon from the build tree, then checks that no
-# ina-switchd was left behind.
+# ina-switchd was left behind. The build tree comes first in the component
+# path: of two components with one name Open MPI keeps the first it finds, so
+# an installed copy cannot shadow the one under test.
 #   MODE=alone    --mca coll ina            (ina is the only coll component)
 #   MODE=stacked  --mca coll_ina_enable 1   (ina on top of Open MPI's defaults)
 set -u
@@ -15,7 +17,7 @@ builddir=${INA_BUILDDIR:?INA_BUILDDIR not set}
 mpirun=${MPIRUN:-mpirun}
 daemon=$builddir/switch_agent/ina-switchd
 args=(-np "$NP" --oversubscribe --mca mpi_yield_when_idle 1
-      --mca mca_base_component_path "SYS_DEFAULT:$builddir/ompi_coll_ina/.libs"
+      --mca mca_base_component_path "$builddir/ompi_coll_ina/.libs:SYS_DEFAULT"
       --mca coll_ina_agent_path "$daemon")
 [ "$(id -u)" = 0 ] && args+=(--allow-run-as-root)
 case $MODE in
