@@ -65,6 +65,10 @@ void ina_client_disconnect(ina_client_t *client);
 void ina_client_agent_info(const ina_client_t *client, ina_agent_info_t *info);
 /* Whether the endpoint is still usable (no error callback seen). */
 int ina_client_alive(const ina_client_t *client);
+/* Progress the connection once without blocking (delivers a pending loss of
+ * the agent or an early DENY); returns ina_client_alive(). Optional: every
+ * engine call progresses by itself. */
+int ina_client_progress(ina_client_t *client);
 
 /* Parameters of a job every member must use identically: rank 0 creates the
  * job and broadcasts this struct to the others (plain bytes). */

@@ -1,0 +1,157 @@
+// Sliding send window of one offloaded call (SEEDS S0), without any UCX:
+// which block (SID) may go out next, where it lies in the user's buffer, and
+// which received RESULTs are fresh, duplicate or never sent.
+//
+// Rule (S0): block sid may be sent once the RESULT of block sid - window has
+// arrived (the result is the ACK) and the send of that block has completed
+// locally (its header/slot may then be reused); slot = sid % window. Blocks go
+// out in SID order, so at most `window` blocks are ever in flight.
+#ifndef INA_WINDOW_H
+#define INA_WINDOW_H
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace ina {
+
+class SendWindow {
+public:
+    // What a received RESULT means for the window.
+    enum class Ack { fresh, duplicate, not_sent };
+
+    // Slot storage is sized once per job (window <= INA_PROTO_MAX_WINDOW):
+    // no allocation per call or per block.
+    explicit SendWindow(uint32_t window) : slots_(window == 0 ? 1 : window) {}
+
+    // Start a call of `count` elements of `elem_size` bytes cut into blocks of
+    // `block_bytes` (a multiple of elem_size). Returns false when the call
+    // would need more SIDs than the wire's 32-bit sid can name.
+    bool start(uint64_t count, size_t elem_size, size_t block_bytes)
+    {
+        if (elem_size == 0 || block_bytes < elem_size) {
+            return false;
+        }
+        per_block_ = block_bytes / elem_size;
+        elem_size_ = elem_size;
+        count_ = count;
+        nblocks_ = count / per_block_ + (count % per_block_ != 0 ? 1 : 0);
+        if (nblocks_ > UINT32_MAX) {
+            return false;
+        }
+        next_ = 0;
+        acked_ = 0;
+        sends_pending_ = 0;
+        for (Slot &s : slots_) {
+            s = Slot{};
+        }
+        return true;
+    }
+
+    uint32_t window() const { return static_cast<uint32_t>(slots_.size()); }
+    uint64_t nblocks() const { return nblocks_; }
+    uint64_t elems_per_block() const { return per_block_; }
+    uint64_t next_sid() const { return next_; }
+    uint64_t acked() const { return acked_; }
+    uint32_t slot_of(uint64_t sid) const { return static_cast<uint32_t>(sid % slots_.size()); }
+
+    // Elements in block sid (the last one may be partial).
+    uint64_t block_count(uint64_t sid) const
+    {
+        uint64_t first = sid * per_block_;
+        return count_ - first < per_block_ ? count_ - first : per_block_;
+    }
+    // Byte offset of block sid in the user's buffers (64-bit: > 4 GiB calls).
+    size_t block_offset(uint64_t sid) const
+    {
+        return static_cast<size_t>(sid) * static_cast<size_t>(per_block_) * elem_size_;
+    }
+    size_t block_bytes(uint64_t sid) const
+    {
+        return static_cast<size_t>(block_count(sid)) * elem_size_;
+    }
+
+    // Blocks sent whose RESULT has not arrived yet.
+    uint64_t in_flight() const { return next_ - acked_; }
+    // Local send requests not completed yet (the user's buffer is still in use).
+    uint32_t sends_pending() const { return sends_pending_; }
+
+    // Whether block next_sid() may go out now.
+    bool can_send() const
+    {
+        if (next_ >= nblocks_) {
+            return false;
+        }
+        const Slot &s = slots_[slot_of(next_)];
+        return !s.used || (s.acked && s.send_done);
+    }
+
+    // Record that block next_sid() was posted; returns its SID.
+    uint64_t on_sent()
+    {
+        uint64_t sid = next_++;
+        Slot &s = slots_[slot_of(sid)];
+        s.sid = sid;
+        s.used = true;
+        s.acked = false;
+        s.send_done = false;
+        ++sends_pending_;
+        return sid;
+    }
+
+    // The local send of the block occupying `slot` completed.
+    void on_send_done(uint32_t slot)
+    {
+        Slot &s = slots_[slot];
+        if (s.used && !s.send_done) {
+            s.send_done = true;
+            --sends_pending_;
+        }
+    }
+
+    // Classify the RESULT of `sid` without changing anything.
+    Ack classify(uint64_t sid) const
+    {
+        if (sid >= next_) {
+            return Ack::not_sent;
+        }
+        const Slot &s = slots_[slot_of(sid)];
+        // The slot moved on to a later SID only after this one was acked.
+        return (s.sid == sid && !s.acked) ? Ack::fresh : Ack::duplicate;
+    }
+
+    // Account the RESULT of `sid`; only a fresh one changes state.
+    Ack on_ack(uint64_t sid)
+    {
+        Ack a = classify(sid);
+        if (a == Ack::fresh) {
+            slots_[slot_of(sid)].acked = true;
+            ++acked_;
+        }
+        return a;
+    }
+
+    // Every block's RESULT has arrived.
+    bool complete() const { return acked_ == nblocks_; }
+
+private:
+    struct Slot {
+        uint64_t sid = 0;
+        bool used = false;      // holds a block of this call
+        bool acked = false;     // its RESULT arrived
+        bool send_done = false; // its local send completed
+    };
+
+    std::vector<Slot> slots_;
+    uint64_t count_ = 0;
+    uint64_t per_block_ = 1;
+    size_t elem_size_ = 1;
+    uint64_t nblocks_ = 0;
+    uint64_t next_ = 0;
+    uint64_t acked_ = 0;
+    uint32_t sends_pending_ = 0;
+};
+
+} // namespace ina
+
+#endif // INA_WINDOW_H
