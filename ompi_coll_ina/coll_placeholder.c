@@ -1,1 +1,0 @@
-int mca_coll_ina_placeholder;
