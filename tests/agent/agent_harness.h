@@ -1,0 +1,120 @@
+// Test harness for the agent tests: spawns ina-switchd ($INA_SWITCHD) on an
+// ephemeral loopback port and talks the raw wire protocol to it through UCX
+// (one worker, one endpoint per simulated rank). Every wait has a deadline and
+// a watchdog kills the daemon and fails the test if the process runs too long.
+#ifndef INA_AGENT_HARNESS_H
+#define INA_AGENT_HARNESS_H
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ucp/api/ucp.h>
+
+#include "ina_proto.h"
+
+namespace ina_test {
+
+// Abort the test with a message (daemon killed first).
+[[noreturn]] void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define CHECK_OR_FAIL(cond, ...)                                                             \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
+            ::ina_test::fail(__VA_ARGS__);                                                   \
+        }                                                                                    \
+    } while (0)
+
+// Kill the daemon and fail after `seconds` (whole-process watchdog).
+void arm_watchdog(unsigned seconds);
+
+class Daemon {
+public:
+    // Starts $INA_SWITCHD --listen 127.0.0.1:0 --ready-fd N --log-level info <extra>.
+    explicit Daemon(const std::vector<std::string> &extra = {});
+    ~Daemon(); // SIGKILL if still running
+    Daemon(const Daemon &) = delete;
+    Daemon &operator=(const Daemon &) = delete;
+
+    const std::string &address() const { return addr_; }
+    pid_t pid() const { return pid_; }
+    // SIGTERM, wait (deadline) and return the exit status (-1 if it did not exit).
+    int terminate(int timeout_ms = 10000);
+    // Everything the daemon wrote to stderr so far.
+    std::string log() const;
+    // Value of "name=<number>" in the log (last occurrence), or -1.
+    long counter(const char *name) const;
+
+private:
+    pid_t pid_ = -1;
+    std::string addr_;
+    std::string log_path_;
+};
+
+struct Msg {
+    ina_proto_hdr_t hdr;
+    std::vector<uint8_t> payload;
+};
+
+class Client {
+public:
+    Client();
+    ~Client();
+    Client(const Client &) = delete;
+    Client &operator=(const Client &) = delete;
+
+    // Open an endpoint to addr "host:port"; returns its index.
+    size_t connect(const std::string &addr);
+    size_t num_eps() const { return eps_.size(); }
+    // Close endpoint i (the agent sees the peer go away).
+    void close_ep(size_t i);
+    bool ep_failed(size_t i) const { return failed_[i]; }
+
+    // Send one message on endpoint i and wait until UCX completed it locally.
+    // hdr_len lets tests send truncated headers.
+    void send(size_t i, const void *hdr, size_t hdr_len, const void *data, size_t len);
+    void send(size_t i, const ina_proto_hdr_t &h, const void *data = nullptr, size_t len = 0)
+    {
+        send(i, &h, sizeof(h), data, len);
+    }
+    void progress();
+    // Wait (deadline) for the first received message matching pred; removes it.
+    Msg wait_for(const std::function<bool(const Msg &)> &pred, int timeout_ms = 10000,
+                 const char *what = "message");
+    // Like wait_for but returns false instead of failing.
+    bool try_wait_for(const std::function<bool(const Msg &)> &pred, Msg *out, int timeout_ms);
+    std::vector<Msg> &inbox() { return inbox_; }
+
+    // Protocol helpers (serialised: one request in flight).
+    void hello(size_t ep, uint32_t *max_window, uint64_t *seg_bytes);
+    // Returns jid and granted window.
+    uint32_t create_job(size_t ep, const std::vector<uint32_t> &node_ids, uint32_t window,
+                        uint32_t *granted_window, uint64_t cookie = 0x1234);
+    ina_proto_status_t join(size_t ep, uint32_t jid, uint32_t rank);
+    void leave(size_t ep, uint32_t jid, uint32_t rank);
+
+private:
+    static ucs_status_t on_am(void *arg, const void *header, size_t header_length, void *data,
+                              size_t length, const ucp_am_recv_param_t *param);
+    static void on_err(void *arg, ucp_ep_h ep, ucs_status_t status);
+
+    ucp_context_h ctx_ = nullptr;
+    ucp_worker_h worker_ = nullptr;
+    std::vector<ucp_ep_h> eps_;
+    std::vector<bool> failed_;
+    std::vector<Msg> inbox_;
+};
+
+// Header of a BLOCK message.
+ina_proto_hdr_t block_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint32_t sid,
+                          uint32_t window, unsigned op, unsigned dtype, uint32_t count,
+                          uint64_t total);
+
+// Compare two reduced buffers of dtype (long double: its 10 value bytes only).
+bool same_bits(unsigned dtype, const void *a, const void *b, size_t count);
+
+} // namespace ina_test
+
+#endif
