@@ -1,0 +1,437 @@
+/*
+ * coll/ina component: MCA parameters, open/close, MPI_T performance
+ * variables, and the process-wide connection to the aggregation agent.
+ */
+#include "ompi_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi.h"
+#include "ompi/version.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/proc/proc.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/mca/coll/base/base.h"
+#include "opal/mca/base/mca_base_var.h"
+#include "opal/mca/base/mca_base_pvar.h"
+#include "opal/mca/hwloc/hwloc-internal.h"
+#include "opal/util/output.h"
+#include "opal/util/proc.h"
+#include "opal/util/show_help.h"
+
+/* ina_config.h is our autoconf header: its PACKAGE_* describe ina, not Open MPI. */
+#undef PACKAGE_BUGREPORT
+#undef PACKAGE_NAME
+#undef PACKAGE_STRING
+#undef PACKAGE_TARNAME
+#undef PACKAGE_URL
+#undef PACKAGE_VERSION
+#include "ina_config.h"
+#include "coll_ina.h"
+
+#if OMPI_MAJOR_VERSION != 4 || OMPI_MINOR_VERSION != 1
+#error "coll/ina is written for the Open MPI 4.1 coll API"
+#endif
+
+static int ina_register(void);
+static int ina_open(void);
+static int ina_close(void);
+
+mca_coll_ina_component_t mca_coll_ina_component = {
+    .super = {
+        .collm_version = {
+            MCA_COLL_BASE_VERSION_2_0_0,
+            .mca_component_name = "ina",
+            MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
+            .mca_open_component = ina_open,
+            .mca_close_component = ina_close,
+            .mca_register_component_params = ina_register,
+        },
+        .collm_data = {
+            MCA_BASE_METADATA_PARAM_CHECKPOINT
+        },
+        .collm_init_query = mca_coll_ina_init_query,
+        .collm_comm_query = mca_coll_ina_comm_query,
+    },
+    .priority = 90,
+    .output = -1,
+    .agent_pid = -1,
+};
+
+static int ina_register(void)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    const mca_base_component_t *v = &c->super.collm_version;
+
+    c->priority = 90;
+    (void) mca_base_component_var_register(v, "priority",
+        "Priority of the ina coll component (higher than the default components, "
+        "so that ina is stacked on top of them)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->priority);
+
+    c->verbose = 0;
+    (void) mca_base_component_var_register(v, "verbose",
+        "Verbosity of the ina coll component (0 = quiet; 1 = per-communicator "
+        "counters at free; 10 = every fallback with its reason; 100 = engine trace)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_LOCAL, &c->verbose);
+
+    c->enable = false;
+    (void) mca_base_component_var_register(v, "enable",
+        "Stack ina on top of the default coll components for every communicator. "
+        "Without it ina is only used when the coll selection names it (--mca coll ina)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_3,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->enable);
+
+    c->agent = "auto";
+    (void) mca_base_component_var_register(v, "agent",
+        "Aggregation agent: \"auto\" starts an embedded ina-switchd on the node of "
+        "MPI_COMM_WORLD rank 0; otherwise host:port of a running ina-switchd",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_3,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->agent);
+
+    c->agent_path = INA_SWITCHD_PATH;
+    (void) mca_base_component_var_register(v, "agent_path",
+        "Executable of the embedded agent (coll_ina_agent = auto)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->agent_path);
+
+    c->agent_segs = 1024;
+    (void) mca_base_component_var_register(v, "agent_segs",
+        "Number of Seg buffer units of the embedded agent",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->agent_segs);
+
+    c->block_size = 65536;
+    (void) mca_base_component_var_register(v, "block_size",
+        "Bytes per block (SID) an offloaded call is cut into; the agent may lower it "
+        "to its Seg size",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->block_size);
+
+    c->window = 16;
+    (void) mca_base_component_var_register(v, "window",
+        "Blocks in flight per rank (sliding window = requested Seg lease per communicator)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->window);
+
+    c->required = false;
+    (void) mca_base_component_var_register(v, "required",
+        "Offload is required: if the agent cannot be reached or a communicator cannot "
+        "get a job, offloadable calls return an MPI error instead of falling back",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->required);
+
+    c->timeout_ms = 30000;
+    (void) mca_base_component_var_register(v, "timeout",
+        "Milliseconds without progress from the agent before it is declared lost "
+        "(also the connect timeout)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->timeout_ms);
+
+    c->min_bytes = 0;
+    (void) mca_base_component_var_register(v, "min_bytes",
+        "Offload only calls of at least this many bytes (smaller ones use the "
+        "host algorithm)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->min_bytes);
+
+    return mca_coll_ina_pvars_register();
+}
+
+/* Whether the coll framework's selection string asks for ina by name
+ * ("ina" or "ina,basic"; "^ina" or an empty selection is not asking). */
+static bool ina_named_in_selection(void)
+{
+    const void *value = NULL;
+    const char *sel, *p;
+    int idx;
+
+    idx = mca_base_var_find("ompi", "coll", NULL, NULL);
+    if (idx < 0 || OPAL_SUCCESS != mca_base_var_get_value(idx, &value, NULL, NULL) ||
+        NULL == value || NULL == (sel = *(const char *const *) value) || '^' == sel[0]) {
+        return false;
+    }
+    for (p = sel; NULL != (p = strstr(p, "ina")); p += 3) {
+        if ((p == sel || ',' == p[-1]) && (',' == p[3] || '\0' == p[3])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int ina_open(void)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0, major = 0, minor = 0;
+
+    c->output = opal_output_open(NULL);
+    opal_output_set_verbosity(c->output, c->verbose);
+    c->explicitly_selected = ina_named_in_selection();
+#ifdef MCA_COLL_INA_HELP_DIR
+    /* Uninstalled builds: find help-coll-ina.txt in the source tree too
+     * (installed, it sits in Open MPI's pkgdatadir, searched by default). */
+    (void) opal_show_help_add_dir(MCA_COLL_INA_HELP_DIR);
+#endif
+
+    /* The component is compiled against the 4.1 coll API (checked above);
+     * refuse to run inside another series of the library. */
+    if (MPI_SUCCESS != MPI_Get_library_version(lib, &len) ||
+        2 != sscanf(lib, "Open MPI v%d.%d", &major, &minor) ||
+        OMPI_MAJOR_VERSION != major || OMPI_MINOR_VERSION != minor) {
+        if (c->explicitly_selected) {
+            opal_show_help("help-coll-ina.txt", "version-mismatch", true,
+                           OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, lib);
+        }
+        INA_VERBOSE(1, "built for Open MPI %d.%d but running in \"%s\": declining",
+                    OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, lib);
+        opal_output_close(c->output);
+        c->output = -1;
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
+
+    mca_coll_ina_dtype_init();
+    c->agent_addr[0] = '\0';
+    c->agent_addr_known = false;
+    c->agent_pid = -1;
+    c->client = NULL;
+    c->connect_tried = false;
+    c->unreachable_warned = false;
+    c->live_jobs = 0;
+    return OMPI_SUCCESS;
+}
+
+static int ina_close(void)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+
+    /* Communicators are gone by now; a job still alive here belongs to a
+     * communicator Open MPI never destroyed, so keep its client (the process
+     * is exiting anyway) rather than free it under the job. */
+    if (NULL != c->client && 0 == c->live_jobs) {
+        ina_client_disconnect(c->client);
+    }
+    c->client = NULL;
+    if (c->agent_pid > 0) {
+        INA_VERBOSE(10, "stopping the embedded agent (pid %d)", c->agent_pid);
+        ina_agent_stop(c->agent_pid, 2000);
+        c->agent_pid = -1;
+    }
+    if (c->output >= 0) {
+        opal_output_close(c->output);
+        c->output = -1;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* ---- agent address and connection ------------------------------------- */
+
+static void ina_warn_unreachable(const char *addr, const char *why)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+
+    if (c->unreachable_warned) {
+        return;
+    }
+    c->unreachable_warned = true;
+    opal_show_help("help-coll-ina.txt", "agent-unreachable", true,
+                   opal_process_info.nodename, addr, why,
+                   c->required ? "fail with an MPI error" : "use the host algorithms");
+}
+
+/* Embedded agent: rank 0 of MPI_COMM_WORLD starts ina-switchd. It listens on
+ * loopback when the whole job shares rank 0's node, else on every interface
+ * and is advertised under rank 0's host name. Writes "" on failure. */
+static void ina_spawn_embedded(ompi_communicator_t *world, char *addr, size_t addrlen)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    char segs[16], err[256] = "", spawned[256] = "";
+    const char *args[] = {"--segs", segs, NULL};
+    bool one_node = true;
+    const char *colon;
+    int i, pid = -1;
+
+    for (i = 0; i < ompi_comm_size(world); ++i) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(world, i);
+        if (proc != ompi_proc_local() && !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+            one_node = false;
+            break;
+        }
+    }
+    snprintf(segs, sizeof(segs), "%d", c->agent_segs);
+    addr[0] = '\0';
+    if (INA_OK != ina_agent_spawn(c->agent_path, one_node ? "127.0.0.1" : "0.0.0.0",
+                                  args, spawned, sizeof(spawned), &pid, err, sizeof(err))) {
+        opal_show_help("help-coll-ina.txt", "agent-spawn-failed", true,
+                       opal_process_info.nodename, c->agent_path, err);
+        return;
+    }
+    c->agent_pid = pid;
+    colon = strrchr(spawned, ':');
+    if (one_node || NULL == colon) {
+        snprintf(addr, addrlen, "%s", spawned);
+    } else {
+        snprintf(addr, addrlen, "%s%s", opal_process_info.nodename, colon);
+    }
+    INA_VERBOSE(5, "embedded agent %s started (pid %d, %d Segs), advertised as %s",
+                c->agent_path, pid, c->agent_segs, addr);
+}
+
+int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    char addr[sizeof(c->agent_addr)];
+    int rc;
+
+    if (c->agent_addr_known) {
+        return OMPI_SUCCESS;
+    }
+    if (0 != strcmp(c->agent, "auto")) {
+        /* A running agent was named: every process knows it already. */
+        snprintf(c->agent_addr, sizeof(c->agent_addr), "%s", c->agent);
+        c->agent_addr_known = true;
+        return OMPI_SUCCESS;
+    }
+    if (0 == world_module->rank) {
+        ina_spawn_embedded(world_module->comm, addr, sizeof(addr));
+    }
+    /* The lower-priority bcast of WORLD is fully enabled (modules are enabled
+     * in increasing priority) and the PML is up during comm_select. */
+    rc = world_module->previous_bcast(addr, (int) sizeof(addr), MPI_CHAR, 0,
+                                      world_module->comm,
+                                      world_module->previous_bcast_module);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    addr[sizeof(addr) - 1] = '\0';
+    memcpy(c->agent_addr, addr, sizeof(addr));
+    c->agent_addr_known = true;
+    return OMPI_SUCCESS;
+}
+
+ina_client_t *mca_coll_ina_client(void)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    ina_client_config_t cfg;
+    char err[256] = "";
+    int rc;
+
+    if (NULL != c->client) {
+        return ina_client_alive(c->client) ? c->client : NULL;
+    }
+    if (c->connect_tried) {
+        return NULL;
+    }
+    c->connect_tried = true;
+    if (!c->agent_addr_known || '\0' == c->agent_addr[0]) {
+        ina_warn_unreachable(c->agent_addr_known ? "(none)" : c->agent,
+                             c->agent_addr_known ? "the embedded agent did not start"
+                                                 : "the agent address is unknown to this process");
+        return NULL;
+    }
+    cfg.agent_addr = c->agent_addr;
+    cfg.connect_timeout_ms = c->timeout_ms;
+    cfg.progress_timeout_ms = c->timeout_ms;
+    cfg.verbose = c->verbose;
+    rc = ina_client_connect(&cfg, &c->client, err, sizeof(err));
+    if (INA_OK != rc) {
+        c->client = NULL;
+        ina_warn_unreachable(c->agent_addr, err);
+        return NULL;
+    }
+    INA_VERBOSE(10, "connected to agent %s", c->agent_addr);
+    return c->client;
+}
+
+/* ---- MPI_T performance variables --------------------------------------- */
+
+/* Which counter a pvar reads: index into ina_pvar_defs. */
+typedef struct ina_pvar_def {
+    const char *name;
+    const char *desc;
+    int reason; /* -1: offloaded, -2: fallback total, else a fallback reason */
+} ina_pvar_def_t;
+
+static const ina_pvar_def_t ina_pvar_defs[] = {
+    {"offloaded_calls", "Calls of this communicator offloaded to the agent", -1},
+    {"fallback_calls", "Offloadable-kind calls of this communicator that ran the host "
+                       "algorithm (all reasons)", -2},
+    {"fallback_unsupported", "Fallbacks: datatype, op or layout not offloadable",
+     MCA_COLL_INA_FB_UNSUPPORTED},
+    {"fallback_below_threshold", "Fallbacks: message below coll_ina_min_bytes",
+     MCA_COLL_INA_FB_THRESHOLD},
+    {"fallback_denied", "Fallbacks: the agent denied the call", MCA_COLL_INA_FB_DENIED},
+    {"fallback_unreachable", "Fallbacks: no agent or no job for this communicator",
+     MCA_COLL_INA_FB_UNREACHABLE},
+};
+
+/* A continuous COUNTER handle reports the increase since its allocation:
+ * Open MPI reads the variable once right after the BIND notification and
+ * subtracts that base from every later read. ina's counters are meant to be
+ * read as totals of the communicator (alloc, read, free), so that first read
+ * returns 0: the handle counts from the communicator's creation.
+ * MPI_T_pvar_reset still rebases as usual. MPI_T calls are serialised by
+ * Open MPI's MPI_T lock, so one flag suffices. */
+static bool ina_pvar_bind_pending = false;
+
+static int ina_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    const ina_pvar_def_t *def = (const ina_pvar_def_t *) pvar->ctx;
+    ompi_communicator_t *comm = (ompi_communicator_t *) obj;
+    unsigned long long *out = (unsigned long long *) value;
+    mca_coll_ina_module_t *m;
+
+    *out = 0;
+    if (ina_pvar_bind_pending) {
+        ina_pvar_bind_pending = false;
+        return OPAL_SUCCESS;
+    }
+    /* Our module is the allreduce provider of every communicator we enabled. */
+    if (NULL == comm || mca_coll_ina_allreduce != comm->c_coll->coll_allreduce) {
+        return OPAL_SUCCESS;
+    }
+    m = (mca_coll_ina_module_t *) comm->c_coll->coll_allreduce_module;
+    if (-1 == def->reason) {
+        *out = m->offloaded_calls;
+    } else if (-2 == def->reason) {
+        *out = m->fallback_calls;
+    } else {
+        *out = m->fallback_by_reason[def->reason];
+    }
+    return OPAL_SUCCESS;
+}
+
+static int ina_pvar_notify(struct mca_base_pvar_t *pvar, mca_base_pvar_event_t event,
+                           void *obj, int *count)
+{
+    (void) pvar;
+    (void) obj;
+    if (MCA_BASE_PVAR_HANDLE_BIND == event) {
+        *count = 1;
+        ina_pvar_bind_pending = true;
+    }
+    return OPAL_SUCCESS;
+}
+
+int mca_coll_ina_pvars_register(void)
+{
+    size_t i;
+    int rc;
+
+    for (i = 0; i < sizeof(ina_pvar_defs) / sizeof(ina_pvar_defs[0]); ++i) {
+        rc = mca_base_component_pvar_register(
+            &mca_coll_ina_component.super.collm_version, ina_pvar_defs[i].name,
+            ina_pvar_defs[i].desc, OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_COUNTER,
+            MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL, MCA_BASE_VAR_BIND_MPI_COMM,
+            MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+            ina_pvar_get, NULL, ina_pvar_notify, (void *) &ina_pvar_defs[i]);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    return OMPI_SUCCESS;
+}

@@ -1,0 +1,260 @@
+/*
+ * coll/ina module: selection (init_query, comm_query), enable with saved
+ * fallbacks, and the per-communicator job descriptor at the agent.
+ */
+#include "ompi_config.h"
+
+#include <string.h>
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/proc/proc.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/mca/coll/base/base.h"
+#include "opal/class/opal_hash_table.h"
+#include "opal/util/output.h"
+#include "opal/util/proc.h"
+#include "opal/util/show_help.h"
+
+#include "coll_ina.h"
+
+static const char *const ina_reason_names[MCA_COLL_INA_FB_COUNT] = {
+    [MCA_COLL_INA_FB_UNSUPPORTED] = "unsupported",
+    [MCA_COLL_INA_FB_THRESHOLD] = "below threshold",
+    [MCA_COLL_INA_FB_DENIED] = "denied",
+    [MCA_COLL_INA_FB_UNREACHABLE] = "unreachable",
+};
+
+const char *mca_coll_ina_fallback_reason_name(mca_coll_ina_fallback_reason_t reason)
+{
+    return reason < MCA_COLL_INA_FB_COUNT ? ina_reason_names[reason] : "?";
+}
+
+void mca_coll_ina_count_fallback(mca_coll_ina_module_t *module,
+                                 mca_coll_ina_fallback_reason_t reason)
+{
+    ++module->fallback_calls;
+    ++module->fallback_by_reason[reason];
+}
+
+static void ina_module_construct(mca_coll_ina_module_t *m)
+{
+    m->comm = NULL;
+    m->rank = m->size = m->cid = -1;
+    m->previous_allreduce = NULL;
+    m->previous_allreduce_module = NULL;
+    m->previous_bcast = NULL;
+    m->previous_bcast_module = NULL;
+    m->job_state = MCA_COLL_INA_JOB_NONE;
+    m->job = NULL;
+    memset(&m->job_params, 0, sizeof(m->job_params));
+    m->offloaded_calls = 0;
+    m->fallback_calls = 0;
+    memset(m->fallback_by_reason, 0, sizeof(m->fallback_by_reason));
+}
+
+static void ina_module_destruct(mca_coll_ina_module_t *m)
+{
+    if (mca_coll_ina_component.verbose >= 1 && 0 == m->rank) {
+        opal_output(mca_coll_ina_component.output,
+                    "coll:ina: communicator cid %d (%d ranks): offloaded %llu, "
+                    "fallback %llu (unsupported %llu, below threshold %llu, denied %llu, "
+                    "unreachable %llu)",
+                    m->cid, m->size, m->offloaded_calls, m->fallback_calls,
+                    m->fallback_by_reason[MCA_COLL_INA_FB_UNSUPPORTED],
+                    m->fallback_by_reason[MCA_COLL_INA_FB_THRESHOLD],
+                    m->fallback_by_reason[MCA_COLL_INA_FB_DENIED],
+                    m->fallback_by_reason[MCA_COLL_INA_FB_UNREACHABLE]);
+    }
+    if (NULL != m->job) {
+        ina_job_leave(m->job);
+        m->job = NULL;
+        --mca_coll_ina_component.live_jobs;
+    }
+    if (NULL != m->previous_allreduce_module) {
+        OBJ_RELEASE(m->previous_allreduce_module);
+    }
+    if (NULL != m->previous_bcast_module) {
+        OBJ_RELEASE(m->previous_bcast_module);
+    }
+}
+
+OBJ_CLASS_INSTANCE(mca_coll_ina_module_t, mca_coll_base_module_t,
+                   ina_module_construct, ina_module_destruct);
+
+int mca_coll_ina_init_query(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    /* The engine serves one caller at a time; concurrent collectives on
+     * different communicators could interleave inside it, so offload is
+     * off under MPI_THREAD_MULTIPLE (every call falls back). */
+    mca_coll_ina_component.thread_multiple = enable_mpi_threads;
+    if (mca_coll_ina_component.explicitly_selected) {
+        /* Failure is reported there; the base then reports the missing
+         * collectives itself. */
+        (void) mca_coll_ina_host_components(enable_progress_threads, enable_mpi_threads);
+    }
+    return OMPI_SUCCESS;
+}
+
+/* Save the lower-priority provider of one collective and retain its module. */
+#define INA_SAVE_PREVIOUS(m, comm, fn)                                           \
+    do {                                                                         \
+        if (NULL == (comm)->c_coll->coll_##fn || NULL == (comm)->c_coll->coll_##fn##_module) { \
+            INA_VERBOSE(1, "no underlying " #fn " on communicator cid %d: not enabling", \
+                        (m)->cid);                                               \
+            return OMPI_ERROR;                                                   \
+        }                                                                        \
+        (m)->previous_##fn = (comm)->c_coll->coll_##fn;                           \
+        (m)->previous_##fn##_module = (comm)->c_coll->coll_##fn##_module;         \
+        OBJ_RETAIN((m)->previous_##fn##_module);                                 \
+    } while (0)
+
+static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
+{
+    mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
+
+    m->comm = comm;
+    m->rank = ompi_comm_rank(comm);
+    m->size = ompi_comm_size(comm);
+    m->cid = (int) ompi_comm_get_cid(comm);
+
+    /* All or nothing: a failure leaves what was retained to the destructor,
+     * which runs when the base releases the module. */
+    INA_SAVE_PREVIOUS(m, comm, allreduce);
+    INA_SAVE_PREVIOUS(m, comm, bcast);
+
+    if (&ompi_mpi_comm_world.comm == comm) {
+        return mca_coll_ina_agent_setup_world(m);
+    }
+    return OMPI_SUCCESS;
+}
+
+mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *priority)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    mca_coll_ina_module_t *m;
+
+    if (!c->enable && !c->explicitly_selected) {
+        INA_VERBOSE(20, "not asked for (coll_ina_enable=0 and the coll selection "
+                        "does not name ina): declining %s", comm->c_name);
+        return NULL;
+    }
+    if (c->priority < 0 || OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2) {
+        INA_VERBOSE(20, "declining %s (inter-communicator, single rank or priority < 0)",
+                    comm->c_name);
+        return NULL;
+    }
+    m = OBJ_NEW(mca_coll_ina_module_t);
+    if (NULL == m) {
+        return NULL;
+    }
+    m->super.coll_module_enable = ina_module_enable;
+    m->super.coll_allreduce = mca_coll_ina_allreduce;
+    *priority = c->priority;
+    return &m->super;
+}
+
+/* Node id of every member: members on one host share an id, numbered by
+ * first appearance of the host name in rank order. */
+static int ina_node_ids(ompi_communicator_t *comm, int size, uint32_t *node_of)
+{
+    opal_hash_table_t hosts;
+    uint32_t next = 0;
+    int i, rc = OMPI_SUCCESS;
+
+    OBJ_CONSTRUCT(&hosts, opal_hash_table_t);
+    if (OPAL_SUCCESS != opal_hash_table_init(&hosts, 64)) {
+        OBJ_DESTRUCT(&hosts);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    for (i = 0; i < size; ++i) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(comm, i);
+        const char *host = opal_get_proc_hostname(&proc->super);
+        void *id = NULL;
+
+        if (NULL == host) {
+            host = "";
+        }
+        if (OPAL_SUCCESS == opal_hash_table_get_value_ptr(&hosts, host, strlen(host), &id)) {
+            node_of[i] = (uint32_t) (uintptr_t) id;
+            continue;
+        }
+        node_of[i] = next;
+        if (OPAL_SUCCESS != opal_hash_table_set_value_ptr(&hosts, host, strlen(host),
+                                                          (void *) (uintptr_t) next)) {
+            rc = OMPI_ERR_OUT_OF_RESOURCE;
+            break;
+        }
+        ++next;
+    }
+    OBJ_DESTRUCT(&hosts);
+    return rc;
+}
+
+/* What rank 0 broadcasts: the job every member joins, or ok = 0. */
+typedef struct ina_job_announce {
+    int32_t ok;
+    ina_job_params_t params;
+} ina_job_announce_t;
+
+int mca_coll_ina_job_setup(mca_coll_ina_module_t *m)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    ina_client_t *client = mca_coll_ina_client();
+    ina_job_announce_t announce;
+    uint32_t *node_of = NULL;
+    int joined = 0, all_joined = 0, rc;
+
+    memset(&announce, 0, sizeof(announce));
+    if (0 == m->rank && NULL != client) {
+        node_of = malloc(sizeof(*node_of) * (size_t) m->size);
+        if (NULL != node_of && OMPI_SUCCESS == ina_node_ids(m->comm, m->size, node_of)) {
+            rc = ina_job_create(client, (uint32_t) m->size, node_of, (uint32_t) c->window,
+                                (uint32_t) c->block_size, &announce.params);
+            announce.ok = (INA_OK == rc);
+            if (INA_OK != rc) {
+                INA_VERBOSE(5, "cid %d: the agent refused a job of %d members (rc %d)",
+                            m->cid, m->size, rc);
+            }
+        }
+        free(node_of);
+    }
+    /* Every rank is inside the same collective call: agree with the saved
+     * collectives of this communicator. */
+    rc = m->previous_bcast(&announce, (int) sizeof(announce), MPI_BYTE, 0, m->comm,
+                           m->previous_bcast_module);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
+    if (announce.ok && NULL != client) {
+        rc = ina_job_join(client, &announce.params, (uint32_t) m->rank, &m->job);
+        joined = (INA_OK == rc);
+        if (!joined) {
+            m->job = NULL;
+            INA_VERBOSE(5, "cid %d rank %d: joining job %u failed (rc %d)",
+                        m->cid, m->rank, announce.params.jid, rc);
+        }
+    }
+    rc = m->previous_allreduce(&joined, &all_joined, 1, MPI_INT, MPI_MIN, m->comm,
+                               m->previous_allreduce_module);
+    if (OMPI_SUCCESS != rc || !all_joined) {
+        if (joined) {
+            ina_job_leave(m->job);
+            m->job = NULL;
+        }
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+        m->job_state = MCA_COLL_INA_JOB_DISABLED;
+        INA_VERBOSE(5, "cid %d: no job at the agent on some rank: host algorithms for good",
+                    m->cid);
+        return OMPI_SUCCESS;
+    }
+    m->job_params = announce.params;
+    m->job_state = MCA_COLL_INA_JOB_READY;
+    ++c->live_jobs;
+    INA_VERBOSE(10, "cid %d: joined job %u (window %u, block %u bytes, %u members)",
+                m->cid, m->job_params.jid, m->job_params.window,
+                m->job_params.block_bytes, m->job_params.nmembers);
+    return OMPI_SUCCESS;
+}
