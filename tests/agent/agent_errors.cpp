@@ -1,0 +1,261 @@
+// Agent test: the agent rejects bad input and keeps serving everybody else.
+// - malformed messages (bad magic, truncated header, wrong version, bad dtype,
+//   payload length mismatch, seg != sid % window, unsupported op, wrong
+//   direction, unknown job, Seg busy, mismatch) each answered with ERROR that
+//   names the status and the offending type and echoes jid/mid/sid;
+// - a foreign block claiming another job's rank (NOT_MEMBER) does not disturb
+//   the victim's call, whose RESULT stays exact;
+// - a duplicate contribution is dropped;
+// - pool exhaustion (--segs 4, two jobs of window 4): DENY to every member of
+//   the denied call, the granted call completes, and the pool is whole after.
+#include <cstring>
+#include <vector>
+
+#include "agent_harness.h"
+
+using namespace ina_test;
+
+namespace {
+
+constexpr uint32_t kCount = 16; // int32 elements per block
+
+std::vector<int32_t> block_data(uint32_t rank, uint32_t sid)
+{
+    std::vector<int32_t> v(kCount);
+    for (uint32_t i = 0; i < kCount; ++i) {
+        v[i] = static_cast<int32_t>((rank + 1) * 1000003u + sid * 7919u + i * 31u);
+    }
+    return v;
+}
+
+std::vector<int32_t> reference(uint32_t n, uint32_t sid)
+{
+    std::vector<int32_t> ref(kCount, 0);
+    for (uint32_t r = 0; r < n; ++r) {
+        auto v = block_data(r, sid);
+        for (uint32_t i = 0; i < kCount; ++i) {
+            ref[i] = static_cast<int32_t>(static_cast<uint32_t>(ref[i]) + static_cast<uint32_t>(v[i]));
+        }
+    }
+    return ref;
+}
+
+void send_block(Client &c, size_t ep, uint32_t jid, uint32_t rank, uint64_t mid, uint32_t sid,
+                uint32_t window, uint64_t total)
+{
+    auto v = block_data(rank, sid);
+    c.send(ep, block_hdr(jid, rank, mid, sid, window, INA_OP_SUM, INA_DT_INT32, kCount, total),
+           v.data(), v.size() * sizeof(int32_t));
+}
+
+// Wait for the RESULT of (jid, mid, sid) on every rank in ranks and check it.
+void expect_results(Client &c, uint32_t jid, uint64_t mid, uint32_t sid, uint32_t n,
+                    const std::vector<uint32_t> &ranks)
+{
+    auto ref = reference(n, sid);
+    for (uint32_t r : ranks) {
+        Msg m = c.wait_for(
+            [&](const Msg &m) {
+                return m.hdr.jid == jid && m.hdr.rank == r &&
+                       (m.hdr.type != INA_PROTO_RESULT || (m.hdr.mid == mid && m.hdr.sid == sid));
+            },
+            10000, "RESULT");
+        CHECK_OR_FAIL(m.hdr.type == INA_PROTO_RESULT, "jid %u rank %u got %s (%s) instead of RESULT",
+                      jid, r, ina_proto_type_name(m.hdr.type), ina_proto_status_name(m.hdr.status));
+        CHECK_OR_FAIL(m.payload.size() == kCount * 4 &&
+                          std::memcmp(m.payload.data(), ref.data(), kCount * 4) == 0,
+                      "jid %u mid %lu sid %u: RESULT on rank %u differs from the reference", jid,
+                      (unsigned long)mid, sid, r);
+    }
+}
+
+// Send one message and require an ERROR with this status for it.
+void expect_error(Client &c, size_t ep, const void *hdr, size_t hdr_len, const void *data,
+                  size_t len, ina_proto_status_t status, const char *what)
+{
+    ina_proto_hdr_t sent{};
+    std::memcpy(&sent, hdr, std::min(hdr_len, sizeof(sent)));
+    c.send(ep, hdr, hdr_len, data, len);
+    Msg m = c.wait_for([](const Msg &m) { return m.hdr.type == INA_PROTO_ERROR; }, 10000, what);
+    CHECK_OR_FAIL(m.hdr.status == status, "%s: ERROR status %s, expected %s", what,
+                  ina_proto_status_name(m.hdr.status), ina_proto_status_name(status));
+    CHECK_OR_FAIL(m.hdr.op == sent.type && m.hdr.jid == sent.jid && m.hdr.mid == sent.mid &&
+                      m.hdr.sid == sent.sid,
+                  "%s: ERROR does not echo type/jid/mid/sid", what);
+    std::printf("checked: %-34s -> ERROR %s\n", what, ina_proto_status_name(status));
+}
+
+void malformed_suite(Client &c, size_t ep, uint32_t jid)
+{
+    const uint32_t w = 4;
+    auto v = block_data(0, 0);
+    const size_t vb = v.size() * sizeof(int32_t);
+    ina_proto_hdr_t h = block_hdr(jid, 0, 0, 0, w, INA_OP_SUM, INA_DT_INT32, kCount, kCount);
+
+    ina_proto_hdr_t bad = h;
+    bad.magic ^= 0xffu;
+    expect_error(c, ep, &bad, sizeof(bad), v.data(), vb, INA_PROTO_ERR_MALFORMED, "bad magic");
+    expect_error(c, ep, &h, 20, v.data(), vb, INA_PROTO_ERR_MALFORMED, "truncated header (20 B)");
+    bad = h;
+    bad.version = 9;
+    expect_error(c, ep, &bad, sizeof(bad), v.data(), vb, INA_PROTO_ERR_VERSION, "wrong version");
+    bad = h;
+    bad.dtype = 200;
+    expect_error(c, ep, &bad, sizeof(bad), v.data(), vb, INA_PROTO_ERR_MALFORMED, "bad dtype");
+    expect_error(c, ep, &h, sizeof(h), v.data(), vb - 4, INA_PROTO_ERR_MALFORMED,
+                 "payload length mismatch");
+    bad = block_hdr(jid, 0, 0, 5, w, INA_OP_SUM, INA_DT_INT32, kCount, kCount);
+    bad.seg = 2;
+    expect_error(c, ep, &bad, sizeof(bad), v.data(), vb, INA_PROTO_ERR_MALFORMED,
+                 "seg != sid % window");
+    bad = block_hdr(jid, 0, 0, 0, w, INA_OP_BAND, INA_DT_FLOAT, kCount, kCount);
+    expect_error(c, ep, &bad, sizeof(bad), v.data(), vb, INA_PROTO_ERR_UNSUPPORTED,
+                 "bitwise op on float");
+    bad = h;
+    bad.type = INA_PROTO_RESULT;
+    expect_error(c, ep, &bad, sizeof(bad), v.data(), vb, INA_PROTO_ERR_MALFORMED,
+                 "agent-to-client type sent to agent");
+    bad = block_hdr(jid + 1000, 0, 0, 0, w, INA_OP_SUM, INA_DT_INT32, kCount, kCount);
+    expect_error(c, ep, &bad, sizeof(bad), v.data(), vb, INA_PROTO_ERR_NO_JOB, "unknown job");
+    ina_proto_hdr_t hello;
+    ina_proto_init(&hello, INA_PROTO_HELLO);
+    expect_error(c, ep, &hello, sizeof(hello), v.data(), vb, INA_PROTO_ERR_MALFORMED,
+                 "HELLO with a payload");
+}
+
+} // namespace
+
+int main()
+{
+    arm_watchdog(120);
+    {
+        Daemon d;
+        Client c;
+        // Job A: ranks 0..2 on eps 0..2; ep 3 is an attacker with its own job B.
+        std::vector<size_t> a;
+        for (int i = 0; i < 3; ++i) {
+            a.push_back(c.connect(d.address()));
+        }
+        size_t evil = c.connect(d.address());
+        uint32_t w = 0, wb = 0;
+        uint32_t jid = c.create_job(a[0], {5, 5, 6}, 4, &w);
+        CHECK_OR_FAIL(w == 4, "window %u", w);
+        for (uint32_t r = 0; r < 3; ++r) {
+            CHECK_OR_FAIL(c.join(a[r], jid, r) == INA_PROTO_OK, "join %u", r);
+        }
+        uint32_t jid_b = c.create_job(evil, {9}, 4, &wb);
+        CHECK_OR_FAIL(c.join(evil, jid_b, 0) == INA_PROTO_OK, "join B");
+        CHECK_OR_FAIL(c.join(evil, jid, 1) == INA_PROTO_ERR_NOT_MEMBER, "rank 1 joined twice");
+        std::printf("checked: JOB_JOIN of a taken rank -> not-member\n");
+
+        malformed_suite(c, evil, jid_b); // from a stranger's endpoint
+        malformed_suite(c, a[1], jid);   // and from a member of the victim job
+
+        // Call 0 of job A, 2 blocks (total 32 elements). In the middle of SID 0:
+        const uint64_t total = 2 * kCount;
+        send_block(c, a[0], jid, 0, 0, 0, w, total);
+        send_block(c, a[0], jid, 0, 0, 0, w, total); // duplicate: dropped
+        send_block(c, a[2], jid, 2, 0, 0, w, total);
+        {   // forged: the attacker claims rank 1 of job A with its own data
+            std::vector<int32_t> junk(kCount, 0x5a5a5a5a);
+            ina_proto_hdr_t f = block_hdr(jid, 1, 0, 0, w, INA_OP_SUM, INA_DT_INT32, kCount, total);
+            expect_error(c, evil, &f, sizeof(f), junk.data(), junk.size() * 4,
+                         INA_PROTO_ERR_NOT_MEMBER, "foreign block (NOT_MEMBER)");
+        }
+        {   // a member with the wrong window / op
+            auto v = block_data(1, 0);
+            ina_proto_hdr_t m = block_hdr(jid, 1, 0, 0, 2, INA_OP_SUM, INA_DT_INT32, kCount, total);
+            expect_error(c, a[1], &m, sizeof(m), v.data(), v.size() * 4, INA_PROTO_ERR_MISMATCH,
+                         "window differs from the job's");
+            m = block_hdr(jid, 1, 0, 0, w, INA_OP_MAX, INA_DT_INT32, kCount, total);
+            expect_error(c, a[1], &m, sizeof(m), v.data(), v.size() * 4, INA_PROTO_ERR_MISMATCH,
+                         "op differs from the Seg's");
+            // SID 4 maps to the Seg still holding SID 0.
+            m = block_hdr(jid, 0, 0, 4, w, INA_OP_SUM, INA_DT_INT32, kCount, total);
+            expect_error(c, a[0], &m, sizeof(m), v.data(), v.size() * 4, INA_PROTO_ERR_SEG_BUSY,
+                         "Seg busy with another SID");
+        }
+        send_block(c, a[1], jid, 1, 0, 0, w, total);
+        expect_results(c, jid, 0, 0, 3, {0, 1, 2});
+        for (uint32_t r = 0; r < 3; ++r) {
+            send_block(c, a[r], jid, r, 0, 1, w, total);
+        }
+        expect_results(c, jid, 0, 1, 3, {0, 1, 2});
+        std::printf("checked: victim job's call exact on all ranks after forged, duplicate, "
+                    "mismatched and busy blocks\n");
+        // The attacker's own job still works too.
+        send_block(c, evil, jid_b, 0, 0, 0, wb, kCount);
+        expect_results(c, jid_b, 0, 0, 1, {0});
+        CHECK_OR_FAIL(c.inbox().empty(), "%zu unexpected messages left", c.inbox().size());
+
+        int rc = d.terminate();
+        CHECK_OR_FAIL(rc == 0, "exit status %d", rc);
+        CHECK_OR_FAIL(d.counter("foreign") == 1, "foreign=%ld", d.counter("foreign"));
+        CHECK_OR_FAIL(d.counter("duplicate") == 1, "duplicate=%ld", d.counter("duplicate"));
+        CHECK_OR_FAIL(d.counter("malformed") == 14, "malformed=%ld", d.counter("malformed"));
+        std::printf("checked: agent counters foreign=1 duplicate=1 malformed=14\n");
+    }
+    {
+        // Pool exhaustion: 4 Segs, two jobs of window 4.
+        Daemon d({"--segs", "4"});
+        Client c;
+        std::vector<size_t> a = {c.connect(d.address()), c.connect(d.address())};
+        std::vector<size_t> b = {c.connect(d.address()), c.connect(d.address())};
+        uint32_t wa = 0, wb = 0;
+        uint32_t ja = c.create_job(a[0], {1, 2}, 4, &wa);
+        uint32_t jb = c.create_job(b[0], {1, 2}, 8, &wb);
+        CHECK_OR_FAIL(wa == 4 && wb == 4, "windows %u %u (pool of 4)", wa, wb);
+        for (uint32_t r = 0; r < 2; ++r) {
+            CHECK_OR_FAIL(c.join(a[r], ja, r) == INA_PROTO_OK, "join A");
+            CHECK_OR_FAIL(c.join(b[r], jb, r) == INA_PROTO_OK, "join B");
+        }
+        const uint64_t total = 6 * kCount; // 6 blocks through a window of 4
+        send_block(c, a[0], ja, 0, 0, 0, wa, total); // A's call takes all 4 Segs
+        send_block(c, b[1], jb, 1, 0, 0, wb, total); // B's call: nothing left
+        for (uint32_t r = 0; r < 2; ++r) {
+            Msg m = c.wait_for(
+                [&](const Msg &m) { return m.hdr.jid == jb && m.hdr.rank == r; }, 10000, "DENY");
+            CHECK_OR_FAIL(m.hdr.type == INA_PROTO_DENY && m.hdr.mid == 0 &&
+                              m.hdr.status == INA_PROTO_ERR_NO_RESOURCES,
+                          "B rank %u got %s/%s", r, ina_proto_type_name(m.hdr.type),
+                          ina_proto_status_name(m.hdr.status));
+        }
+        // A late block of the denied call is dropped without a reply: the HELLO_ACK
+        // sent after it on the same endpoint arrives with nothing before it.
+        send_block(c, b[0], jb, 0, 0, 0, wb, total);
+        uint32_t mw;
+        uint64_t sb;
+        c.hello(b[0], &mw, &sb);
+        for (const Msg &m : c.inbox()) {
+            CHECK_OR_FAIL(m.hdr.jid != jb, "denied call produced %s", ina_proto_type_name(m.hdr.type));
+        }
+        std::printf("checked: pool exhausted -> DENY(no-resources) to both members of the "
+                    "denied call, its later blocks dropped silently\n");
+        // A's call completes: 6 blocks, one SID at a time (well inside the window).
+        send_block(c, a[1], ja, 1, 0, 0, wa, total);
+        expect_results(c, ja, 0, 0, 2, {0, 1});
+        for (uint32_t sid = 1; sid < 6; ++sid) {
+            for (uint32_t r = 0; r < 2; ++r) {
+                send_block(c, a[r], ja, r, 0, sid, wa, total);
+            }
+            expect_results(c, ja, 0, sid, 2, {0, 1});
+        }
+        // With A's lease back, B's next call is granted and exact.
+        for (uint32_t sid = 0; sid < 6; ++sid) {
+            for (uint32_t r = 0; r < 2; ++r) {
+                send_block(c, b[r], jb, r, 1, sid, wb, total);
+            }
+            expect_results(c, jb, 1, sid, 2, {0, 1});
+        }
+        std::printf("checked: the granted call completed exactly; after it the denied job's "
+                    "next call was granted and exact\n");
+        int rc = d.terminate();
+        CHECK_OR_FAIL(rc == 0, "exit status %d", rc);
+        CHECK_OR_FAIL(d.counter("calls_denied") == 1 && d.counter("calls_granted") == 2,
+                      "denied=%ld granted=%ld", d.counter("calls_denied"), d.counter("calls_granted"));
+        CHECK_OR_FAIL(d.log().find("segs_free=4/4") != std::string::npos, "pool not whole at exit");
+        std::printf("checked: agent counters calls_denied=1 calls_granted=2, segs_free=4/4 at exit\n");
+    }
+    std::printf("PASS agent_errors\n");
+    return 0;
+}
