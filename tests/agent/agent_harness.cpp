@@ -151,12 +151,12 @@ Daemon::~Daemon()
     unlink(log_path_.c_str());
 }
 
-int Daemon::terminate(int timeout_ms)
+int Daemon::terminate(int sig, int timeout_ms)
 {
     if (pid_ <= 0) {
         return -1;
     }
-    kill(pid_, SIGTERM);
+    kill(pid_, sig);
     auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     int status = 0;
     while (Clock::now() < deadline) {

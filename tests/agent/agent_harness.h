@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <csignal>
 #include <functional>
 #include <memory>
 #include <string>
@@ -40,8 +41,8 @@ public:
 
     const std::string &address() const { return addr_; }
     pid_t pid() const { return pid_; }
-    // SIGTERM, wait (deadline) and return the exit status (-1 if it did not exit).
-    int terminate(int timeout_ms = 10000);
+    // Send sig, wait (deadline) and return the exit status (-1 if it did not exit).
+    int terminate(int sig = SIGTERM, int timeout_ms = 10000);
     // Everything the daemon wrote to stderr so far.
     std::string log() const;
     // Value of "name=<number>" in the log (last occurrence), or -1.

@@ -1,0 +1,183 @@
+// Agent test: daemon lifecycle and job bookkeeping.
+// - command line: --help exits 0, bad arguments exit 2 with a message;
+// - 1000 jobs created, used (one exact 2-block call each) and left in turn:
+//   JIDs monotonic, a further job still works, and at exit the agent reports
+//   every job freed, the whole pool free and a bounded number of buffers;
+// - a client that dies drops its memberships (its rank can be joined again)
+//   and a job whose creator dies before anybody joined is freed;
+// - SIGTERM and SIGINT both end the daemon with exit status 0.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "agent_harness.h"
+
+using namespace ina_test;
+
+namespace {
+
+int run_cli(const std::vector<std::string> &args, std::string *err_out)
+{
+    char tmpl[] = "/tmp/ina-agent-cli-XXXXXX";
+    int fd = mkstemp(tmpl);
+    CHECK_OR_FAIL(fd >= 0, "mkstemp");
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        dup2(fd, 2);
+        std::vector<char *> argv;
+        const char *path = std::getenv("INA_SWITCHD");
+        argv.push_back(const_cast<char *>(path));
+        for (auto &a : args) {
+            argv.push_back(const_cast<char *>(a.c_str()));
+        }
+        argv.push_back(nullptr);
+        execv(path, argv.data());
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char buf[512] = {};
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+    *err_out = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+    close(fd);
+    unlink(tmpl);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// One call of 2 int64 blocks on every rank of (jid); checks both RESULTs everywhere.
+void use_job(Client &c, const std::vector<size_t> &eps, uint32_t jid, uint32_t window, uint64_t salt)
+{
+    const uint32_t n = static_cast<uint32_t>(eps.size());
+    const uint32_t cnt = 8;
+    for (uint32_t sid = 0; sid < 2; ++sid) {
+        std::vector<int64_t> ref(cnt, 0);
+        for (uint32_t r = 0; r < n; ++r) {
+            std::vector<int64_t> v(cnt);
+            for (uint32_t i = 0; i < cnt; ++i) {
+                v[i] = static_cast<int64_t>(salt * 131 + r * 17 + sid * 5 + i);
+                ref[i] += v[i];
+            }
+            c.send(eps[r], block_hdr(jid, r, 0, sid, window, INA_OP_SUM, INA_DT_INT64, cnt, 2 * cnt),
+                   v.data(), cnt * sizeof(int64_t));
+        }
+        for (uint32_t r = 0; r < n; ++r) {
+            Msg m = c.wait_for([&](const Msg &m) { return m.hdr.jid == jid && m.hdr.rank == r; },
+                               10000, "RESULT");
+            CHECK_OR_FAIL(m.hdr.type == INA_PROTO_RESULT && m.hdr.sid == sid &&
+                              m.payload.size() == cnt * sizeof(int64_t) &&
+                              std::memcmp(m.payload.data(), ref.data(), m.payload.size()) == 0,
+                          "job %u sid %u rank %u: wrong RESULT (%s)", jid, sid, r,
+                          ina_proto_type_name(m.hdr.type));
+        }
+    }
+}
+
+} // namespace
+
+int main()
+{
+    arm_watchdog(180);
+    std::string err;
+    CHECK_OR_FAIL(run_cli({"--help"}, &err) == 0, "--help did not exit 0");
+    const std::vector<std::vector<std::string>> bad = {
+        {"--segs", "0"},          {"--segs", "12x"},     {"--seg-size", "2000000"},
+        {"--max-window", "5000"}, {"--log-level", "loud"}, {"--listen", "nonsense"},
+        {"--listen", "h:70000"},  {"--bogus"},           {"extra"},
+        {"--segs"}};
+    for (const auto &args : bad) {
+        int rc = run_cli(args, &err);
+        CHECK_OR_FAIL(rc == 2 && err.find("ina-switchd:") != std::string::npos,
+                      "'%s' gave exit %d, stderr '%s'", args[0].c_str(), rc, err.c_str());
+    }
+    std::printf("checked: --help exits 0; %zu kinds of bad arguments exit 2 with a message\n",
+                bad.size());
+
+    Daemon d;
+    Client c;
+    std::vector<size_t> eps;
+    for (int r = 0; r < 4; ++r) {
+        eps.push_back(c.connect(d.address()));
+    }
+    const std::vector<uint32_t> nodes = {0, 0, 1, 1};
+    uint32_t last_jid = 0;
+    const int kJobs = 1000;
+    for (int j = 0; j < kJobs; ++j) {
+        uint32_t w = 0;
+        uint32_t jid = c.create_job(eps[j % 4], nodes, 2, &w, 5000 + j);
+        CHECK_OR_FAIL(jid > last_jid, "JID %u after %u: not monotonic", jid, last_jid);
+        last_jid = jid;
+        for (uint32_t r = 0; r < 4; ++r) {
+            CHECK_OR_FAIL(c.join(eps[r], jid, r) == INA_PROTO_OK, "join job %u rank %u", jid, r);
+        }
+        use_job(c, eps, jid, w, static_cast<uint64_t>(j));
+        for (uint32_t r = 0; r < 4; ++r) {
+            c.leave(eps[r], jid, r);
+        }
+    }
+    // A left job is gone: joining it again fails.
+    CHECK_OR_FAIL(c.join(eps[0], last_jid, 0) == INA_PROTO_ERR_NO_JOB, "job %u still exists", last_jid);
+    {
+        uint32_t w = 0;
+        uint32_t jid = c.create_job(eps[0], nodes, 2, &w, 1);
+        for (uint32_t r = 0; r < 4; ++r) {
+            CHECK_OR_FAIL(c.join(eps[r], jid, r) == INA_PROTO_OK, "join");
+        }
+        use_job(c, eps, jid, w, 99999);
+        for (uint32_t r = 0; r < 4; ++r) {
+            c.leave(eps[r], jid, r);
+        }
+    }
+    std::printf("checked: %d jobs created, used (exact results) and left in turn, JIDs monotonic, "
+                "a left job is gone, a further job works\n", kJobs);
+
+    // A dying client: rank 1 of a live job is on another UCX context.
+    uint32_t w = 0;
+    uint32_t jid = c.create_job(eps[0], {0, 1}, 2, &w, 2);
+    CHECK_OR_FAIL(c.join(eps[0], jid, 0) == INA_PROTO_OK, "join 0");
+    {
+        Client other;
+        size_t oe = other.connect(d.address());
+        CHECK_OR_FAIL(other.join(oe, jid, 1) == INA_PROTO_OK, "join 1 from the other client");
+        // And it creates a job that nobody ever joins.
+        uint32_t ow = 0;
+        other.create_job(oe, {0, 1, 2}, 2, &ow, 3);
+    } // its endpoint closes here
+    ina_proto_status_t st = INA_PROTO_ERR_NOT_MEMBER;
+    for (int tries = 0; tries < 2000 && st != INA_PROTO_OK; ++tries) {
+        st = c.join(eps[1], jid, 1); // refused until the agent noticed the loss
+    }
+    CHECK_OR_FAIL(st == INA_PROTO_OK, "rank 1 of a dead client was never released");
+    use_job(c, {eps[0], eps[1]}, jid, w, 7);
+    c.leave(eps[0], jid, 0);
+    c.leave(eps[1], jid, 1);
+    std::printf("checked: a dead client's rank is released and can be re-joined; the job works\n");
+
+    int rc = d.terminate();
+    CHECK_OR_FAIL(rc == 0, "exit status %d after SIGTERM", rc);
+    long created = d.counter("jobs_created"), freed = d.counter("jobs_freed");
+    CHECK_OR_FAIL(created == kJobs + 3 && freed == created && d.counter("jobs_live") == 0,
+                  "jobs_created=%ld jobs_freed=%ld jobs_live=%ld", created, freed,
+                  d.counter("jobs_live"));
+    CHECK_OR_FAIL(d.log().find("segs_free=1024/1024") != std::string::npos, "pool not whole at exit");
+    long buffers = d.counter("buffers");
+    CHECK_OR_FAIL(buffers >= 1 && buffers <= 16, "buffers=%ld: payload buffers are not reused",
+                  buffers);
+    CHECK_OR_FAIL(d.counter("peers_lost") >= 1, "the dead client was not noticed");
+    std::printf("checked: SIGTERM -> exit 0; jobs_created=%ld jobs_freed=%ld jobs_live=0 (the "
+                "orphaned job included), pool whole, %ld payload buffers reused for %d calls\n",
+                created, freed, buffers, kJobs + 2);
+
+    Daemon d2;
+    rc = d2.terminate(SIGINT);
+    CHECK_OR_FAIL(rc == 0, "exit status %d after SIGINT", rc);
+    std::printf("checked: SIGINT -> exit 0\n");
+    std::printf("PASS agent_jobs\n");
+    return 0;
+}
