@@ -184,6 +184,7 @@ int main()
         }
         for (uint32_t r = 0; r < n; ++r) {
             c.leave(eps[r], jid, r);
+            c.fence(eps[r]);
         }
     }
     std::printf("checked: %u calls (10 dtype/op pairs x 2,3,5,8 ranks, 2 ranks per node, "
@@ -207,6 +208,7 @@ int main()
         }
         for (uint32_t r = 0; r < n; ++r) {
             c.leave(eps[r], jid, r);
+            c.fence(eps[r]);
         }
         std::printf("checked: float sum, 6 ranks on 3 nodes, same inputs in 6 random "
                     "interleavings across ranks and SIDs, every RESULT equal to the rank-order reference\n");

@@ -400,6 +400,13 @@ void Client::leave(size_t ep, uint32_t jid, uint32_t rank)
     send(ep, h);
 }
 
+void Client::fence(size_t ep)
+{
+    uint32_t max_window = 0;
+    uint64_t seg_bytes = 0;
+    hello(ep, &max_window, &seg_bytes);
+}
+
 ina_proto_hdr_t block_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint32_t sid,
                           uint32_t window, unsigned op, unsigned dtype, uint32_t count,
                           uint64_t total)

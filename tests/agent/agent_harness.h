@@ -94,7 +94,11 @@ public:
     uint32_t create_job(size_t ep, const std::vector<uint32_t> &node_ids, uint32_t window,
                         uint32_t *granted_window, uint64_t cookie = 0x1234);
     ina_proto_status_t join(size_t ep, uint32_t jid, uint32_t rank);
+    // JOB_LEAVE has no reply. Leave then fence() so that the agent is known
+    // to have processed it (one endpoint's messages are handled in order).
     void leave(size_t ep, uint32_t jid, uint32_t rank);
+    // Round trip (HELLO / HELLO_ACK) on ep: everything sent before is processed.
+    void fence(size_t ep);
 
 private:
     static ucs_status_t on_am(void *arg, const void *header, size_t header_length, void *data,

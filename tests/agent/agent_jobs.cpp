@@ -119,6 +119,7 @@ int main()
         use_job(c, eps, jid, w, static_cast<uint64_t>(j));
         for (uint32_t r = 0; r < 4; ++r) {
             c.leave(eps[r], jid, r);
+            c.fence(eps[r]);
         }
     }
     // A left job is gone: joining it again fails.
@@ -132,6 +133,7 @@ int main()
         use_job(c, eps, jid, w, 99999);
         for (uint32_t r = 0; r < 4; ++r) {
             c.leave(eps[r], jid, r);
+            c.fence(eps[r]);
         }
     }
     std::printf("checked: %d jobs created, used (exact results) and left in turn, JIDs monotonic, "
@@ -157,6 +159,8 @@ int main()
     use_job(c, {eps[0], eps[1]}, jid, w, 7);
     c.leave(eps[0], jid, 0);
     c.leave(eps[1], jid, 1);
+    c.fence(eps[0]);
+    c.fence(eps[1]);
     std::printf("checked: a dead client's rank is released and can be re-joined; the job works\n");
 
     int rc = d.terminate();
