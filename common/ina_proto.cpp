@@ -3,6 +3,34 @@
 #include "ina_proto.h"
 
 #include <cstring>
+#include <iterator>
+
+namespace {
+
+bool is_float(unsigned dtype)
+{
+    return dtype == INA_DT_FLOAT || dtype == INA_DT_DOUBLE || dtype == INA_DT_LONG_DOUBLE;
+}
+
+// Name tables, indexed by the enum value; the static_asserts keep them in
+// step with ina_proto.h.
+constexpr const char *kTypeNames[] = {"?",          "HELLO",      "HELLO_ACK", "JOB_CREATE",
+                                      "JOB_CREATED", "JOB_JOIN",   "JOB_JOINED", "JOB_LEAVE",
+                                      "BLOCK",      "RESULT",     "DENY",      "ERROR"};
+constexpr const char *kStatusNames[] = {"ok",           "malformed",  "version",
+                                        "no-job",       "not-member", "no-resources",
+                                        "mismatch",     "unsupported", "seg-busy"};
+constexpr const char *kOpNames[] = {"sum", "prod", "min", "max",  "land",
+                                    "lor", "lxor", "band", "bor", "bxor"};
+constexpr const char *kDtypeNames[] = {"int8",  "uint8",  "int16",  "uint16",
+                                       "int32", "uint32", "int64",  "uint64",
+                                       "float", "double", "long double"};
+static_assert(std::size(kTypeNames) == INA_PROTO_TYPE_MAX + 1, "type names");
+static_assert(std::size(kStatusNames) == INA_PROTO_STATUS_MAX + 1, "status names");
+static_assert(std::size(kOpNames) == INA_OP_COUNT, "op names");
+static_assert(std::size(kDtypeNames) == INA_DT_COUNT, "dtype names");
+
+} // namespace
 
 extern "C" {
 
@@ -26,11 +54,6 @@ size_t ina_proto_dtype_size(unsigned dtype)
     }
 }
 
-static bool is_float(unsigned dtype)
-{
-    return dtype == INA_DT_FLOAT || dtype == INA_DT_DOUBLE || dtype == INA_DT_LONG_DOUBLE;
-}
-
 int ina_proto_op_valid(unsigned op, unsigned dtype)
 {
     if (op >= INA_OP_COUNT || dtype >= INA_DT_COUNT) {
@@ -47,6 +70,7 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
     if (raw == nullptr || hdr_len != sizeof(ina_proto_hdr_t)) {
         return INA_PROTO_ERR_MALFORMED;
     }
+    // The AM header may sit at any alignment inside a UCX buffer: copy it out.
     ina_proto_hdr_t h;
     std::memcpy(&h, raw, sizeof(h));
     if (h.magic != INA_PROTO_MAGIC) {
@@ -56,69 +80,69 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
         return INA_PROTO_ERR_VERSION;
     }
     if (h.type < INA_PROTO_HELLO || h.type > INA_PROTO_TYPE_MAX || h.reserved != 0 ||
-        h.status > INA_PROTO_STATUS_MAX) {
+        h.status > INA_PROTO_STATUS_MAX || h.window > INA_PROTO_MAX_WINDOW) {
         return INA_PROTO_ERR_MALFORMED;
     }
     switch (h.type) {
     case INA_PROTO_JOB_CREATE:
         if (h.count == 0 || h.count > INA_PROTO_MAX_MEMBERS || h.window == 0 ||
-            h.window > INA_PROTO_MAX_WINDOW ||
             payload_len != static_cast<size_t>(h.count) * sizeof(uint32_t)) {
+            return INA_PROTO_ERR_MALFORMED;
+        }
+        return INA_PROTO_OK;
+    case INA_PROTO_JOB_JOIN:
+    case INA_PROTO_JOB_JOINED:
+    case INA_PROTO_JOB_LEAVE:
+        if (h.rank >= INA_PROTO_MAX_MEMBERS || payload_len != 0) {
             return INA_PROTO_ERR_MALFORMED;
         }
         return INA_PROTO_OK;
     case INA_PROTO_BLOCK:
     case INA_PROTO_RESULT: {
         if (h.type == INA_PROTO_BLOCK &&
-            (h.window == 0 || h.window > INA_PROTO_MAX_WINDOW || h.seg != h.sid % h.window)) {
+            (h.window == 0 || h.seg != h.sid % h.window || h.rank >= INA_PROTO_MAX_MEMBERS)) {
             return INA_PROTO_ERR_MALFORMED;
         }
-        if (h.op >= INA_OP_COUNT || h.dtype >= INA_DT_COUNT) {
+        if (h.seg >= INA_PROTO_MAX_WINDOW || h.op >= INA_OP_COUNT || h.dtype >= INA_DT_COUNT) {
             return INA_PROTO_ERR_MALFORMED;
         }
         if (!ina_proto_op_valid(h.op, h.dtype)) {
             return INA_PROTO_ERR_UNSUPPORTED;
         }
-        size_t esz = ina_proto_dtype_size(h.dtype);
+        // count is bounded by the Seg size before the multiplication, so
+        // count * esz cannot overflow.
+        const size_t esz = ina_proto_dtype_size(h.dtype);
         if (h.count == 0 || h.count > INA_PROTO_MAX_SEG_BYTES / esz ||
             payload_len != static_cast<size_t>(h.count) * esz ||
-            (h.type == INA_PROTO_BLOCK && (h.arg < h.count))) {
+            (h.type == INA_PROTO_BLOCK && h.arg < h.count)) {
             return INA_PROTO_ERR_MALFORMED;
         }
         return INA_PROTO_OK;
     }
     default:
+        // Control messages carry everything in the header.
         return payload_len == 0 ? INA_PROTO_OK : INA_PROTO_ERR_MALFORMED;
     }
 }
 
 const char *ina_proto_type_name(unsigned type)
 {
-    static const char *const names[] = {"?", "HELLO", "HELLO_ACK", "JOB_CREATE", "JOB_CREATED",
-                                        "JOB_JOIN", "JOB_JOINED", "JOB_LEAVE", "BLOCK",
-                                        "RESULT", "DENY", "ERROR"};
-    return type <= INA_PROTO_TYPE_MAX ? names[type] : "?";
+    return type < std::size(kTypeNames) ? kTypeNames[type] : "?";
 }
 
 const char *ina_proto_status_name(unsigned status)
 {
-    static const char *const names[] = {"ok", "malformed", "version", "no-job", "not-member",
-                                        "no-resources", "mismatch", "unsupported", "seg-busy"};
-    return status <= INA_PROTO_STATUS_MAX ? names[status] : "?";
+    return status < std::size(kStatusNames) ? kStatusNames[status] : "?";
 }
 
 const char *ina_proto_op_name(unsigned op)
 {
-    static const char *const names[] = {"sum", "prod", "min", "max", "land",
-                                        "lor", "lxor", "band", "bor", "bxor"};
-    return op < INA_OP_COUNT ? names[op] : "?";
+    return op < std::size(kOpNames) ? kOpNames[op] : "?";
 }
 
 const char *ina_proto_dtype_name(unsigned dtype)
 {
-    static const char *const names[] = {"int8", "uint8", "int16", "uint16", "int32", "uint32",
-                                        "int64", "uint64", "float", "double", "long double"};
-    return dtype < INA_DT_COUNT ? names[dtype] : "?";
+    return dtype < std::size(kDtypeNames) ? kDtypeNames[dtype] : "?";
 }
 
 } // extern "C"

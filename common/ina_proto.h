@@ -168,6 +168,7 @@ int ina_proto_op_valid(unsigned op, unsigned dtype);
  * wrong!) and the payload length. Checks magic, version, type range, reserved
  * byte, status range, per-type field ranges (window <= INA_PROTO_MAX_WINDOW,
  * seg < window and seg == sid % window for BLOCK, count <= member limit,
+ * rank < INA_PROTO_MAX_MEMBERS for JOB_JOIN/JOINED/LEAVE and BLOCK,
  * op/dtype valid for BLOCK/RESULT, payload_len == count * dtype size for
  * BLOCK/RESULT, == count * 4 for JOB_CREATE, == 0 for the others).
  * Returns INA_PROTO_OK or the status that explains the rejection.
