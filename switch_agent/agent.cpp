@@ -301,8 +301,11 @@ bool Agent::service()
         did = true;
     }
     // Dead peers leave their jobs before the outbox is flushed (their queued
-    // messages are dropped there), and are closed after.
-    for (Peer *peer : dying_) {
+    // messages are dropped there), and are closed after. A peer that fails
+    // during the flush waits for the next round: it must leave its jobs first.
+    std::vector<Peer *> dying;
+    dying.swap(dying_);
+    for (Peer *peer : dying) {
         drop_peer(*peer);
     }
     if (!outbox_.empty()) {
@@ -331,16 +334,13 @@ bool Agent::service()
         outbox_.clear();
         did = true;
     }
-    if (!dying_.empty()) {
-        for (Peer *peer : dying_) {
-            ucp_ep_h ep = peer->ep;
-            close_ep(ep);
-            peers_.erase(ep);
-        }
-        dying_.clear();
+    for (Peer *peer : dying) {
+        ucp_ep_h ep = peer->ep;
+        close_ep(ep);
+        peers_.erase(ep);
         did = true;
     }
-    return did;
+    return did || !dying_.empty();
 }
 
 void Agent::accept(ucp_conn_request_h req)
