@@ -670,12 +670,14 @@ int Job::allreduce(const void *sbuf, void *rbuf, uint64_t count, unsigned dtype,
     if (count == 0) {
         return cqe->rc = INA_OK; // no MID: nothing to agree on
     }
+    if (client_ != nullptr) {
+        // Deliver a pending loss or early DENY first (a DENY is matched
+        // against next_mid_, so before this call consumes it).
+        client_->poll_events();
+    }
     // Every rank consumes MIDs in the same order, whatever the outcome.
     const uint64_t mid = next_mid_++;
     cqe->mid = mid;
-    if (client_ != nullptr) {
-        client_->poll_events(); // deliver a pending error or DENY before deciding
-    }
     auto denied = future_denies_.find(mid);
     if (denied != future_denies_.end()) {
         cqe->status = denied->second;

@@ -317,7 +317,9 @@ int run_group(const char *addr, uint32_t k)
     for (uint32_t r = 0; r < k; ++r) {
         pid_t pid = fork();
         if (pid == 0) {
-            std::_Exit(rank_main(addr, sh, r, k));
+            int rc = rank_main(addr, sh, r, k);
+            std::fflush(stdout); // _Exit flushes nothing
+            std::_Exit(rc);
         }
         pids.push_back(pid);
     }
@@ -373,8 +375,9 @@ int main()
     char addr[128];
     char err[512];
     int pid = -1;
+    const char *log = std::getenv("INA_TEST_AGENT_LOG"); // e.g. debug
     const char *const args[] = {"--seg-size", "8192", "--max-window", "16", "--segs", "256",
-                                nullptr};
+                                "--log-level", log != nullptr ? log : "warn", nullptr};
     int rc = ina_agent_spawn(agent, "127.0.0.1", args, addr, sizeof(addr), &pid, err, sizeof(err));
     if (rc != INA_OK) {
         std::fprintf(stderr, "FAIL: ina_agent_spawn: %s\n", err);
@@ -394,7 +397,9 @@ int main()
         for (uint32_t r = 0; r < k; ++r) {
             pid_t p = fork();
             if (p == 0) {
-                std::_Exit(lost_rank_main(addr, sh, r, k));
+                int rc = lost_rank_main(addr, sh, r, k);
+                std::fflush(stdout);
+                std::_Exit(rc);
             }
             pids.push_back(p);
         }

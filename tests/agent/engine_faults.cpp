@@ -1,0 +1,343 @@
+// The client engine's failure paths against a real ina-switchd ($INA_SWITCHD):
+//  1. DENY (SEEDS S4): a 4-Seg agent; job A (2 ranks) holds the whole pool
+//     while job B (1 rank) calls: B is denied; A's calls denied earlier are
+//     denied again on A's late rank (the DENY it remembered), at the same MIDs;
+//     once A completes, B is granted again. Every granted result is checked.
+//  2. No progress: a 2-rank job whose rank 1 never calls: rank 0 gives up
+//     after progress_timeout_ms with INA_LOST, its next call is
+//     INA_UNREACHABLE, and nothing hangs.
+// Outcomes never depend on speed: loops run until the awaited state appears,
+// with generous bounds that only catch a hang.
+#include <errno.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "ina_client.h"
+
+namespace {
+
+constexpr int kChildAlarmS = 120;
+constexpr uint32_t kCount = 20000; // int32 elements: 10 blocks of 8 KiB
+
+struct Shared {
+    pthread_barrier_t barrier; // every process of the group
+    pthread_barrier_t pair;    // A1 and B only (A0 is inside its call)
+    ina_job_params_t job_a;
+    int create_rc;
+    uint64_t a_denied;  // A's calls denied before the granted one (rank 0's view)
+};
+
+Shared *make_shared(unsigned participants)
+{
+    void *p = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+    if (p == MAP_FAILED) {
+        std::perror("mmap");
+        std::exit(1);
+    }
+    auto *s = static_cast<Shared *>(p);
+    std::memset(s, 0, sizeof(*s));
+    pthread_barrierattr_t a;
+    pthread_barrierattr_init(&a);
+    pthread_barrierattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    pthread_barrier_init(&s->barrier, &a, participants);
+    pthread_barrier_init(&s->pair, &a, 2);
+    pthread_barrierattr_destroy(&a);
+    return s;
+}
+
+ina_client_t *connect_or_die(const char *addr, int progress_timeout_ms, const char *who)
+{
+    const char *v = std::getenv("INA_TEST_VERBOSE");
+    ina_client_config_t cfg{addr, 10000, progress_timeout_ms, v ? std::atoi(v) : 0};
+    ina_client_t *c = nullptr;
+    char err[256] = "";
+    if (ina_client_connect(&cfg, &c, err, sizeof(err)) != INA_OK) {
+        std::fprintf(stderr, "%s: connect failed: %s\n", who, err);
+        std::_Exit(2);
+    }
+    return c;
+}
+
+ina_job_t *join_or_die(ina_client_t *c, const ina_job_params_t &p, uint32_t rank, const char *who)
+{
+    ina_job_t *job = nullptr;
+    int rc = ina_job_join(c, &p, rank, &job);
+    if (rc != INA_OK) {
+        std::fprintf(stderr, "%s: join failed: rc %d\n", who, rc);
+        std::_Exit(3);
+    }
+    return job;
+}
+
+// Input of rank r: r + 1 + i; the sum over `k` ranks is known in closed form.
+void fill(std::vector<int32_t> &v, uint32_t r)
+{
+    for (size_t i = 0; i < v.size(); ++i) {
+        v[i] = static_cast<int32_t>(r + 1 + i);
+    }
+}
+
+bool check_sum(const std::vector<int32_t> &v, uint32_t k)
+{
+    for (size_t i = 0; i < v.size(); ++i) {
+        int64_t want = static_cast<int64_t>(k) * (k + 1) / 2 + static_cast<int64_t>(k) * i;
+        if (v[i] != static_cast<int32_t>(want)) {
+            std::fprintf(stderr, "element %zu: %d, want %lld\n", i, v[i],
+                         static_cast<long long>(want));
+            return false;
+        }
+    }
+    return true;
+}
+
+// Job A, rank 0: retry until one call is granted (it then waits for rank 1).
+int a0_main(const char *addr, Shared *sh)
+{
+    alarm(kChildAlarmS);
+    ina_client_t *c = connect_or_die(addr, 60000, "A0");
+    uint32_t nodes[2] = {0, 0};
+    sh->create_rc = ina_job_create(c, 2, nodes, 4, 0, &sh->job_a);
+    pthread_barrier_wait(&sh->barrier); // 1: A created
+    if (sh->create_rc != INA_OK) {
+        return 4;
+    }
+    ina_job_t *job = join_or_die(c, sh->job_a, 0, "A0");
+    pthread_barrier_wait(&sh->barrier); // 2: everyone joined
+    std::vector<int32_t> in(kCount), out(kCount);
+    fill(in, 0);
+    ina_cqe_t cqe;
+    int rc;
+    uint64_t expect_mid = 0;
+    while ((rc = ina_job_allreduce(job, in.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM,
+                                   &cqe)) == INA_DENIED) {
+        if (cqe.mid != expect_mid++) {
+            std::fprintf(stderr, "A0: denied call has mid %llu\n",
+                         static_cast<unsigned long long>(cqe.mid));
+            return 1;
+        }
+        __atomic_store_n(&sh->a_denied, expect_mid, __ATOMIC_RELEASE);
+    }
+    bool ok = rc == INA_OK && cqe.mid == expect_mid && check_sum(out, 2);
+    if (!ok) {
+        std::fprintf(stderr, "A0: granted call rc %d mid %llu\n", rc,
+                     static_cast<unsigned long long>(cqe.mid));
+    }
+    ina_job_leave(job);
+    ina_client_disconnect(c);
+    return ok ? 0 : 1;
+}
+
+// Job A, rank 1: joins, waits until B was denied (A then holds the pool),
+// replays the MIDs A0 had denied (each must be denied at once), then completes A.
+int a1_main(const char *addr, Shared *sh)
+{
+    alarm(kChildAlarmS);
+    ina_client_t *c = connect_or_die(addr, 60000, "A1");
+    pthread_barrier_wait(&sh->barrier); // 1
+    if (sh->create_rc != INA_OK) {
+        return 4;
+    }
+    ina_job_t *job = join_or_die(c, sh->job_a, 1, "A1");
+    pthread_barrier_wait(&sh->barrier); // 2
+    pthread_barrier_wait(&sh->pair); // 3: B was denied
+    bool ok = true;
+    std::vector<int32_t> in(kCount), out(kCount);
+    fill(in, 1);
+    ina_cqe_t cqe;
+    const uint64_t denied = __atomic_load_n(&sh->a_denied, __ATOMIC_ACQUIRE);
+    for (uint64_t m = 0; m < denied; ++m) {
+        int rc = ina_job_allreduce(job, in.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM,
+                                   &cqe);
+        if (rc != INA_DENIED || cqe.mid != m) {
+            std::fprintf(stderr, "A1: call %llu: rc %d (want INA_DENIED, like rank 0)\n",
+                         static_cast<unsigned long long>(m), rc);
+            ok = false;
+        }
+    }
+    // In place this time: the result must still be the sum.
+    fill(out, 1);
+    int rc = ina_job_allreduce(job, out.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM, &cqe);
+    if (rc != INA_OK || cqe.mid != denied || !check_sum(out, 2)) {
+        std::fprintf(stderr, "A1: granted call rc %d\n", rc);
+        ok = false;
+    }
+    std::printf("job A: %llu call(s) denied on rank 0 were denied on rank 1 at the same MIDs, "
+                "then the granted call matched: %s\n",
+                static_cast<unsigned long long>(denied), ok ? "ok" : "FAILED");
+    std::fflush(stdout);
+    pthread_barrier_wait(&sh->pair); // 4: A done
+    ina_job_leave(job);
+    ina_client_disconnect(c);
+    return ok ? 0 : 1;
+}
+
+// Job B (one rank): call until denied, then, once A is done, granted again.
+int b_main(const char *addr, Shared *sh)
+{
+    alarm(kChildAlarmS);
+    ina_client_t *c = connect_or_die(addr, 60000, "B");
+    uint32_t node = 1;
+    ina_job_params_t p;
+    int rc = ina_job_create(c, 1, &node, 4, 0, &p);
+    pthread_barrier_wait(&sh->barrier); // 1
+    if (rc != INA_OK) {
+        std::fprintf(stderr, "B: create failed: rc %d\n", rc);
+        return 4;
+    }
+    ina_job_t *job = join_or_die(c, p, 0, "B");
+    pthread_barrier_wait(&sh->barrier); // 2
+    std::vector<int32_t> in(kCount), out(kCount);
+    fill(in, 0);
+    ina_cqe_t cqe;
+    bool ok = true;
+    uint64_t calls = 0;
+    for (; calls < 1000000; ++calls) {
+        rc = ina_job_allreduce(job, in.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM, &cqe);
+        if (rc == INA_DENIED) {
+            break;
+        }
+        if (rc != INA_OK || !check_sum(out, 1)) {
+            std::fprintf(stderr, "B: call %llu rc %d\n", static_cast<unsigned long long>(calls), rc);
+            ok = false;
+            break;
+        }
+    }
+    const bool denied = rc == INA_DENIED && cqe.status == INA_PROTO_ERR_NO_RESOURCES &&
+                        cqe.mid == calls;
+    std::printf("job B: denied (%s) while job A holds every Seg, after %llu granted calls: %s\n",
+                ina_proto_status_name(cqe.status), static_cast<unsigned long long>(calls),
+                denied ? "ok" : "FAILED");
+    std::fflush(stdout);
+    ok = ok && denied;
+    pthread_barrier_wait(&sh->pair); // 3
+    pthread_barrier_wait(&sh->pair); // 4
+    // A has completed: its lease is back (the agent may release it a little
+    // later than A's RESULTs arrive, so a DENY here is retried).
+    bool granted = false;
+    for (int i = 0; i < 100000 && !granted; ++i) {
+        rc = ina_job_allreduce(job, in.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM, &cqe);
+        granted = rc == INA_OK && check_sum(out, 1);
+        if (rc != INA_OK && rc != INA_DENIED) {
+            break;
+        }
+    }
+    std::printf("job B: granted again after job A completed: %s\n", granted ? "ok" : "FAILED");
+    ina_job_leave(job);
+    ina_client_disconnect(c);
+    return ok && granted ? 0 : 1;
+}
+
+// Rank 0 of a job whose rank 1 never calls: INA_LOST after the timeout.
+int stall_main(const char *addr, Shared *sh, uint32_t rank)
+{
+    alarm(kChildAlarmS);
+    ina_client_t *c = connect_or_die(addr, rank == 0 ? 300 : 60000, "stall");
+    if (rank == 0) {
+        uint32_t nodes[2] = {0, 0};
+        sh->create_rc = ina_job_create(c, 2, nodes, 4, 0, &sh->job_a);
+    }
+    pthread_barrier_wait(&sh->barrier);
+    if (sh->create_rc != INA_OK) {
+        return 4;
+    }
+    ina_job_t *job = join_or_die(c, sh->job_a, rank, "stall");
+    pthread_barrier_wait(&sh->barrier);
+    bool ok = true;
+    if (rank == 0) {
+        std::vector<int32_t> in(kCount), out(kCount);
+        fill(in, 0);
+        ina_cqe_t cqe;
+        int rc = ina_job_allreduce(job, in.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM,
+                                   &cqe);
+        int rc2 = ina_job_allreduce(job, in.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM,
+                                    &cqe);
+        ok = rc == INA_LOST && rc2 == INA_UNREACHABLE && !ina_client_alive(c);
+        std::printf("no progress for progress_timeout_ms: INA_LOST (got %d), then "
+                    "INA_UNREACHABLE (got %d): %s\n",
+                    rc, rc2, ok ? "ok" : "FAILED");
+        std::fflush(stdout);
+    }
+    pthread_barrier_wait(&sh->barrier); // rank 1 leaves only after rank 0 gave up
+    ina_job_leave(job);
+    ina_client_disconnect(c);
+    return ok ? 0 : 1;
+}
+
+int reap(const std::vector<pid_t> &pids)
+{
+    int failed = 0;
+    for (pid_t pid : pids) {
+        int st = 0;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+        }
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            std::fprintf(stderr, "child %d failed (status 0x%x)\n", static_cast<int>(pid), st);
+            ++failed;
+        }
+    }
+    return failed;
+}
+
+template <typename F> pid_t spawn_child(F f)
+{
+    std::fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int rc = f();
+        std::fflush(stdout); // _Exit flushes nothing
+        std::_Exit(rc);
+    }
+    return pid;
+}
+
+} // namespace
+
+int main()
+{
+    const char *agent = std::getenv("INA_SWITCHD");
+    if (agent == nullptr || access(agent, X_OK) != 0) {
+        std::printf("SKIP: INA_SWITCHD not set or not executable\n");
+        return 77;
+    }
+    char addr[128];
+    char err[512];
+    int pid = -1;
+    // Four Segs: one lease of window 4 takes the whole pool.
+    const char *log = std::getenv("INA_TEST_AGENT_LOG"); // e.g. debug
+    const char *const args[] = {"--seg-size", "8192", "--segs", "4", "--max-window", "4",
+                                "--log-level", log != nullptr ? log : "warn", nullptr};
+    if (ina_agent_spawn(agent, "127.0.0.1", args, addr, sizeof(addr), &pid, err, sizeof(err)) !=
+        INA_OK) {
+        std::fprintf(stderr, "FAIL: ina_agent_spawn: %s\n", err);
+        return 1;
+    }
+    std::printf("agent pid %d at %s (4 Segs of 8 KiB)\n", pid, addr);
+    int failed = 0;
+    {
+        Shared *sh = make_shared(3);
+        std::vector<pid_t> pids;
+        pids.push_back(spawn_child([&] { return a0_main(addr, sh); }));
+        pids.push_back(spawn_child([&] { return a1_main(addr, sh); }));
+        pids.push_back(spawn_child([&] { return b_main(addr, sh); }));
+        failed += reap(pids);
+    }
+    {
+        Shared *sh = make_shared(2);
+        std::vector<pid_t> pids;
+        pids.push_back(spawn_child([&] { return stall_main(addr, sh, 0); }));
+        pids.push_back(spawn_child([&] { return stall_main(addr, sh, 1); }));
+        failed += reap(pids);
+    }
+    ina_agent_stop(pid, 5000);
+    std::printf("%s: %d failure(s)\n", failed == 0 ? "PASS" : "FAIL", failed);
+    return failed == 0 ? 0 : 1;
+}
