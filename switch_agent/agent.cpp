@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cinttypes>
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
@@ -236,7 +237,7 @@ void Agent::on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
     if (it == self->peers_.end() || it->second->dead) {
         return;
     }
-    INA_INFO("peer %lu lost: %s", static_cast<unsigned long>(it->second->id),
+    INA_INFO("peer %" PRIu64 " lost: %s", it->second->id,
              ucs_status_string(status));
     it->second->dead = true;
     self->dying_.push_back(it->second.get());
@@ -362,7 +363,7 @@ void Agent::accept(ucp_conn_request_h req)
     }
     peer->ep = ep;
     ++counters_.peers_accepted;
-    INA_DEBUG("peer %lu connected", static_cast<unsigned long>(peer->id));
+    INA_DEBUG("peer %" PRIu64 " connected", peer->id);
     peers_.emplace(ep, std::move(peer));
 }
 
@@ -452,9 +453,8 @@ void Agent::reject(Peer *peer, const ina_proto_hdr_t &req, ina_proto_status_t st
     // The first rejection of each kind is worth a warning; repeats are noise.
     LogLevel lvl = seen_reject_[status] ? LogLevel::kDebug : LogLevel::kWarn;
     seen_reject_[status] = true;
-    INA_LOG(lvl, "rejected %s from peer %lu (jid %u rank %u mid %lu sid %u): %s, %s",
-            ina_proto_type_name(req.type), peer ? static_cast<unsigned long>(peer->id) : 0UL,
-            req.jid, req.rank, static_cast<unsigned long>(req.mid), req.sid,
+    INA_LOG(lvl, "rejected %s from peer %" PRIu64 " (jid %u rank %u mid %" PRIu64 " sid %u): %s, %s",
+            ina_proto_type_name(req.type), peer ? peer->id : 0, req.jid, req.rank, req.mid, req.sid,
             ina_proto_status_name(status), why);
     if (peer == nullptr) {
         return;
@@ -633,7 +633,7 @@ void Agent::on_block(Peer &peer, const ina_proto_hdr_t &h, const void *data)
             c.finished = true;
             c.deny_status = d.grant ? INA_PROTO_ERR_NO_RESOURCES : d.status;
             ++counters_.calls_denied;
-            INA_DEBUG("job %u mid %lu denied: %s", h.jid, static_cast<unsigned long>(h.mid),
+            INA_DEBUG("job %u mid %" PRIu64 " denied: %s", h.jid, h.mid,
                       ina_proto_status_name(c.deny_status));
             deny_call(job, h.mid, c.deny_status);
         }
@@ -725,22 +725,22 @@ void Agent::deny_call(Job &job, uint64_t mid, ina_proto_status_t status)
 void Agent::log_counters() const
 {
     const Counters &c = counters_;
-    INA_INFO("counters: msgs_in=%lu blocks_in=%lu results_out=%lu calls_granted=%lu "
-             "calls_denied=%lu calls_abandoned=%lu denied_blocks=%lu duplicate=%lu foreign=%lu "
-             "send_errors=%lu peers_accepted=%lu peers_lost=%lu",
-             (unsigned long)c.msgs_in, (unsigned long)c.blocks_in, (unsigned long)c.results_out,
-             (unsigned long)c.calls_granted, (unsigned long)c.calls_denied,
-             (unsigned long)c.calls_abandoned, (unsigned long)c.denied_blocks,
-             (unsigned long)c.duplicate, (unsigned long)c.foreign, (unsigned long)c.send_errors,
-             (unsigned long)c.peers_accepted, (unsigned long)c.peers_lost);
+    INA_INFO("counters: msgs_in=%" PRIu64 " blocks_in=%" PRIu64 " results_out=%" PRIu64
+             " calls_granted=%" PRIu64 " calls_denied=%" PRIu64 " calls_abandoned=%" PRIu64
+             " denied_blocks=%" PRIu64 " duplicate=%" PRIu64 " foreign=%" PRIu64
+             " send_errors=%" PRIu64 " peers_accepted=%" PRIu64 " peers_lost=%" PRIu64,
+             c.msgs_in, c.blocks_in, c.results_out, c.calls_granted, c.calls_denied,
+             c.calls_abandoned, c.denied_blocks, c.duplicate, c.foreign, c.send_errors,
+             c.peers_accepted, c.peers_lost);
     std::string rej;
     for (unsigned s = 1; s <= INA_PROTO_STATUS_MAX; ++s) {
         rej += std::string(" ") + ina_proto_status_name(s) + "=" + std::to_string(c.rejected[s]);
     }
-    INA_INFO("rejected:%s rndv=%lu", rej.c_str(), (unsigned long)c.rndv_rejected);
-    INA_INFO("jobs: jobs_created=%lu jobs_freed=%lu jobs_live=%zu segs_free=%u/%u buffers=%zu",
-             (unsigned long)c.jobs_created, (unsigned long)c.jobs_freed, jobs_.size(),
-             pool_.free_segs(), pool_.size(), pool_.buffers().allocated());
+    INA_INFO("rejected:%s rndv=%" PRIu64, rej.c_str(), c.rndv_rejected);
+    INA_INFO("jobs: jobs_created=%" PRIu64 " jobs_freed=%" PRIu64 " jobs_live=%zu segs_free=%u/%u"
+             " buffers=%zu",
+             c.jobs_created, c.jobs_freed, jobs_.size(), pool_.free_segs(), pool_.size(),
+             pool_.buffers().allocated());
 }
 
 } // namespace ina
