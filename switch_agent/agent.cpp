@@ -566,12 +566,33 @@ void Agent::leave_job(uint32_t jid, uint32_t rank, Peer &peer)
     if (it == jobs_.end() || !it->second->leave(rank, &peer)) {
         return;
     }
-    if (it->second->dead()) {
+    Job &job = *it->second;
+    if (job.dead()) {
         free_job(jid);
-    } else {
-        // The leaver no longer holds back the forgetting of old calls.
-        counters_.calls_abandoned += it->second->retire(pool_);
+        return;
     }
+    // Calls the leaver had not finished can never complete: end them now on
+    // the survivors with an ERROR for the call (what a rejected block gives)
+    // instead of letting them wait for their progress timeout.
+    for (uint64_t mid : job.abort_open_calls(pool_)) {
+        ++counters_.calls_aborted;
+        INA_INFO("job %u mid %" PRIu64 ": rank %u left in the middle of the call, aborted", jid,
+                 mid, rank);
+        ina_proto_hdr_t e;
+        ina_proto_init(&e, INA_PROTO_ERROR);
+        e.status = INA_PROTO_ERR_NOT_MEMBER;
+        e.op = INA_PROTO_BLOCK;
+        e.jid = jid;
+        e.mid = mid;
+        for (uint32_t r = 0; r < job.nmembers(); ++r) {
+            if (Peer *p = job.member(r)) {
+                e.rank = r;
+                queue(*p, e, kNoIndex, 0);
+            }
+        }
+    }
+    // The leaver no longer holds back the forgetting of old calls.
+    counters_.calls_abandoned += job.retire(pool_);
 }
 
 void Agent::free_job(uint32_t jid)
@@ -726,11 +747,12 @@ void Agent::log_counters() const
 {
     const Counters &c = counters_;
     INA_INFO("counters: msgs_in=%" PRIu64 " blocks_in=%" PRIu64 " results_out=%" PRIu64
-             " calls_granted=%" PRIu64 " calls_denied=%" PRIu64 " calls_abandoned=%" PRIu64
+             " calls_granted=%" PRIu64 " calls_denied=%" PRIu64 " calls_aborted=%" PRIu64
+             " calls_abandoned=%" PRIu64
              " denied_blocks=%" PRIu64 " duplicate=%" PRIu64 " foreign=%" PRIu64
              " send_errors=%" PRIu64 " peers_accepted=%" PRIu64 " peers_lost=%" PRIu64,
              c.msgs_in, c.blocks_in, c.results_out, c.calls_granted, c.calls_denied,
-             c.calls_abandoned, c.denied_blocks, c.duplicate, c.foreign, c.send_errors,
+             c.calls_aborted, c.calls_abandoned, c.denied_blocks, c.duplicate, c.foreign, c.send_errors,
              c.peers_accepted, c.peers_lost);
     std::string rej;
     for (unsigned s = 1; s <= INA_PROTO_STATUS_MAX; ++s) {

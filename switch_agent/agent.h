@@ -37,6 +37,7 @@ struct Counters {
     uint64_t foreign = 0;         // blocks from an ep not bound to (jid, rank)
     uint64_t calls_granted = 0;
     uint64_t calls_denied = 0;
+    uint64_t calls_aborted = 0;   // a member left/died in the middle of the call
     uint64_t calls_abandoned = 0; // leases reclaimed from calls nobody finished
     uint64_t denied_blocks = 0;   // blocks of denied / forgotten calls, dropped
     uint64_t duplicate = 0;       // second contribution of a rank to one block

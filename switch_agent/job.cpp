@@ -74,6 +74,19 @@ unsigned Job::retire(SegPool &pool)
     return abandoned;
 }
 
+std::vector<uint64_t> Job::abort_open_calls(SegPool &pool)
+{
+    std::vector<uint64_t> mids;
+    for (auto &kv : calls_) {
+        if (kv.second.granted && !kv.second.finished) {
+            pool.release(kv.second.lease);
+            kv.second.finished = true;
+            mids.push_back(kv.first);
+        }
+    }
+    return mids;
+}
+
 void Job::release_all(SegPool &pool)
 {
     for (auto &kv : calls_) {

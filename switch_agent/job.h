@@ -60,6 +60,9 @@ public:
     // Leases still held by such calls (abandoned by a misbehaving client) go back.
     // Returns the number of abandoned leases.
     unsigned retire(SegPool &pool);
+    // A member is gone in the middle of granted calls: they can never
+    // complete. Returns their leases and the MIDs, marked finished.
+    std::vector<uint64_t> abort_open_calls(SegPool &pool);
     // Give back everything the job holds (job freed).
     void release_all(SegPool &pool);
     size_t live_calls() const { return calls_.size(); }

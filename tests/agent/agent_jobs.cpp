@@ -3,8 +3,9 @@
 // - 1000 jobs created, used (one exact 2-block call each) and left in turn:
 //   JIDs monotonic, a further job still works, and at exit the agent reports
 //   every job freed, the whole pool free and a bounded number of buffers;
-// - a client that dies drops its memberships (its rank can be joined again)
-//   and a job whose creator dies before anybody joined is freed;
+// - a client that dies drops its memberships (its rank can be joined again),
+//   the call it left unfinished ends on the survivor with an ERROR, and a job
+//   whose creator dies before anybody joined is freed;
 // - SIGTERM and SIGINT both end the daemon with exit status 0.
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -52,7 +53,8 @@ int run_cli(const std::vector<std::string> &args, std::string *err_out)
 }
 
 // One call of 2 int64 blocks on every rank of (jid); checks both RESULTs everywhere.
-void use_job(Client &c, const std::vector<size_t> &eps, uint32_t jid, uint32_t window, uint64_t salt)
+void use_job(Client &c, const std::vector<size_t> &eps, uint32_t jid, uint32_t window,
+             uint64_t salt, uint64_t mid = 0)
 {
     const uint32_t n = static_cast<uint32_t>(eps.size());
     const uint32_t cnt = 8;
@@ -64,7 +66,7 @@ void use_job(Client &c, const std::vector<size_t> &eps, uint32_t jid, uint32_t w
                 v[i] = static_cast<int64_t>(salt * 131 + r * 17 + sid * 5 + i);
                 ref[i] += v[i];
             }
-            c.send(eps[r], block_hdr(jid, r, 0, sid, window, INA_OP_SUM, INA_DT_INT64, cnt, 2 * cnt),
+            c.send(eps[r], block_hdr(jid, r, mid, sid, window, INA_OP_SUM, INA_DT_INT64, cnt, 2 * cnt),
                    v.data(), cnt * sizeof(int64_t));
         }
         for (uint32_t r = 0; r < n; ++r) {
@@ -73,8 +75,8 @@ void use_job(Client &c, const std::vector<size_t> &eps, uint32_t jid, uint32_t w
             CHECK_OR_FAIL(m.hdr.type == INA_PROTO_RESULT && m.hdr.sid == sid &&
                               m.payload.size() == cnt * sizeof(int64_t) &&
                               std::memcmp(m.payload.data(), ref.data(), m.payload.size()) == 0,
-                          "job %u sid %u rank %u: wrong RESULT (%s)", jid, sid, r,
-                          ina_proto_type_name(m.hdr.type));
+                          "job %u sid %u rank %u: wrong RESULT (%s %s)", jid, sid, r,
+                          ina_proto_type_name(m.hdr.type), ina_proto_status_name(m.hdr.status));
         }
     }
 }
@@ -150,13 +152,26 @@ int main()
         // And it creates a job that nobody ever joins.
         uint32_t ow = 0;
         other.create_job(oe, {0, 1, 2}, 2, &ow, 3);
+        // Rank 0 starts a 2-block call the other rank will never finish.
+        std::vector<int64_t> v(8, 1);
+        c.send(eps[0], block_hdr(jid, 0, 0, 0, w, INA_OP_SUM, INA_DT_INT64, 8, 16), v.data(), 64);
+        c.fence(eps[0]);
     } // its endpoint closes here
+    Msg abort_msg = c.wait_for([&](const Msg &m) { return m.hdr.jid == jid; }, 10000,
+                               "ERROR for the call the dead rank left unfinished");
+    CHECK_OR_FAIL(abort_msg.hdr.type == INA_PROTO_ERROR && abort_msg.hdr.op == INA_PROTO_BLOCK &&
+                      abort_msg.hdr.mid == 0 && abort_msg.hdr.rank == 0 &&
+                      abort_msg.hdr.status == INA_PROTO_ERR_NOT_MEMBER,
+                  "survivor got %s/%s for the broken call", ina_proto_type_name(abort_msg.hdr.type),
+                  ina_proto_status_name(abort_msg.hdr.status));
+    std::printf("checked: a member dying in the middle of a call -> ERROR(BLOCK, not-member) for "
+                "that MID to the survivor, no hang\n");
     ina_proto_status_t st = INA_PROTO_ERR_NOT_MEMBER;
     for (int tries = 0; tries < 2000 && st != INA_PROTO_OK; ++tries) {
         st = c.join(eps[1], jid, 1); // refused until the agent noticed the loss
     }
     CHECK_OR_FAIL(st == INA_PROTO_OK, "rank 1 of a dead client was never released");
-    use_job(c, {eps[0], eps[1]}, jid, w, 7);
+    use_job(c, {eps[0], eps[1]}, jid, w, 7, 1);
     c.leave(eps[0], jid, 0);
     c.leave(eps[1], jid, 1);
     c.fence(eps[0]);
@@ -174,6 +189,7 @@ int main()
     CHECK_OR_FAIL(buffers >= 1 && buffers <= 16, "buffers=%ld: payload buffers are not reused",
                   buffers);
     CHECK_OR_FAIL(d.counter("peers_lost") >= 1, "the dead client was not noticed");
+    CHECK_OR_FAIL(d.counter("calls_aborted") == 1, "calls_aborted=%ld", d.counter("calls_aborted"));
     std::printf("checked: SIGTERM -> exit 0; jobs_created=%ld jobs_freed=%ld jobs_live=0 (the "
                 "orphaned job included), pool whole, %ld payload buffers reused for %d calls\n",
                 created, freed, buffers, kJobs + 2);
