@@ -94,7 +94,9 @@ void ina_job_leave(ina_job_t *job);
 
 /* One offloaded allreduce: count elements of wire dtype `dtype`, reduced with
  * `op`. sbuf may equal rbuf (MPI_IN_PLACE). count 0 completes at once without
- * consuming a MID. Returns cqe->rc. */
+ * consuming a MID. Returns cqe->rc. INA_DENIED / INA_UNREACHABLE / INA_EPROTO
+ * leave the input intact (fall back is safe); in place, a failure after some
+ * results were already written returns INA_LOST instead. */
 int ina_job_allreduce(ina_job_t *job, const void *sbuf, void *rbuf,
                       uint64_t count, unsigned dtype, unsigned op, ina_cqe_t *cqe);
 

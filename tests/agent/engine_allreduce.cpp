@@ -417,6 +417,25 @@ int main()
         failed += f;
     }
 
+    // Connecting to the dead agent's address fails with a reason, not a hang.
+    {
+        std::fflush(stdout);
+        pid_t p = fork();
+        if (p == 0) {
+            alarm(kChildAlarmS);
+            ina_client_config_t cfg{addr, 5000, 5000, 0};
+            ina_client_t *c = nullptr;
+            char why[256] = "";
+            int crc = ina_client_connect(&cfg, &c, why, sizeof(why));
+            bool ok = crc == INA_UNREACHABLE && c == nullptr && why[0] != '\0';
+            std::printf("connect to a dead agent: rc %d \"%s\": %s\n", crc, why,
+                        ok ? "ok" : "FAILED");
+            std::fflush(stdout);
+            std::_Exit(ok ? 0 : 1);
+        }
+        failed += reap_children({p}, "connect to a dead agent");
+    }
+
     // ina_agent_stop leaves neither a process nor a zombie.
     rc = ina_agent_spawn(agent, "127.0.0.1", nullptr, addr, sizeof(addr), &pid, err, sizeof(err));
     if (rc != INA_OK) {
