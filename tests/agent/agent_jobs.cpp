@@ -194,10 +194,23 @@ int main()
                 "orphaned job included), pool whole, %ld payload buffers reused for %d calls\n",
                 created, freed, buffers, kJobs + 2);
 
-    Daemon d2;
-    rc = d2.terminate(SIGINT);
-    CHECK_OR_FAIL(rc == 0, "exit status %d after SIGINT", rc);
-    std::printf("checked: SIGINT -> exit 0\n");
+    {
+        // Shut down while busy: connected peers, a job, a half-aggregated Seg.
+        Daemon d2;
+        Client c2;
+        size_t e0 = c2.connect(d2.address()), e1 = c2.connect(d2.address());
+        uint32_t w2 = 0;
+        uint32_t j2 = c2.create_job(e0, {0, 1}, 2, &w2, 4);
+        CHECK_OR_FAIL(c2.join(e0, j2, 0) == INA_PROTO_OK && c2.join(e1, j2, 1) == INA_PROTO_OK,
+                      "join");
+        std::vector<int64_t> v(8, 3);
+        c2.send(e0, block_hdr(j2, 0, 0, 0, w2, INA_OP_SUM, INA_DT_INT64, 8, 8), v.data(), 64);
+        c2.fence(e0);
+        rc = d2.terminate(SIGINT);
+        CHECK_OR_FAIL(rc == 0, "exit status %d after SIGINT", rc);
+        CHECK_OR_FAIL(d2.counter("blocks_in") == 1, "blocks_in=%ld", d2.counter("blocks_in"));
+    }
+    std::printf("checked: SIGINT with live peers and a half-aggregated Seg -> exit 0\n");
     std::printf("PASS agent_jobs\n");
     return 0;
 }
