@@ -1,0 +1,179 @@
+# shellcheck shell=bash
+# Emulated fabric for bench/fabric/run.sh: sourced, not run.
+#
+# N "hosts" are network namespaces ${FAB_PREFIX}-h0 .. -h{N-1}; a switch
+# namespace ${FAB_PREFIX}-sw holds a Linux bridge. Each host has one veth
+# (fab0 on the host side, hI on the switch side, a bridge port) limited by a
+# token bucket (tbf) on the egress of both ends, so host->switch and
+# switch->host each run at the configured rate. The aggregation agent lives
+# in the switch namespace behind its own, unlimited veth (ag0), like an agent
+# running on the switch: its aggregate bandwidth is the sum of the host links.
+#
+# Everything is named with FAB_PREFIX, so fab_down can remove what a crashed
+# earlier run left behind without touching anything else on the machine.
+
+FAB_PREFIX=${FAB_PREFIX:-inafab}
+FAB_STATE=${FAB_STATE:-/run/$FAB_PREFIX}
+# Addresses exist only inside our namespaces: hosts .1 .. .N, the agent .254.
+FAB_SUBNET=10.77.0
+FAB_AGENT_ADDR=$FAB_SUBNET.254
+FAB_AGENT_PORT=17300
+FAB_HOST_IF=fab0
+
+fab_ns_host() { printf '%s-h%d' "$FAB_PREFIX" "$1"; }
+fab_ns_switch() { printf '%s-sw' "$FAB_PREFIX"; }
+fab_host_addr() { printf '%s.%d' "$FAB_SUBNET" $(($1 + 1)); }
+
+fab_log() { printf 'fabric: %s\n' "$*" >&2; }
+
+# One run at a time: fab_down removes every namespace named $FAB_PREFIX-*.
+# The lock is fd 9; whatever we start in the background closes it (9>&-), so
+# that a process left over by a killed run cannot hold the lock.
+fab_lock() {
+    mkdir -p /run/lock
+    exec 9>"/run/lock/$FAB_PREFIX.lock"
+    flock -n 9
+}
+
+# Stops a process we started (by pid), after checking that the pid still runs
+# the program we expect (a pid file of a crashed run may be stale or reused).
+fab_kill_pid() {
+    local pid=$1 comm=$2 i
+    [[ $pid =~ ^[0-9]+$ ]] || return 0
+    [[ -r /proc/$pid/comm && $(<"/proc/$pid/comm") == "$comm" ]] || return 0
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for ((i = 0; i < 20; i++)); do
+        [[ -e /proc/$pid ]] || return 0
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+# Every process inside one of our namespaces was started by us (socat relays,
+# ina-switchd, ranks of an interrupted mpirun): stop them by pid.
+fab_kill_ns_pids() {
+    local ns=$1 pid i
+    local -a pids
+    mapfile -t pids < <(ip netns pids "$ns" 2>/dev/null)
+    ((${#pids[@]})) || return 0
+    kill -TERM "${pids[@]}" 2>/dev/null || true
+    for ((i = 0; i < 20; i++)); do
+        mapfile -t pids < <(ip netns pids "$ns" 2>/dev/null)
+        ((${#pids[@]})) || return 0
+        sleep 0.1
+    done
+    for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+}
+
+# Idempotent: removes our namespaces (with their veths, bridge and qdiscs),
+# the processes inside them and the root-namespace relay.
+fab_down() {
+    local ns pid child
+    if [[ -r $FAB_STATE/relay.pid ]]; then
+        pid=$(<"$FAB_STATE/relay.pid")
+        # socat forks one child per relayed connection; stop those too.
+        if [[ $pid =~ ^[0-9]+$ ]]; then
+            for child in $(pgrep -P "$pid" 2>/dev/null); do fab_kill_pid "$child" socat; done
+        fi
+        fab_kill_pid "$pid" socat
+    fi
+    while read -r ns _; do
+        [[ $ns == "$FAB_PREFIX"-* ]] || continue
+        fab_kill_ns_pids "$ns"
+        ip netns del "$ns" 2>/dev/null || fab_log "warning: cannot delete namespace $ns"
+    done < <(ip netns list 2>/dev/null)
+    rm -rf "$FAB_STATE"
+}
+
+# fab_tbf NS DEV RATE BURST QUEUE: limit DEV's egress in NS; QUEUE is the
+# longest time a packet may wait (the port's buffer depth, as time).
+fab_tbf() {
+    tc -n "$1" qdisc replace dev "$2" root tbf rate "$3" burst "$4" latency "$5"
+}
+
+# fab_up HOSTS RATE BURST QUEUE: namespaces, bridge, rate-limited links, agent link.
+fab_up() {
+    local hosts=$1 rate=$2 burst=$3 queue=$4 sw i ns
+    sw=$(fab_ns_switch)
+    mkdir -p "$FAB_STATE"
+    ip netns add "$sw"
+    ip -n "$sw" link set lo up
+    ip -n "$sw" link add br0 type bridge stp_state 0
+    ip -n "$sw" link set br0 up
+    # The agent's port: no tbf, so the agent sees all host links at full rate.
+    ip -n "$sw" link add ag0 type veth peer name ag0-br
+    ip -n "$sw" link set ag0-br master br0 up
+    ip -n "$sw" addr add "$FAB_AGENT_ADDR/24" dev ag0
+    ip -n "$sw" link set ag0 up
+    for ((i = 0; i < hosts; i++)); do
+        ns=$(fab_ns_host "$i")
+        ip netns add "$ns"
+        ip -n "$ns" link set lo up
+        ip -n "$sw" link add "h$i" type veth peer name "$FAB_HOST_IF" netns "$ns"
+        ip -n "$sw" link set "h$i" master br0 up
+        ip -n "$ns" addr add "$(fab_host_addr "$i")/24" dev "$FAB_HOST_IF"
+        ip -n "$ns" link set "$FAB_HOST_IF" up
+        fab_tbf "$ns" "$FAB_HOST_IF" "$rate" "$burst" "$queue"
+        fab_tbf "$sw" "h$i" "$rate" "$burst" "$queue"
+    done
+}
+
+# fab_wait_listen NS ADDR:PORT [SECONDS]: wait until a TCP listener is up.
+fab_wait_listen() {
+    local ns=$1 addr=$2 tries=$((${3:-10} * 10))
+    while ((tries-- > 0)); do
+        if ip netns exec "$ns" ss -Hltn "src $addr" 2>/dev/null | grep -q .; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    fab_log "nothing listens on $addr in $ns"
+    return 1
+}
+
+# fab_relay_up HOSTS PORT: mpirun's PMIx server listens on 127.0.0.1:PORT of
+# the root namespace only. Each host namespace gets a listener on its own
+# 127.0.0.1:PORT that forwards through a unix socket (a file, so it crosses
+# namespaces) to the root namespace's port.
+fab_relay_up() {
+    local hosts=$1 port=$2 sock=$FAB_STATE/pmix.sock i ns
+    socat "UNIX-LISTEN:$sock,fork,unlink-early,mode=600" "TCP4:127.0.0.1:$port" \
+        </dev/null >/dev/null 2>"$FAB_STATE/relay.log" 9>&- &
+    echo $! >"$FAB_STATE/relay.pid"
+    for ((i = 0; i < hosts; i++)); do
+        ns=$(fab_ns_host "$i")
+        ip netns exec "$ns" socat "TCP4-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork" \
+            "UNIX-CONNECT:$sock" </dev/null >/dev/null 2>>"$FAB_STATE/relay.log" 9>&- &
+    done
+    for ((i = 0; i < hosts; i++)); do
+        fab_wait_listen "$(fab_ns_host "$i")" "127.0.0.1:$port" || return 1
+    done
+}
+
+# fab_agent_up AGENT_BINARY LOGFILE: start ina-switchd in the switch namespace
+# and wait until it reports that it listens (--ready-fd).
+fab_agent_up() {
+    local bin=$1 log=$2 ready=$FAB_STATE/agent.ready tries=100
+    rm -f "$ready"
+    # Clients reach the agent over TCP only (the links are what we measure).
+    ip netns exec "$(fab_ns_switch)" env UCX_TLS=tcp "$bin" \
+        --listen "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" --ready-fd 3 \
+        3>"$ready" </dev/null >>"$log" 2>&1 9>&- &
+    echo $! >"$FAB_STATE/agent.pid"
+    while ((tries-- > 0)); do
+        [[ -s $ready ]] && return 0
+        [[ -e /proc/$(<"$FAB_STATE/agent.pid") ]] || break
+        sleep 0.1
+    done
+    fab_log "ina-switchd did not start (see $log)"
+    return 1
+}
+
+fab_agent_down() {
+    [[ -r $FAB_STATE/agent.pid ]] || return 0
+    local pid
+    pid=$(<"$FAB_STATE/agent.pid")
+    fab_kill_pid "$pid" ina-switchd
+    wait "$pid" 2>/dev/null || true # reap it when it is our child
+    rm -f "$FAB_STATE/agent.pid"
+}

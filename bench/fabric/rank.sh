@@ -1,0 +1,8 @@
+#!/bin/bash
+# Per-rank launcher used by run.sh as mpirun's program: runs the rest of the
+# command line inside the network namespace of this rank's emulated host
+# (ranks are placed in blocks of INAFAB_PPN per host).
+set -eu
+rank=${OMPI_COMM_WORLD_RANK:?rank.sh must be started by mpirun}
+ppn=${INAFAB_PPN:-1}
+exec ip netns exec "${INAFAB_PREFIX:-inafab}-h$((rank / ppn))" "$@"

@@ -1,0 +1,262 @@
+#!/bin/bash
+# Emulated-fabric benchmark: MPI_Allreduce through ina vs Open MPI's own
+# collectives, over real kernel networking between emulated hosts on this
+# machine (network namespaces, a bridge, rate-limited veth links).
+# See bench/fabric/README.md. Run as root.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+# shellcheck source=fabric.sh
+. "$here/fabric.sh"
+
+usage() {
+    cat <<EOF
+usage: $0 [options]
+  --hosts N        emulated hosts (network namespaces), default 4
+  --ppn P          MPI ranks per host, default 1
+  --rate R         link rate per direction (tc rate syntax), default 500mbit
+  --burst B        token bucket size of every link, default 64kb
+  --queue T        tbf latency: how long a packet may wait in a port, default 20ms
+  --sizes MIN:MAX  allreduce sizes in bytes (doubling), default 8:67108864
+  --iters K        iterations for sizes up to 64 KiB (fewer for larger), default 100
+  --systems LIST   comma-separated: tuned,ina (default both)
+  --builddir DIR   build tree with examples/ina_bench, switch_agent/ina-switchd
+                   and ompi_coll_ina/.libs (default: $repo/build)
+  --out DIR        results directory, default $here/results
+  --timeout S      limit for each mpirun, default 900 seconds
+  --cleanup        only remove what an interrupted earlier run left behind
+EOF
+}
+
+die() {
+    printf 'run.sh: %s\n' "$*" >&2
+    exit 1
+}
+
+hosts=4 ppn=1 rate=500mbit burst=64kb queue=20ms sizes=8:67108864 iters=100
+systems=tuned,ina builddir='' out=$here/results limit=900 cleanup_only=0
+while (($#)); do
+    case $1 in
+    --hosts) hosts=${2:?}; shift 2 ;;
+    --ppn) ppn=${2:?}; shift 2 ;;
+    --rate) rate=${2:?}; shift 2 ;;
+    --burst) burst=${2:?}; shift 2 ;;
+    --queue) queue=${2:?}; shift 2 ;;
+    --sizes) sizes=${2:?}; shift 2 ;;
+    --iters) iters=${2:?}; shift 2 ;;
+    --systems) systems=${2:?}; shift 2 ;;
+    --builddir) builddir=${2:?}; shift 2 ;;
+    --out) out=${2:?}; shift 2 ;;
+    --timeout) limit=${2:?}; shift 2 ;;
+    --cleanup) cleanup_only=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; die "unknown option '$1'" ;;
+    esac
+done
+
+# in_range VALUE MIN MAX: VALUE is a decimal integer in [MIN, MAX].
+in_range() { [[ $1 =~ ^[0-9]{1,9}$ ]] && (($1 >= $2 && $1 <= $3)); }
+in_range "$hosts" 2 250 || die "--hosts wants 2..250"
+in_range "$ppn" 1 64 || die "--ppn wants 1..64"
+in_range "$iters" 1 1000000 || die "--iters wants a count >= 1"
+in_range "$limit" 1 86400 || die "--timeout wants seconds"
+[[ $sizes =~ ^([0-9]+):([0-9]+)$ ]] || die "--sizes wants MIN:MAX in bytes"
+min_bytes=${BASH_REMATCH[1]} max_bytes=${BASH_REMATCH[2]}
+((min_bytes >= 4 && max_bytes >= min_bytes)) || die "--sizes wants 4 <= MIN <= MAX (float elements)"
+run_tuned=0 run_ina=0
+IFS=, read -ra sys_list <<<"$systems"
+for s in "${sys_list[@]}"; do
+    case $s in
+    tuned) run_tuned=1 ;;
+    ina) run_ina=1 ;;
+    *) die "--systems: unknown system '$s' (tuned, ina)" ;;
+    esac
+done
+
+((EUID == 0)) || die "must run as root (it creates network namespaces and links): sudo $0 $*"
+
+missing=()
+for tool in ip:iproute2 tc:iproute2 ss:iproute2 socat:socat gnuplot:gnuplot-nox \
+    mpirun:openmpi-bin flock:util-linux timeout:coreutils; do
+    command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:} (for ${tool%%:*})")
+done
+((${#missing[@]} == 0)) || die "missing tools; apt-get install ${missing[*]}"
+
+fab_lock || die "another run.sh is running (lock /run/lock/$FAB_PREFIX.lock)"
+
+if ((cleanup_only)); then
+    fab_down
+    echo "run.sh: removed leftovers (namespaces $FAB_PREFIX-*, relays, agent)"
+    exit 0
+fi
+
+if [[ -z $builddir ]]; then
+    for d in "$repo/build" "$repo/../build"; do
+        [[ -x $d/examples/ina_bench ]] && { builddir=$(cd "$d" && pwd); break; }
+    done
+    [[ -n $builddir ]] || die "no build tree found ($repo/build); build ina (scripts/setup.sh) or pass --builddir"
+fi
+bench=$builddir/examples/ina_bench
+agent=$builddir/switch_agent/ina-switchd
+compdir=$builddir/ompi_coll_ina/.libs
+[[ -x $bench ]] || die "$bench not found: build ina or pass --builddir"
+if ((run_ina)); then
+    [[ -x $agent ]] || die "$agent not found (or run only --systems tuned)"
+    [[ -e $compdir/mca_coll_ina.so ]] || die "$compdir/mca_coll_ina.so not found (or run only --systems tuned)"
+fi
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+ranks=$((hosts * ppn))
+
+mpirun_pid=
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM HUP
+    if [[ -n $mpirun_pid ]]; then
+        kill -TERM "$mpirun_pid" 2>/dev/null || true
+        wait "$mpirun_pid" 2>/dev/null || true
+    fi
+    fab_down
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# A free port for mpirun's PMIx server, relayed into every host namespace.
+pmix_port=
+for ((p = 41000 + RANDOM % 2000; p < 65000; p += 7)); do
+    if ! ss -Hltn "sport = :$p" | grep -q .; then pmix_port=$p; break; fi
+done
+[[ -n $pmix_port ]] || die "no free TCP port for the PMIx relay"
+
+fab_down # leftovers of an interrupted run
+fab_up "$hosts" "$rate" "$burst" "$queue"
+fab_relay_up "$hosts" "$pmix_port"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export PMIX_MCA_ptl_tcp_ipv4_port=$pmix_port INAFAB_PPN=$ppn INAFAB_PREFIX=$FAB_PREFIX
+# Every byte between ranks crosses the emulated links: TCP only (no shared
+# memory: the namespaces share one kernel and /dev/shm), on fab0.
+# shellcheck disable=SC2054 # "tcp,self" is one MCA value
+mpi_common=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1
+    --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$FAB_HOST_IF"
+    -x UCX_TLS=tcp)
+
+# mpi NP LOGFILE MPIRUN-ARGS... -- BENCH-ARGS...: run ina_bench in the fabric,
+# in the background so that a signal reaches our trap at once.
+mpi() {
+    local np=$1 log=$2 part=$2.part rc=0
+    shift 2
+    local -a margs=()
+    while (($#)) && [[ $1 != -- ]]; do margs+=("$1"); shift; done
+    shift
+    timeout --kill-after=10 "$limit" mpirun -np "$np" "${mpi_common[@]}" "${margs[@]}" \
+        "$here/rank.sh" "$bench" "$@" >"$part" 2>&1 9>&- &
+    mpirun_pid=$!
+    wait "$mpirun_pid" || rc=$?
+    mpirun_pid=
+    grep -q '^# check: ok' "$part" || ((rc)) || rc=1
+    cat "$part" >>"$log"
+    rm -f "$part"
+    if ((rc)); then
+        tail -n 20 "$log" >&2
+        die "mpirun failed or results were not verified (exit $rc); full output in $log"
+    fi
+}
+
+# Measure one link: a 2-host broadcast is one flow host0 -> switch -> host1;
+# the receiver's time (max over ranks) is when the last byte arrived.
+echo "run.sh: $hosts hosts x $ppn ranks, links $rate (burst $burst, queue $queue), build $builddir"
+link_log=$out/link.log
+: >"$link_log"
+INAFAB_PPN=1 mpi 2 "$link_log" --mca coll ^ina -- -b bcast -m 33554432 -i 3 -w 1 -c
+link_mbit=$(awk '$1 ~ /^[0-9]+$/ && NF == 6 { printf "%.0f", $1 * 8 / $4 }' "$link_log")
+echo "run.sh: measured link rate ${link_mbit} Mbit/s (configured $rate)"
+
+# Size bands, so that big sizes run few iterations: up to 64 KiB, to 1 MiB, above.
+bands=() b_lo='' b_hi='' b_cls=''
+for ((s = min_bytes; s <= max_bytes; s *= 2)); do
+    if ((s <= 65536)); then cls=0; elif ((s <= 1048576)); then cls=1; else cls=2; fi
+    if [[ $cls != "$b_cls" ]]; then
+        [[ -n $b_lo ]] && bands+=("$b_cls $b_lo $b_hi")
+        b_cls=$cls b_lo=$s
+    fi
+    b_hi=$s
+done
+bands+=("$b_cls $b_lo $b_hi")
+band_iters=("$iters" $((iters / 10 > 3 ? iters / 10 : 3)) $((iters / 25 > 3 ? iters / 25 : 3)))
+band_warmup=($((iters / 10 > 2 ? iters / 10 : 2)) 2 1)
+
+# MPI arguments of each system: Open MPI's own collectives (tuned picks the
+# algorithm) and ina alone (every other collective from basic/libnbc), with
+# offload required so that a refused offload fails instead of silently
+# measuring the fallback; verbose 1 prints the offload counters at the end.
+tuned_args=(--mca coll ^ina)
+ina_args=(--mca mca_base_component_path "SYS_DEFAULT:$compdir" --mca coll ina
+    --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT"
+    --mca coll_ina_required 1 --mca coll_ina_verbose 1)
+
+# Allreduce float sum, results checked; the systems take turns band by band,
+# so that a change of load on the machine hits both alike.
+active=()
+if ((run_tuned)); then active+=(tuned); fi
+if ((run_ina)); then
+    active+=(ina)
+    fab_agent_up "$agent" "$out/agent.log"
+fi
+for sys in tuned ina; do rm -f "$out/$sys.log"; done
+for band in "${bands[@]}"; do
+    read -r cls lo hi <<<"$band"
+    for sys in "${active[@]}"; do
+        echo "run.sh: $sys allreduce $lo..$hi bytes, ${band_iters[cls]} iterations"
+        if [[ $sys == tuned ]]; then args=("${tuned_args[@]}"); else args=("${ina_args[@]}"); fi
+        mpi "$ranks" "$out/$sys.log" "${args[@]}" -- -b allreduce -d float -o sum -c \
+            -m "$lo:$hi" -i "${band_iters[cls]}" -w "${band_warmup[cls]}"
+    done
+done
+if ((run_ina)); then
+    fab_agent_down
+    # The component's counters (coll_ina_verbose 1), summed over its reports.
+    grep -o 'offloaded [0-9]*, fallback [0-9]*' "$out/ina.log" |
+        awk '{ sub(/,/, "", $2); off += $2; fb += $4 }
+            END { printf "run.sh: ina counters: %d calls offloaded, %d fell back\n", off, fb }'
+fi
+
+# Results: CSV, Markdown table (printed too), PNG plot.
+csv=$out/allreduce.csv md=$out/allreduce.md png=$out/allreduce.png
+{
+    echo "system,bytes,avg_usec,busbw_MBps"
+    for sys in tuned ina; do
+        [[ -s $out/$sys.log ]] || continue
+        awk -v s="$sys" '$1 ~ /^[0-9]+$/ && NF == 6 { printf "%s,%s,%s,%s\n", s, $1, $3, $6 }' "$out/$sys.log"
+    done
+} >"$csv"
+
+title="MPI_Allreduce (float sum), $hosts hosts x $ppn ranks, links $rate per direction (measured ${link_mbit} Mbit/s)"
+awk -F, -v title="$title" -v n="$ranks" '
+    NR > 1 { t[$1, $2] = $3; b[$1, $2] = $4; if (!($2 in seen)) { seen[$2] = 1; order[k++] = $2 } }
+    function f(v) { return v == "" ? "-" : v }
+    END {
+        printf "### %s\n\n", title
+        printf "| bytes | tuned avg us | ina avg us | tuned busbw MB/s | ina busbw MB/s | tuned/ina time |\n"
+        printf "| ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        for (i = 0; i < k; i++) {
+            s = order[i]; r = "-"
+            if (t["tuned", s] != "" && t["ina", s] > 0) r = sprintf("%.2f", t["tuned", s] / t["ina", s])
+            printf "| %s | %s | %s | %s | %s | %s |\n", s, f(t["tuned", s]), f(t["ina", s]),
+                f(b["tuned", s]), f(b["ina", s]), r
+        }
+        printf "\nbusbw = bytes / time x 2(n-1)/n (n = %d ranks); a ratio above 1 means ina is faster.\n", n
+    }' "$csv" >"$md"
+
+gnuplot -e "csv='$csv'; png='$png'; link_MBps=$link_mbit/8.0; nranks=$ranks; plot_title='$title'" \
+    "$here/plot.gp" || die "gnuplot failed"
+
+echo
+cat "$md"
+echo
+echo "run.sh: wrote $csv, $md, $png (logs: $out/*.log)"
