@@ -160,6 +160,7 @@ int main()
         {INA_DT_INT32, INA_OP_SUM, 777, 100},   {INA_DT_INT64, INA_OP_MIN, 129, 16},
         {INA_DT_UINT8, INA_OP_BXOR, 4000, 1024}, {INA_DT_INT16, INA_OP_LAND, 90, 30},
         {INA_DT_UINT64, INA_OP_PROD, 64, 8},    {INA_DT_LONG_DOUBLE, INA_OP_SUM, 70, 16},
+        {INA_DT_DOUBLE, INA_OP_SUM, 20000, 8192}, // full 64 KiB Segs
     };
     uint64_t results = 0;
     unsigned calls = 0;
@@ -187,7 +188,7 @@ int main()
             c.fence(eps[r]);
         }
     }
-    std::printf("checked: %u calls (10 dtype/op pairs x 2,3,5,8 ranks, 2 ranks per node, "
+    std::printf("checked: %u calls (11 dtype/op/size specs x 2,3,5,8 ranks, 2 ranks per node, "
                 "window 4, multi-block) = %lu RESULTs bit-identical to the rank-order reference on "
                 "every rank\n", calls, (unsigned long)results);
 
