@@ -237,8 +237,7 @@ void Agent::on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
     if (it == self->peers_.end() || it->second->dead) {
         return;
     }
-    INA_INFO("peer %" PRIu64 " lost: %s", it->second->id,
-             ucs_status_string(status));
+    INA_INFO("peer %" PRIu64 " lost: %s", it->second->id, ucs_status_string(status));
     it->second->dead = true;
     self->dying_.push_back(it->second.get());
 }
@@ -453,7 +452,8 @@ void Agent::reject(Peer *peer, const ina_proto_hdr_t &req, ina_proto_status_t st
     // The first rejection of each kind is worth a warning; repeats are noise.
     LogLevel lvl = seen_reject_[status] ? LogLevel::kDebug : LogLevel::kWarn;
     seen_reject_[status] = true;
-    INA_LOG(lvl, "rejected %s from peer %" PRIu64 " (jid %u rank %u mid %" PRIu64 " sid %u): %s, %s",
+    INA_LOG(lvl,
+            "rejected %s from peer %" PRIu64 " (jid %u rank %u mid %" PRIu64 " sid %u): %s, %s",
             ina_proto_type_name(req.type), peer ? peer->id : 0, req.jid, req.rank, req.mid, req.sid,
             ina_proto_status_name(status), why);
     if (peer == nullptr) {
@@ -752,7 +752,8 @@ void Agent::log_counters() const
              " denied_blocks=%" PRIu64 " duplicate=%" PRIu64 " foreign=%" PRIu64
              " send_errors=%" PRIu64 " peers_accepted=%" PRIu64 " peers_lost=%" PRIu64,
              c.msgs_in, c.blocks_in, c.results_out, c.calls_granted, c.calls_denied,
-             c.calls_aborted, c.calls_abandoned, c.denied_blocks, c.duplicate, c.foreign, c.send_errors,
+             c.calls_aborted, c.calls_abandoned, c.denied_blocks, c.duplicate, c.foreign,
+             c.send_errors,
              c.peers_accepted, c.peers_lost);
     std::string rej;
     for (unsigned s = 1; s <= INA_PROTO_STATUS_MAX; ++s) {

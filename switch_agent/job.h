@@ -45,7 +45,10 @@ public:
     Peer *member(uint32_t rank) const { return members_[rank]; }
     uint32_t joined() const { return joined_; }
     // The creator died before anybody joined: nobody will ever use the job.
-    bool orphaned_by(const Peer *peer) const { return joined_ == 0 && !ever_joined_ && creator_ == peer; }
+    bool orphaned_by(const Peer *peer) const
+    {
+        return joined_ == 0 && !ever_joined_ && creator_ == peer;
+    }
     // Dead when everybody who joined has left.
     bool dead() const { return ever_joined_ && joined_ == 0; }
 

@@ -21,12 +21,14 @@ void usage(FILE *out)
 {
     std::fprintf(out,
                  "usage: ina-switchd [options]\n"
-                 "  --listen HOST:PORT   address to listen on (default 0.0.0.0:17300; port 0 = any)\n"
+                 "  --listen HOST:PORT   address to listen on (default 0.0.0.0:17300;\n"
+                 "                       port 0 = any free port)\n"
                  "  --segs N             Seg units in the pool (default 1024)\n"
                  "  --seg-size BYTES     bytes per Seg (default 65536, at most %u)\n"
                  "  --max-window N       largest lease/window granted (default 64, at most %u)\n"
                  "  --log-level LEVEL    error|warn|info|debug (default warn)\n"
-                 "  --ready-fd N         once listening, write \"HOST:PORT\\n\" to fd N and close it\n"
+                 "  --ready-fd N         once listening, write \"HOST:PORT\\n\" to fd N\n"
+                 "                       and close it\n"
                  "  --help               this text\n",
                  INA_PROTO_MAX_SEG_BYTES, INA_PROTO_MAX_WINDOW);
 }
