@@ -40,8 +40,8 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kSpin = std::chrono::microseconds(30);
 // Upper bound of one poll() sleep, so that deadlines are re-checked.
 constexpr int kPollSliceMs = 10;
-// Remembered DENYs of MIDs not started yet (the agent decides ahead of us).
-constexpr size_t kMaxFutureDenies = 4096;
+// Remembered DENYs / aborts of MIDs not started yet (the agent decides ahead of us).
+constexpr size_t kMaxEarly = 4096;
 
 struct ContextDeleter {
     void operator()(ucp_context *c) const { ucp_cleanup(c); }
@@ -226,7 +226,14 @@ private:
     std::vector<SlotCtx> slots_;
     ina_proto_hdr_t tmpl_{}; // BLOCK header of the current call
     Call call_;
-    std::map<uint64_t, uint8_t> future_denies_; // MID -> status
+    // Verdicts on calls this rank has not started yet: DENY, or ERROR(BLOCK)
+    // when the agent aborted the call (a member died). MID -> message.
+    struct Early {
+        uint8_t type;
+        uint8_t status;
+    };
+    std::map<uint64_t, Early> early_;
+    void remember(const ina_proto_hdr_t &h);
 };
 
 // ------------------------------------------------------------------ Client
@@ -678,11 +685,13 @@ int Job::allreduce(const void *sbuf, void *rbuf, uint64_t count, unsigned dtype,
     // Every rank consumes MIDs in the same order, whatever the outcome.
     const uint64_t mid = next_mid_++;
     cqe->mid = mid;
-    auto denied = future_denies_.find(mid);
-    if (denied != future_denies_.end()) {
-        cqe->status = denied->second;
-        future_denies_.erase(denied);
-        return cqe->rc = INA_DENIED;
+    auto early = early_.find(mid);
+    if (early != early_.end()) {
+        // Decided before this rank got here: send nothing (the agent drops it).
+        const Early e = early->second;
+        early_.erase(early);
+        cqe->status = e.status;
+        return cqe->rc = e.type == INA_PROTO_DENY ? INA_DENIED : INA_EPROTO;
     }
     if (client_ == nullptr || !client_->alive()) {
         return cqe->rc = INA_UNREACHABLE;
@@ -865,15 +874,20 @@ void Job::on_deny(const ina_proto_hdr_t &h)
             call_.status = h.status;
         }
     } else if (h.mid >= next_mid_) {
-        if (future_denies_.size() < kMaxFutureDenies) {
-            future_denies_.emplace(h.mid, h.status);
-        } else {
-            client_->log(1, "job %u: too many early DENYs, dropping mid %llu", h.jid,
-                         static_cast<unsigned long long>(h.mid));
-        }
+        remember(h);
     } else {
         client_->log(10, "job %u: dropping a stale DENY of mid %llu", h.jid,
                      static_cast<unsigned long long>(h.mid));
+    }
+}
+
+void Job::remember(const ina_proto_hdr_t &h)
+{
+    if (early_.size() < kMaxEarly) {
+        early_.emplace(h.mid, Early{h.type, h.status});
+    } else {
+        client_->log(1, "job %u: too many early verdicts, dropping %s of mid %llu", h.jid,
+                     ina_proto_type_name(h.type), static_cast<unsigned long long>(h.mid));
     }
 }
 
@@ -887,8 +901,12 @@ void Job::on_error(const ina_proto_hdr_t &h)
             call_.fail = Fail::rejected;
             call_.status = h.status;
         }
+    } else if (h.mid >= next_mid_) {
+        client_->log(1, "job %u: agent aborted mid %llu before this rank started it: %s", h.jid,
+                     static_cast<unsigned long long>(h.mid), ina_proto_status_name(h.status));
+        remember(h);
     } else {
-        client_->log(1, "job %u: agent rejected a block of mid %llu (not current): %s", h.jid,
+        client_->log(10, "job %u: dropping an ERROR of finished mid %llu: %s", h.jid,
                      static_cast<unsigned long long>(h.mid), ina_proto_status_name(h.status));
     }
 }

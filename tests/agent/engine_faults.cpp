@@ -3,9 +3,10 @@
 //     while job B (1 rank) calls: B is denied; A's calls denied earlier are
 //     denied again on A's late rank (the DENY it remembered), at the same MIDs;
 //     once A completes, B is granted again. Every granted result is checked.
-//  2. No progress: a 2-rank job whose rank 1 never calls: rank 0 gives up
-//     after progress_timeout_ms with INA_LOST, its next call is
-//     INA_UNREACHABLE, and nothing hangs.
+//  2. No progress: a 2-rank job whose rank 1 has not called yet: rank 0 gives
+//     up after progress_timeout_ms with INA_LOST, its next call is
+//     INA_UNREACHABLE; rank 1's call of that MID then ends with INA_EPROTO
+//     (the agent aborted it when rank 0 vanished), and nothing hangs.
 // Outcomes never depend on speed: loops run until the awaited state appears,
 // with generous bounds that only catch a hang.
 #include <errno.h>
@@ -266,7 +267,20 @@ int stall_main(const char *addr, Shared *sh, uint32_t rank)
                     rc, rc2, ok ? "ok" : "FAILED");
         std::fflush(stdout);
     }
-    pthread_barrier_wait(&sh->barrier); // rank 1 leaves only after rank 0 gave up
+    pthread_barrier_wait(&sh->barrier); // rank 1 calls only after rank 0 gave up
+    if (rank == 1) {
+        // Rank 0 vanished in the middle of mid 0: the agent aborts that call,
+        // whether or not this rank's blocks already arrived: INA_EPROTO.
+        std::vector<int32_t> in(kCount), out(kCount);
+        fill(in, 1);
+        ina_cqe_t cqe;
+        int rc = ina_job_allreduce(job, in.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM,
+                                   &cqe);
+        ok = rc == INA_EPROTO && cqe.mid == 0 && cqe.status == INA_PROTO_ERR_NOT_MEMBER;
+        std::printf("survivor of a member that died mid-call: INA_EPROTO/%s (got %d/%s): %s\n",
+                    ina_proto_status_name(INA_PROTO_ERR_NOT_MEMBER), rc,
+                    ina_proto_status_name(cqe.status), ok ? "ok" : "FAILED");
+    }
     ina_job_leave(job);
     ina_client_disconnect(c);
     return ok ? 0 : 1;
