@@ -227,7 +227,12 @@ int Agent::run(int signal_fd)
 
 void Agent::on_conn_request(ucp_conn_request_h req, void *arg)
 {
-    static_cast<Agent *>(arg)->conn_reqs_.push_back(req);
+    auto *self = static_cast<Agent *>(arg);
+    try {
+        self->conn_reqs_.push_back(req);
+    } catch (const std::bad_alloc &) {
+        ucp_listener_reject(self->listener_.get(), req);
+    }
 }
 
 void Agent::on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
@@ -239,7 +244,11 @@ void Agent::on_ep_error(void *arg, ucp_ep_h ep, ucs_status_t status)
     }
     INA_INFO("peer %" PRIu64 " lost: %s", it->second->id, ucs_status_string(status));
     it->second->dead = true;
-    self->dying_.push_back(it->second.get());
+    try {
+        self->dying_.push_back(it->second.get());
+    } catch (const std::bad_alloc &) {
+        INA_ERROR("out of memory: peer %" PRIu64 " keeps its memberships", it->second->id);
+    }
 }
 
 ucs_status_t Agent::on_am(void *arg, const void *header, size_t header_length, void *data,
@@ -259,24 +268,37 @@ ucs_status_t Agent::on_am(void *arg, const void *header, size_t header_length, v
     if (header != nullptr) {
         std::memcpy(&h, header, std::min(header_length, sizeof(h)));
     }
-    if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+    // No exception may cross UCX's C frames. The only one expected is
+    // std::bad_alloc from growing a free list; the message is then dropped.
+    try {
+        self->receive(peer, h, header, header_length, data, length, param->recv_attr);
+    } catch (const std::exception &e) {
+        ++self->counters_.rejected[INA_PROTO_ERR_NO_RESOURCES];
+        INA_ERROR("dropped a %s: %s", ina_proto_type_name(h.type), e.what());
+    }
+    return UCS_OK;
+}
+
+void Agent::receive(Peer *peer, const ina_proto_hdr_t &h, const void *header,
+                    size_t header_length, const void *data, size_t length, uint64_t recv_attr)
+{
+    if (recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
         // The protocol is eager only (UCP_AM_SEND_FLAG_EAGER); returning UCS_OK
         // without receiving drops the descriptor.
-        ++self->counters_.rndv_rejected;
-        self->reject(peer, h, INA_PROTO_ERR_MALFORMED, "rendezvous message");
-        return UCS_OK;
+        ++counters_.rndv_rejected;
+        reject(peer, h, INA_PROTO_ERR_MALFORMED, "rendezvous message");
+        return;
     }
     ina_proto_status_t st = ina_proto_check(header, header_length, length);
     if (st != INA_PROTO_OK) {
-        self->reject(peer, h, st, "invalid message");
-        return UCS_OK;
+        reject(peer, h, st, "invalid message");
+        return;
     }
     if (peer == nullptr) {
-        self->reject(nullptr, h, INA_PROTO_ERR_MALFORMED, "no reply endpoint");
-        return UCS_OK;
+        reject(nullptr, h, INA_PROTO_ERR_MALFORMED, "no reply endpoint");
+        return;
     }
-    self->dispatch(*peer, h, data, length);
-    return UCS_OK;
+    dispatch(*peer, h, data, length);
 }
 
 void Agent::on_send_done(void *request, ucs_status_t status, void *user_data)

@@ -107,6 +107,9 @@ private:
     void drop_peer(Peer &peer);
     void close_ep(ucp_ep_h ep);
 
+    // First look at every message: transport checks, ina_proto_check, then dispatch.
+    void receive(Peer *peer, const ina_proto_hdr_t &h, const void *header, size_t header_length,
+                 const void *data, size_t length, uint64_t recv_attr);
     void dispatch(Peer &peer, const ina_proto_hdr_t &h, const void *data, size_t len);
     void on_hello(Peer &peer, const ina_proto_hdr_t &h);
     void on_job_create(Peer &peer, const ina_proto_hdr_t &h, const void *data);

@@ -93,6 +93,7 @@ void SegPool::release(const std::vector<uint32_t> &lease)
 
 void SegPool::init(Seg &s, const Topology &topo, const Block &b)
 {
+    s.buf = buffers_.get(); // first: may throw, the Seg is still empty then
     s.busy = true;
     s.ordered = !ina_reduce_order_free(b.op, b.dtype);
     s.op = b.op;
@@ -100,7 +101,6 @@ void SegPool::init(Seg &s, const Topology &topo, const Block &b)
     s.sid = b.sid;
     s.count = b.count;
     s.total = b.total;
-    s.buf = buffers_.get();
     // assign() keeps the capacity: no allocation once a Seg served a job this size.
     s.rank_bits.assign(topo.nranks(), true);
     s.node_bits.assign(topo.nnodes(), true);
@@ -161,6 +161,10 @@ SegOutcome SegPool::contribute(uint32_t seg, const Topology &topo, const Block &
     if (!s.rank_bits[b.rank]) {
         return SegOutcome::kDuplicate;
     }
+    // An early block (ordered mode) needs a staging buffer: take it before any
+    // state changes, so running out of memory leaves the Seg consistent.
+    const bool early = s.ordered && b.rank != s.next_rank;
+    const uint32_t stage = early ? buffers_.get() : kNoIndex;
     s.rank_bits[b.rank] = false;
     --s.ranks_left;
 
@@ -179,9 +183,8 @@ SegOutcome SegPool::contribute(uint32_t seg, const Topology &topo, const Block &
         }
     } else {
         // Early: park a copy until the ranks before it arrived.
-        uint32_t st = buffers_.get();
-        std::memcpy(buffers_.data(st), b.data, bytes);
-        s.staged[b.rank] = st;
+        std::memcpy(buffers_.data(stage), b.data, bytes);
+        s.staged[b.rank] = stage;
     }
 
     uint32_t node = topo.node_of(b.rank);
