@@ -64,10 +64,15 @@ class Counters {
         MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
         MPI_T_pvar_session_create(&session_);
     }
-    ~Counters()
+    ~Counters() { close(); }
+    // MPI_T must be finalized before MPI_Finalize tears the component down.
+    void close()
     {
-        MPI_T_pvar_session_free(&session_);
-        MPI_T_finalize();
+        if (open_) {
+            MPI_T_pvar_session_free(&session_);
+            MPI_T_finalize();
+            open_ = false;
+        }
     }
     Counters(const Counters &) = delete;
     Counters &operator=(const Counters &) = delete;
@@ -94,6 +99,7 @@ class Counters {
 
   private:
     MPI_T_pvar_session session_;
+    bool open_ = true;
 };
 
 // ------------------------------------------------------------------ ops

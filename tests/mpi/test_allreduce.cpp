@@ -145,6 +145,7 @@ int main(int argc, char **argv)
     INA_CHECK(fb == want_fb, "fallback calls: counter %lld, expected %ld", fb, want_fb);
 
     MPI_Comm_free(&comm);
+    counters.close();
     int code = finish("test_allreduce", checks);
     MPI_Finalize();
     return code;

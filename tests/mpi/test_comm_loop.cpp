@@ -44,6 +44,7 @@ int main(int argc, char **argv)
         MPI_Comm_free(&comm);
     }
 
+    counters.close();
     int code = finish("test_comm_loop", checks);
     MPI_Finalize();
     return code;

@@ -115,6 +115,7 @@ int main(int argc, char **argv)
     MPI_Op_free(&usum);
     MPI_Op_free(&nc);
     MPI_Comm_free(&comm);
+    counters.close();
     int code = finish("test_fallback", checks);
     MPI_Finalize();
     return code;
