@@ -117,7 +117,6 @@ private:
         ina_proto_hdr_t hdr{};
         std::vector<uint8_t> payload;
         bool done = false;
-        ucs_status_t status = UCS_OK;
     };
     // The reply a control request waits for (one caller at a time).
     struct Pending {
@@ -214,8 +213,16 @@ private:
         uint8_t status = INA_PROTO_OK;
     };
 
+    // Verdict on a call this rank has not started yet: DENY, or ERROR(BLOCK)
+    // when the agent aborted the call (a member died).
+    struct Early {
+        uint8_t type;
+        uint8_t status;
+    };
+
     int run(ina_cqe_t *cqe);
     bool post_block();
+    void remember(const ina_proto_hdr_t &h);
     static void send_cb(void *request, ucs_status_t status, void *user_data);
 
     Client *client_;
@@ -226,14 +233,7 @@ private:
     std::vector<SlotCtx> slots_;
     ina_proto_hdr_t tmpl_{}; // BLOCK header of the current call
     Call call_;
-    // Verdicts on calls this rank has not started yet: DENY, or ERROR(BLOCK)
-    // when the agent aborted the call (a member died). MID -> message.
-    struct Early {
-        uint8_t type;
-        uint8_t status;
-    };
-    std::map<uint64_t, Early> early_;
-    void remember(const ina_proto_hdr_t &h);
+    std::map<uint64_t, Early> early_; // by MID
 };
 
 // ------------------------------------------------------------------ Client
@@ -459,7 +459,10 @@ void Client::ctrl_send_cb(void *request, ucs_status_t status, void *user_data)
     auto *cs = static_cast<CtrlSend *>(user_data);
     ++cs->client->events_;
     cs->done = true;
-    cs->status = status;
+    if (status != UCS_OK) {
+        cs->client->log(10, "%s not delivered: %s", ina_proto_type_name(cs->hdr.type),
+                        ucs_status_string(status));
+    }
     ucp_request_free(request);
 }
 

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,10 @@ const Case kCases[] = {
     {INA_DT_UINT64, INA_OP_MAX, 1, true},
 };
 
+// Bytes of a long double that carry its value (x87: 10 of 16).
+constexpr size_t kLongDoubleBytes =
+    std::numeric_limits<long double>::digits == 64 ? 10 : sizeof(long double);
+
 uint64_t mix(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ull;
@@ -91,8 +96,8 @@ void fill_input(void *buf, const Case &c, size_t ci, uint32_t rank)
             break;
         case INA_DT_LONG_DOUBLE: {
             long double ld = static_cast<long double>(d) / 3.0L; // uses the extra precision
-            std::memset(e, 0, esz);
-            std::memcpy(e, &ld, sizeof(ld));
+            std::memset(e, 0, esz); // padding of the x87 format: defined bytes
+            std::memcpy(e, &ld, kLongDoubleBytes);
             break;
         }
         default:
