@@ -1,6 +1,7 @@
 # Plot of bench/fabric/run.sh results. Variables (gnuplot -e):
 #   csv: system,bytes,avg_usec,busbw_MBps    png: output file
-#   link_MBps: measured link rate    nranks: ranks    plot_title
+#   systems: names in csv, space-separated    link_MBps: measured link rate
+#   nranks: ranks    plot_title
 set terminal pngcairo size 1400,600 font ",10" noenhanced
 set output png
 set datafile separator ","
@@ -12,22 +13,25 @@ set xlabel "message size (bytes per rank)"
 set grid
 set multiplot layout 1,2 title plot_title
 
-# Rows of one system only; the header and the other system's rows give NaN.
+# Rows of one system only; the header and the other systems' rows give NaN.
 sel(sys, col) = (strcol(1) eq sys) ? column(col) : NaN
+label(s) = s eq "tuned" ? "Open MPI tuned (default choice)" : \
+           s eq "ring" ? "Open MPI tuned, ring algorithm" : s
+set style data linespoints
 
 set title "latency"
 set ylabel "avg time per call (us)"
 set key top left
-plot csv using 2:(sel("tuned", 3)) with linespoints lw 2 pt 7 title "Open MPI tuned", \
-     csv using 2:(sel("ina", 3)) with linespoints lw 2 pt 5 title "ina"
+plot for [i = 1:words(systems)] csv using 2:(sel(word(systems, i), 3)) \
+     lw 2 pt 4 + 2 * i title label(word(systems, i))
 
 # Link-bound ceilings: a host algorithm (ring) reaches busbw = link rate;
 # ina sends S up and S down, so busbw = 2(n-1)/n x link rate.
 set title "bus bandwidth = bytes / time x 2(n-1)/n"
 set ylabel "busbw (MB/s)"
 set key bottom right
-plot csv using 2:(sel("tuned", 4)) with linespoints lw 2 pt 7 title "Open MPI tuned", \
-     csv using 2:(sel("ina", 4)) with linespoints lw 2 pt 5 title "ina", \
+plot for [i = 1:words(systems)] csv using 2:(sel(word(systems, i), 4)) \
+     lw 2 pt 4 + 2 * i title label(word(systems, i)), \
      link_MBps with lines dt 2 lc rgb "gray40" title "measured link rate (host-algorithm bound)", \
      link_MBps * 2.0 * (nranks - 1) / nranks with lines dt 3 lc rgb "gray20" title "ina bound, 2(n-1)/n x link"
 unset multiplot

@@ -15,12 +15,15 @@ usage() {
 usage: $0 [options]
   --hosts N        emulated hosts (network namespaces), default 4
   --ppn P          MPI ranks per host, default 1
-  --rate R         link rate per direction (tc rate syntax), default 500mbit
-  --burst B        token bucket size of every link, default 64kb
+  --rate R         link rate per direction, NUMBER{kbit|mbit|gbit}, default 500mbit
+  --burst B        token bucket of every link (tc size syntax), default 1 ms at
+                   the link rate (at least 2 frames)
   --queue T        tbf latency: how long a packet may wait in a port, default 20ms
   --sizes MIN:MAX  allreduce sizes in bytes (doubling), default 8:67108864
   --iters K        iterations for sizes up to 64 KiB (fewer for larger), default 100
-  --systems LIST   comma-separated: tuned,ina (default both)
+  --systems LIST   comma-separated, in this order: tuned (Open MPI's default
+                   choice), ring (tuned forced to its ring algorithm: the best
+                   host algorithm for big messages), ina; default tuned,ring,ina
   --builddir DIR   build tree with examples/ina_bench, switch_agent/ina-switchd
                    and ompi_coll_ina/.libs (default: $repo/build)
   --out DIR        results directory, default $here/results
@@ -34,8 +37,8 @@ die() {
     exit 1
 }
 
-hosts=4 ppn=1 rate=500mbit burst=64kb queue=20ms sizes=8:67108864 iters=100
-systems=tuned,ina builddir='' out=$here/results limit=900 cleanup_only=0
+hosts=4 ppn=1 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100
+systems=tuned,ring,ina builddir='' out=$here/results limit=900 cleanup_only=0
 while (($#)); do
     case $1 in
     --hosts) hosts=${2:?}; shift 2 ;;
@@ -64,15 +67,29 @@ in_range "$limit" 1 86400 || die "--timeout wants seconds"
 [[ $sizes =~ ^([0-9]+):([0-9]+)$ ]] || die "--sizes wants MIN:MAX in bytes"
 min_bytes=${BASH_REMATCH[1]} max_bytes=${BASH_REMATCH[2]}
 ((min_bytes >= 4 && max_bytes >= min_bytes)) || die "--sizes wants 4 <= MIN <= MAX (float elements)"
-run_tuned=0 run_ina=0
-IFS=, read -ra sys_list <<<"$systems"
-for s in "${sys_list[@]}"; do
+[[ $rate =~ ^([0-9]+)(kbit|mbit|gbit)$ ]] || die "--rate wants NUMBER{kbit|mbit|gbit}, e.g. 500mbit"
+case ${BASH_REMATCH[2]} in
+kbit) rate_bps=$((BASH_REMATCH[1] * 1000)) ;;
+mbit) rate_bps=$((BASH_REMATCH[1] * 1000000)) ;;
+gbit) rate_bps=$((BASH_REMATCH[1] * 1000000000)) ;;
+esac
+((rate_bps >= 100000)) || die "--rate: at least 100kbit"
+# A bucket of 1 ms at line rate: small enough that a message waits for tokens
+# like on a real link, big enough for the kernel's timers to keep the rate.
+if [[ -z $burst ]]; then
+    burst=$((rate_bps / 8 / 1000))
+    ((burst >= 3028)) || burst=3028
+fi
+IFS=, read -ra active <<<"$systems"
+run_ina=0
+for s in "${active[@]}"; do
     case $s in
-    tuned) run_tuned=1 ;;
+    tuned | ring) ;;
     ina) run_ina=1 ;;
-    *) die "--systems: unknown system '$s' (tuned, ina)" ;;
+    *) die "--systems: unknown system '$s' (tuned, ring, ina)" ;;
     esac
 done
+((${#active[@]})) || die "--systems: name at least one system"
 
 ((EUID == 0)) || die "must run as root (it creates network namespaces and links): sudo $0 $*"
 
@@ -102,8 +119,8 @@ agent=$builddir/switch_agent/ina-switchd
 compdir=$builddir/ompi_coll_ina/.libs
 [[ -x $bench ]] || die "$bench not found: build ina or pass --builddir"
 if ((run_ina)); then
-    [[ -x $agent ]] || die "$agent not found (or run only --systems tuned)"
-    [[ -e $compdir/mca_coll_ina.so ]] || die "$compdir/mca_coll_ina.so not found (or run only --systems tuned)"
+    [[ -x $agent ]] || die "$agent not found (or leave ina out of --systems)"
+    [[ -e $compdir/mca_coll_ina.so ]] || die "$compdir/mca_coll_ina.so not found (or leave ina out of --systems)"
 fi
 
 mkdir -p "$out"
@@ -191,29 +208,33 @@ bands+=("$b_cls $b_lo $b_hi")
 band_iters=("$iters" $((iters / 10 > 3 ? iters / 10 : 3)) $((iters / 25 > 3 ? iters / 25 : 3)))
 band_warmup=($((iters / 10 > 2 ? iters / 10 : 2)) 2 1)
 
-# MPI arguments of each system: Open MPI's own collectives (tuned picks the
-# algorithm) and ina alone (every other collective from basic/libnbc), with
-# offload required so that a refused offload fails instead of silently
-# measuring the fallback; verbose 1 prints the offload counters at the end.
-tuned_args=(--mca coll ^ina)
-ina_args=(--mca mca_base_component_path "SYS_DEFAULT:$compdir" --mca coll ina
-    --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT"
-    --mca coll_ina_required 1 --mca coll_ina_verbose 1)
+# MPI arguments of each system. tuned: Open MPI's own collectives as they
+# come (tuned picks the algorithm per size). ring: tuned forced to its ring
+# allreduce (algorithm 4), which moves the fewest bytes per link of the host
+# algorithms and is what a link-bound fabric favours. ina: ina alone (other
+# collectives from basic/libnbc), offload required so that a refused offload
+# fails instead of silently measuring the fallback; verbose 1 prints the
+# offload counters at the end.
+sys_args() {
+    case $1 in
+    tuned) args=(--mca coll ^ina) ;;
+    ring) args=(--mca coll ^ina --mca coll_tuned_use_dynamic_rules 1
+        --mca coll_tuned_allreduce_algorithm 4) ;;
+    ina) args=(--mca mca_base_component_path "SYS_DEFAULT:$compdir" --mca coll ina
+        --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT"
+        --mca coll_ina_required 1 --mca coll_ina_verbose 1) ;;
+    esac
+}
 
 # Allreduce float sum, results checked; the systems take turns band by band,
-# so that a change of load on the machine hits both alike.
-active=()
-if ((run_tuned)); then active+=(tuned); fi
-if ((run_ina)); then
-    active+=(ina)
-    fab_agent_up "$agent" "$out/agent.log"
-fi
-for sys in tuned ina; do rm -f "$out/$sys.log"; done
+# so that a change of load on the machine hits all of them alike.
+if ((run_ina)); then fab_agent_up "$agent" "$out/agent.log"; fi
+for sys in tuned ring ina; do rm -f "$out/$sys.log"; done
 for band in "${bands[@]}"; do
     read -r cls lo hi <<<"$band"
     for sys in "${active[@]}"; do
         echo "run.sh: $sys allreduce $lo..$hi bytes, ${band_iters[cls]} iterations"
-        if [[ $sys == tuned ]]; then args=("${tuned_args[@]}"); else args=("${ina_args[@]}"); fi
+        sys_args "$sys"
         mpi "$ranks" "$out/$sys.log" "${args[@]}" -- -b allreduce -d float -o sum -c \
             -m "$lo:$hi" -i "${band_iters[cls]}" -w "${band_warmup[cls]}"
     done
@@ -230,30 +251,43 @@ fi
 csv=$out/allreduce.csv md=$out/allreduce.md png=$out/allreduce.png
 {
     echo "system,bytes,avg_usec,busbw_MBps"
-    for sys in tuned ina; do
-        [[ -s $out/$sys.log ]] || continue
+    for sys in "${active[@]}"; do
         awk -v s="$sys" '$1 ~ /^[0-9]+$/ && NF == 6 { printf "%s,%s,%s,%s\n", s, $1, $3, $6 }' "$out/$sys.log"
     done
 } >"$csv"
 
 title="MPI_Allreduce (float sum), $hosts hosts x $ppn ranks, links $rate per direction (measured ${link_mbit} Mbit/s)"
-awk -F, -v title="$title" -v n="$ranks" '
-    NR > 1 { t[$1, $2] = $3; b[$1, $2] = $4; if (!($2 in seen)) { seen[$2] = 1; order[k++] = $2 } }
+# Columns: time and busbw per system, then each host system's time over ina's.
+awk -F, -v title="$title" -v n="$ranks" -v systems="${active[*]}" '
+    NR > 1 { t[$1, $2] = $3; b[$1, $2] = $4; if (!($2 in seen)) { seen[$2] = 1; size[k++] = $2 } }
     function f(v) { return v == "" ? "-" : v }
     END {
-        printf "### %s\n\n", title
-        printf "| bytes | tuned avg us | ina avg us | tuned busbw MB/s | ina busbw MB/s | tuned/ina time |\n"
-        printf "| ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        ns = split(systems, sys, " "); has_ina = systems ~ /(^| )ina( |$)/
+        printf "### %s\n\n| bytes |", title
+        for (j = 1; j <= ns; j++) printf " %s avg us |", sys[j]
+        for (j = 1; j <= ns; j++) printf " %s busbw MB/s |", sys[j]
+        for (j = 1; j <= ns; j++) if (has_ina && sys[j] != "ina") printf " %s/ina time |", sys[j]
+        printf "\n| ---: |"
+        for (j = 1; j <= ns * 2; j++) printf " ---: |"
+        for (j = 1; j <= ns; j++) if (has_ina && sys[j] != "ina") printf " ---: |"
+        printf "\n"
         for (i = 0; i < k; i++) {
-            s = order[i]; r = "-"
-            if (t["tuned", s] != "" && t["ina", s] > 0) r = sprintf("%.2f", t["tuned", s] / t["ina", s])
-            printf "| %s | %s | %s | %s | %s | %s |\n", s, f(t["tuned", s]), f(t["ina", s]),
-                f(b["tuned", s]), f(b["ina", s]), r
+            s = size[i]
+            printf "| %s |", s
+            for (j = 1; j <= ns; j++) printf " %s |", f(t[sys[j], s])
+            for (j = 1; j <= ns; j++) printf " %s |", f(b[sys[j], s])
+            for (j = 1; j <= ns; j++) {
+                if (!has_ina || sys[j] == "ina") continue
+                r = (t[sys[j], s] != "" && t["ina", s] > 0) ? sprintf("%.2f", t[sys[j], s] / t["ina", s]) : "-"
+                printf " %s |", r
+            }
+            printf "\n"
         }
-        printf "\nbusbw = bytes / time x 2(n-1)/n (n = %d ranks); a ratio above 1 means ina is faster.\n", n
+        printf "\nbusbw = bytes / time x 2(n-1)/n (n = %d ranks). tuned: Open MPI'"'"'s default algorithm choice;", n
+        printf " ring: tuned'"'"'s ring allreduce. A time ratio above 1 means ina is faster.\n"
     }' "$csv" >"$md"
 
-gnuplot -e "csv='$csv'; png='$png'; link_MBps=$link_mbit/8.0; nranks=$ranks; plot_title='$title'" \
+gnuplot -e "csv='$csv'; png='$png'; systems='${active[*]}'; link_MBps=$link_mbit/8.0; nranks=$ranks; plot_title='$title'" \
     "$here/plot.gp" || die "gnuplot failed"
 
 echo
