@@ -93,12 +93,14 @@ done
 
 ((EUID == 0)) || die "must run as root (it creates network namespaces and links): sudo $0 $*"
 
-missing=()
+missing=() packages=()
 for tool in ip:iproute2 tc:iproute2 ss:iproute2 socat:socat gnuplot:gnuplot-nox \
     mpirun:openmpi-bin flock:util-linux timeout:coreutils; do
-    command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:} (for ${tool%%:*})")
+    command -v "${tool%%:*}" >/dev/null && continue
+    missing+=("${tool%%:*}")
+    [[ " ${packages[*]} " == *" ${tool#*:} "* ]] || packages+=("${tool#*:}")
 done
-((${#missing[@]} == 0)) || die "missing tools; apt-get install ${missing[*]}"
+((${#missing[@]} == 0)) || die "missing ${missing[*]}: apt-get install ${packages[*]}"
 
 fab_lock || die "another run.sh is running (lock /run/lock/$FAB_PREFIX.lock)"
 
@@ -287,7 +289,7 @@ awk -F, -v title="$title" -v n="$ranks" -v systems="${active[*]}" '
         printf " ring: tuned'"'"'s ring allreduce. A time ratio above 1 means ina is faster.\n"
     }' "$csv" >"$md"
 
-gnuplot -e "csv='$csv'; png='$png'; systems='${active[*]}'; link_MBps=$link_mbit/8.0; nranks=$ranks; plot_title='$title'" \
+gnuplot -e "csv='$csv'; png='$png'; systems='${active[*]}'; link_MBps=$link_mbit/8.0; nranks=$ranks; ppn=$ppn; plot_title='$title'" \
     "$here/plot.gp" || die "gnuplot failed"
 
 echo
