@@ -24,15 +24,42 @@
  *   JOB_JOIN    c->a  jid, rank, arg = cookie: binds this endpoint to (jid, rank).
  *   JOB_JOINED  a->c  jid, rank, status, arg = cookie.
  *   JOB_LEAVE   c->a  jid, rank: the member leaves; the job dies when all left.
- *   BLOCK       c->a  jid, rank, mid, sid, seg, window, op, dtype,
- *                     count = elements in this block, arg = elements of the whole call,
+ *   BLOCK       c->a  one member's contribution to block `sid` of call `mid`:
+ *                     jid, rank, mid, sid, seg, window, coll, op, dtype, flags,
+ *                     seg_count = elements block `sid` holds (the Seg's length),
+ *                     offset = element offset of this payload inside the block,
+ *                     count = elements in the payload (0 = a CREDIT: the member
+ *                     takes part in the block but brings no data),
+ *                     arg = elements of the call's whole result vector,
  *                     payload = count * dtype size bytes.
- *   RESULT      a->c  jid, mid, sid, seg, op, dtype, count, payload = reduced block.
- *                     The RESULT of block sid is also the ACK of that block (S0).
+ *   RESULT      a->c  jid, mid, sid, seg, coll, op, dtype, seg_count, count,
+ *                     flags; payload = the completed block (count = seg_count)
+ *                     for a member that set INA_PROTO_F_WANT_RESULT, else no
+ *                     payload (count = 0, INA_PROTO_F_ACK_ONLY). Either way the
+ *                     RESULT of block sid is the ACK of that member's block (S0).
+ *   GRANT       a->c  jid, mid: the agent aggregates this call (a lease is held);
+ *                     sent to every member at the decision, like DENY, so a rank
+ *                     can learn the decision one round trip after its first
+ *                     block, without waiting for the other members.
  *   DENY        a->c  jid, mid, status: the agent will not aggregate this call; sent
  *                     to every member, so all ranks fall back together.
  *   ERROR       a->c  the sender's message was rejected: status, and the offending
  *                     message's type in op, its jid/mid/sid echoed.
+ *
+ * Collectives (coll) and what each member sends for every block sid:
+ *   ALLREDUCE       data (offset 0, count = seg_count), WANT_RESULT.
+ *   REDUCE          data; only the root sets WANT_RESULT (the others get ACKs).
+ *   REDUCE_SCATTER  data; members whose part of the result overlaps the block set
+ *                   WANT_RESULT and cut their part out of it.
+ *   BCAST           root: data (dtype UINT8, bytes); others: CREDIT with WANT_RESULT.
+ *   ALLGATHER       the result vector is the members' chunks concatenated (dtype
+ *                   UINT8, bytes); each member sends the part of its chunk that
+ *                   falls in the block (offset, count), or a CREDIT if none;
+ *                   everyone sets WANT_RESULT.
+ *   BARRIER         one block (sid 0, seg_count 0): CREDIT with WANT_RESULT.
+ * A Seg completes when every member contributed (Rank/Node bitmaps, SEEDS S1).
+ * Reduction collectives need data from every member; the others copy each
+ * member's bytes to its offset (SEEDS S1's gather in the switch).
  *
  * Byte order: host order (agent and clients run on the same architecture class;
  * the magic detects a mismatch).
@@ -48,7 +75,7 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 1u
+#define INA_PROTO_VERSION 2u
 
 /* UCX active-message ids. */
 #define INA_PROTO_AM_TO_AGENT  17u
@@ -71,8 +98,24 @@ typedef enum ina_proto_type {
     INA_PROTO_RESULT = 9,
     INA_PROTO_DENY = 10,
     INA_PROTO_ERROR = 11,
-    INA_PROTO_TYPE_MAX = 11
+    INA_PROTO_GRANT = 12,
+    INA_PROTO_TYPE_MAX = 12
 } ina_proto_type_t;
+
+/* The collective a BLOCK/RESULT belongs to. */
+typedef enum ina_proto_coll {
+    INA_COLL_ALLREDUCE = 0,
+    INA_COLL_REDUCE = 1,
+    INA_COLL_REDUCE_SCATTER = 2,
+    INA_COLL_BCAST = 3,
+    INA_COLL_ALLGATHER = 4,
+    INA_COLL_BARRIER = 5,
+    INA_COLL_COUNT
+} ina_proto_coll_t;
+
+/* BLOCK/RESULT flags. */
+#define INA_PROTO_F_WANT_RESULT 0x1u /* BLOCK: send me the completed block */
+#define INA_PROTO_F_ACK_ONLY    0x2u /* RESULT: no payload, only the ACK */
 
 /* Execution status (S1 "execution status"); also the CQE status. */
 typedef enum ina_proto_status {
@@ -102,6 +145,18 @@ typedef enum ina_proto_dtype {
     INA_DT_FLOAT,       /* IEEE binary32 */
     INA_DT_DOUBLE,      /* IEEE binary64 */
     INA_DT_LONG_DOUBLE, /* C long double of the host (x87 80-bit in 16 bytes on x86-64) */
+    INA_DT_BOOL,        /* C _Bool, one byte, 0 or 1: logical ops only */
+    INA_DT_FLOAT_COMPLEX,       /* C float _Complex: SUM, PROD */
+    INA_DT_DOUBLE_COMPLEX,      /* C double _Complex: SUM, PROD */
+    INA_DT_LONG_DOUBLE_COMPLEX, /* C long double _Complex: SUM, PROD */
+    /* MINLOC/MAXLOC pairs, laid out as the C structs MPI defines for them
+     * (value first, then int index, with the host's padding): */
+    INA_DT_FLOAT_INT,       /* struct { float v; int i; }        8 bytes */
+    INA_DT_DOUBLE_INT,      /* struct { double v; int i; }      16 bytes */
+    INA_DT_LONG_INT,        /* struct { long v; int i; }        16 bytes */
+    INA_DT_2INT,            /* struct { int v; int i; }          8 bytes */
+    INA_DT_SHORT_INT,       /* struct { short v; int i; }        8 bytes */
+    INA_DT_LONG_DOUBLE_INT, /* struct { long double v; int i; } 32 bytes */
     INA_DT_COUNT
 } ina_proto_dtype_t;
 
@@ -116,26 +171,34 @@ typedef enum ina_proto_op {
     INA_OP_BAND,
     INA_OP_BOR,
     INA_OP_BXOR,
+    INA_OP_MINLOC, /* pairs: smaller value; on a tie the smaller index */
+    INA_OP_MAXLOC, /* pairs: larger value; on a tie the smaller index */
+    INA_OP_REPLACE, /* BCAST/ALLGATHER/BARRIER: bytes are placed, not reduced */
     INA_OP_COUNT
 } ina_proto_op_t;
 
-/* One header for every message: 48 bytes, naturally aligned, no padding. */
+/* One header for every message: 64 bytes, naturally aligned, no padding. */
 typedef struct ina_proto_hdr {
-    uint32_t magic;    /*  0: INA_PROTO_MAGIC */
-    uint8_t version;   /*  4: INA_PROTO_VERSION */
-    uint8_t type;      /*  5: ina_proto_type_t */
-    uint8_t status;    /*  6: ina_proto_status_t */
-    uint8_t op;        /*  7: ina_proto_op_t (ERROR: the rejected message's type) */
-    uint8_t dtype;     /*  8: ina_proto_dtype_t */
-    uint8_t reserved;  /*  9: must be 0 */
-    uint16_t window;   /* 10: lease size / window */
-    uint32_t jid;      /* 12 */
-    uint32_t rank;     /* 16: sender's rank in the job */
-    uint32_t sid;      /* 20 */
-    uint64_t mid;      /* 24 */
-    uint32_t seg;      /* 32: Seg unit inside the lease = sid % window */
-    uint32_t count;    /* 36: elements in payload, or member count */
-    uint64_t arg;      /* 40: type specific, see above */
+    uint32_t magic;     /*  0: INA_PROTO_MAGIC */
+    uint8_t version;    /*  4: INA_PROTO_VERSION */
+    uint8_t type;       /*  5: ina_proto_type_t */
+    uint8_t status;     /*  6: ina_proto_status_t */
+    uint8_t op;         /*  7: ina_proto_op_t (ERROR: the rejected message's type) */
+    uint8_t dtype;      /*  8: ina_proto_dtype_t */
+    uint8_t coll;       /*  9: ina_proto_coll_t (BLOCK/RESULT) */
+    uint16_t window;    /* 10: lease size / window */
+    uint32_t jid;       /* 12 */
+    uint32_t rank;      /* 16: sender's rank in the job */
+    uint32_t sid;       /* 20 */
+    uint64_t mid;       /* 24 */
+    uint32_t seg;       /* 32: Seg unit inside the lease = sid % window */
+    uint32_t count;     /* 36: elements in payload, or member count */
+    uint64_t arg;       /* 40: type specific, see above */
+    uint32_t offset;    /* 48: BLOCK: element offset of the payload in the block */
+    uint32_t seg_count; /* 52: BLOCK/RESULT: elements of the whole block */
+    uint16_t flags;     /* 56: INA_PROTO_F_* */
+    uint16_t reserved;  /* 58: must be 0 */
+    uint32_t reserved2; /* 60: must be 0 */
 } ina_proto_hdr_t;
 
 #ifdef __cplusplus
@@ -143,8 +206,9 @@ typedef struct ina_proto_hdr {
 #else
 #define INA_STATIC_ASSERT _Static_assert
 #endif
-INA_STATIC_ASSERT(sizeof(ina_proto_hdr_t) == 48, "ina_proto_hdr_t must be 48 bytes");
+INA_STATIC_ASSERT(sizeof(ina_proto_hdr_t) == 64, "ina_proto_hdr_t must be 64 bytes");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, version) == 4, "layout");
+INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, coll) == 9, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, window) == 10, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, jid) == 12, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, rank) == 16, "layout");
@@ -153,6 +217,10 @@ INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, mid) == 24, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, seg) == 32, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, count) == 36, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, arg) == 40, "layout");
+INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, offset) == 48, "layout");
+INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, seg_count) == 52, "layout");
+INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, flags) == 56, "layout");
+INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, reserved2) == 60, "layout");
 
 /* Fill magic/version/type, zero the rest. */
 void ina_proto_init(ina_proto_hdr_t *hdr, ina_proto_type_t type);
@@ -161,16 +229,28 @@ void ina_proto_init(ina_proto_hdr_t *hdr, ina_proto_type_t type);
 size_t ina_proto_dtype_size(unsigned dtype);
 
 /* Whether MPI defines (op, dtype) and the kernels implement it:
- * every op on integer types; SUM, PROD, MIN, MAX on floating types. */
+ * integer types: SUM PROD MIN MAX LAND LOR LXOR BAND BOR BXOR;
+ * floating types: SUM PROD MIN MAX; BOOL: LAND LOR LXOR;
+ * complex types: SUM PROD; pair types: MINLOC MAXLOC;
+ * REPLACE: UINT8 only (bytes placed by BCAST/ALLGATHER/BARRIER). */
 int ina_proto_op_valid(unsigned op, unsigned dtype);
+
+/* Whether (op, dtype) is a valid combination for collective `coll`:
+ * reduction collectives take a reducing op, BCAST/ALLGATHER/BARRIER take
+ * REPLACE on UINT8. */
+int ina_proto_coll_valid(unsigned coll, unsigned op, unsigned dtype);
 
 /* Validate one received message: header bytes as received (hdr_len may be
  * wrong!) and the payload length. Checks magic, version, type range, reserved
- * byte, status range, per-type field ranges (window <= INA_PROTO_MAX_WINDOW,
+ * fields, status range, per-type field ranges (window <= INA_PROTO_MAX_WINDOW,
  * seg < window and seg == sid % window for BLOCK, count <= member limit,
  * rank < INA_PROTO_MAX_MEMBERS for JOB_JOIN/JOINED/LEAVE and BLOCK,
- * op/dtype valid for BLOCK/RESULT, payload_len == count * dtype size for
- * BLOCK/RESULT, == count * 4 for JOB_CREATE, == 0 for the others).
+ * coll < INA_COLL_COUNT and ina_proto_coll_valid for BLOCK/RESULT,
+ * seg_count * dtype size <= INA_PROTO_MAX_SEG_BYTES, offset + count <= seg_count,
+ * seg_count <= arg for BLOCK; BLOCK count 0 is a CREDIT; RESULT count is
+ * seg_count, or 0 with INA_PROTO_F_ACK_ONLY; unknown flag bits rejected;
+ * payload_len == count * dtype size for BLOCK/RESULT, == count * 4 for
+ * JOB_CREATE, == 0 for the others).
  * Returns INA_PROTO_OK or the status that explains the rejection.
  * Never reads past hdr_len. */
 ina_proto_status_t ina_proto_check(const void *hdr, size_t hdr_len, size_t payload_len);
@@ -180,6 +260,7 @@ const char *ina_proto_type_name(unsigned type);
 const char *ina_proto_status_name(unsigned status);
 const char *ina_proto_op_name(unsigned op);
 const char *ina_proto_dtype_name(unsigned dtype);
+const char *ina_proto_coll_name(unsigned coll);
 
 #ifdef __cplusplus
 }

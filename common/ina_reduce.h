@@ -8,7 +8,14 @@
  * - MIN/MAX on floats: dst = (src < dst) ? src : dst  /  (src > dst) ? src : dst
  *   (so dst is kept on ties and when either side is NaN);
  * - LAND/LOR/LXOR: result is 1 or 0 of the element type, operands tested != 0;
- * - BAND/BOR/BXOR: bitwise, integer types only.
+ * - BAND/BOR/BXOR: bitwise, integer types only;
+ * - BOOL: LAND/LOR/LXOR only, result 0 or 1;
+ * - complex SUM/PROD: (a+bi)+(c+di), (a+bi)*(c+di) = (ac-bd) + (ad+bc)i computed
+ *   exactly in that form (no fma contraction, no C99 Annex G NaN recovery), so
+ *   the agent and the tests' reference agree bit for bit;
+ * - MINLOC/MAXLOC on pairs: keep the smaller/larger value; on equal values
+ *   keep the smaller index (MPI's rule); padding bytes of the output are 0;
+ * - REPLACE: not a reduction (ina_reduce returns -1 for it).
  * Floating SUM/PROD are NOT associative: callers that need reproducibility
  * (the agent does) must apply contributions in a fixed order (rank order).
  */
@@ -29,8 +36,9 @@ extern "C" {
 int ina_reduce(unsigned op, unsigned dtype, void *dst, const void *src, size_t n);
 
 /* Whether reducing (op, dtype) in arrival order gives bit-identical results
- * whatever the order: true for every integer op, false for floating types
- * (SUM/PROD round; MIN/MAX differ on -0/+0 and NaN). */
+ * whatever the order: true for integer, BOOL and integer-valued pair types,
+ * false for floating, complex and floating-valued pair types (SUM/PROD round;
+ * MIN/MAX differ on -0/+0 and NaN), and for invalid pairs. */
 int ina_reduce_order_free(unsigned op, unsigned dtype);
 
 #ifdef __cplusplus

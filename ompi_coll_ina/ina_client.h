@@ -92,11 +92,65 @@ int ina_job_join(ina_client_t *client, const ina_job_params_t *params,
 /* Leave the job (non-blocking toward the agent) and free the descriptor. */
 void ina_job_leave(ina_job_t *job);
 
-/* One offloaded allreduce: count elements of wire dtype `dtype`, reduced with
- * `op`. sbuf may equal rbuf (MPI_IN_PLACE). count 0 completes at once without
- * consuming a MID. Returns cqe->rc. INA_DENIED / INA_UNREACHABLE / INA_EPROTO
- * leave the input intact (fall back is safe); in place, a failure after some
- * results were already written returns INA_LOST instead. */
+/* One offloaded collective call (a work request, SEEDS S1). Buffers stay the
+ * caller's until the call completes. Element counts are of wire dtype
+ * `dtype` (bytes with INA_DT_UINT8 for BCAST/ALLGATHER).
+ *   ALLREDUCE       sbuf (count) -> rbuf (count); sbuf == rbuf: in place.
+ *   REDUCE          sbuf (count) -> rbuf (count) on `root` only (rbuf ignored
+ *                   elsewhere); root may pass sbuf == rbuf.
+ *   REDUCE_SCATTER  sbuf (sum of recvcounts) -> rbuf (recvcounts[rank]);
+ *                   recvcounts has nmembers entries, equal on every rank.
+ *                   sbuf may equal rbuf only as MPI_IN_PLACE allows (the
+ *                   engine reads sbuf before writing rbuf's part).
+ *   BCAST           rbuf (count bytes): the root's bytes land on every rank.
+ *   ALLGATHER       sbuf (count bytes) -> rbuf (nmembers * count bytes), rank r's
+ *                   chunk at r * count; sbuf == NULL: in place (the chunk is
+ *                   already at its place in rbuf).
+ *   BARRIER         no buffers.
+ * A call consumes the job's next MID unless it moves no data (count 0, except
+ * BARRIER), which completes at once on every rank alike. */
+typedef struct ina_coll_desc {
+    unsigned coll;               /* ina_proto_coll_t */
+    unsigned op;                 /* ina_proto_op_t (INA_OP_REPLACE for data moves) */
+    unsigned dtype;              /* ina_proto_dtype_t */
+    const void *sbuf;
+    void *rbuf;
+    uint64_t count;
+    uint32_t root;
+    const uint64_t *recvcounts;  /* REDUCE_SCATTER only */
+} ina_coll_desc_t;
+
+typedef struct ina_call ina_call_t;
+
+/* Post a call: consumes its MID, sends the first window of blocks, and
+ * progresses until the agent's decision for this MID (GRANT or DENY) is
+ * known, so that every rank learns it before its next collective starts:
+ *   INA_OK          granted (or nothing to move): *call is set; test/wait it;
+ *   INA_DENIED      denied on every member: fall back now, *call is NULL;
+ *   INA_UNREACHABLE agent lost before anything was sent: fall back, *call NULL;
+ *   INA_LOST/INA_EPROTO: failure after data was sent: an MPI error.
+ * Calls on one job complete in posting order; several may be outstanding,
+ * on one job and on different jobs. */
+int ina_job_post(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_t **call);
+
+/* Progress every outstanding call of the client once, without blocking;
+ * returns 1 when `call` has completed (cqe filled), else 0. */
+int ina_call_test(ina_call_t *call, ina_cqe_t *cqe);
+
+/* Block (spin, then sleep on the UCX wake-up fd) until `call` completes. */
+int ina_call_wait(ina_call_t *call, ina_cqe_t *cqe);
+
+/* Release a completed call. */
+void ina_call_free(ina_call_t *call);
+
+/* Blocking convenience: post + wait + free. Unlike ina_job_post it does not
+ * wait for the GRANT before streaming (a blocking call needs no ordering
+ * guarantee beyond its own completion). Returns cqe->rc. INA_DENIED /
+ * INA_UNREACHABLE / INA_EPROTO leave the input intact (fall back is safe); in
+ * place, a failure after some results were already written returns INA_LOST. */
+int ina_job_run(ina_job_t *job, const ina_coll_desc_t *desc, ina_cqe_t *cqe);
+
+/* Kept for the existing callers: ina_job_run of an ALLREDUCE. */
 int ina_job_allreduce(ina_job_t *job, const void *sbuf, void *rbuf,
                       uint64_t count, unsigned dtype, unsigned op, ina_cqe_t *cqe);
 
