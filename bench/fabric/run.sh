@@ -21,6 +21,7 @@ usage: $0 [options]
   --queue T        tbf latency: how long a packet may wait in a port, default 20ms
   --sizes MIN:MAX  allreduce sizes in bytes (doubling), default 8:67108864
   --iters K        iterations for sizes up to 64 KiB (fewer for larger), default 100
+  --repeat R       run the whole sweep R times, report the median, default 1
   --systems LIST   comma-separated, in this order: tuned (Open MPI's default
                    choice), ring (tuned forced to its ring algorithm: the best
                    host algorithm for big messages), ina; default tuned,ring,ina
@@ -37,7 +38,7 @@ die() {
     exit 1
 }
 
-hosts=4 ppn=1 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100
+hosts=4 ppn=1 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100 repeat=1
 systems=tuned,ring,ina builddir='' out=$here/results limit=900 cleanup_only=0
 while (($#)); do
     case $1 in
@@ -48,6 +49,7 @@ while (($#)); do
     --queue) queue=${2:?}; shift 2 ;;
     --sizes) sizes=${2:?}; shift 2 ;;
     --iters) iters=${2:?}; shift 2 ;;
+    --repeat) repeat=${2:?}; shift 2 ;;
     --systems) systems=${2:?}; shift 2 ;;
     --builddir) builddir=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
@@ -63,6 +65,7 @@ in_range() { [[ $1 =~ ^[0-9]{1,9}$ ]] && (($1 >= $2 && $1 <= $3)); }
 in_range "$hosts" 2 250 || die "--hosts wants 2..250"
 in_range "$ppn" 1 64 || die "--ppn wants 1..64"
 in_range "$iters" 1 1000000 || die "--iters wants a count >= 1"
+in_range "$repeat" 1 100 || die "--repeat wants 1..100"
 in_range "$limit" 1 86400 || die "--timeout wants seconds"
 [[ $sizes =~ ^([0-9]+):([0-9]+)$ ]] || die "--sizes wants MIN:MAX in bytes"
 min_bytes=${BASH_REMATCH[1]} max_bytes=${BASH_REMATCH[2]}
@@ -232,13 +235,15 @@ sys_args() {
 # so that a change of load on the machine hits all of them alike.
 if ((run_ina)); then fab_agent_up "$agent" "$out/agent.log"; fi
 for sys in tuned ring ina; do rm -f "$out/$sys.log"; done
-for band in "${bands[@]}"; do
-    read -r cls lo hi <<<"$band"
-    for sys in "${active[@]}"; do
-        echo "run.sh: $sys allreduce $lo..$hi bytes, ${band_iters[cls]} iterations"
-        sys_args "$sys"
-        mpi "$ranks" "$out/$sys.log" "${args[@]}" -- -b allreduce -d float -o sum -c \
-            -m "$lo:$hi" -i "${band_iters[cls]}" -w "${band_warmup[cls]}"
+for ((rep = 1; rep <= repeat; rep++)); do
+    for band in "${bands[@]}"; do
+        read -r cls lo hi <<<"$band"
+        for sys in "${active[@]}"; do
+            echo "run.sh: [$rep/$repeat] $sys allreduce $lo..$hi bytes, ${band_iters[cls]} iterations"
+            sys_args "$sys"
+            mpi "$ranks" "$out/$sys.log" "${args[@]}" -- -b allreduce -d float -o sum -c \
+                -m "$lo:$hi" -i "${band_iters[cls]}" -w "${band_warmup[cls]}"
+        done
     done
 done
 if ((run_ina)); then
@@ -249,12 +254,22 @@ if ((run_ina)); then
             END { printf "run.sh: ina counters: %d calls offloaded, %d fell back\n", off, fb }'
 fi
 
-# Results: CSV, Markdown table (printed too), PNG plot.
+# Results: CSV, Markdown table (printed too), PNG plot. With --repeat, the
+# run with the median time per system and size (the lower median for an even
+# count); every run stays in allreduce-runs.csv.
 csv=$out/allreduce.csv md=$out/allreduce.md png=$out/allreduce.png
 {
     echo "system,bytes,avg_usec,busbw_MBps"
     for sys in "${active[@]}"; do
         awk -v s="$sys" '$1 ~ /^[0-9]+$/ && NF == 6 { printf "%s,%s,%s,%s\n", s, $1, $3, $6 }' "$out/$sys.log"
+    done
+} >"$out/allreduce-runs.csv"
+{
+    echo "system,bytes,avg_usec,busbw_MBps"
+    for sys in "${active[@]}"; do
+        grep "^$sys," "$out/allreduce-runs.csv" | sort -t, -k2,2n -k3,3g |
+            awk -F, '$2 != b { if (n) print r[int((n + 1) / 2)]; b = $2; n = 0 }
+                { r[++n] = $0 } END { if (n) print r[int((n + 1) / 2)] }'
     done
 } >"$csv"
 
