@@ -1,34 +1,146 @@
 // Wire protocol helpers: the single validator both sides run on every
-// received message (see ina_proto.h for the message flow).
+// received message (see ina_proto.h for the message flow and the collectives).
 #include "ina_proto.h"
 
+#include <complex>
 #include <cstring>
 #include <iterator>
 
 namespace {
 
-bool is_float(unsigned dtype)
+// The C types ina_proto.h names for the wire dtypes. std::complex<T> has the
+// layout of C's T _Complex ([complex.numbers]: an array of two T).
+template <typename V> struct Pair {
+    V v;
+    int i;
+};
+
+bool is_integer(unsigned dtype) { return dtype <= INA_DT_UINT64; }
+
+bool is_floating(unsigned dtype)
 {
     return dtype == INA_DT_FLOAT || dtype == INA_DT_DOUBLE || dtype == INA_DT_LONG_DOUBLE;
+}
+
+bool is_complex(unsigned dtype)
+{
+    return dtype == INA_DT_FLOAT_COMPLEX || dtype == INA_DT_DOUBLE_COMPLEX ||
+           dtype == INA_DT_LONG_DOUBLE_COMPLEX;
+}
+
+bool is_pair(unsigned dtype) { return dtype >= INA_DT_FLOAT_INT && dtype < INA_DT_COUNT; }
+
+// BCAST/ALLGATHER/BARRIER place bytes; the others reduce.
+bool coll_places_bytes(unsigned coll)
+{
+    return coll == INA_COLL_BCAST || coll == INA_COLL_ALLGATHER || coll == INA_COLL_BARRIER;
 }
 
 // Name tables, indexed by the enum value; the static_asserts keep them in
 // step with ina_proto.h.
 constexpr const char *kTypeNames[] = {"?",          "HELLO",      "HELLO_ACK", "JOB_CREATE",
                                       "JOB_CREATED", "JOB_JOIN",   "JOB_JOINED", "JOB_LEAVE",
-                                      "BLOCK",      "RESULT",     "DENY",      "ERROR"};
+                                      "BLOCK",      "RESULT",     "DENY",      "ERROR",
+                                      "GRANT"};
 constexpr const char *kStatusNames[] = {"ok",           "malformed",  "version",
                                         "no-job",       "not-member", "no-resources",
                                         "mismatch",     "unsupported", "seg-busy"};
-constexpr const char *kOpNames[] = {"sum", "prod", "min", "max",  "land",
-                                    "lor", "lxor", "band", "bor", "bxor"};
-constexpr const char *kDtypeNames[] = {"int8",  "uint8",  "int16",  "uint16",
-                                       "int32", "uint32", "int64",  "uint64",
-                                       "float", "double", "long double"};
+constexpr const char *kOpNames[] = {"sum", "prod", "min",    "max",    "land",   "lor",    "lxor",
+                                    "band", "bor", "bxor",   "minloc", "maxloc", "replace"};
+constexpr const char *kDtypeNames[] = {"int8",           "uint8",
+                                       "int16",          "uint16",
+                                       "int32",          "uint32",
+                                       "int64",          "uint64",
+                                       "float",          "double",
+                                       "long double",    "bool",
+                                       "float complex",  "double complex",
+                                       "long double complex",
+                                       "float-int",      "double-int",
+                                       "long-int",       "2int",
+                                       "short-int",      "long double-int"};
+constexpr const char *kCollNames[] = {"allreduce", "reduce",    "reduce_scatter",
+                                      "bcast",     "allgather", "barrier"};
 static_assert(std::size(kTypeNames) == INA_PROTO_TYPE_MAX + 1, "type names");
 static_assert(std::size(kStatusNames) == INA_PROTO_STATUS_MAX + 1, "status names");
 static_assert(std::size(kOpNames) == INA_OP_COUNT, "op names");
 static_assert(std::size(kDtypeNames) == INA_DT_COUNT, "dtype names");
+static_assert(std::size(kCollNames) == INA_COLL_COUNT, "coll names");
+
+// The sizes ina_proto.h promises in its dtype comments (x86-64 / LP64).
+static_assert(sizeof(Pair<float>) == 8 && sizeof(Pair<double>) == 16 &&
+                  sizeof(Pair<long>) == 16 && sizeof(Pair<int>) == 8 &&
+                  sizeof(Pair<short>) == 8,
+              "MPI pair layouts");
+
+constexpr unsigned kKnownFlags = INA_PROTO_F_WANT_RESULT | INA_PROTO_F_ACK_ONLY;
+
+// BLOCK and RESULT: the fields both share (coll, op, dtype, seg_count, payload).
+ina_proto_status_t check_data(const ina_proto_hdr_t &h, size_t payload_len)
+{
+    if (h.seg >= INA_PROTO_MAX_WINDOW || h.coll >= INA_COLL_COUNT || h.op >= INA_OP_COUNT ||
+        h.dtype >= INA_DT_COUNT) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    if (!ina_proto_op_valid(h.op, h.dtype)) {
+        return INA_PROTO_ERR_UNSUPPORTED;
+    }
+    // A valid pair used by the wrong collective (REPLACE in a reduction, a
+    // reducing op in a BCAST) is a malformed message, not an unsupported pair.
+    if (!ina_proto_coll_valid(h.coll, h.op, h.dtype)) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    const size_t esz = ina_proto_dtype_size(h.dtype);
+    if (h.coll == INA_COLL_BARRIER) {
+        // Exactly one empty block per barrier.
+        if (h.sid != 0 || h.seg_count != 0 || h.count != 0 || h.offset != 0 || h.arg != 0) {
+            return INA_PROTO_ERR_MALFORMED;
+        }
+    } else if (h.seg_count == 0 || h.seg_count > INA_PROTO_MAX_SEG_BYTES / esz) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    // 64-bit sum: offset + count cannot wrap. count <= seg_count bounds the
+    // payload by the Seg size, so count * esz cannot overflow either.
+    if (uint64_t{h.offset} + h.count > h.seg_count ||
+        payload_len != static_cast<size_t>(h.count) * esz) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    return INA_PROTO_OK;
+}
+
+ina_proto_status_t check_block(const ina_proto_hdr_t &h, size_t payload_len)
+{
+    if (h.window == 0 || h.seg != h.sid % h.window || h.rank >= INA_PROTO_MAX_MEMBERS ||
+        (h.flags & ~unsigned{INA_PROTO_F_WANT_RESULT}) != 0) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    const ina_proto_status_t st = check_data(h, payload_len);
+    if (st != INA_PROTO_OK) {
+        return st;
+    }
+    if (h.seg_count > h.arg) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    // Reductions need every member's data over the whole block: no CREDIT,
+    // no partial payload.
+    if (!coll_places_bytes(h.coll) && (h.offset != 0 || h.count != h.seg_count)) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    return INA_PROTO_OK;
+}
+
+ina_proto_status_t check_result(const ina_proto_hdr_t &h, size_t payload_len)
+{
+    if ((h.flags & ~unsigned{INA_PROTO_F_ACK_ONLY}) != 0 || h.offset != 0) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    const ina_proto_status_t st = check_data(h, payload_len);
+    if (st != INA_PROTO_OK) {
+        return st;
+    }
+    // The whole block, or (ACK_ONLY) nothing.
+    const uint32_t want = (h.flags & INA_PROTO_F_ACK_ONLY) ? 0 : h.seg_count;
+    return h.count == want ? INA_PROTO_OK : INA_PROTO_ERR_MALFORMED;
+}
 
 } // namespace
 
@@ -47,9 +159,21 @@ size_t ina_proto_dtype_size(unsigned dtype)
     switch (dtype) {
     case INA_DT_INT8: case INA_DT_UINT8: return 1;
     case INA_DT_INT16: case INA_DT_UINT16: return 2;
-    case INA_DT_INT32: case INA_DT_UINT32: case INA_DT_FLOAT: return 4;
-    case INA_DT_INT64: case INA_DT_UINT64: case INA_DT_DOUBLE: return 8;
+    case INA_DT_INT32: case INA_DT_UINT32: return 4;
+    case INA_DT_INT64: case INA_DT_UINT64: return 8;
+    case INA_DT_FLOAT: return sizeof(float);
+    case INA_DT_DOUBLE: return sizeof(double);
     case INA_DT_LONG_DOUBLE: return sizeof(long double);
+    case INA_DT_BOOL: return sizeof(bool);
+    case INA_DT_FLOAT_COMPLEX: return sizeof(std::complex<float>);
+    case INA_DT_DOUBLE_COMPLEX: return sizeof(std::complex<double>);
+    case INA_DT_LONG_DOUBLE_COMPLEX: return sizeof(std::complex<long double>);
+    case INA_DT_FLOAT_INT: return sizeof(Pair<float>);
+    case INA_DT_DOUBLE_INT: return sizeof(Pair<double>);
+    case INA_DT_LONG_INT: return sizeof(Pair<long>);
+    case INA_DT_2INT: return sizeof(Pair<int>);
+    case INA_DT_SHORT_INT: return sizeof(Pair<short>);
+    case INA_DT_LONG_DOUBLE_INT: return sizeof(Pair<long double>);
     default: return 0;
     }
 }
@@ -59,10 +183,30 @@ int ina_proto_op_valid(unsigned op, unsigned dtype)
     if (op >= INA_OP_COUNT || dtype >= INA_DT_COUNT) {
         return 0;
     }
-    if (is_float(dtype)) {
+    if (op == INA_OP_REPLACE) {
+        return dtype == INA_DT_UINT8;
+    }
+    if (is_integer(dtype)) {
+        return op <= INA_OP_BXOR;
+    }
+    if (is_floating(dtype)) {
         return op == INA_OP_SUM || op == INA_OP_PROD || op == INA_OP_MIN || op == INA_OP_MAX;
     }
-    return 1;
+    if (dtype == INA_DT_BOOL) {
+        return op == INA_OP_LAND || op == INA_OP_LOR || op == INA_OP_LXOR;
+    }
+    if (is_complex(dtype)) {
+        return op == INA_OP_SUM || op == INA_OP_PROD;
+    }
+    return is_pair(dtype) && (op == INA_OP_MINLOC || op == INA_OP_MAXLOC);
+}
+
+int ina_proto_coll_valid(unsigned coll, unsigned op, unsigned dtype)
+{
+    if (coll >= INA_COLL_COUNT || !ina_proto_op_valid(op, dtype)) {
+        return 0;
+    }
+    return coll_places_bytes(coll) == (op == INA_OP_REPLACE);
 }
 
 ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t payload_len)
@@ -80,7 +224,18 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
         return INA_PROTO_ERR_VERSION;
     }
     if (h.type < INA_PROTO_HELLO || h.type > INA_PROTO_TYPE_MAX || h.reserved != 0 ||
-        h.status > INA_PROTO_STATUS_MAX || h.window > INA_PROTO_MAX_WINDOW) {
+        h.reserved2 != 0 || (h.flags & ~kKnownFlags) != 0 || h.status > INA_PROTO_STATUS_MAX ||
+        h.window > INA_PROTO_MAX_WINDOW) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    if (h.type == INA_PROTO_BLOCK) {
+        return check_block(h, payload_len);
+    }
+    if (h.type == INA_PROTO_RESULT) {
+        return check_result(h, payload_len);
+    }
+    // The per-block fields mean nothing outside BLOCK/RESULT: they must be 0.
+    if (h.coll != 0 || h.offset != 0 || h.seg_count != 0 || h.flags != 0) {
         return INA_PROTO_ERR_MALFORMED;
     }
     switch (h.type) {
@@ -97,30 +252,8 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
             return INA_PROTO_ERR_MALFORMED;
         }
         return INA_PROTO_OK;
-    case INA_PROTO_BLOCK:
-    case INA_PROTO_RESULT: {
-        if (h.type == INA_PROTO_BLOCK &&
-            (h.window == 0 || h.seg != h.sid % h.window || h.rank >= INA_PROTO_MAX_MEMBERS)) {
-            return INA_PROTO_ERR_MALFORMED;
-        }
-        if (h.seg >= INA_PROTO_MAX_WINDOW || h.op >= INA_OP_COUNT || h.dtype >= INA_DT_COUNT) {
-            return INA_PROTO_ERR_MALFORMED;
-        }
-        if (!ina_proto_op_valid(h.op, h.dtype)) {
-            return INA_PROTO_ERR_UNSUPPORTED;
-        }
-        // count is bounded by the Seg size before the multiplication, so
-        // count * esz cannot overflow.
-        const size_t esz = ina_proto_dtype_size(h.dtype);
-        if (h.count == 0 || h.count > INA_PROTO_MAX_SEG_BYTES / esz ||
-            payload_len != static_cast<size_t>(h.count) * esz ||
-            (h.type == INA_PROTO_BLOCK && h.arg < h.count)) {
-            return INA_PROTO_ERR_MALFORMED;
-        }
-        return INA_PROTO_OK;
-    }
     default:
-        // Control messages carry everything in the header.
+        // Control messages (GRANT, DENY, ERROR, ...) carry everything in the header.
         return payload_len == 0 ? INA_PROTO_OK : INA_PROTO_ERR_MALFORMED;
     }
 }
@@ -143,6 +276,11 @@ const char *ina_proto_op_name(unsigned op)
 const char *ina_proto_dtype_name(unsigned dtype)
 {
     return dtype < std::size(kDtypeNames) ? kDtypeNames[dtype] : "?";
+}
+
+const char *ina_proto_coll_name(unsigned coll)
+{
+    return coll < std::size(kCollNames) ? kCollNames[coll] : "?";
 }
 
 } // extern "C"

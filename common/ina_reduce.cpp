@@ -149,7 +149,11 @@ int ina_reduce(unsigned op, unsigned dtype, void *dst, const void *src, size_t n
 
 int ina_reduce_order_free(unsigned op, unsigned dtype)
 {
-    return ina_proto_op_valid(op, dtype) && dtype < INA_DT_FLOAT;
+    // Integer arithmetic and logic, and MINLOC/MAXLOC over integer values, are
+    // exact, commutative and associative; REPLACE places disjoint bytes.
+    const bool exact = dtype < INA_DT_FLOAT || dtype == INA_DT_BOOL || dtype == INA_DT_LONG_INT ||
+                       dtype == INA_DT_2INT || dtype == INA_DT_SHORT_INT;
+    return ina_proto_op_valid(op, dtype) && exact;
 }
 
 } // extern "C"
