@@ -42,4 +42,5 @@ if [ ! -f config.status ] || [ ../configure -nt config.status ] ||
 fi
 make -j"$(nproc)" >/dev/null
 make install >/dev/null
-echo "== installed: $(grep -m1 '^prefix=' Makefile | cut -d= -f2 | tr -d ' ')/bin/ina-switchd and the coll component in $(sed -n 's/^mcacomponentdir = //p' Makefile)"
+echo "== installed: $(sed -n 's/^bindir = //p' Makefile | sed "s|\${exec_prefix}|$(sed -n 's/^prefix = //p' Makefile)|")/ina-switchd," \
+     "and mca_coll_ina.so in $(sed -n 's/^mcacomponentdir = //p' Makefile)"
