@@ -5,11 +5,11 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/setup.sh" || exit 1
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-cd "$top/build"
+cd "$top/build" || exit 1
 make -j"$(nproc)" check VERBOSE=1
 rc=$?
-pass=$(cat $(find tests -name '*.trs') 2>/dev/null | grep -c '^:test-result: PASS')
-fail=$(cat $(find tests -name '*.trs') 2>/dev/null | grep -c '^:test-result: \(FAIL\|ERROR\|XPASS\)')
+pass=$(find tests -name '*.trs' -exec cat {} + | grep -c '^:test-result: PASS')
+fail=$(find tests -name '*.trs' -exec cat {} + | grep -c '^:test-result: \(FAIL\|ERROR\|XPASS\)')
 echo
 echo "check: $pass passed, $fail failed"
 exit $rc

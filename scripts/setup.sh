@@ -38,6 +38,7 @@ fi
 # Reconfigure only when needed (a changed configure script or new options).
 if [ ! -f config.status ] || [ ../configure -nt config.status ] ||
    ! grep -qF -- "${conf[*]}" config.log; then
+  # shellcheck disable=SC2086 # extra configure options, word-split on purpose
   ../configure -q "${conf[@]}" ${INA_CONFIGURE_ARGS:-}
 fi
 make -j"$(nproc)" >/dev/null

@@ -9,7 +9,7 @@
 #   MODE=stacked  --mca coll_ina_enable 1   (ina on top of Open MPI's defaults)
 set -u
 scenario=$1
-NP=2 MODE=alone PROG= ARGS= EXPECT_FAIL=0 EXPECT_OUTPUT= EXTRA_MCA= TIMEOUT=600
+NP=2 MODE=alone PROG='' ARGS='' EXPECT_FAIL=0 EXPECT_OUTPUT='' EXTRA_MCA='' TIMEOUT=600
 # shellcheck disable=SC1090
 . "$scenario"
 
