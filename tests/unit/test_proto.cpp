@@ -1,6 +1,7 @@
-// Unit tests of the wire protocol (common/ina_proto.h): header layout, init,
-// the validator's acceptance and every rejection it promises, a fuzz loop,
-// and the name helpers.
+// Unit tests of the wire protocol (common/ina_proto.h, v2): header layout,
+// init, the (op, dtype) and collective tables, the validator's acceptance of
+// every message form of every collective and every rejection it promises, a
+// fuzz loop, and the name helpers.
 #include "ina_proto.h"
 
 #include <check.h>
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <set>
 #include <string>
@@ -16,26 +18,83 @@
 
 namespace {
 
-// Independent restatement of which (op, dtype) pairs MPI defines: every op on
-// integers, only the arithmetic and ordering ops on floating types.
-bool ref_pair_valid(unsigned op, unsigned dtype)
+// ---- Independent restatement of the tables in ina_proto.h ----------------
+
+bool ref_integer(unsigned dt) { return dt <= INA_DT_UINT64; }
+bool ref_floating(unsigned dt) { return dt >= INA_DT_FLOAT && dt <= INA_DT_LONG_DOUBLE; }
+bool ref_complex(unsigned dt) { return dt >= INA_DT_FLOAT_COMPLEX && dt <= INA_DT_LONG_DOUBLE_COMPLEX; }
+bool ref_pair(unsigned dt) { return dt >= INA_DT_FLOAT_INT && dt <= INA_DT_LONG_DOUBLE_INT; }
+
+// Which (op, dtype) pairs MPI defines and the kernels implement.
+bool ref_op_valid(unsigned op, unsigned dt)
 {
-    if (op >= INA_OP_COUNT || dtype >= INA_DT_COUNT) {
+    if (op >= INA_OP_COUNT || dt >= INA_DT_COUNT) {
         return false;
     }
-    const bool floating =
-        dtype == INA_DT_FLOAT || dtype == INA_DT_DOUBLE || dtype == INA_DT_LONG_DOUBLE;
-    return !floating || op == INA_OP_SUM || op == INA_OP_PROD || op == INA_OP_MIN ||
-           op == INA_OP_MAX;
+    switch (op) {
+    case INA_OP_SUM:
+    case INA_OP_PROD:
+        return ref_integer(dt) || ref_floating(dt) || ref_complex(dt);
+    case INA_OP_MIN:
+    case INA_OP_MAX:
+        return ref_integer(dt) || ref_floating(dt);
+    case INA_OP_LAND:
+    case INA_OP_LOR:
+    case INA_OP_LXOR:
+        return ref_integer(dt) || dt == INA_DT_BOOL;
+    case INA_OP_BAND:
+    case INA_OP_BOR:
+    case INA_OP_BXOR:
+        return ref_integer(dt);
+    case INA_OP_MINLOC:
+    case INA_OP_MAXLOC:
+        return ref_pair(dt);
+    case INA_OP_REPLACE:
+        return dt == INA_DT_UINT8;
+    default:
+        return false;
+    }
 }
 
+bool ref_reducing_coll(unsigned coll)
+{
+    return coll == INA_COLL_ALLREDUCE || coll == INA_COLL_REDUCE || coll == INA_COLL_REDUCE_SCATTER;
+}
+
+bool ref_coll_valid(unsigned coll, unsigned op, unsigned dt)
+{
+    if (coll >= INA_COLL_COUNT || !ref_op_valid(op, dt)) {
+        return false;
+    }
+    return ref_reducing_coll(coll) ? op != INA_OP_REPLACE : (op == INA_OP_REPLACE && dt == INA_DT_UINT8);
+}
+
+// The sizes the dtype comments of ina_proto.h promise (x86-64 ABI).
 size_t ref_dtype_size(unsigned dtype)
 {
-    static const size_t sizes[INA_DT_COUNT] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8, sizeof(long double)};
+    static const size_t sizes[INA_DT_COUNT] = {
+        1, 1, 2, 2, 4, 4, 8, 8,      // integers
+        4, 8, sizeof(long double),   // floating
+        1,                           // bool
+        8, 16, 2 * sizeof(long double), // complex
+        8, 16, 16, 8, 8, 32};        // float-int double-int long-int 2int short-int ld-int
     return dtype < INA_DT_COUNT ? sizes[dtype] : 0;
 }
 
-// A message that the validator must accept, and its payload length.
+// Some op a dtype supports (for tests that vary other fields).
+unsigned some_op(unsigned dt)
+{
+    for (unsigned op = 0; op < INA_OP_COUNT; ++op) {
+        if (ref_op_valid(op, dt) && op != INA_OP_REPLACE) {
+            return op;
+        }
+    }
+    return INA_OP_REPLACE;
+}
+
+// ---- Valid messages -------------------------------------------------------
+
+// A message, and its payload length.
 struct Msg {
     ina_proto_hdr_t hdr;
     size_t payload_len;
@@ -68,28 +127,37 @@ Msg valid_msg(ina_proto_type_t type)
         m.hdr.jid = 7;
         m.hdr.rank = 3;
         break;
-    case INA_PROTO_BLOCK:
+    case INA_PROTO_BLOCK: // an ALLREDUCE block
         m.hdr.jid = 7;
         m.hdr.rank = 3;
         m.hdr.mid = 12;
         m.hdr.window = 16;
         m.hdr.sid = 37;
         m.hdr.seg = 37 % 16;
+        m.hdr.coll = INA_COLL_ALLREDUCE;
         m.hdr.op = INA_OP_SUM;
         m.hdr.dtype = INA_DT_FLOAT;
+        m.hdr.flags = INA_PROTO_F_WANT_RESULT;
+        m.hdr.seg_count = 1024;
         m.hdr.count = 1024;
         m.hdr.arg = 100000;
         m.payload_len = 1024 * 4;
         break;
-    case INA_PROTO_RESULT:
+    case INA_PROTO_RESULT: // a full ALLREDUCE result
         m.hdr.jid = 7;
         m.hdr.mid = 12;
         m.hdr.sid = 37;
         m.hdr.seg = 5;
+        m.hdr.coll = INA_COLL_ALLREDUCE;
         m.hdr.op = INA_OP_MAX;
         m.hdr.dtype = INA_DT_INT64;
+        m.hdr.seg_count = 100;
         m.hdr.count = 100;
         m.payload_len = 800;
+        break;
+    case INA_PROTO_GRANT:
+        m.hdr.jid = 7;
+        m.hdr.mid = 12;
         break;
     case INA_PROTO_DENY:
         m.hdr.jid = 7;
@@ -108,28 +176,97 @@ Msg valid_msg(ina_proto_type_t type)
     return m;
 }
 
+// A BLOCK of collective `coll` carrying `count` elements at `offset` of a
+// block of `seg_count` elements (dtype/op: the collective's natural ones).
+Msg block(unsigned coll, uint32_t seg_count, uint32_t offset, uint32_t count, bool want)
+{
+    Msg m = valid_msg(INA_PROTO_BLOCK);
+    m.hdr.coll = static_cast<uint8_t>(coll);
+    if (!ref_reducing_coll(coll)) {
+        m.hdr.op = INA_OP_REPLACE;
+        m.hdr.dtype = INA_DT_UINT8;
+    }
+    m.hdr.seg_count = seg_count;
+    m.hdr.offset = offset;
+    m.hdr.count = count;
+    m.hdr.flags = want ? INA_PROTO_F_WANT_RESULT : 0;
+    m.payload_len = size_t{count} * ref_dtype_size(m.hdr.dtype);
+    m.hdr.arg = uint64_t{seg_count} * 3; // the call spans a few blocks
+    if (coll == INA_COLL_BARRIER) {
+        m.hdr.sid = 0;
+        m.hdr.seg = 0;
+    }
+    return m;
+}
+
+// The RESULT of a block of `coll`: full, or ACK_ONLY.
+Msg result(unsigned coll, uint32_t seg_count, bool ack_only)
+{
+    Msg m = valid_msg(INA_PROTO_RESULT);
+    m.hdr.coll = static_cast<uint8_t>(coll);
+    if (!ref_reducing_coll(coll)) {
+        m.hdr.op = INA_OP_REPLACE;
+        m.hdr.dtype = INA_DT_UINT8;
+    }
+    m.hdr.seg_count = seg_count;
+    m.hdr.count = ack_only ? 0 : seg_count;
+    m.hdr.flags = ack_only ? INA_PROTO_F_ACK_ONLY : 0;
+    m.payload_len = size_t{m.hdr.count} * ref_dtype_size(m.hdr.dtype);
+    if (coll == INA_COLL_BARRIER) {
+        m.hdr.sid = 0;
+        m.hdr.seg = 0;
+    }
+    return m;
+}
+
+// What every collective's members send (ina_proto.h, "Collectives"), and
+// what the agent answers.
+std::vector<Msg> coll_forms()
+{
+    std::vector<Msg> v;
+    v.push_back(block(INA_COLL_ALLREDUCE, 1024, 0, 1024, true));
+    v.push_back(block(INA_COLL_REDUCE, 1024, 0, 1024, true));      // root
+    v.push_back(block(INA_COLL_REDUCE, 1024, 0, 1024, false));     // others
+    v.push_back(block(INA_COLL_REDUCE_SCATTER, 77, 0, 77, true));  // part overlaps
+    v.push_back(block(INA_COLL_REDUCE_SCATTER, 77, 0, 77, false)); // it does not
+    v.push_back(block(INA_COLL_BCAST, 65536, 0, 65536, false));    // root
+    v.push_back(block(INA_COLL_BCAST, 65536, 0, 0, true));         // others: CREDIT
+    v.push_back(block(INA_COLL_ALLGATHER, 4096, 1000, 96, true));  // a piece inside
+    v.push_back(block(INA_COLL_ALLGATHER, 4096, 0, 4096, true));   // the whole block
+    v.push_back(block(INA_COLL_ALLGATHER, 4096, 0, 0, true));      // CREDIT
+    v.push_back(block(INA_COLL_BARRIER, 0, 0, 0, true));
+    for (unsigned c = 0; c < INA_COLL_COUNT; ++c) {
+        const uint32_t n = c == INA_COLL_BARRIER ? 0 : 100;
+        v.push_back(result(c, n, false));
+        v.push_back(result(c, n, true));
+    }
+    return v;
+}
+
 ina_proto_status_t check_msg(const Msg &m)
 {
     return ina_proto_check(&m.hdr, sizeof(m.hdr), m.payload_len);
 }
 
 const ina_proto_type_t kAllTypes[] = {
-    INA_PROTO_HELLO,     INA_PROTO_HELLO_ACK, INA_PROTO_JOB_CREATE, INA_PROTO_JOB_CREATED,
-    INA_PROTO_JOB_JOIN,  INA_PROTO_JOB_JOINED, INA_PROTO_JOB_LEAVE, INA_PROTO_BLOCK,
-    INA_PROTO_RESULT,    INA_PROTO_DENY,      INA_PROTO_ERROR};
+    INA_PROTO_HELLO,     INA_PROTO_HELLO_ACK,  INA_PROTO_JOB_CREATE, INA_PROTO_JOB_CREATED,
+    INA_PROTO_JOB_JOIN,  INA_PROTO_JOB_JOINED, INA_PROTO_JOB_LEAVE,  INA_PROTO_BLOCK,
+    INA_PROTO_RESULT,    INA_PROTO_DENY,       INA_PROTO_ERROR,      INA_PROTO_GRANT};
+
+bool is_data(unsigned type) { return type == INA_PROTO_BLOCK || type == INA_PROTO_RESULT; }
 
 } // namespace
 
 START_TEST(test_layout)
 {
-    ck_assert_uint_eq(sizeof(ina_proto_hdr_t), 48);
+    ck_assert_uint_eq(sizeof(ina_proto_hdr_t), 64);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, magic), 0);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, version), 4);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, type), 5);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, status), 6);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, op), 7);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, dtype), 8);
-    ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved), 9);
+    ck_assert_uint_eq(offsetof(ina_proto_hdr_t, coll), 9);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, window), 10);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, jid), 12);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, rank), 16);
@@ -138,13 +275,33 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, seg), 32);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, count), 36);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, arg), 40);
+    ck_assert_uint_eq(offsetof(ina_proto_hdr_t, offset), 48);
+    ck_assert_uint_eq(offsetof(ina_proto_hdr_t, seg_count), 52);
+    ck_assert_uint_eq(offsetof(ina_proto_hdr_t, flags), 56);
+    ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved), 58);
+    ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved2), 60);
     // Enum values are wire values: pin them.
+    ck_assert_uint_eq(INA_PROTO_VERSION, 2);
     ck_assert_uint_eq(INA_PROTO_HELLO, 1);
     ck_assert_uint_eq(INA_PROTO_ERROR, 11);
-    ck_assert_uint_eq(INA_PROTO_TYPE_MAX, 11);
+    ck_assert_uint_eq(INA_PROTO_GRANT, 12);
+    ck_assert_uint_eq(INA_PROTO_TYPE_MAX, 12);
     ck_assert_uint_eq(INA_PROTO_STATUS_MAX, 8);
     ck_assert_uint_eq(INA_DT_LONG_DOUBLE, 10);
+    ck_assert_uint_eq(INA_DT_BOOL, 11);
+    ck_assert_uint_eq(INA_DT_LONG_DOUBLE_COMPLEX, 14);
+    ck_assert_uint_eq(INA_DT_FLOAT_INT, 15);
+    ck_assert_uint_eq(INA_DT_LONG_DOUBLE_INT, 20);
+    ck_assert_uint_eq(INA_DT_COUNT, 21);
     ck_assert_uint_eq(INA_OP_BXOR, 9);
+    ck_assert_uint_eq(INA_OP_MINLOC, 10);
+    ck_assert_uint_eq(INA_OP_MAXLOC, 11);
+    ck_assert_uint_eq(INA_OP_REPLACE, 12);
+    ck_assert_uint_eq(INA_COLL_ALLREDUCE, 0);
+    ck_assert_uint_eq(INA_COLL_BARRIER, 5);
+    ck_assert_uint_eq(INA_COLL_COUNT, 6);
+    ck_assert_uint_eq(INA_PROTO_F_WANT_RESULT, 1);
+    ck_assert_uint_eq(INA_PROTO_F_ACK_ONLY, 2);
 }
 END_TEST
 
@@ -171,17 +328,35 @@ END_TEST
 START_TEST(test_dtype_size_and_pairs)
 {
     for (unsigned dt = 0; dt < 300; ++dt) {
-        ck_assert_uint_eq(ina_proto_dtype_size(dt), ref_dtype_size(dt));
+        ck_assert_msg(ina_proto_dtype_size(dt) == ref_dtype_size(dt), "size of dtype %u", dt);
     }
     ck_assert_uint_eq(ina_proto_dtype_size(UINT_MAX), 0);
+    unsigned valid = 0;
     for (unsigned op = 0; op < 20; ++op) {
-        for (unsigned dt = 0; dt < 20; ++dt) {
-            ck_assert_msg(!!ina_proto_op_valid(op, dt) == ref_pair_valid(op, dt),
-                          "op_valid(%u, %u)", op, dt);
+        for (unsigned dt = 0; dt < 30; ++dt) {
+            ck_assert_msg(!!ina_proto_op_valid(op, dt) == ref_op_valid(op, dt), "op_valid(%u, %u)",
+                          op, dt);
+            valid += ref_op_valid(op, dt);
+            for (unsigned coll = 0; coll < INA_COLL_COUNT + 3; ++coll) {
+                ck_assert_msg(!!ina_proto_coll_valid(coll, op, dt) == ref_coll_valid(coll, op, dt),
+                              "coll_valid(%u, %u, %u)", coll, op, dt);
+            }
         }
     }
+    // 8 integer x 10 + 3 floating x 4 + bool 3 + 3 complex x 2 + 6 pairs x 2 + REPLACE.
+    ck_assert_uint_eq(valid, 80 + 12 + 3 + 6 + 12 + 1);
     ck_assert_int_eq(ina_proto_op_valid(UINT_MAX, 0), 0);
     ck_assert_int_eq(ina_proto_op_valid(0, UINT_MAX), 0);
+    ck_assert_int_eq(ina_proto_coll_valid(UINT_MAX, INA_OP_SUM, INA_DT_INT32), 0);
+    // Spot checks of the collective table.
+    ck_assert(ina_proto_coll_valid(INA_COLL_BCAST, INA_OP_REPLACE, INA_DT_UINT8));
+    ck_assert(!ina_proto_coll_valid(INA_COLL_BCAST, INA_OP_SUM, INA_DT_UINT8));
+    ck_assert(!ina_proto_coll_valid(INA_COLL_ALLREDUCE, INA_OP_REPLACE, INA_DT_UINT8));
+    ck_assert(ina_proto_coll_valid(INA_COLL_REDUCE, INA_OP_MAXLOC, INA_DT_DOUBLE_INT));
+    ck_assert(ina_proto_coll_valid(INA_COLL_REDUCE_SCATTER, INA_OP_LXOR, INA_DT_BOOL));
+    ck_assert(!ina_proto_coll_valid(INA_COLL_ALLREDUCE, INA_OP_BAND, INA_DT_BOOL));
+    ck_assert(!ina_proto_coll_valid(INA_COLL_ALLREDUCE, INA_OP_MIN, INA_DT_DOUBLE_COMPLEX));
+    ck_assert(!ina_proto_coll_valid(INA_COLL_ALLREDUCE, INA_OP_MIN, INA_DT_2INT));
 }
 END_TEST
 
@@ -191,6 +366,18 @@ START_TEST(test_accepts_every_type)
         Msg m = valid_msg(t);
         ck_assert_msg(check_msg(m) == INA_PROTO_OK, "valid %s rejected: %s",
                       ina_proto_type_name(t), ina_proto_status_name(check_msg(m)));
+    }
+}
+END_TEST
+
+// Every message form the collectives use (ina_proto.h, "Collectives").
+START_TEST(test_accepts_every_coll_form)
+{
+    for (const Msg &m : coll_forms()) {
+        ck_assert_msg(check_msg(m) == INA_PROTO_OK, "%s %s offset %u count %u/%u flags %u: %s",
+                      ina_proto_type_name(m.hdr.type), ina_proto_coll_name(m.hdr.coll),
+                      m.hdr.offset, m.hdr.count, m.hdr.seg_count, m.hdr.flags,
+                      ina_proto_status_name(check_msg(m)));
     }
 }
 END_TEST
@@ -211,12 +398,15 @@ END_TEST
 START_TEST(test_rejects_common_fields)
 {
     ck_assert_int_eq(ina_proto_check(nullptr, sizeof(ina_proto_hdr_t), 0), INA_PROTO_ERR_MALFORMED);
+    std::vector<Msg> goods = coll_forms();
     for (ina_proto_type_t t : kAllTypes) {
-        const Msg good = valid_msg(t);
-        // Header length: anything but exactly 48 bytes.
+        goods.push_back(valid_msg(t));
+    }
+    for (const Msg &good : goods) {
+        // Header length: anything but exactly 64 bytes (a v1 header is 48).
         unsigned char big[2 * sizeof(ina_proto_hdr_t)] = {};
         std::memcpy(big, &good.hdr, sizeof(good.hdr));
-        for (size_t len : {size_t{0}, size_t{1}, size_t{47}, size_t{49}, sizeof(big)}) {
+        for (size_t len : {size_t{0}, size_t{1}, size_t{48}, size_t{63}, size_t{65}, sizeof(big)}) {
             ck_assert_int_eq(ina_proto_check(big, len, good.payload_len), INA_PROTO_ERR_MALFORMED);
         }
         // Magic: every single-byte corruption.
@@ -225,15 +415,27 @@ START_TEST(test_rejects_common_fields)
             reinterpret_cast<unsigned char *>(&m.hdr.magic)[byte] ^= 0x20;
             ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
         }
-        for (unsigned v : {0u, 2u, 255u}) {
+        for (unsigned v : {0u, 1u, 3u, 255u}) {
             Msg m = good;
             m.hdr.version = static_cast<uint8_t>(v);
             ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_VERSION);
         }
-        for (unsigned r : {1u, 0x80u, 0xffu}) {
+        for (unsigned r : {1u, 0x80u, 0x8000u, 0xffffu}) {
             Msg m = good;
-            m.hdr.reserved = static_cast<uint8_t>(r);
+            m.hdr.reserved = static_cast<uint16_t>(r);
             ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+        }
+        for (uint32_t r : {1u, 0x100u, 0x80000000u, UINT32_MAX}) {
+            Msg m = good;
+            m.hdr.reserved2 = r;
+            ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+        }
+        // Flag bits no type defines.
+        for (unsigned bit = 2; bit < 16; ++bit) {
+            Msg m = good;
+            m.hdr.flags = static_cast<uint16_t>(m.hdr.flags | (1u << bit));
+            ck_assert_msg(check_msg(m) == INA_PROTO_ERR_MALFORMED, "%s flag bit %u",
+                          ina_proto_type_name(good.hdr.type), bit);
         }
         for (unsigned s : {INA_PROTO_STATUS_MAX + 1u, 100u, 255u}) {
             Msg m = good;
@@ -260,16 +462,53 @@ END_TEST
 START_TEST(test_control_payload)
 {
     for (ina_proto_type_t t : kAllTypes) {
-        if (t == INA_PROTO_BLOCK || t == INA_PROTO_RESULT || t == INA_PROTO_JOB_CREATE) {
+        if (is_data(t) || t == INA_PROTO_JOB_CREATE) {
             continue;
         }
         Msg m = valid_msg(t);
-        for (size_t len : {size_t{1}, size_t{4}, size_t{48}, size_t{1} << 20}) {
+        for (size_t len : {size_t{1}, size_t{4}, size_t{64}, size_t{1} << 20}) {
             m.payload_len = len;
             ck_assert_msg(check_msg(m) == INA_PROTO_ERR_MALFORMED, "%s with %zu payload bytes",
                           ina_proto_type_name(t), len);
         }
     }
+}
+END_TEST
+
+// coll, offset, seg_count and flags belong to BLOCK/RESULT: zero elsewhere.
+START_TEST(test_control_block_fields)
+{
+    for (ina_proto_type_t t : kAllTypes) {
+        if (is_data(t)) {
+            continue;
+        }
+        Msg m = valid_msg(t);
+        m.hdr.coll = INA_COLL_BCAST;
+        ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+        m = valid_msg(t);
+        m.hdr.offset = 1;
+        ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+        m = valid_msg(t);
+        m.hdr.seg_count = 8;
+        ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+        for (unsigned f : {INA_PROTO_F_WANT_RESULT, INA_PROTO_F_ACK_ONLY}) {
+            m = valid_msg(t);
+            m.hdr.flags = static_cast<uint16_t>(f);
+            ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_grant)
+{
+    Msg m = valid_msg(INA_PROTO_GRANT);
+    for (uint64_t mid : {uint64_t{0}, uint64_t{1} << 40, UINT64_MAX}) {
+        m.hdr.mid = mid;
+        ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
+    }
+    m.payload_len = 8; // GRANT carries no payload
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
 }
 END_TEST
 
@@ -356,37 +595,48 @@ START_TEST(test_job_member_rank)
 }
 END_TEST
 
-// Every op x dtype (and out-of-range values) on BLOCK and RESULT.
-START_TEST(test_data_op_dtype)
+// Every coll x op x dtype (and out-of-range values) on BLOCK and RESULT.
+START_TEST(test_data_coll_op_dtype)
 {
     for (ina_proto_type_t t : {INA_PROTO_BLOCK, INA_PROTO_RESULT}) {
-        for (unsigned op = 0; op <= INA_OP_COUNT + 1; ++op) {
-            for (unsigned dt = 0; dt <= INA_DT_COUNT + 1; ++dt) {
-                Msg m = valid_msg(t);
-                m.hdr.op = static_cast<uint8_t>(op);
-                m.hdr.dtype = static_cast<uint8_t>(dt);
-                m.hdr.count = 10;
-                m.payload_len = 10 * ref_dtype_size(dt);
-                ina_proto_status_t want = INA_PROTO_OK;
-                if (op >= INA_OP_COUNT || dt >= INA_DT_COUNT) {
-                    want = INA_PROTO_ERR_MALFORMED;
-                    m.payload_len = 10;
-                } else if (!ref_pair_valid(op, dt)) {
-                    want = INA_PROTO_ERR_UNSUPPORTED;
+        for (unsigned coll = 0; coll <= INA_COLL_COUNT + 1; ++coll) {
+            for (unsigned op = 0; op <= INA_OP_COUNT + 1; ++op) {
+                for (unsigned dt = 0; dt <= INA_DT_COUNT + 1; ++dt) {
+                    const bool barrier = coll == INA_COLL_BARRIER;
+                    Msg m = valid_msg(t);
+                    m.hdr.coll = static_cast<uint8_t>(coll);
+                    m.hdr.op = static_cast<uint8_t>(op);
+                    m.hdr.dtype = static_cast<uint8_t>(dt);
+                    m.hdr.seg_count = m.hdr.count = barrier ? 0 : 10;
+                    m.payload_len = m.hdr.count * ref_dtype_size(dt);
+                    if (barrier) {
+                        m.hdr.sid = m.hdr.seg = 0;
+                        m.hdr.arg = 0;
+                    }
+                    ina_proto_status_t want = INA_PROTO_OK;
+                    if (coll >= INA_COLL_COUNT || op >= INA_OP_COUNT || dt >= INA_DT_COUNT) {
+                        want = INA_PROTO_ERR_MALFORMED;
+                        m.payload_len = m.hdr.count;
+                    } else if (!ref_op_valid(op, dt)) {
+                        want = INA_PROTO_ERR_UNSUPPORTED;
+                    } else if (!ref_coll_valid(coll, op, dt)) {
+                        want = INA_PROTO_ERR_MALFORMED; // e.g. REPLACE in a reduction
+                    }
+                    const ina_proto_status_t got = check_msg(m);
+                    if (got != want) {
+                        ck_abort_msg("%s %s op %u dtype %u: got %s", ina_proto_type_name(t),
+                                     ina_proto_coll_name(coll), op, dt, ina_proto_status_name(got));
+                    }
                 }
-                ck_assert_msg(check_msg(m) == want, "%s op %u dtype %u: got %s",
-                              ina_proto_type_name(t), op, dt,
-                              ina_proto_status_name(check_msg(m)));
             }
         }
+        for (unsigned field = 0; field < 3; ++field) {
+            Msg m = valid_msg(t);
+            (field == 0 ? m.hdr.op : field == 1 ? m.hdr.dtype : m.hdr.coll) = 255;
+            ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+        }
+        // A bitwise op on float is a pair MPI does not define.
         Msg m = valid_msg(t);
-        m.hdr.op = 255;
-        ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
-        m = valid_msg(t);
-        m.hdr.dtype = 255;
-        ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
-        // The example of the brief: a bitwise op on float.
-        m = valid_msg(t);
         m.hdr.op = INA_OP_BAND;
         m.hdr.dtype = INA_DT_FLOAT;
         ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_UNSUPPORTED);
@@ -394,51 +644,190 @@ START_TEST(test_data_op_dtype)
 }
 END_TEST
 
-START_TEST(test_data_count_payload)
+// seg_count bounds and payload length, every dtype, every collective.
+START_TEST(test_data_seg_count_payload)
 {
     for (ina_proto_type_t t : {INA_PROTO_BLOCK, INA_PROTO_RESULT}) {
-        for (unsigned dt = 0; dt < INA_DT_COUNT; ++dt) {
-            const size_t esz = ref_dtype_size(dt);
-            const uint32_t limit = static_cast<uint32_t>(INA_PROTO_MAX_SEG_BYTES / esz);
-            Msg m = valid_msg(t);
-            m.hdr.op = INA_OP_SUM;
-            m.hdr.dtype = static_cast<uint8_t>(dt);
-            m.hdr.arg = UINT64_MAX;
-
-            m.hdr.count = 0;
-            m.payload_len = 0;
-            ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
-
-            m.hdr.count = limit; // exactly one full Seg
-            m.payload_len = size_t{limit} * esz;
-            ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
-            m.hdr.count = limit + 1;
-            m.payload_len = size_t{limit + 1} * esz;
-            ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
-            m.hdr.count = UINT32_MAX;
-            m.payload_len = size_t{UINT32_MAX} * esz;
-            ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
-
-            m.hdr.count = 33;
-            for (size_t len : {size_t{0}, 33 * esz - 1, 33 * esz + 1, 32 * esz, 34 * esz, size_t{33}}) {
-                if (len == 33 * esz) {
+        for (unsigned coll = 0; coll < INA_COLL_BARRIER; ++coll) {
+            for (unsigned dt = 0; dt < INA_DT_COUNT; ++dt) {
+                const unsigned op = ref_reducing_coll(coll) ? some_op(dt) : unsigned{INA_OP_REPLACE};
+                if (!ref_coll_valid(coll, op, dt)) {
                     continue;
                 }
-                m.payload_len = len;
-                ck_assert_msg(check_msg(m) == INA_PROTO_ERR_MALFORMED, "dtype %u len %zu", dt, len);
+                const size_t esz = ref_dtype_size(dt);
+                const uint32_t limit = static_cast<uint32_t>(INA_PROTO_MAX_SEG_BYTES / esz);
+                Msg m = valid_msg(t);
+                m.hdr.coll = static_cast<uint8_t>(coll);
+                m.hdr.op = static_cast<uint8_t>(op);
+                m.hdr.dtype = static_cast<uint8_t>(dt);
+                m.hdr.arg = UINT64_MAX;
+                auto with = [&](uint32_t n) {
+                    m.hdr.seg_count = m.hdr.count = n;
+                    m.payload_len = size_t{n} * esz;
+                    return check_msg(m);
+                };
+                ck_assert_int_eq(with(0), INA_PROTO_ERR_MALFORMED); // only a barrier is empty
+                ck_assert_int_eq(with(1), INA_PROTO_OK);
+                ck_assert_int_eq(with(limit), INA_PROTO_OK); // exactly one full Seg
+                ck_assert_int_eq(with(limit + 1), INA_PROTO_ERR_MALFORMED);
+                ck_assert_int_eq(with(UINT32_MAX), INA_PROTO_ERR_MALFORMED);
+
+                with(33);
+                for (size_t len : {size_t{0}, 33 * esz - 1, 33 * esz + 1, 32 * esz, 34 * esz}) {
+                    m.payload_len = len;
+                    ck_assert_msg(check_msg(m) == INA_PROTO_ERR_MALFORMED, "dtype %u len %zu", dt,
+                                  len);
+                }
             }
-            m.payload_len = 33 * esz;
-            ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
         }
     }
-    // BLOCK: arg is the whole call's element count, never below this block's.
+    // BLOCK: arg is the whole call's element count, never below the block's.
     Msg m = valid_msg(INA_PROTO_BLOCK);
-    m.hdr.arg = m.hdr.count;
+    m.hdr.arg = m.hdr.seg_count;
     ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
-    m.hdr.arg = m.hdr.count - 1;
+    m.hdr.arg = m.hdr.seg_count - 1;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
     m.hdr.arg = 0;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+}
+END_TEST
+
+// Reductions: every member brings the whole block, so no CREDIT, no piece.
+START_TEST(test_block_reduction_whole)
+{
+    for (unsigned coll : {INA_COLL_ALLREDUCE, INA_COLL_REDUCE, INA_COLL_REDUCE_SCATTER}) {
+        for (bool want : {false, true}) {
+            ck_assert_int_eq(check_msg(block(coll, 100, 0, 100, want)), INA_PROTO_OK);
+            ck_assert_int_eq(check_msg(block(coll, 100, 0, 0, want)), INA_PROTO_ERR_MALFORMED);
+            ck_assert_int_eq(check_msg(block(coll, 100, 0, 99, want)), INA_PROTO_ERR_MALFORMED);
+            ck_assert_int_eq(check_msg(block(coll, 100, 1, 99, want)), INA_PROTO_ERR_MALFORMED);
+            ck_assert_int_eq(check_msg(block(coll, 100, 50, 50, want)), INA_PROTO_ERR_MALFORMED);
+        }
+    }
+}
+END_TEST
+
+// BCAST/ALLGATHER: any piece inside the block, or a CREDIT.
+START_TEST(test_block_offsets)
+{
+    for (unsigned coll : {INA_COLL_BCAST, INA_COLL_ALLGATHER}) {
+        const uint32_t n = 1000;
+        for (uint32_t off : {0u, 1u, 499u, 999u, 1000u}) {
+            for (uint32_t cnt : {0u, 1u, 500u, 1000u}) {
+                const bool fits = uint64_t{off} + cnt <= n;
+                ck_assert_msg(check_msg(block(coll, n, off, cnt, true)) ==
+                                  (fits ? INA_PROTO_OK : INA_PROTO_ERR_MALFORMED),
+                              "%s off %u count %u", ina_proto_coll_name(coll), off, cnt);
+            }
+        }
+        // offset + count must not wrap around 32 bits.
+        ck_assert_int_eq(check_msg(block(coll, n, UINT32_MAX, 1, true)), INA_PROTO_ERR_MALFORMED);
+        ck_assert_int_eq(check_msg(block(coll, n, 1001, 0, true)), INA_PROTO_ERR_MALFORMED);
+        ck_assert_int_eq(check_msg(block(coll, n, UINT32_MAX, 0, true)), INA_PROTO_ERR_MALFORMED);
+        // A piece never exceeds its Seg.
+        const uint32_t big = INA_PROTO_MAX_SEG_BYTES;
+        ck_assert_int_eq(check_msg(block(coll, big, big - 1, 1, false)), INA_PROTO_OK);
+        ck_assert_int_eq(check_msg(block(coll, big + 1, 0, 1, false)), INA_PROTO_ERR_MALFORMED);
+    }
+}
+END_TEST
+
+START_TEST(test_block_flags)
+{
+    Msg m = valid_msg(INA_PROTO_BLOCK);
+    m.hdr.flags = 0;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
+    m.hdr.flags = INA_PROTO_F_WANT_RESULT;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
+    // ACK_ONLY is the agent's answer, never a member's request.
+    m.hdr.flags = INA_PROTO_F_ACK_ONLY;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m.hdr.flags = INA_PROTO_F_ACK_ONLY | INA_PROTO_F_WANT_RESULT;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+}
+END_TEST
+
+START_TEST(test_barrier)
+{
+    const Msg good = block(INA_COLL_BARRIER, 0, 0, 0, true);
+    ck_assert_int_eq(check_msg(good), INA_PROTO_OK);
+    ck_assert_int_eq(check_msg(block(INA_COLL_BARRIER, 0, 0, 0, false)), INA_PROTO_OK);
+    Msg m = good;
+    m.hdr.sid = 1;
+    m.hdr.seg = 1 % m.hdr.window;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED); // exactly one block
+    m = good;
+    m.hdr.seg_count = 1;
+    m.hdr.arg = 1;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m = good;
+    m.hdr.arg = 1;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m = good;
+    m.hdr.offset = 1;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m = good;
+    m.hdr.count = 1;
+    m.payload_len = 1;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m = good;
+    m.payload_len = 1;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m = good;
+    m.hdr.op = INA_OP_BOR; // a reducing op in a barrier
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    // The answer: full (empty) result or ACK_ONLY, both empty.
+    Msg r = result(INA_COLL_BARRIER, 0, false);
+    ck_assert_int_eq(check_msg(r), INA_PROTO_OK);
+    r = result(INA_COLL_BARRIER, 0, true);
+    ck_assert_int_eq(check_msg(r), INA_PROTO_OK);
+    r.hdr.sid = 2;
+    ck_assert_int_eq(check_msg(r), INA_PROTO_ERR_MALFORMED);
+    r = result(INA_COLL_BARRIER, 0, false);
+    r.hdr.seg_count = r.hdr.count = 1;
+    r.payload_len = 1;
+    ck_assert_int_eq(check_msg(r), INA_PROTO_ERR_MALFORMED);
+}
+END_TEST
+
+// RESULT: the whole block, or (ACK_ONLY) nothing.
+START_TEST(test_result_count_flags)
+{
+    for (unsigned coll = 0; coll < INA_COLL_BARRIER; ++coll) {
+        const Msg full = result(coll, 100, false);
+        const Msg ack = result(coll, 100, true);
+        ck_assert_int_eq(check_msg(full), INA_PROTO_OK);
+        ck_assert_int_eq(check_msg(ack), INA_PROTO_OK);
+        const size_t esz = ref_dtype_size(full.hdr.dtype);
+
+        Msg m = ack;
+        m.payload_len = 100 * esz; // ACK_ONLY with the block attached
+        ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+        m.hdr.count = 100;
+        ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+        m = full;
+        m.hdr.count = 0; // empty without ACK_ONLY
+        m.payload_len = 0;
+        ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+        for (uint32_t cnt : {1u, 99u, 101u}) {
+            for (uint16_t f : {uint16_t{0}, uint16_t{INA_PROTO_F_ACK_ONLY}}) {
+                m = full;
+                m.hdr.count = cnt;
+                m.hdr.flags = f;
+                m.payload_len = cnt * esz;
+                ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+            }
+        }
+        m = full;
+        m.hdr.flags = INA_PROTO_F_WANT_RESULT; // a member's flag, not the agent's
+        ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+        m = full;
+        m.hdr.offset = 1; // a RESULT is always the whole block
+        ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+        m = ack;
+        m.hdr.offset = 1;
+        ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    }
 }
 END_TEST
 
@@ -448,17 +837,21 @@ END_TEST
 START_TEST(test_fuzz)
 {
     std::mt19937_64 rng(0x1a2b3c4d5e6fULL);
+    std::vector<Msg> seeds = coll_forms();
+    for (ina_proto_type_t t : kAllTypes) {
+        seeds.push_back(valid_msg(t));
+    }
     const int iterations = 200000;
     unsigned accepted_mutants = 0;
     for (int it = 0; it < iterations; ++it) {
         // Heap buffer of exactly hdr_len bytes: a read past it is a bug that
         // valgrind/ASan would see.
-        const size_t hdr_len = (rng() % 4 == 0) ? rng() % 97 : sizeof(ina_proto_hdr_t);
+        const size_t hdr_len = (rng() % 4 == 0) ? rng() % 129 : sizeof(ina_proto_hdr_t);
         std::vector<unsigned char> buf(hdr_len);
         const bool mutant = (it % 2 == 1) && hdr_len == sizeof(ina_proto_hdr_t);
         size_t payload_len = rng() % 5000;
         if (mutant) {
-            Msg m = valid_msg(kAllTypes[rng() % std::size(kAllTypes)]);
+            const Msg &m = seeds[rng() % seeds.size()];
             payload_len = (rng() % 4 == 0) ? payload_len : m.payload_len;
             std::memcpy(buf.data(), &m.hdr, sizeof(m.hdr));
             const int flips = 1 + static_cast<int>(rng() % 3);
@@ -475,7 +868,9 @@ START_TEST(test_fuzz)
             }
         }
         const ina_proto_status_t st = ina_proto_check(buf.data(), hdr_len, payload_len);
-        ck_assert_int_le(st, INA_PROTO_STATUS_MAX);
+        if (st > INA_PROTO_STATUS_MAX) {
+            ck_abort_msg("status %d out of range", st);
+        }
         if (st != INA_PROTO_OK) {
             continue;
         }
@@ -486,23 +881,41 @@ START_TEST(test_fuzz)
         ck_assert_uint_eq(h.version, INA_PROTO_VERSION);
         ck_assert(h.type >= INA_PROTO_HELLO && h.type <= INA_PROTO_TYPE_MAX);
         ck_assert_uint_eq(h.reserved, 0);
+        ck_assert_uint_eq(h.reserved2, 0);
         ck_assert_uint_le(h.status, INA_PROTO_STATUS_MAX);
         ck_assert_uint_le(h.window, INA_PROTO_MAX_WINDOW);
-        if (h.type == INA_PROTO_BLOCK || h.type == INA_PROTO_RESULT) {
-            ck_assert(ref_pair_valid(h.op, h.dtype));
-            ck_assert_uint_ge(h.count, 1);
-            ck_assert_uint_eq(payload_len, size_t{h.count} * ref_dtype_size(h.dtype));
-            ck_assert_uint_le(payload_len, INA_PROTO_MAX_SEG_BYTES);
+        if (is_data(h.type)) {
+            const size_t esz = ref_dtype_size(h.dtype);
+            ck_assert(ref_coll_valid(h.coll, h.op, h.dtype));
+            ck_assert_uint_le(uint64_t{h.offset} + h.count, h.seg_count);
+            ck_assert_uint_le(size_t{h.seg_count} * esz, INA_PROTO_MAX_SEG_BYTES);
+            ck_assert_uint_eq(payload_len, size_t{h.count} * esz);
+            if (h.coll == INA_COLL_BARRIER) {
+                ck_assert(h.sid == 0 && h.seg_count == 0 && h.count == 0 && h.arg == 0);
+            } else {
+                ck_assert_uint_ge(h.seg_count, 1);
+            }
             if (h.type == INA_PROTO_BLOCK) {
                 ck_assert_uint_ge(h.window, 1);
                 ck_assert_uint_eq(h.seg, h.sid % h.window);
-                ck_assert_uint_ge(h.arg, h.count);
+                ck_assert_uint_ge(h.arg, h.seg_count);
+                ck_assert_uint_eq(h.flags & ~INA_PROTO_F_WANT_RESULT, 0);
+                if (ref_reducing_coll(h.coll)) {
+                    ck_assert(h.offset == 0 && h.count == h.seg_count);
+                }
+            } else {
+                ck_assert_uint_eq(h.offset, 0);
+                ck_assert(h.flags == 0 ? h.count == h.seg_count
+                                       : (h.flags == INA_PROTO_F_ACK_ONLY && h.count == 0));
             }
-        } else if (h.type == INA_PROTO_JOB_CREATE) {
-            ck_assert(h.count >= 1 && h.count <= INA_PROTO_MAX_MEMBERS && h.window >= 1);
-            ck_assert_uint_eq(payload_len, size_t{h.count} * 4);
         } else {
-            ck_assert_uint_eq(payload_len, 0);
+            ck_assert(h.coll == 0 && h.offset == 0 && h.seg_count == 0 && h.flags == 0);
+            if (h.type == INA_PROTO_JOB_CREATE) {
+                ck_assert(h.count >= 1 && h.count <= INA_PROTO_MAX_MEMBERS && h.window >= 1);
+                ck_assert_uint_eq(payload_len, size_t{h.count} * 4);
+            } else {
+                ck_assert_uint_eq(payload_len, 0);
+            }
         }
         accepted_mutants += mutant;
     }
@@ -516,7 +929,8 @@ START_TEST(test_names)
     std::set<std::string> seen;
     for (unsigned v = 0; v < 300; ++v) {
         for (const char *name : {ina_proto_type_name(v), ina_proto_status_name(v),
-                                 ina_proto_op_name(v), ina_proto_dtype_name(v)}) {
+                                 ina_proto_op_name(v), ina_proto_dtype_name(v),
+                                 ina_proto_coll_name(v)}) {
             ck_assert_ptr_nonnull(name);
             ck_assert_uint_gt(std::strlen(name), 0);
         }
@@ -526,13 +940,18 @@ START_TEST(test_names)
         ck_assert_ptr_nonnull(ina_proto_status_name(v));
         ck_assert_ptr_nonnull(ina_proto_op_name(v));
         ck_assert_ptr_nonnull(ina_proto_dtype_name(v));
+        ck_assert_ptr_nonnull(ina_proto_coll_name(v));
     }
     ck_assert_str_eq(ina_proto_type_name(INA_PROTO_BLOCK), "BLOCK");
-    ck_assert_str_eq(ina_proto_type_name(INA_PROTO_ERROR), "ERROR");
+    ck_assert_str_eq(ina_proto_type_name(INA_PROTO_GRANT), "GRANT");
     ck_assert_str_eq(ina_proto_status_name(INA_PROTO_OK), "ok");
     ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_SEG_BUSY), "seg-busy");
     ck_assert_str_eq(ina_proto_op_name(INA_OP_BXOR), "bxor");
+    ck_assert_str_eq(ina_proto_op_name(INA_OP_REPLACE), "replace");
     ck_assert_str_eq(ina_proto_dtype_name(INA_DT_LONG_DOUBLE), "long double");
+    ck_assert_str_eq(ina_proto_dtype_name(INA_DT_LONG_DOUBLE_INT), "long double-int");
+    ck_assert_str_eq(ina_proto_coll_name(INA_COLL_REDUCE_SCATTER), "reduce_scatter");
+    ck_assert_str_eq(ina_proto_coll_name(INA_COLL_COUNT), "?");
     // Valid values have distinct names (a log must tell them apart).
     for (unsigned t = INA_PROTO_HELLO; t <= INA_PROTO_TYPE_MAX; ++t) {
         ck_assert(seen.insert(std::string("t:") + ina_proto_type_name(t)).second);
@@ -546,6 +965,9 @@ START_TEST(test_names)
     for (unsigned d = 0; d < INA_DT_COUNT; ++d) {
         ck_assert(seen.insert(std::string("d:") + ina_proto_dtype_name(d)).second);
     }
+    for (unsigned c = 0; c < INA_COLL_COUNT; ++c) {
+        ck_assert(seen.insert(std::string("c:") + ina_proto_coll_name(c)).second);
+    }
 }
 END_TEST
 
@@ -557,14 +979,22 @@ int main()
     tcase_add_test(tc, test_init);
     tcase_add_test(tc, test_dtype_size_and_pairs);
     tcase_add_test(tc, test_accepts_every_type);
+    tcase_add_test(tc, test_accepts_every_coll_form);
     tcase_add_test(tc, test_accepts_unaligned_header);
     tcase_add_test(tc, test_rejects_common_fields);
     tcase_add_test(tc, test_control_payload);
+    tcase_add_test(tc, test_control_block_fields);
+    tcase_add_test(tc, test_grant);
     tcase_add_test(tc, test_job_create);
     tcase_add_test(tc, test_block_window_seg);
     tcase_add_test(tc, test_job_member_rank);
-    tcase_add_test(tc, test_data_op_dtype);
-    tcase_add_test(tc, test_data_count_payload);
+    tcase_add_test(tc, test_data_coll_op_dtype);
+    tcase_add_test(tc, test_data_seg_count_payload);
+    tcase_add_test(tc, test_block_reduction_whole);
+    tcase_add_test(tc, test_block_offsets);
+    tcase_add_test(tc, test_block_flags);
+    tcase_add_test(tc, test_barrier);
+    tcase_add_test(tc, test_result_count_flags);
     tcase_add_test(tc, test_fuzz);
     tcase_add_test(tc, test_names);
     suite_add_tcase(s, tc);
