@@ -438,7 +438,12 @@ void Agent::finish_send(SendCtx *ctx, ucs_status_t status)
 {
     if (status == UCS_OK) {
         if (ctx->hdr.type == INA_PROTO_RESULT) {
-            ++counters_.results_out;
+            if (ctx->hdr.flags & INA_PROTO_F_ACK_ONLY) {
+                ++counters_.acks_out;
+            } else {
+                ++counters_.results_out;
+                counters_.result_bytes_out += ctx->len;
+            }
         }
     } else {
         ++counters_.send_errors;
@@ -614,7 +619,7 @@ void Agent::leave_job(uint32_t jid, uint32_t rank, Peer &peer)
         }
     }
     // The leaver no longer holds back the forgetting of old calls.
-    counters_.calls_abandoned += job.retire(pool_);
+    job.retire();
 }
 
 void Agent::free_job(uint32_t jid)
@@ -650,7 +655,7 @@ void Agent::on_block(Peer &peer, const ina_proto_hdr_t &h, const void *data)
         reject(&peer, h, INA_PROTO_ERR_MISMATCH, "window differs from the job's");
         return;
     }
-    if (static_cast<size_t>(h.count) * ina_proto_dtype_size(h.dtype) > pool_.seg_bytes()) {
+    if (static_cast<size_t>(h.seg_count) * ina_proto_dtype_size(h.dtype) > pool_.seg_bytes()) {
         reject(&peer, h, INA_PROTO_ERR_MALFORMED, "block larger than a Seg");
         return;
     }
@@ -659,26 +664,29 @@ void Agent::on_block(Peer &peer, const ina_proto_hdr_t &h, const void *data)
     Call *call = job.find_call(h.mid);
     if (call == nullptr) {
         // First block of this MID from any rank: decide once for every member.
-        counters_.calls_abandoned += job.retire(pool_);
+        job.retire();
         if (job.is_retired(h.mid)) {
             ++counters_.denied_blocks; // late block of a call already forgotten
             return;
         }
-        Decision d = scheduler_->decide({h.jid, h.mid, job.window(), h.arg, h.op, h.dtype}, pool_);
+        Decision d = scheduler_->decide(
+            {h.jid, h.mid, job.window(), h.arg, h.coll, h.op, h.dtype}, pool_);
         Call &c = job.add_call(h.mid);
+        c.coll = h.coll;
         c.total = h.arg;
         if (d.grant && pool_.acquire(job.window(), c.lease)) {
             c.granted = true;
             c.next_sid.resize(job.window());
             std::iota(c.next_sid.begin(), c.next_sid.end(), 0u);
             ++counters_.calls_granted;
+            announce(job, h.mid, INA_PROTO_GRANT, INA_PROTO_OK);
         } else {
             c.finished = true;
             c.deny_status = d.grant ? INA_PROTO_ERR_NO_RESOURCES : d.status;
             ++counters_.calls_denied;
-            INA_DEBUG("job %u mid %" PRIu64 " denied: %s", h.jid, h.mid,
-                      ina_proto_status_name(c.deny_status));
-            deny_call(job, h.mid, c.deny_status);
+            INA_DEBUG("job %u mid %" PRIu64 " (%s) denied: %s", h.jid, h.mid,
+                      ina_proto_coll_name(h.coll), ina_proto_status_name(c.deny_status));
+            announce(job, h.mid, INA_PROTO_DENY, c.deny_status);
         }
         call = &c;
     }
@@ -695,7 +703,8 @@ void Agent::on_block(Peer &peer, const ina_proto_hdr_t &h, const void *data)
         return;
     }
     uint32_t seg = call->lease[h.seg];
-    Block b{h.rank, h.sid, h.op, h.dtype, h.count, h.arg, data};
+    Block b{h.rank,   h.sid,   h.coll,      h.op,  h.dtype, (h.flags & INA_PROTO_F_WANT_RESULT) != 0,
+            h.offset, h.count, h.seg_count, h.arg, data};
     switch (pool_.contribute(seg, job.topology(), b)) {
     case SegOutcome::kStored:
         return;
@@ -704,7 +713,18 @@ void Agent::on_block(Peer &peer, const ina_proto_hdr_t &h, const void *data)
         INA_DEBUG("duplicate block jid %u rank %u sid %u", h.jid, h.rank, h.sid);
         return;
     case SegOutcome::kMismatch:
-        reject(&peer, h, INA_PROTO_ERR_MISMATCH, "op/dtype/count differ from the Seg's");
+        reject(&peer, h, INA_PROTO_ERR_MISMATCH,
+               "coll/op/dtype/seg_count/size differ from the Seg's");
+        return;
+    case SegOutcome::kNotWhole:
+        reject(&peer, h, INA_PROTO_ERR_MISMATCH, "data does not cover the whole block");
+        return;
+    case SegOutcome::kOverlap:
+        reject(&peer, h, INA_PROTO_ERR_MISMATCH,
+               "piece overlaps data already placed (second root or overlapping chunk)");
+        return;
+    case SegOutcome::kUncovered:
+        reject(&peer, h, INA_PROTO_ERR_MISMATCH, "last piece leaves part of the block empty");
         return;
     case SegOutcome::kBusy:
         reject(&peer, h, INA_PROTO_ERR_SEG_BUSY, "Seg holds another SID");
@@ -716,20 +736,21 @@ void Agent::on_block(Peer &peer, const ina_proto_hdr_t &h, const void *data)
         break;
     }
     // Complete: the Seg is free again at once; the result buffer travels.
-    uint32_t buf = pool_.take_result(seg);
     call->next_sid[h.seg] = h.sid + job.window();
-    send_result(job, h, buf, static_cast<size_t>(h.count) * ina_proto_dtype_size(h.dtype));
-    call->done += h.count;
+    send_result(job, h, seg);
+    // BARRIER's single block is empty (total 0): done >= total at once.
+    call->done += h.seg_count;
     if (call->done >= call->total) {
         pool_.release(call->lease); // the call ended: its lease goes back
         call->finished = true;
     }
 }
 
-void Agent::send_result(Job &job, const ina_proto_hdr_t &blk, uint32_t buf, size_t len)
+void Agent::send_result(Job &job, const ina_proto_hdr_t &blk, uint32_t seg)
 {
     ina_proto_hdr_t r;
     ina_proto_init(&r, INA_PROTO_RESULT);
+    r.coll = blk.coll;
     r.op = blk.op;
     r.dtype = blk.dtype;
     r.window = blk.window;
@@ -737,22 +758,42 @@ void Agent::send_result(Job &job, const ina_proto_hdr_t &blk, uint32_t buf, size
     r.sid = blk.sid;
     r.mid = blk.mid;
     r.seg = blk.seg;
-    r.count = blk.count;
+    r.seg_count = blk.seg_count;
     r.arg = blk.arg;
-    // One reference per member send; the last completion frees the buffer.
-    pool_.buffers().hold(buf, job.joined());
+    ina_proto_hdr_t ack = r;
+    ack.flags = INA_PROTO_F_ACK_ONLY; // count 0: the ACK of the member's block, no payload
+    r.count = blk.seg_count;
+
+    const size_t len = static_cast<size_t>(blk.seg_count) * ina_proto_dtype_size(blk.dtype);
+    // The Seg is free for the next SID from here on; the buffer travels with
+    // one reference per payload send (none at all when nobody wants it, and
+    // an empty BARRIER block has no buffer).
+    const uint32_t buf = pool_.take_result(seg);
+    const uint32_t nwant = pool_.wanted(seg);
+    if (buf != kNoIndex) {
+        pool_.buffers().hold(buf, nwant);
+    }
+    // Every member contributed, so every member is joined: each gets exactly
+    // one of the two.
     for (uint32_t rank = 0; rank < job.nmembers(); ++rank) {
-        if (Peer *p = job.member(rank)) {
+        Peer *p = job.member(rank);
+        if (p == nullptr) {
+            continue;
+        }
+        if (pool_.wants(seg, rank)) {
             r.rank = rank;
             queue(*p, r, buf, len);
+        } else {
+            ack.rank = rank;
+            queue(*p, ack, kNoIndex, 0);
         }
     }
 }
 
-void Agent::deny_call(Job &job, uint64_t mid, ina_proto_status_t status)
+void Agent::announce(Job &job, uint64_t mid, ina_proto_type_t type, ina_proto_status_t status)
 {
     ina_proto_hdr_t d;
-    ina_proto_init(&d, INA_PROTO_DENY);
+    ina_proto_init(&d, type);
     d.status = static_cast<uint8_t>(status);
     d.jid = job.jid();
     d.mid = mid;
@@ -761,6 +802,9 @@ void Agent::deny_call(Job &job, uint64_t mid, ina_proto_status_t status)
         if (Peer *p = job.member(rank)) {
             d.rank = rank;
             queue(*p, d, kNoIndex, 0);
+            if (type == INA_PROTO_GRANT) {
+                ++counters_.grants_out;
+            }
         }
     }
 }
@@ -769,14 +813,13 @@ void Agent::log_counters() const
 {
     const Counters &c = counters_;
     INA_INFO("counters: msgs_in=%" PRIu64 " blocks_in=%" PRIu64 " results_out=%" PRIu64
+             " acks_out=%" PRIu64 " result_bytes_out=%" PRIu64 " grants_out=%" PRIu64
              " calls_granted=%" PRIu64 " calls_denied=%" PRIu64 " calls_aborted=%" PRIu64
-             " calls_abandoned=%" PRIu64
              " denied_blocks=%" PRIu64 " duplicate=%" PRIu64 " foreign=%" PRIu64
              " send_errors=%" PRIu64 " peers_accepted=%" PRIu64 " peers_lost=%" PRIu64,
-             c.msgs_in, c.blocks_in, c.results_out, c.calls_granted, c.calls_denied,
-             c.calls_aborted, c.calls_abandoned, c.denied_blocks, c.duplicate, c.foreign,
-             c.send_errors,
-             c.peers_accepted, c.peers_lost);
+             c.msgs_in, c.blocks_in, c.results_out, c.acks_out, c.result_bytes_out,
+             c.grants_out, c.calls_granted, c.calls_denied, c.calls_aborted, c.denied_blocks,
+             c.duplicate, c.foreign, c.send_errors, c.peers_accepted, c.peers_lost);
     std::string rej;
     for (unsigned s = 1; s <= INA_PROTO_STATUS_MAX; ++s) {
         rej += std::string(" ") + ina_proto_status_name(s) + "=" + std::to_string(c.rejected[s]);

@@ -31,14 +31,16 @@ struct AgentConfig {
 struct Counters {
     uint64_t msgs_in = 0;
     uint64_t blocks_in = 0;
-    uint64_t results_out = 0;
+    uint64_t results_out = 0;      // RESULTs carrying the block (WANT_RESULT members)
+    uint64_t acks_out = 0;         // ACK_ONLY RESULTs (no payload)
+    uint64_t result_bytes_out = 0; // payload bytes of the RESULTs sent
+    uint64_t grants_out = 0;       // GRANT messages (one per joined member per call)
     uint64_t rejected[INA_PROTO_STATUS_MAX + 1] = {}; // ERROR replies by status
     uint64_t rndv_rejected = 0;
     uint64_t foreign = 0;         // blocks from an ep not bound to (jid, rank)
     uint64_t calls_granted = 0;
     uint64_t calls_denied = 0;
     uint64_t calls_aborted = 0;   // a member left/died in the middle of the call
-    uint64_t calls_abandoned = 0; // leases reclaimed from calls nobody finished
     uint64_t denied_blocks = 0;   // blocks of denied / forgotten calls, dropped
     uint64_t duplicate = 0;       // second contribution of a rank to one block
     uint64_t jobs_created = 0;
@@ -116,8 +118,11 @@ private:
     void on_job_join(Peer &peer, const ina_proto_hdr_t &h);
     void on_job_leave(Peer &peer, const ina_proto_hdr_t &h);
     void on_block(Peer &peer, const ina_proto_hdr_t &h, const void *data);
-    void deny_call(Job &job, uint64_t mid, ina_proto_status_t status);
-    void send_result(Job &job, const ina_proto_hdr_t &h, uint32_t buf, size_t len);
+    // Tell every joined member the decision for (jid, mid): GRANT or DENY.
+    void announce(Job &job, uint64_t mid, ina_proto_type_t type, ina_proto_status_t status);
+    // Seg `seg` completed block h.sid: RESULT with the payload to the members
+    // that want it, ACK_ONLY RESULT to the others; the Seg is emptied.
+    void send_result(Job &job, const ina_proto_hdr_t &h, uint32_t seg);
     void leave_job(uint32_t jid, uint32_t rank, Peer &peer);
     void free_job(uint32_t jid);
 

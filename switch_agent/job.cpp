@@ -1,6 +1,7 @@
 #include "job.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace ina {
 
@@ -49,7 +50,7 @@ Call *Job::find_call(uint64_t mid)
     return it == calls_.end() ? nullptr : &it->second;
 }
 
-unsigned Job::retire(SegPool &pool)
+void Job::retire()
 {
     // floor = oldest MID some joined member may still send blocks of.
     uint64_t floor = UINT64_MAX;
@@ -59,19 +60,13 @@ unsigned Job::retire(SegPool &pool)
         }
     }
     if (floor == UINT64_MAX) {
-        return 0;
+        return;
     }
     retired_below_ = std::max(retired_below_, floor);
-    unsigned abandoned = 0;
     auto end = calls_.lower_bound(retired_below_);
-    for (auto it = calls_.begin(); it != end; ++it) {
-        if (it->second.granted && !it->second.finished) {
-            pool.release(it->second.lease);
-            ++abandoned;
-        }
+    for (auto it = calls_.begin(); it != end;) {
+        it = it->second.finished ? calls_.erase(it) : std::next(it);
     }
-    calls_.erase(calls_.begin(), end);
-    return abandoned;
 }
 
 std::vector<uint64_t> Job::abort_open_calls(SegPool &pool)

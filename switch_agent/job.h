@@ -14,8 +14,11 @@ namespace ina {
 
 struct Peer; // a client endpoint (agent.h); jobs hold non-owning pointers
 
-// One offloaded call (JID, MID), decided once at its first block.
+// One offloaded call (JID, MID), decided once at its first block. Several
+// calls of one job may be in flight at once (non-blocking collectives), each
+// on its own lease.
 struct Call {
+    uint8_t coll = 0;               // ina_proto_coll_t of the first block (logs)
     bool granted = false;
     ina_proto_status_t deny_status = INA_PROTO_OK;
     std::vector<uint32_t> lease;    // Seg of each slot: lease[sid % window]
@@ -56,13 +59,16 @@ public:
     void note_mid(uint32_t rank, uint64_t mid);
     Call *find_call(uint64_t mid);
     // True if `mid` is older than every joined member's latest MID and has no
-    // record any more: a late block of a forgotten (e.g. denied) call.
+    // record any more: a late block of a forgotten (denied) call.
     bool is_retired(uint64_t mid) const { return mid < retired_below_; }
     Call &add_call(uint64_t mid) { return calls_[mid]; }
-    // Forget calls every joined member has moved past, so memory stays bounded.
-    // Leases still held by such calls (abandoned by a misbehaving client) go back.
-    // Returns the number of abandoned leases.
-    unsigned retire(SegPool &pool);
+    // Forget finished (completed or denied) calls every joined member has
+    // moved past, so memory stays bounded. A granted call still in flight is
+    // kept even then: with non-blocking collectives every member may post
+    // later MIDs before this one completes. Its lease returns when it
+    // completes, or when a member leaves or dies (abort_open_calls); a client
+    // that gives up on a call closes its endpoint, so nothing waits forever.
+    void retire();
     // A member is gone in the middle of granted calls: they can never
     // complete. Returns their leases and the MIDs, marked finished.
     std::vector<uint64_t> abort_open_calls(SegPool &pool);

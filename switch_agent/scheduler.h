@@ -14,7 +14,8 @@ struct CallRequest {
     uint32_t jid;
     uint64_t mid;
     uint32_t window; // Segs the call needs (its lease)
-    uint64_t total;  // elements of the call
+    uint64_t total;  // elements of the call's result vector
+    uint8_t coll;    // ina_proto_coll_t
     uint8_t op;
     uint8_t dtype;
 };

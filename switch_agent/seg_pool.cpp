@@ -91,26 +91,77 @@ void SegPool::release(const std::vector<uint32_t> &lease)
     }
 }
 
+namespace {
+
+// ALLGATHER coverage: one bit per element of the block, tested and set a word
+// at a time (a 64 KiB block costs 1024 word operations, far below its copy).
+// Both take a non-empty range [lo, hi).
+uint64_t word_mask(uint32_t word, uint32_t lo, uint32_t hi)
+{
+    uint64_t m = ~uint64_t{0};
+    if (word == lo / 64) {
+        m &= ~uint64_t{0} << (lo % 64);
+    }
+    if (word == (hi - 1) / 64) {
+        m &= ~uint64_t{0} >> (63 - (hi - 1) % 64);
+    }
+    return m;
+}
+
+bool any_set(const std::vector<uint64_t> &bits, uint32_t lo, uint32_t hi)
+{
+    for (uint32_t w = lo / 64; w <= (hi - 1) / 64; ++w) {
+        if (bits[w] & word_mask(w, lo, hi)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void set_range(std::vector<uint64_t> &bits, uint32_t lo, uint32_t hi)
+{
+    for (uint32_t w = lo / 64; w <= (hi - 1) / 64; ++w) {
+        bits[w] |= word_mask(w, lo, hi);
+    }
+}
+
+} // namespace
+
+bool coll_reduces(unsigned coll)
+{
+    return coll == INA_COLL_ALLREDUCE || coll == INA_COLL_REDUCE || coll == INA_COLL_REDUCE_SCATTER;
+}
+
 void SegPool::init(Seg &s, const Topology &topo, const Block &b)
 {
-    s.buf = buffers_.get(); // first: may throw, the Seg is still empty then
-    s.busy = true;
-    s.ordered = !ina_reduce_order_free(b.op, b.dtype);
+    // Bookkeeping first, the buffer last: if anything throws, the Seg is
+    // still not busy, i.e. empty. assign() keeps the capacity, so nothing is
+    // allocated once a Seg served a job this size.
+    s.reduce = coll_reduces(b.coll);
+    s.ordered = s.reduce && !ina_reduce_order_free(b.op, b.dtype);
+    s.coll = b.coll;
     s.op = b.op;
     s.dtype = b.dtype;
     s.sid = b.sid;
-    s.count = b.count;
+    s.seg_count = b.seg_count;
     s.total = b.total;
-    // assign() keeps the capacity: no allocation once a Seg served a job this size.
     s.rank_bits.assign(topo.nranks(), true);
     s.node_bits.assign(topo.nnodes(), true);
     s.node_left.assign(topo.ranks_per_node().begin(), topo.ranks_per_node().end());
     s.ranks_left = topo.nranks();
     s.nodes_left = topo.nnodes();
+    s.want_bits.assign(topo.nranks(), false);
+    s.nwant = 0;
     s.next_rank = 0;
     if (s.ordered) {
         s.staged.assign(topo.nranks(), kNoIndex);
     }
+    s.placed = 0;
+    if (b.coll == INA_COLL_ALLGATHER) {
+        s.placed_bits.assign((b.seg_count + 63) / 64, 0);
+    }
+    s.buf = b.seg_count > 0 ? buffers_.get() : kNoIndex;
+    s.busy = true;
 }
 
 void SegPool::reset(Seg &s)
@@ -137,38 +188,109 @@ void SegPool::fold(Seg &s, const void *src)
 {
     std::byte *dst = buffers_.data(s.buf);
     if (s.next_rank == 0) {
-        std::memcpy(dst, src, s.count * ina_proto_dtype_size(s.dtype));
+        std::memcpy(dst, src, s.seg_count * ina_proto_dtype_size(s.dtype));
     } else {
-        ina_reduce(s.op, s.dtype, dst, src, s.count);
+        ina_reduce(s.op, s.dtype, dst, src, s.seg_count);
     }
     ++s.next_rank;
+}
+
+void SegPool::place(Seg &s, const Block &b)
+{
+    if (b.count == 0) {
+        return; // a CREDIT: takes part, brings nothing
+    }
+    const size_t esz = ina_proto_dtype_size(s.dtype);
+    std::memcpy(buffers_.data(s.buf) + static_cast<size_t>(b.offset) * esz, b.data,
+                static_cast<size_t>(b.count) * esz);
+    s.placed += b.count;
+    if (s.coll == INA_COLL_ALLGATHER) {
+        set_range(s.placed_bits, b.offset, b.offset + b.count);
+    }
+}
+
+SegOutcome SegPool::check_piece(const Seg &s, bool fresh, uint32_t nranks, const Block &b) const
+{
+    if (coll_reduces(b.coll)) {
+        // Every member brings the whole block (the validator says so too; the
+        // Seg does not rely on it).
+        return b.offset == 0 && b.count == b.seg_count ? SegOutcome::kStored
+                                                       : SegOutcome::kNotWhole;
+    }
+    const uint32_t placed = fresh ? 0 : s.placed;
+    if (b.count != 0) {
+        if (b.coll == INA_COLL_BCAST) {
+            // One root brings the whole block; everybody else sends a CREDIT.
+            if (b.offset != 0 || b.count != b.seg_count) {
+                return SegOutcome::kNotWhole;
+            }
+            if (placed != 0) {
+                return SegOutcome::kOverlap;
+            }
+        } else if (b.coll == INA_COLL_ALLGATHER && !fresh &&
+                   any_set(s.placed_bits, b.offset, b.offset + b.count)) {
+            return SegOutcome::kOverlap;
+        }
+    }
+    // The last member: without overlaps, covering exactly = the counts add up.
+    const uint32_t left = fresh ? nranks : s.ranks_left;
+    if (left == 1 && placed + b.count != b.seg_count) {
+        return SegOutcome::kUncovered;
+    }
+    return SegOutcome::kStored;
 }
 
 SegOutcome SegPool::contribute(uint32_t seg, const Topology &topo, const Block &b)
 {
     Seg &s = segs_[seg];
-    size_t bytes = static_cast<size_t>(b.count) * ina_proto_dtype_size(b.dtype);
-    if (bytes > seg_bytes()) {
+    const size_t esz = ina_proto_dtype_size(b.dtype);
+    if (static_cast<size_t>(b.seg_count) * esz > seg_bytes() || esz == 0) {
         return SegOutcome::kTooBig;
     }
-    if (!s.busy) {
-        init(s, topo, b);
-    } else if (s.sid != b.sid) {
-        return SegOutcome::kBusy;
-    } else if (s.op != b.op || s.dtype != b.dtype || s.count != b.count || s.total != b.total) {
-        return SegOutcome::kMismatch;
+    const bool fresh = !s.busy;
+    if (!fresh) {
+        if (s.sid != b.sid) {
+            return SegOutcome::kBusy;
+        }
+        if (s.coll != b.coll || s.op != b.op || s.dtype != b.dtype ||
+            s.seg_count != b.seg_count || s.total != b.total) {
+            return SegOutcome::kMismatch;
+        }
+        if (!s.rank_bits[b.rank]) {
+            return SegOutcome::kDuplicate;
+        }
     }
-    if (!s.rank_bits[b.rank]) {
-        return SegOutcome::kDuplicate;
+    const SegOutcome rule = check_piece(s, fresh, topo.nranks(), b);
+    if (rule != SegOutcome::kStored) {
+        return rule;
     }
-    // An early block (ordered mode) needs a staging buffer: take it before any
-    // state changes, so running out of memory leaves the Seg consistent.
-    const bool early = s.ordered && b.rank != s.next_rank;
+    // An early block (ordered mode) needs a staging buffer: take it (and a
+    // fresh Seg's buffer) before any state changes, so running out of memory
+    // leaves the Seg consistent.
+    const bool ordered =
+        fresh ? coll_reduces(b.coll) && !ina_reduce_order_free(b.op, b.dtype) : s.ordered;
+    const bool early = ordered && b.rank != (fresh ? 0 : s.next_rank);
     const uint32_t stage = early ? buffers_.get() : kNoIndex;
+    if (fresh) {
+        try {
+            init(s, topo, b);
+        } catch (...) {
+            if (stage != kNoIndex) {
+                buffers_.unref(stage);
+            }
+            throw;
+        }
+    }
     s.rank_bits[b.rank] = false;
     --s.ranks_left;
+    if (b.want) {
+        s.want_bits[b.rank] = true;
+        ++s.nwant;
+    }
 
-    if (!s.ordered) {
+    if (!s.reduce) {
+        place(s, b);
+    } else if (!s.ordered) {
         // Order-free (integers): reduce on arrival; the first one initialises
         // (next_rank then just counts contributions).
         fold(s, b.data);
@@ -183,7 +305,7 @@ SegOutcome SegPool::contribute(uint32_t seg, const Topology &topo, const Block &
         }
     } else {
         // Early: park a copy until the ranks before it arrived.
-        std::memcpy(buffers_.data(stage), b.data, bytes);
+        std::memcpy(buffers_.data(stage), b.data, static_cast<size_t>(b.seg_count) * esz);
         s.staged[b.rank] = stage;
     }
 

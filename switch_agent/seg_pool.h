@@ -1,8 +1,10 @@
 // Seg buffer units (SEEDS S1): the agent's aggregation memory, cut into Segs
 // that jobs lease `window` at a time (SEEDS S0: a window never exceeds its
 // lease). A Seg aggregates one block: the first contribution initialises it,
-// later ones are reduced in and clear their Rank bit (and their Node bit when
-// the node's last rank arrived); an empty Node bitmap means complete.
+// later ones are reduced in (reductions) or copied to their offset (BCAST,
+// ALLGATHER: the gather in the switch) and clear their Rank bit (and their
+// Node bit when the node's last rank arrived); an empty Node bitmap means
+// complete. The Seg also records which members want the completed block.
 #ifndef INA_AGENT_SEG_POOL_H
 #define INA_AGENT_SEG_POOL_H
 
@@ -62,22 +64,32 @@ private:
     std::vector<uint32_t> ranks_per_node_; // members on each dense node
 };
 
-// One block contribution as the Seg sees it.
+// One member's BLOCK as the Seg sees it (wire fields, already validated).
 struct Block {
     uint32_t rank;
     uint32_t sid;
+    uint8_t coll;       // ina_proto_coll_t
     uint8_t op;
     uint8_t dtype;
-    uint32_t count;  // elements in this block
-    uint64_t total;  // elements of the whole call
+    bool want;          // INA_PROTO_F_WANT_RESULT: send this member the payload
+    uint32_t offset;    // element offset of the payload inside the block
+    uint32_t count;     // payload elements (0 = CREDIT)
+    uint32_t seg_count; // elements of the whole block
+    uint64_t total;     // elements of the call's result vector
     const void *data;
 };
 
+// Whether coll reduces members' data (else it places bytes: BCAST/ALLGATHER/BARRIER).
+bool coll_reduces(unsigned coll);
+
 enum class SegOutcome {
     kStored,    // contribution taken, Seg still waits for others
-    kComplete,  // Node bitmap empty: take_result() now
+    kComplete,  // Node bitmap empty: read wants(), then take_result()
     kDuplicate, // this rank already contributed to this block
-    kMismatch,  // op/dtype/count/total differ from the Seg's
+    kMismatch,  // coll/op/dtype/seg_count/total differ from the Seg's
+    kNotWhole,  // reduction without data over the whole block, or partial BCAST data
+    kOverlap,   // a second BCAST root, or ALLGATHER pieces that overlap
+    kUncovered, // the last member arrived and the placed pieces leave a gap
     kBusy,      // the Seg holds another SID
     kTooBig     // block larger than a Seg
 };
@@ -94,12 +106,20 @@ public:
 
     // Lease n Segs (all or nothing). lease[i] serves SIDs with sid % n == i.
     bool acquire(uint32_t n, std::vector<uint32_t> &lease);
-    // Return a lease; Segs still busy (abandoned call) are emptied first.
+    // Return a lease; Segs still busy (aborted call) are emptied first.
     void release(const std::vector<uint32_t> &lease);
 
+    // Apply one member's block. Every refusal (all outcomes but kStored and
+    // kComplete) leaves the Seg exactly as it was: one bad block from one
+    // member never spoils the block for the others.
     SegOutcome contribute(uint32_t seg, const Topology &topo, const Block &b);
-    // After kComplete: detach the result buffer (refcount 1) and empty the Seg
-    // at once, so the next SID can use it while the result is being sent.
+    // After kComplete: who asked for the payload. Stays readable after
+    // take_result() until the Seg takes its next block.
+    bool wants(uint32_t seg, uint32_t rank) const { return segs_[seg].want_bits[rank]; }
+    uint32_t wanted(uint32_t seg) const { return segs_[seg].nwant; }
+    // After kComplete: detach the result buffer (refcount 1; kNoIndex for an
+    // empty block) and empty the Seg at once, so the next SID can use it
+    // while the result is being sent.
     uint32_t take_result(uint32_t seg);
 
     BufferPool &buffers() { return buffers_; }
@@ -115,25 +135,34 @@ public:
 private:
     struct Seg {
         bool busy = false;
+        bool reduce = false;  // reduction coll (else bytes are placed)
         bool ordered = false; // reduce in rank order (non order-free op/dtype)
+        uint8_t coll = 0;
         uint8_t op = 0;
         uint8_t dtype = 0;
         uint32_t sid = 0;
-        uint32_t count = 0;
+        uint32_t seg_count = 0;
         uint64_t total = 0;
-        uint32_t buf = kNoIndex;
+        uint32_t buf = kNoIndex;           // none for an empty block (BARRIER)
         std::vector<bool> rank_bits;       // 1 = rank still to contribute
         std::vector<bool> node_bits;       // 1 = node still to complete
         std::vector<uint32_t> node_left;   // ranks still to contribute per node
         uint32_t ranks_left = 0;
         uint32_t nodes_left = 0;
+        std::vector<bool> want_bits;       // 1 = rank set WANT_RESULT
+        uint32_t nwant = 0;
         uint32_t next_rank = 0;            // ordered: Seg holds ranks [0, next_rank)
         std::vector<uint32_t> staged;      // ordered: staging buffer per rank
+        uint32_t placed = 0;               // placing colls: elements written so far
+        std::vector<uint64_t> placed_bits; // ALLGATHER: 1 bit per element written
     };
 
+    // The collective's rule for one piece, against the Seg's current state.
+    SegOutcome check_piece(const Seg &s, bool fresh, uint32_t nranks, const Block &b) const;
     void init(Seg &s, const Topology &topo, const Block &b);
     void reset(Seg &s);
     void fold(Seg &s, const void *src); // apply the next contribution in order
+    void place(Seg &s, const Block &b);
 
     std::vector<Seg> segs_;
     std::vector<uint32_t> free_;
