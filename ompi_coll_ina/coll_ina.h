@@ -1,9 +1,11 @@
 /*
  * coll/ina: in-network aggregation for Open MPI 4.1 collectives.
  *
- * The component offloads MPI_Allreduce of predefined types/ops to an
- * aggregation agent (ina-switchd) through the client engine (ina_client.h)
- * and falls back per call to the collective it replaced for everything else.
+ * The component offloads MPI_Allreduce, Reduce, Bcast, Barrier, Allgather,
+ * Reduce_scatter_block, Reduce_scatter and the non-blocking Iallreduce,
+ * Ireduce, Iallgather, Ibarrier, Ibcast to an aggregation agent
+ * (ina-switchd) through the client engine (ina_client.h), and falls back per
+ * call to the collective it replaced for everything else.
  * With `--mca coll ina` alone it also hosts Open MPI's own `basic` and
  * `libnbc` components so that every MPI collective still has an
  * implementation (coll_ina_host.c).
@@ -20,6 +22,9 @@
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 #include "opal/mca/mca.h"
+#include "ompi/request/request.h"
+#include "opal/class/opal_free_list.h"
+#include "opal/class/opal_list.h"
 #include "opal/threads/mutex.h"
 
 #include "ina_client.h"
@@ -35,9 +40,21 @@ typedef enum mca_coll_ina_fallback_reason {
     MCA_COLL_INA_FB_COUNT
 } mca_coll_ina_fallback_reason_t;
 
+/* The collectives ina offloads, for the per-collective counters; a
+ * non-blocking form counts with its blocking one. */
+typedef enum mca_coll_ina_kind {
+    MCA_COLL_INA_ALLREDUCE = 0,
+    MCA_COLL_INA_REDUCE,
+    MCA_COLL_INA_BCAST,
+    MCA_COLL_INA_BARRIER,
+    MCA_COLL_INA_ALLGATHER,
+    MCA_COLL_INA_REDUCE_SCATTER, /* Reduce_scatter and Reduce_scatter_block */
+    MCA_COLL_INA_KIND_COUNT
+} mca_coll_ina_kind_t;
+
 /* Lifecycle of a communicator's job descriptor at the agent. */
 typedef enum mca_coll_ina_job_state {
-    MCA_COLL_INA_JOB_NONE = 0, /* not set up yet: done at the first offloaded call */
+    MCA_COLL_INA_JOB_NONE = 0, /* not set up yet (module enable does it) */
     MCA_COLL_INA_JOB_READY,    /* joined: calls may be offloaded */
     MCA_COLL_INA_JOB_DISABLED  /* setup failed on some rank: always fall back */
 } mca_coll_ina_job_state_t;
@@ -70,6 +87,14 @@ typedef struct mca_coll_ina_component_t {
     bool connect_tried;
     bool unreachable_warned;
     int live_jobs;            /* joined job descriptors not yet left */
+
+    /* Non-blocking calls: request objects, and the offloaded calls in
+     * flight (every job), completed by the progress callback, which is
+     * registered with opal_progress only while this list is not empty. */
+    opal_free_list_t requests;
+    bool requests_ready;      /* the free list is initialised */
+    opal_list_t outstanding;
+    bool progress_registered;
 } mca_coll_ina_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_ina_component_t mca_coll_ina_component;
@@ -82,12 +107,33 @@ typedef struct mca_coll_ina_module_t {
     int size;
     int cid;
 
-    /* The previous providers we call for fallback and for our own agreement
-     * collectives; each module is retained (coll/ucc pattern). */
+    /* The previous providers of every slot ina overrides, called for the
+     * per-call fallback and for our own agreement collectives; each module
+     * is retained (coll/ucc pattern). */
     mca_coll_base_module_allreduce_fn_t previous_allreduce;
     mca_coll_base_module_t *previous_allreduce_module;
+    mca_coll_base_module_reduce_fn_t previous_reduce;
+    mca_coll_base_module_t *previous_reduce_module;
     mca_coll_base_module_bcast_fn_t previous_bcast;
     mca_coll_base_module_t *previous_bcast_module;
+    mca_coll_base_module_barrier_fn_t previous_barrier;
+    mca_coll_base_module_t *previous_barrier_module;
+    mca_coll_base_module_allgather_fn_t previous_allgather;
+    mca_coll_base_module_t *previous_allgather_module;
+    mca_coll_base_module_reduce_scatter_block_fn_t previous_reduce_scatter_block;
+    mca_coll_base_module_t *previous_reduce_scatter_block_module;
+    mca_coll_base_module_reduce_scatter_fn_t previous_reduce_scatter;
+    mca_coll_base_module_t *previous_reduce_scatter_module;
+    mca_coll_base_module_iallreduce_fn_t previous_iallreduce;
+    mca_coll_base_module_t *previous_iallreduce_module;
+    mca_coll_base_module_ireduce_fn_t previous_ireduce;
+    mca_coll_base_module_t *previous_ireduce_module;
+    mca_coll_base_module_ibcast_fn_t previous_ibcast;
+    mca_coll_base_module_t *previous_ibcast_module;
+    mca_coll_base_module_ibarrier_fn_t previous_ibarrier;
+    mca_coll_base_module_t *previous_ibarrier_module;
+    mca_coll_base_module_iallgather_fn_t previous_iallgather;
+    mca_coll_base_module_t *previous_iallgather_module;
 
     /* Job descriptor of this communicator. */
     mca_coll_ina_job_state_t job_state;
@@ -96,11 +142,25 @@ typedef struct mca_coll_ina_module_t {
 
     /* Counters (read through MPI_T pvars bound to the communicator). */
     unsigned long long offloaded_calls;
+    unsigned long long offloaded_by_kind[MCA_COLL_INA_KIND_COUNT];
     unsigned long long fallback_calls;
     unsigned long long fallback_by_reason[MCA_COLL_INA_FB_COUNT];
 } mca_coll_ina_module_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_ina_module_t);
+
+/* A non-blocking collective offloaded to the agent (coll/ucc pattern: an
+ * ompi_request_t subclass from a free list). While in flight it is on the
+ * component's outstanding list (through super's list item, as libnbc does). */
+typedef struct mca_coll_ina_req_t {
+    ompi_request_t super;
+    ina_call_t *call;              /* the engine's work request; NULL once done */
+    mca_coll_ina_module_t *module; /* retained until completion */
+    mca_coll_ina_kind_t kind;      /* for messages */
+    bool freed;                    /* MPI_Request_free before completion */
+} mca_coll_ina_req_t;
+
+OBJ_CLASS_DECLARATION(mca_coll_ina_req_t);
 
 #define INA_VERBOSE(level, ...) \
     opal_output_verbose((level), mca_coll_ina_component.output, "coll:ina: " __VA_ARGS__)
@@ -110,10 +170,28 @@ int mca_coll_ina_init_query(bool enable_progress_threads, bool enable_mpi_thread
 mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *priority);
 /* Set up the job descriptor of the module's communicator (collective over it). */
 int mca_coll_ina_job_setup(mca_coll_ina_module_t *module);
-/* Count one fallback of this communicator. */
-void mca_coll_ina_count_fallback(mca_coll_ina_module_t *module,
-                                 mca_coll_ina_fallback_reason_t reason);
+/* Count one fallback of this communicator and say why at verbose level 10. */
+void mca_coll_ina_count_fallback(mca_coll_ina_module_t *module, mca_coll_ina_kind_t kind,
+                                 mca_coll_ina_fallback_reason_t reason, const char *detail);
 const char *mca_coll_ina_fallback_reason_name(mca_coll_ina_fallback_reason_t reason);
+const char *mca_coll_ina_kind_name(mca_coll_ina_kind_t kind);
+
+/* coll_ina_request.c: running one call through the engine.
+ * Try to offload the call `desc` of `bytes` result bytes: returns true when
+ * the call was handled (*rc is its MPI result; when `request` is not NULL a
+ * non-blocking call was started and *request set), false when the caller
+ * must run the saved collective (the fallback is counted and logged).
+ * `unsupported` non-NULL: the call cannot be offloaded for that reason
+ * (desc is then ignored). Blocking calls wait driving opal_progress. */
+bool mca_coll_ina_try(mca_coll_ina_module_t *module, mca_coll_ina_kind_t kind,
+                      const ina_coll_desc_t *desc, size_t bytes, const char *unsupported,
+                      ompi_request_t **request, int *rc);
+/* The opal_progress callback: completes finished non-blocking calls. */
+int mca_coll_ina_progress(void);
+/* A request already complete (a non-blocking call that moves nothing). */
+int mca_coll_ina_request_done(mca_coll_ina_module_t *module, ompi_request_t **request);
+/* Release the request machinery (component close). */
+void mca_coll_ina_requests_fini(void);
 
 /* coll_ina_component.c: the process-wide agent connection. */
 /* Resolve the agent address on MPI_COMM_WORLD (embedded agent: rank 0 spawns
@@ -125,16 +203,56 @@ ina_client_t *mca_coll_ina_client(void);
 /* Register the MPI_T performance variables (component register). */
 int mca_coll_ina_pvars_register(void);
 
-/* coll_ina_allreduce.c */
+/* One file per collective; the non-blocking form sits beside the blocking one. */
 int mca_coll_ina_allreduce(const void *sbuf, void *rbuf, int count,
                            struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                            struct ompi_communicator_t *comm,
                            mca_coll_base_module_t *module);
+int mca_coll_ina_iallreduce(const void *sbuf, void *rbuf, int count,
+                            struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                            struct ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module);
+int mca_coll_ina_reduce(const void *sbuf, void *rbuf, int count,
+                        struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_ina_ireduce(const void *sbuf, void *rbuf, int count,
+                         struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                         struct ompi_communicator_t *comm, ompi_request_t **request,
+                         mca_coll_base_module_t *module);
+int mca_coll_ina_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                       struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_ina_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                        struct ompi_communicator_t *comm, ompi_request_t **request,
+                        mca_coll_base_module_t *module);
+int mca_coll_ina_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_ina_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **request,
+                          mca_coll_base_module_t *module);
+int mca_coll_ina_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                           void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                           struct ompi_communicator_t *comm, mca_coll_base_module_t *module);
+int mca_coll_ina_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                            void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                            struct ompi_communicator_t *comm, ompi_request_t **request,
+                            mca_coll_base_module_t *module);
+int mca_coll_ina_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                      struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                      struct ompi_communicator_t *comm,
+                                      mca_coll_base_module_t *module);
+int mca_coll_ina_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
+                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                struct ompi_communicator_t *comm,
+                                mca_coll_base_module_t *module);
 
-/* coll_ina_dtype.c: MPI -> wire mapping; -1 when not offloadable. */
+/* coll_ina_dtype.c: MPI -> wire mapping. */
 void mca_coll_ina_dtype_init(void);
-int mca_coll_ina_dtype_to_wire(struct ompi_datatype_t *dtype);
-int mca_coll_ina_op_to_wire(struct ompi_op_t *op);
+/* Wire (dtype, op) of a reduction of `dtype` by `op` that the agent computes
+ * exactly as MPI defines it; NULL, or why not (for the verbose log). */
+const char *mca_coll_ina_reduction_to_wire(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                           unsigned *wire_dtype, unsigned *wire_op);
+/* Bytes moved by `count` elements of `dtype` when they lie contiguous in
+ * memory starting at buf + true lb (*offset); NULL, or why not. */
+const char *mca_coll_ina_contiguous_bytes(struct ompi_datatype_t *dtype, size_t count,
+                                          size_t *bytes, ptrdiff_t *offset);
 
 /* coll_ina_host.c: when ina is the only selected coll component, make
  * Open MPI's basic and libnbc components available to the selection. */

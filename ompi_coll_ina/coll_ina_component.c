@@ -202,6 +202,9 @@ static int ina_open(void)
     c->connect_tried = false;
     c->unreachable_warned = false;
     c->live_jobs = 0;
+    c->requests_ready = false;
+    c->progress_registered = false;
+    OBJ_CONSTRUCT(&c->outstanding, opal_list_t);
     return OMPI_SUCCESS;
 }
 
@@ -209,6 +212,9 @@ static int ina_close(void)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
 
+    /* MPI_Finalize completed every request: none is outstanding. */
+    mca_coll_ina_requests_fini();
+    OBJ_DESTRUCT(&c->outstanding);
     /* Communicators are gone by now; a job still alive here belongs to a
      * communicator Open MPI never destroyed, so keep its client (the process
      * is exiting anyway) rather than free it under the job. */
@@ -353,20 +359,31 @@ ina_client_t *mca_coll_ina_client(void)
 typedef struct ina_pvar_def {
     const char *name;
     const char *desc;
-    int reason; /* -1: offloaded, -2: fallback total, else a fallback reason */
+    int reason; /* -1: offloaded, -2: fallback total, else a fallback reason; */
+    int kind;   /* with -1: a collective's offloaded counter, or -1 for all */
 } ina_pvar_def_t;
 
 static const ina_pvar_def_t ina_pvar_defs[] = {
-    {"offloaded_calls", "Calls of this communicator offloaded to the agent", -1},
+    {"offloaded_calls", "Calls of this communicator offloaded to the agent", -1, -1},
     {"fallback_calls", "Offloadable-kind calls of this communicator that ran the host "
-                       "algorithm (all reasons)", -2},
+                       "algorithm (all reasons)", -2, -1},
     {"fallback_unsupported", "Fallbacks: datatype, op or layout not offloadable",
-     MCA_COLL_INA_FB_UNSUPPORTED},
+     MCA_COLL_INA_FB_UNSUPPORTED, -1},
     {"fallback_below_threshold", "Fallbacks: message below coll_ina_min_bytes",
-     MCA_COLL_INA_FB_THRESHOLD},
-    {"fallback_denied", "Fallbacks: the agent denied the call", MCA_COLL_INA_FB_DENIED},
+     MCA_COLL_INA_FB_THRESHOLD, -1},
+    {"fallback_denied", "Fallbacks: the agent denied the call", MCA_COLL_INA_FB_DENIED, -1},
     {"fallback_unreachable", "Fallbacks: no agent or no job for this communicator",
-     MCA_COLL_INA_FB_UNREACHABLE},
+     MCA_COLL_INA_FB_UNREACHABLE, -1},
+    {"offloaded_allreduce", "MPI_Allreduce and MPI_Iallreduce calls offloaded", -1,
+     MCA_COLL_INA_ALLREDUCE},
+    {"offloaded_reduce", "MPI_Reduce and MPI_Ireduce calls offloaded", -1, MCA_COLL_INA_REDUCE},
+    {"offloaded_bcast", "MPI_Bcast and MPI_Ibcast calls offloaded", -1, MCA_COLL_INA_BCAST},
+    {"offloaded_barrier", "MPI_Barrier and MPI_Ibarrier calls offloaded", -1,
+     MCA_COLL_INA_BARRIER},
+    {"offloaded_allgather", "MPI_Allgather and MPI_Iallgather calls offloaded", -1,
+     MCA_COLL_INA_ALLGATHER},
+    {"offloaded_reduce_scatter", "MPI_Reduce_scatter and MPI_Reduce_scatter_block calls "
+                                 "offloaded", -1, MCA_COLL_INA_REDUCE_SCATTER},
 };
 
 /* A continuous COUNTER handle reports the increase since its allocation:
@@ -396,7 +413,7 @@ static int ina_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *o
     }
     m = (mca_coll_ina_module_t *) comm->c_coll->coll_allreduce_module;
     if (-1 == def->reason) {
-        *out = m->offloaded_calls;
+        *out = def->kind < 0 ? m->offloaded_calls : m->offloaded_by_kind[def->kind];
     } else if (-2 == def->reason) {
         *out = m->fallback_calls;
     } else {

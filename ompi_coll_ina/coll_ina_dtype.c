@@ -1,11 +1,16 @@
 /*
- * MPI predefined datatype / op -> wire ina_proto_dtype_t / ina_proto_op_t.
+ * MPI predefined datatype / op -> wire ina_proto_dtype_t / ina_proto_op_t,
+ * and the contiguity test of the data-moving collectives.
  *
- * Only predefined C integer and floating types map: they are contiguous by
- * definition, and their C representation is what the agent's kernels
- * reduce. Integer types map by size and signedness, so the table follows
- * the ABI of the compiler that built Open MPI and us (checked by configure:
- * same mpicc).
+ * Reductions: only predefined types map, each onto the wire type whose C
+ * representation is the same (the agent's kernels reduce that); integer
+ * types map by size and signedness, so the table follows the ABI of the
+ * compiler that built Open MPI and us (configure checks: same mpicc). Every
+ * entry is checked against the datatype's size and extent at init. Which
+ * ops a type takes is MPI's rule, which ina_proto_op_valid mirrors, except
+ * MPI_BYTE (bitwise ops only, although it travels as UINT8). MPI_CHAR and
+ * MPI_WCHAR are not reduction types in MPI: they are left to the host
+ * collective, which reports the error.
  */
 #include "ompi_config.h"
 
@@ -13,6 +18,7 @@
 #include <stddef.h>
 
 #include "mpi.h"
+#include "ompi/datatype/ompi_datatype.h"
 
 #include "coll_ina.h"
 
@@ -25,67 +31,100 @@
 
 #define INA_WIRE_CTYPE(type, is_signed) INA_WIRE_INT(sizeof(type), (is_signed))
 
-/* x86-64 long double: 80-bit x87 in 16 bytes, what INA_DT_LONG_DOUBLE means. */
-#define INA_WIRE_LONG_DOUBLE (16 == sizeof(long double) ? INA_DT_LONG_DOUBLE : -1)
+/* Ops a map entry restricts itself to (bit i = ina_proto_op_t i); 0: all
+ * that ina_proto_op_valid accepts for the wire type. */
+#define INA_OPS_BITWISE ((1u << INA_OP_BAND) | (1u << INA_OP_BOR) | (1u << INA_OP_BXOR))
 
 typedef struct ina_dtype_map {
     MPI_Datatype mpi;
-    int wire;
+    int wire;          /* ina_proto_dtype_t, -1: not offloadable */
+    unsigned ops_only; /* 0 or a mask of the allowed ops */
 } ina_dtype_map_t;
 
 /* MPI handles are addresses of Open MPI's predefined objects: the table is
  * filled at component open (single-threaded), then only read. */
-static ina_dtype_map_t ina_dtypes[32];
+static ina_dtype_map_t ina_dtypes[64];
 static int ina_ndtypes = 0;
+
+static void ina_map(MPI_Datatype mpi, int wire, unsigned ops_only)
+{
+    ompi_datatype_t *dt = (ompi_datatype_t *) mpi;
+    size_t size = 0;
+    ptrdiff_t extent = 0;
+
+    if (ina_ndtypes >= (int) (sizeof(ina_dtypes) / sizeof(ina_dtypes[0]))) {
+        return;
+    }
+    /* The wire element must be the MPI element byte for byte: same size
+     * (pair types: the C struct, padding included, is the extent). */
+    if (wire >= 0) {
+        ompi_datatype_type_size(dt, &size);
+        ompi_datatype_type_extent(dt, &extent);
+        if ((size_t) extent != ina_proto_dtype_size((unsigned) wire) ||
+            size > (size_t) extent) {
+            INA_VERBOSE(20, "datatype %s: extent %ld does not match the wire type: not offloaded",
+                        dt->name, (long) extent);
+            wire = -1;
+        }
+    }
+    ina_dtypes[ina_ndtypes].mpi = mpi;
+    ina_dtypes[ina_ndtypes].wire = wire;
+    ina_dtypes[ina_ndtypes].ops_only = ops_only;
+    ++ina_ndtypes;
+}
 
 void mca_coll_ina_dtype_init(void)
 {
-    int n = 0;
-#define INA_MAP(handle_, wire_) \
-    do { ina_dtypes[n].mpi = (handle_); ina_dtypes[n].wire = (wire_); ++n; } while (0)
-    INA_MAP(MPI_CHAR, INA_WIRE_INT(1, CHAR_MIN < 0));
-    INA_MAP(MPI_SIGNED_CHAR, INA_DT_INT8);
-    INA_MAP(MPI_UNSIGNED_CHAR, INA_DT_UINT8);
-    INA_MAP(MPI_SHORT, INA_WIRE_CTYPE(short, 1));
-    INA_MAP(MPI_UNSIGNED_SHORT, INA_WIRE_CTYPE(unsigned short, 0));
-    INA_MAP(MPI_INT, INA_WIRE_CTYPE(int, 1));
-    INA_MAP(MPI_UNSIGNED, INA_WIRE_CTYPE(unsigned, 0));
-    INA_MAP(MPI_LONG, INA_WIRE_CTYPE(long, 1));
-    INA_MAP(MPI_UNSIGNED_LONG, INA_WIRE_CTYPE(unsigned long, 0));
-    INA_MAP(MPI_LONG_LONG_INT, INA_WIRE_CTYPE(long long, 1));
-    INA_MAP(MPI_LONG_LONG, INA_WIRE_CTYPE(long long, 1));
-    INA_MAP(MPI_UNSIGNED_LONG_LONG, INA_WIRE_CTYPE(unsigned long long, 0));
-    INA_MAP(MPI_INT8_T, INA_DT_INT8);
-    INA_MAP(MPI_UINT8_T, INA_DT_UINT8);
-    INA_MAP(MPI_INT16_T, INA_DT_INT16);
-    INA_MAP(MPI_UINT16_T, INA_DT_UINT16);
-    INA_MAP(MPI_INT32_T, INA_DT_INT32);
-    INA_MAP(MPI_UINT32_T, INA_DT_UINT32);
-    INA_MAP(MPI_INT64_T, INA_DT_INT64);
-    INA_MAP(MPI_UINT64_T, INA_DT_UINT64);
-    INA_MAP(MPI_AINT, INA_WIRE_CTYPE(MPI_Aint, 1));
-    INA_MAP(MPI_OFFSET, INA_WIRE_CTYPE(MPI_Offset, 1));
-    INA_MAP(MPI_COUNT, INA_WIRE_CTYPE(MPI_Count, 1));
-    INA_MAP(MPI_FLOAT, 4 == sizeof(float) ? INA_DT_FLOAT : -1);
-    INA_MAP(MPI_DOUBLE, 8 == sizeof(double) ? INA_DT_DOUBLE : -1);
-    INA_MAP(MPI_LONG_DOUBLE, INA_WIRE_LONG_DOUBLE);
-#undef INA_MAP
-    ina_ndtypes = n;
+    ina_ndtypes = 0;
+    /* C integers (and the multi-language integers MPI allows in reductions). */
+    ina_map(MPI_SIGNED_CHAR, INA_DT_INT8, 0);
+    ina_map(MPI_UNSIGNED_CHAR, INA_DT_UINT8, 0);
+    ina_map(MPI_SHORT, INA_WIRE_CTYPE(short, 1), 0);
+    ina_map(MPI_UNSIGNED_SHORT, INA_WIRE_CTYPE(unsigned short, 0), 0);
+    ina_map(MPI_INT, INA_WIRE_CTYPE(int, 1), 0);
+    ina_map(MPI_UNSIGNED, INA_WIRE_CTYPE(unsigned, 0), 0);
+    ina_map(MPI_LONG, INA_WIRE_CTYPE(long, 1), 0);
+    ina_map(MPI_UNSIGNED_LONG, INA_WIRE_CTYPE(unsigned long, 0), 0);
+    ina_map(MPI_LONG_LONG_INT, INA_WIRE_CTYPE(long long, 1), 0);
+    ina_map(MPI_LONG_LONG, INA_WIRE_CTYPE(long long, 1), 0);
+    ina_map(MPI_UNSIGNED_LONG_LONG, INA_WIRE_CTYPE(unsigned long long, 0), 0);
+    ina_map(MPI_INT8_T, INA_DT_INT8, 0);
+    ina_map(MPI_UINT8_T, INA_DT_UINT8, 0);
+    ina_map(MPI_INT16_T, INA_DT_INT16, 0);
+    ina_map(MPI_UINT16_T, INA_DT_UINT16, 0);
+    ina_map(MPI_INT32_T, INA_DT_INT32, 0);
+    ina_map(MPI_UINT32_T, INA_DT_UINT32, 0);
+    ina_map(MPI_INT64_T, INA_DT_INT64, 0);
+    ina_map(MPI_UINT64_T, INA_DT_UINT64, 0);
+    ina_map(MPI_AINT, INA_WIRE_CTYPE(MPI_Aint, 1), 0);
+    ina_map(MPI_OFFSET, INA_WIRE_CTYPE(MPI_Offset, 1), 0);
+    ina_map(MPI_COUNT, INA_WIRE_CTYPE(MPI_Count, 1), 0);
+    /* MPI_BYTE: bitwise ops only (MPI's "byte" class). */
+    ina_map(MPI_BYTE, INA_DT_UINT8, INA_OPS_BITWISE);
+    /* Floating point. */
+    ina_map(MPI_FLOAT, INA_DT_FLOAT, 0);
+    ina_map(MPI_DOUBLE, INA_DT_DOUBLE, 0);
+    ina_map(MPI_LONG_DOUBLE, INA_DT_LONG_DOUBLE, 0);
+    /* Logical: C _Bool and C++ bool (one byte, 0 or 1). */
+    ina_map(MPI_C_BOOL, INA_DT_BOOL, 0);
+    ina_map(MPI_CXX_BOOL, INA_DT_BOOL, 0);
+    /* Complex (MPI_C_COMPLEX is the same handle as MPI_C_FLOAT_COMPLEX). */
+    ina_map(MPI_C_FLOAT_COMPLEX, INA_DT_FLOAT_COMPLEX, 0);
+    ina_map(MPI_C_DOUBLE_COMPLEX, INA_DT_DOUBLE_COMPLEX, 0);
+    ina_map(MPI_C_LONG_DOUBLE_COMPLEX, INA_DT_LONG_DOUBLE_COMPLEX, 0);
+    ina_map(MPI_CXX_FLOAT_COMPLEX, INA_DT_FLOAT_COMPLEX, 0);
+    ina_map(MPI_CXX_DOUBLE_COMPLEX, INA_DT_DOUBLE_COMPLEX, 0);
+    ina_map(MPI_CXX_LONG_DOUBLE_COMPLEX, INA_DT_LONG_DOUBLE_COMPLEX, 0);
+    /* MINLOC/MAXLOC pairs, laid out as MPI's C structs. */
+    ina_map(MPI_FLOAT_INT, INA_DT_FLOAT_INT, 0);
+    ina_map(MPI_DOUBLE_INT, INA_DT_DOUBLE_INT, 0);
+    ina_map(MPI_LONG_INT, INA_DT_LONG_INT, 0);
+    ina_map(MPI_2INT, INA_DT_2INT, 0);
+    ina_map(MPI_SHORT_INT, INA_DT_SHORT_INT, 0);
+    ina_map(MPI_LONG_DOUBLE_INT, INA_DT_LONG_DOUBLE_INT, 0);
 }
 
-int mca_coll_ina_dtype_to_wire(struct ompi_datatype_t *dtype)
-{
-    int i;
-
-    for (i = 0; i < ina_ndtypes; ++i) {
-        if (ina_dtypes[i].mpi == (MPI_Datatype) dtype) {
-            return ina_dtypes[i].wire;
-        }
-    }
-    return -1;
-}
-
-int mca_coll_ina_op_to_wire(struct ompi_op_t *op)
+static int ina_op_to_wire(struct ompi_op_t *op)
 {
     MPI_Op h = (MPI_Op) op;
 
@@ -99,6 +138,61 @@ int mca_coll_ina_op_to_wire(struct ompi_op_t *op)
     if (MPI_BAND == h) return INA_OP_BAND;
     if (MPI_BOR == h) return INA_OP_BOR;
     if (MPI_BXOR == h) return INA_OP_BXOR;
-    /* MINLOC/MAXLOC (pair types), REPLACE/NO_OP and user ops stay on the host. */
+    if (MPI_MINLOC == h) return INA_OP_MINLOC;
+    if (MPI_MAXLOC == h) return INA_OP_MAXLOC;
+    /* MPI_REPLACE / MPI_NO_OP (one-sided only) and user-defined ops, which
+     * may be non-commutative or compute anything: the host reduces them. */
     return -1;
+}
+
+const char *mca_coll_ina_reduction_to_wire(struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                           unsigned *wire_dtype, unsigned *wire_op)
+{
+    const ina_dtype_map_t *map = NULL;
+    int i, wop;
+
+    for (i = 0; i < ina_ndtypes; ++i) {
+        if (ina_dtypes[i].mpi == (MPI_Datatype) dtype) {
+            map = &ina_dtypes[i];
+            break;
+        }
+    }
+    if (NULL == map || map->wire < 0) {
+        return ompi_datatype_is_predefined(dtype) ? "datatype is not a reduction type ina maps"
+                                                  : "derived datatype";
+    }
+    wop = ina_op_to_wire(op);
+    if (wop < 0) {
+        return "user-defined or non-reduction op";
+    }
+    if ((0 != map->ops_only && 0 == (map->ops_only & (1u << wop))) ||
+        !ina_proto_op_valid((unsigned) wop, (unsigned) map->wire)) {
+        return "op not defined on this datatype";
+    }
+    *wire_dtype = (unsigned) map->wire;
+    *wire_op = (unsigned) wop;
+    return NULL;
+}
+
+const char *mca_coll_ina_contiguous_bytes(struct ompi_datatype_t *dtype, size_t count,
+                                          size_t *bytes, ptrdiff_t *offset)
+{
+    ptrdiff_t true_lb = 0, true_extent = 0;
+    size_t size = 0;
+
+    ompi_datatype_type_size(dtype, &size);
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
+    /* For count > 1 Open MPI's test only asks whether one element is
+     * contiguous and has no gap to the next; 2 stands for any larger count
+     * (the parameter is a 32-bit int). */
+    if (0 != count &&
+        !ompi_datatype_is_contiguous_memory_layout(dtype, count > 1 ? 2 : 1)) {
+        return "non-contiguous datatype";
+    }
+    if (0 != count && (size_t) true_extent != size) {
+        return "datatype with holes";
+    }
+    *bytes = count * size;
+    *offset = true_lb;
+    return NULL;
 }

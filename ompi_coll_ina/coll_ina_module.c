@@ -25,30 +25,53 @@ static const char *const ina_reason_names[MCA_COLL_INA_FB_COUNT] = {
     [MCA_COLL_INA_FB_UNREACHABLE] = "unreachable",
 };
 
+static const char *const ina_kind_names[MCA_COLL_INA_KIND_COUNT] = {
+    [MCA_COLL_INA_ALLREDUCE] = "allreduce",
+    [MCA_COLL_INA_REDUCE] = "reduce",
+    [MCA_COLL_INA_BCAST] = "bcast",
+    [MCA_COLL_INA_BARRIER] = "barrier",
+    [MCA_COLL_INA_ALLGATHER] = "allgather",
+    [MCA_COLL_INA_REDUCE_SCATTER] = "reduce_scatter",
+};
+
 const char *mca_coll_ina_fallback_reason_name(mca_coll_ina_fallback_reason_t reason)
 {
     return reason < MCA_COLL_INA_FB_COUNT ? ina_reason_names[reason] : "?";
 }
 
-void mca_coll_ina_count_fallback(mca_coll_ina_module_t *module,
-                                 mca_coll_ina_fallback_reason_t reason)
+const char *mca_coll_ina_kind_name(mca_coll_ina_kind_t kind)
+{
+    return kind < MCA_COLL_INA_KIND_COUNT ? ina_kind_names[kind] : "?";
+}
+
+void mca_coll_ina_count_fallback(mca_coll_ina_module_t *module, mca_coll_ina_kind_t kind,
+                                 mca_coll_ina_fallback_reason_t reason, const char *detail)
 {
     ++module->fallback_calls;
     ++module->fallback_by_reason[reason];
+    INA_VERBOSE(10, "cid %d: %s on the host (%s: %s)", module->cid,
+                mca_coll_ina_kind_name(kind), mca_coll_ina_fallback_reason_name(reason),
+                NULL != detail ? detail : "");
 }
+
+/* Every slot ina overrides, with the previous provider it saves. */
+#define INA_FOREACH_SLOT(X)                                                       \
+    X(allreduce) X(reduce) X(bcast) X(barrier) X(allgather)                       \
+    X(reduce_scatter_block) X(reduce_scatter)                                     \
+    X(iallreduce) X(ireduce) X(ibcast) X(ibarrier) X(iallgather)
 
 static void ina_module_construct(mca_coll_ina_module_t *m)
 {
     m->comm = NULL;
     m->rank = m->size = m->cid = -1;
-    m->previous_allreduce = NULL;
-    m->previous_allreduce_module = NULL;
-    m->previous_bcast = NULL;
-    m->previous_bcast_module = NULL;
+#define INA_CLEAR_PREVIOUS(fn) m->previous_##fn = NULL; m->previous_##fn##_module = NULL;
+    INA_FOREACH_SLOT(INA_CLEAR_PREVIOUS)
+#undef INA_CLEAR_PREVIOUS
     m->job_state = MCA_COLL_INA_JOB_NONE;
     m->job = NULL;
     memset(&m->job_params, 0, sizeof(m->job_params));
     m->offloaded_calls = 0;
+    memset(m->offloaded_by_kind, 0, sizeof(m->offloaded_by_kind));
     m->fallback_calls = 0;
     memset(m->fallback_by_reason, 0, sizeof(m->fallback_by_reason));
 }
@@ -57,26 +80,34 @@ static void ina_module_destruct(mca_coll_ina_module_t *m)
 {
     if (mca_coll_ina_component.verbose >= 1 && 0 == m->rank) {
         opal_output(mca_coll_ina_component.output,
-                    "coll:ina: communicator cid %d (%d ranks): offloaded %llu, "
+                    "coll:ina: communicator cid %d (%d ranks): offloaded %llu (allreduce %llu, "
+                    "reduce %llu, bcast %llu, barrier %llu, allgather %llu, reduce_scatter %llu), "
                     "fallback %llu (unsupported %llu, below threshold %llu, denied %llu, "
                     "unreachable %llu)",
-                    m->cid, m->size, m->offloaded_calls, m->fallback_calls,
+                    m->cid, m->size, m->offloaded_calls,
+                    m->offloaded_by_kind[MCA_COLL_INA_ALLREDUCE],
+                    m->offloaded_by_kind[MCA_COLL_INA_REDUCE],
+                    m->offloaded_by_kind[MCA_COLL_INA_BCAST],
+                    m->offloaded_by_kind[MCA_COLL_INA_BARRIER],
+                    m->offloaded_by_kind[MCA_COLL_INA_ALLGATHER],
+                    m->offloaded_by_kind[MCA_COLL_INA_REDUCE_SCATTER], m->fallback_calls,
                     m->fallback_by_reason[MCA_COLL_INA_FB_UNSUPPORTED],
                     m->fallback_by_reason[MCA_COLL_INA_FB_THRESHOLD],
                     m->fallback_by_reason[MCA_COLL_INA_FB_DENIED],
                     m->fallback_by_reason[MCA_COLL_INA_FB_UNREACHABLE]);
     }
+    /* Non-blocking calls retain the module, so none is in flight here. */
     if (NULL != m->job) {
         ina_job_leave(m->job);
         m->job = NULL;
         --mca_coll_ina_component.live_jobs;
     }
-    if (NULL != m->previous_allreduce_module) {
-        OBJ_RELEASE(m->previous_allreduce_module);
+#define INA_RELEASE_PREVIOUS(fn)                                                  \
+    if (NULL != m->previous_##fn##_module) {                                      \
+        OBJ_RELEASE(m->previous_##fn##_module);                                   \
     }
-    if (NULL != m->previous_bcast_module) {
-        OBJ_RELEASE(m->previous_bcast_module);
-    }
+    INA_FOREACH_SLOT(INA_RELEASE_PREVIOUS)
+#undef INA_RELEASE_PREVIOUS
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_ina_module_t, mca_coll_base_module_t,
@@ -97,21 +128,20 @@ int mca_coll_ina_init_query(bool enable_progress_threads, bool enable_mpi_thread
 }
 
 /* Save the lower-priority provider of one collective and retain its module. */
-#define INA_SAVE_PREVIOUS(m, comm, fn)                                           \
-    do {                                                                         \
-        if (NULL == (comm)->c_coll->coll_##fn || NULL == (comm)->c_coll->coll_##fn##_module) { \
-            INA_VERBOSE(1, "no underlying " #fn " on communicator cid %d: not enabling", \
-                        (m)->cid);                                               \
-            return OMPI_ERROR;                                                   \
-        }                                                                        \
-        (m)->previous_##fn = (comm)->c_coll->coll_##fn;                           \
-        (m)->previous_##fn##_module = (comm)->c_coll->coll_##fn##_module;         \
-        OBJ_RETAIN((m)->previous_##fn##_module);                                 \
-    } while (0)
+#define INA_SAVE_PREVIOUS(fn)                                                    \
+    if (NULL == comm->c_coll->coll_##fn || NULL == comm->c_coll->coll_##fn##_module) { \
+        INA_VERBOSE(1, "no underlying " #fn " on communicator cid %d: not enabling", \
+                    m->cid);                                                     \
+        return OMPI_ERROR;                                                       \
+    }                                                                            \
+    m->previous_##fn = comm->c_coll->coll_##fn;                                  \
+    m->previous_##fn##_module = comm->c_coll->coll_##fn##_module;                \
+    OBJ_RETAIN(m->previous_##fn##_module);
 
 static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t *comm)
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
+    int rc;
 
     m->comm = comm;
     m->rank = ompi_comm_rank(comm);
@@ -120,13 +150,18 @@ static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
 
     /* All or nothing: a failure leaves what was retained to the destructor,
      * which runs when the base releases the module. */
-    INA_SAVE_PREVIOUS(m, comm, allreduce);
-    INA_SAVE_PREVIOUS(m, comm, bcast);
+    INA_FOREACH_SLOT(INA_SAVE_PREVIOUS)
 
     if (&ompi_mpi_comm_world.comm == comm) {
-        return mca_coll_ina_agent_setup_world(m);
+        rc = mca_coll_ina_agent_setup_world(m);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
     }
-    return OMPI_SUCCESS;
+    /* The job is set up here, while every member is inside the collective
+     * communicator creation: a non-blocking collective must not block on
+     * the other ranks, so its first call cannot be the one that sets it up. */
+    return mca_coll_ina_job_setup(m);
 }
 
 mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *priority)
@@ -150,6 +185,17 @@ mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *
     }
     m->super.coll_module_enable = ina_module_enable;
     m->super.coll_allreduce = mca_coll_ina_allreduce;
+    m->super.coll_reduce = mca_coll_ina_reduce;
+    m->super.coll_bcast = mca_coll_ina_bcast;
+    m->super.coll_barrier = mca_coll_ina_barrier;
+    m->super.coll_allgather = mca_coll_ina_allgather;
+    m->super.coll_reduce_scatter_block = mca_coll_ina_reduce_scatter_block;
+    m->super.coll_reduce_scatter = mca_coll_ina_reduce_scatter;
+    m->super.coll_iallreduce = mca_coll_ina_iallreduce;
+    m->super.coll_ireduce = mca_coll_ina_ireduce;
+    m->super.coll_ibcast = mca_coll_ina_ibcast;
+    m->super.coll_ibarrier = mca_coll_ina_ibarrier;
+    m->super.coll_iallgather = mca_coll_ina_iallgather;
     *priority = c->priority;
     return &m->super;
 }

@@ -1,0 +1,348 @@
+/*
+ * Running one collective call through the engine, blocking or not, and the
+ * request machinery of the non-blocking forms (modelled on coll/ucc: an
+ * ompi_request_t subclass from a free list, completed by a progress
+ * callback with ompi_request_complete).
+ *
+ * Every fallback decision is taken identically on all ranks: it depends on
+ * the call's arguments, which MPI requires to match (counts, datatype
+ * signature, op, root), on the job state that the members agreed on at
+ * setup, or on the agent's answer, which the engine guarantees to be the
+ * same for every member and known when ina_job_post returns (GRANT / DENY /
+ * UNREACHABLE). A denied non-blocking call therefore starts the saved
+ * non-blocking collective at once, in program order, on every rank.
+ *
+ * Waiting: a blocking call waits for its CQE in a loop of ina_call_test and
+ * opal_progress, like coll/ucc's blocking wait, and not inside the engine's
+ * own ina_call_wait: while this rank is in a collective, MPI must still
+ * progress its pending point-to-point transfers and the host (libnbc)
+ * schedules of fallen-back non-blocking calls, which another rank may need
+ * before it can reach this collective.
+ */
+#include "ompi_config.h"
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/request/request.h"
+#include "opal/runtime/opal_progress.h"
+#include "opal/util/proc.h"
+#include "opal/util/show_help.h"
+
+#include "coll_ina.h"
+
+static int ina_req_free(ompi_request_t **request);
+static int ina_req_cancel(ompi_request_t *request, int complete);
+
+OBJ_CLASS_INSTANCE(mca_coll_ina_req_t, ompi_request_t, NULL, NULL);
+
+/* coll_ina_required: an offloadable call that cannot be offloaded is an
+ * error rather than a silent slowdown. */
+static int ina_required_error(mca_coll_ina_module_t *m, const char *why)
+{
+    opal_show_help("help-coll-ina.txt", "offload-required", true,
+                   opal_process_info.nodename, m->rank, m->cid, why);
+    return MPI_ERR_OTHER;
+}
+
+/* Lost mid-call or rejected: other ranks may already hold the result (or
+ * not), so a host re-run could mix results: an MPI error. */
+static int ina_failed_error(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind, int rc,
+                            const ina_cqe_t *cqe)
+{
+    opal_show_help("help-coll-ina.txt", "offload-failed", true,
+                   opal_process_info.nodename, m->rank, m->cid, mca_coll_ina_kind_name(kind),
+                   (unsigned long long) cqe->mid, rc, ina_proto_status_name(cqe->status));
+    return MPI_ERR_OTHER;
+}
+
+/* ---- non-blocking requests --------------------------------------------- */
+
+static int ina_requests_init(void)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    int rc;
+
+    if (c->requests_ready) {
+        return OMPI_SUCCESS;
+    }
+    OBJ_CONSTRUCT(&c->requests, opal_free_list_t);
+    rc = opal_free_list_init(&c->requests, sizeof(mca_coll_ina_req_t), opal_cache_line_size,
+                             OBJ_CLASS(mca_coll_ina_req_t), 0, 0, 8, -1, 8, NULL, 0, NULL,
+                             NULL, NULL);
+    if (OPAL_SUCCESS != rc) {
+        OBJ_DESTRUCT(&c->requests);
+        return rc;
+    }
+    c->requests_ready = true;
+    return OMPI_SUCCESS;
+}
+
+void mca_coll_ina_requests_fini(void)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+
+    if (c->progress_registered) {
+        opal_progress_unregister(mca_coll_ina_progress);
+        c->progress_registered = false;
+    }
+    if (c->requests_ready) {
+        OBJ_DESTRUCT(&c->requests);
+        c->requests_ready = false;
+    }
+}
+
+static mca_coll_ina_req_t *ina_req_get(mca_coll_ina_module_t *m)
+{
+    mca_coll_ina_req_t *req;
+
+    if (OMPI_SUCCESS != ina_requests_init()) {
+        return NULL;
+    }
+    req = (mca_coll_ina_req_t *) opal_free_list_get(&mca_coll_ina_component.requests);
+    if (NULL == req) {
+        return NULL;
+    }
+    OMPI_REQUEST_INIT(&req->super, false);
+    req->super.req_type = OMPI_REQUEST_COLL;
+    req->super.req_state = OMPI_REQUEST_ACTIVE;
+    req->super.req_status.MPI_ERROR = MPI_SUCCESS;
+    req->super.req_free = ina_req_free;
+    req->super.req_cancel = ina_req_cancel;
+    req->super.req_mpi_object.comm = m->comm;
+    req->call = NULL;
+    req->module = m;
+    req->kind = MCA_COLL_INA_ALLREDUCE;
+    req->freed = false;
+    /* The communicator may be freed with calls in flight (MPI allows it):
+     * the module, its job and saved fallbacks live until they completed. */
+    OBJ_RETAIN(m);
+    return req;
+}
+
+static void ina_req_return(mca_coll_ina_req_t *req)
+{
+    OMPI_REQUEST_FINI(&req->super);
+    opal_free_list_return(&mca_coll_ina_component.requests, &req->super.super);
+}
+
+/* A request taken for a call that did not start (fallback or error). */
+static void ina_req_discard(mca_coll_ina_req_t *req)
+{
+    mca_coll_ina_module_t *m = req->module;
+
+    req->module = NULL;
+    ina_req_return(req);
+    OBJ_RELEASE(m);
+}
+
+/* Mark complete; the module reference goes with the call. */
+static void ina_req_complete(mca_coll_ina_req_t *req, int mpi_error)
+{
+    mca_coll_ina_module_t *m = req->module;
+
+    req->module = NULL;
+    req->super.req_status.MPI_ERROR = mpi_error;
+    if (req->freed) {
+        ina_req_return(req); /* nobody waits for it any more */
+    } else {
+        ompi_request_complete(&req->super, true);
+    }
+    OBJ_RELEASE(m);
+}
+
+static int ina_req_free(ompi_request_t **request)
+{
+    mca_coll_ina_req_t *req = (mca_coll_ina_req_t *) *request;
+
+    if (!REQUEST_COMPLETE(&req->super)) {
+        /* Erroneous for a collective, but keep the call's buffers and MID
+         * order intact: it is returned when it completes. */
+        req->freed = true;
+    } else {
+        ina_req_return(req);
+    }
+    *request = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+static int ina_req_cancel(ompi_request_t *request, int complete)
+{
+    /* A collective cannot be cancelled (MPI forbids it): it completes
+     * normally and MPI_Test_cancelled says false. */
+    (void) request;
+    (void) complete;
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_ina_request_done(mca_coll_ina_module_t *m, ompi_request_t **request)
+{
+    mca_coll_ina_req_t *req = ina_req_get(m);
+
+    if (NULL == req) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    *request = &req->super;
+    ina_req_complete(req, MPI_SUCCESS);
+    return MPI_SUCCESS;
+}
+
+/* Map a finished call's CQE to the request's MPI status. */
+static int ina_cqe_to_mpi(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
+                          const ina_cqe_t *cqe)
+{
+    if (INA_OK == cqe->rc) {
+        return MPI_SUCCESS;
+    }
+    return ina_failed_error(m, kind, cqe->rc, cqe);
+}
+
+int mca_coll_ina_progress(void)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    mca_coll_ina_req_t *req, *next;
+    opal_list_t done;
+    ina_cqe_t cqe;
+    int completed = 0;
+    static bool busy = false;
+
+    /* ompi_request_complete may run callbacks that call MPI (and so
+     * opal_progress) again: never re-enter the list walk. */
+    if (busy || opal_list_is_empty(&c->outstanding)) {
+        return 0;
+    }
+    busy = true;
+    OBJ_CONSTRUCT(&done, opal_list_t);
+    /* First collect what finished (each test also progresses the engine). */
+    OPAL_LIST_FOREACH_SAFE(req, next, &c->outstanding, mca_coll_ina_req_t) {
+        if (ina_call_test(req->call, &cqe)) {
+            opal_list_remove_item(&c->outstanding, &req->super.super.super);
+            ina_call_free(req->call);
+            req->call = NULL;
+            req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
+            opal_list_append(&done, &req->super.super.super);
+        }
+    }
+    if (opal_list_is_empty(&c->outstanding) && c->progress_registered) {
+        /* Allowed from inside a progress callback (opal_progress.c). */
+        opal_progress_unregister(mca_coll_ina_progress);
+        c->progress_registered = false;
+    }
+    /* Then complete them, outside the walk of the outstanding list. */
+    while (NULL != (req = (mca_coll_ina_req_t *) opal_list_remove_first(&done))) {
+        ina_req_complete(req, req->super.req_status.MPI_ERROR);
+        ++completed;
+    }
+    OBJ_DESTRUCT(&done);
+    busy = false;
+    return completed;
+}
+
+static int ina_req_start(mca_coll_ina_req_t *req, mca_coll_ina_kind_t kind, ina_call_t *call)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+
+    req->call = call;
+    req->kind = kind;
+    opal_list_append(&c->outstanding, &req->super.super.super);
+    if (!c->progress_registered) {
+        int rc = opal_progress_register(mca_coll_ina_progress);
+        if (OPAL_SUCCESS != rc) {
+            return rc;
+        }
+        c->progress_registered = true;
+    }
+    return OMPI_SUCCESS;
+}
+
+/* ---- one call ------------------------------------------------------------ */
+
+static bool ina_fallback(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
+                         mca_coll_ina_fallback_reason_t reason, const char *detail)
+{
+    mca_coll_ina_count_fallback(m, kind, reason, detail);
+    return false;
+}
+
+/* Wait for a blocking call's CQE, progressing the rest of MPI meanwhile. */
+static void ina_wait(ina_call_t *call, ina_cqe_t *cqe)
+{
+    while (!ina_call_test(call, cqe)) {
+        opal_progress();
+    }
+}
+
+bool mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
+                      const ina_coll_desc_t *desc, size_t bytes, const char *unsupported,
+                      ompi_request_t **request, int *rc)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    mca_coll_ina_req_t *req = NULL;
+    ina_call_t *call = NULL;
+    ina_cqe_t cqe = {.rc = INA_OK};
+    int erc;
+
+    *rc = MPI_SUCCESS;
+    if (NULL != unsupported) {
+        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNSUPPORTED, unsupported);
+    }
+    if (c->thread_multiple) {
+        /* The engine serves one caller at a time. */
+        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNSUPPORTED, "MPI_THREAD_MULTIPLE");
+    }
+    if (MCA_COLL_INA_BARRIER != kind && bytes < c->min_bytes) {
+        return ina_fallback(m, kind, MCA_COLL_INA_FB_THRESHOLD, "coll_ina_min_bytes");
+    }
+    if (MCA_COLL_INA_JOB_READY != m->job_state) {
+        if (c->required) {
+            *rc = ina_required_error(m, "no job at the agent for this communicator");
+            return true;
+        }
+        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, "no job at the agent");
+    }
+    if (NULL != request && NULL == (req = ina_req_get(m))) {
+        *rc = OMPI_ERR_OUT_OF_RESOURCE;
+        return true;
+    }
+
+    erc = ina_job_post(m->job, desc, &call);
+    switch (erc) {
+    case INA_OK:
+        ++m->offloaded_calls;
+        ++m->offloaded_by_kind[kind];
+        if (NULL != req) {
+            *rc = ina_req_start(req, kind, call);
+            *request = &req->super;
+            return true;
+        }
+        ina_wait(call, &cqe);
+        ina_call_free(call);
+        if (INA_OK != cqe.rc) {
+            *rc = ina_failed_error(m, kind, cqe.rc, &cqe);
+        }
+        return true;
+    case INA_DENIED:
+    case INA_UNREACHABLE:
+        if (NULL != req) {
+            ina_req_discard(req);
+        }
+        if (INA_UNREACHABLE == erc && c->required) {
+            *rc = ina_required_error(m, "the agent is unreachable");
+            return true;
+        }
+        /* The scheduler's answer, or the loss of the agent before anything
+         * was sent, is the same for every member (SEEDS S4). */
+        return ina_fallback(m, kind,
+                            INA_DENIED == erc ? MCA_COLL_INA_FB_DENIED
+                                              : MCA_COLL_INA_FB_UNREACHABLE,
+                            INA_DENIED == erc ? "the agent denied the call"
+                                              : "the agent is unreachable");
+    default:
+        if (NULL != req) {
+            ina_req_discard(req);
+        }
+        cqe.rc = erc;
+        *rc = ina_failed_error(m, kind, erc, &cqe);
+        return true;
+    }
+}
