@@ -1,13 +1,8 @@
-// The client engine (see ina_client.h): one UCP context/worker/endpoint per
-// ina_client_t, job descriptors, and offloaded allreduces run as work
-// requests whose blocks move through a sliding window (SEEDS S0/S1).
-//
-// All UCX callbacks only record what happened (copy a RESULT into the user's
-// buffer, mark a slot acked, remember a DENY); every send is posted from the
-// caller's wait loop.
-#include "ina_client.h"
-
-#include <ucp/api/ucp.h>
+// The client engine's connection (see ina_client.h, ina_engine.h): one UCP
+// context/worker/endpoint per ina_client_t, control requests, the progress
+// engine that drives every outstanding call of every job, and the C API.
+// Jobs and calls are in ina_job.cpp.
+#include "ina_engine.h"
 
 #include <netdb.h>
 #include <poll.h>
@@ -15,40 +10,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
-#include <list>
-#include <map>
-#include <memory>
 #include <new>
-#include <string>
-#include <unordered_map>
-#include <vector>
-
-#include "ina_window.h"
 
 namespace ina {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// Spin on ucp_worker_progress this long before arming the wake-up fd: short,
-// because ranks and the agent share few cores.
-constexpr auto kSpin = std::chrono::microseconds(30);
-// Upper bound of one poll() sleep, so that deadlines are re-checked.
-constexpr int kPollSliceMs = 10;
-// Remembered DENYs / aborts of MIDs not started yet (the agent decides ahead of us).
-constexpr size_t kMaxEarly = 4096;
-
-struct ContextDeleter {
-    void operator()(ucp_context *c) const { ucp_cleanup(c); }
-};
-struct WorkerDeleter {
-    void operator()(ucp_worker *w) const { ucp_worker_destroy(w); }
-};
 struct ConfigDeleter {
     void operator()(ucp_config_t *c) const { ucp_config_release(c); }
 };
@@ -65,178 +35,19 @@ void format_err(char *err, size_t errlen, const std::string &msg)
 
 } // namespace
 
-class Job;
-
-class Client {
-public:
-    explicit Client(const ina_client_config_t &cfg)
-        : connect_timeout_ms_(cfg.connect_timeout_ms > 0 ? cfg.connect_timeout_ms : 10000),
-          progress_timeout_ms_(cfg.progress_timeout_ms > 0 ? cfg.progress_timeout_ms : 30000),
-          verbose_(cfg.verbose)
-    {
-    }
-    ~Client();
-    Client(const Client &) = delete;
-    Client &operator=(const Client &) = delete;
-
-    // Context, worker, endpoint, HELLO/HELLO_ACK. Returns INA_OK or sets err.
-    int connect(const char *addr, std::string &err);
-
-    void log(int level, const char *fmt, ...) const __attribute__((format(printf, 3, 4)));
-
-    bool alive() const { return ep_ != nullptr && !lost_; }
-    const ina_agent_info_t &info() const { return info_; }
-    int progress_timeout_ms() const { return progress_timeout_ms_; }
-    uint64_t events() const { return events_; }
-    ucp_ep_h ep() const { return ep_; }
-
-    // Deliver whatever is pending (error callbacks, early DENYs) without blocking.
-    void poll_events();
-    // Progress for up to ~max_block_ms; returns early once any callback fired.
-    void progress_wait(int max_block_ms);
-    // Give up on the agent: mark lost and force-close the endpoint, which
-    // completes (with an error) every send still holding a user buffer.
-    void abandon(const char *why);
-
-    // Control requests: post one message and wait for its reply.
-    int request(ina_proto_hdr_t hdr, const void *payload, size_t len, uint8_t reply_type,
-                int timeout_ms, ina_proto_hdr_t *reply);
-    // Post a control message and forget it (the request is reaped later).
-    void post_detached(const ina_proto_hdr_t &hdr);
-
-    uint64_t next_cookie() { return (static_cast<uint64_t>(getpid()) << 32) | ++cookie_seq_; }
-
-    bool attach(Job *job);
-    void detach(Job *job);
-
-private:
-    // A control message in flight: UCX may read the header and payload until
-    // the send completes (UCX 1.13 has no UCP_AM_SEND_FLAG_COPY_HEADER).
-    struct CtrlSend {
-        Client *client = nullptr;
-        ina_proto_hdr_t hdr{};
-        std::vector<uint8_t> payload;
-        bool done = false;
-    };
-    // The reply a control request waits for (one caller at a time).
-    struct Pending {
-        bool active = false;
-        bool done = false;
-        uint8_t req_type = 0;
-        uint8_t reply_type = 0;
-        uint64_t cookie = 0;
-        ina_proto_hdr_t reply{};
-    };
-
-    int post_ctrl(const ina_proto_hdr_t &hdr, const void *payload, size_t len, CtrlSend **out);
-    void reap_ctrl();
-    void flush_ctrl(int timeout_ms);
-    void close_endpoint();
-
-    static void ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
-    static void ctrl_send_cb(void *request, ucs_status_t status, void *user_data);
-    static ucs_status_t am_cb(void *arg, const void *header, size_t header_length, void *data,
-                              size_t length, const ucp_am_recv_param_t *param);
-    void on_message(const ina_proto_hdr_t &h, const void *data, size_t length);
-
-    const int connect_timeout_ms_;
-    const int progress_timeout_ms_;
-    const int verbose_;
-
-    // Declared first: destroyed last (the worker needs the context).
-    std::unique_ptr<ucp_context, ContextDeleter> context_;
-    std::unique_ptr<ucp_worker, WorkerDeleter> worker_;
-    ucp_ep_h ep_ = nullptr; // closed explicitly: closing needs worker progress
-    int efd_ = -1;          // owned by the worker
-
-    bool lost_ = false;
-    ucs_status_t lost_status_ = UCS_OK;
-    uint64_t events_ = 0; // bumped by every callback: "progress happened"
-    uint64_t cookie_seq_ = 0;
-    ina_agent_info_t info_{};
-    Pending pending_;
-    std::list<std::unique_ptr<CtrlSend>> ctrl_;
-    std::unordered_map<uint32_t, Job *> jobs_; // non-owning, by JID
-};
-
-// One communicator's job descriptor and its work requests.
-class Job {
-public:
-    Job(Client *client, const ina_job_params_t &p, uint32_t rank)
-        : client_(client), params_(p), rank_(rank), window_(p.window), slots_(p.window)
-    {
-        for (uint32_t i = 0; i < p.window; ++i) {
-            slots_[i].job = this;
-            slots_[i].slot = i;
-        }
-    }
-    ~Job();
-    Job(const Job &) = delete;
-    Job &operator=(const Job &) = delete;
-
-    uint32_t jid() const { return params_.jid; }
-    uint32_t rank() const { return rank_; }
-    // The client went away first: later calls report INA_UNREACHABLE.
-    void orphan() { client_ = nullptr; }
-    // Tell the agent (JOB_LEAVE) without waiting for anything.
-    void leave();
-
-    int allreduce(const void *sbuf, void *rbuf, uint64_t count, unsigned dtype, unsigned op,
-                  ina_cqe_t *cqe);
-
-    // Called from the client's AM handler.
-    void on_result(const ina_proto_hdr_t &h, const void *data, size_t length);
-    void on_deny(const ina_proto_hdr_t &h);
-    void on_error(const ina_proto_hdr_t &h);
-
-private:
-    enum class Fail { none, denied, rejected, lost };
-
-    // Per-slot send context: the header must live until the send completes.
-    struct SlotCtx {
-        Job *job = nullptr;
-        uint32_t slot = 0;
-        ina_proto_hdr_t hdr{};
-    };
-
-    struct Call {
-        bool active = false;
-        uint64_t mid = 0;
-        const uint8_t *sbuf = nullptr;
-        uint8_t *rbuf = nullptr;
-        unsigned dtype = 0;
-        unsigned op = 0;
-        bool in_place = false;
-        bool any_sent = false;     // a BLOCK left this process
-        uint64_t applied = 0;      // RESULTs copied into rbuf
-        Fail fail = Fail::none;
-        uint8_t status = INA_PROTO_OK;
-    };
-
-    // Verdict on a call this rank has not started yet: DENY, or ERROR(BLOCK)
-    // when the agent aborted the call (a member died).
-    struct Early {
-        uint8_t type;
-        uint8_t status;
-    };
-
-    int run(ina_cqe_t *cqe);
-    bool post_block();
-    void remember(const ina_proto_hdr_t &h);
-    static void send_cb(void *request, ucs_status_t status, void *user_data);
-
-    Client *client_;
-    const ina_job_params_t params_;
-    const uint32_t rank_;
-    uint64_t next_mid_ = 0;
-    SendWindow window_;
-    std::vector<SlotCtx> slots_;
-    ina_proto_hdr_t tmpl_{}; // BLOCK header of the current call
-    Call call_;
-    std::map<uint64_t, Early> early_; // by MID
-};
-
 // ------------------------------------------------------------------ Client
+
+Client::Client(const ina_client_config_t &cfg)
+    : connect_timeout_ms_(cfg.connect_timeout_ms > 0 ? cfg.connect_timeout_ms : 10000),
+      progress_timeout_ms_(cfg.progress_timeout_ms > 0 ? cfg.progress_timeout_ms : 30000),
+      verbose_(cfg.verbose), stall_since_(Clock::now()), last_round_(stall_since_)
+{
+}
+
+uint64_t Client::next_cookie()
+{
+    return (static_cast<uint64_t>(getpid()) << 32) | ++cookie_seq_;
+}
 
 void Client::log(int level, const char *fmt, ...) const
 {
@@ -371,6 +182,8 @@ int Client::connect(const char *addr, std::string &err)
 
 Client::~Client()
 {
+    // Jobs still joined outlive us (the component leaves them later): their
+    // outstanding calls fail now, later calls report INA_UNREACHABLE.
     for (auto &kv : jobs_) {
         kv.second->orphan();
     }
@@ -408,6 +221,63 @@ void Client::poll_events()
 {
     while (ucp_worker_progress(worker_.get()) != 0) {
     }
+}
+
+void Client::drive_jobs()
+{
+    for (auto &kv : jobs_) {
+        kv.second->drive();
+    }
+}
+
+bool Client::busy() const
+{
+    for (const auto &kv : jobs_) {
+        if (kv.second->busy()) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void Client::progress()
+{
+    poll_events();
+    drive_jobs();
+
+    // No progress: calls are waiting and no callback fired for
+    // progress_timeout_ms of steady polling. A gap between two rounds (the
+    // application computed instead of polling) restarts the clock: only time
+    // we spent waiting counts against the agent.
+    const auto now = Clock::now();
+    const auto timeout = std::chrono::milliseconds(progress_timeout_ms_);
+    if (now - last_round_ > std::max<Clock::duration>(timeout / 4, std::chrono::milliseconds(50))) {
+        stall_since_ = now;
+    }
+    last_round_ = now;
+    if (events_ != seen_events_) {
+        seen_events_ = events_;
+        stall_since_ = now;
+    }
+    if (!busy()) {
+        stall_since_ = now;
+        return;
+    }
+    if (now - stall_since_ <= timeout) {
+        return;
+    }
+    stall_since_ = now;
+    if (alive()) {
+        log(1, "no progress for %d ms with calls outstanding", progress_timeout_ms_);
+        abandon("calls made no progress"); // fails every call (Call::pump sees !alive)
+    } else {
+        // Force-closing did not complete our sends either: never block forever.
+        log(1, "sends still pending %d ms after closing the endpoint", progress_timeout_ms_);
+        for (auto &kv : jobs_) {
+            kv.second->drop_sends();
+        }
+    }
+    drive_jobs();
 }
 
 void Client::progress_wait(int max_block_ms)
@@ -547,6 +417,7 @@ int Client::request(ina_proto_hdr_t hdr, const void *payload, size_t len, uint8_
         if (left.count() <= 0) {
             break;
         }
+        drive_jobs(); // other jobs' calls keep moving meanwhile
         progress_wait(std::min<int>(kPollSliceMs, static_cast<int>(left.count()) + 1));
     }
     pending_.active = false;
@@ -614,12 +485,15 @@ void Client::on_message(const ina_proto_hdr_t &h, const void *data, size_t lengt
         }
         return;
     case INA_PROTO_RESULT:
+    case INA_PROTO_GRANT:
     case INA_PROTO_DENY: {
         auto it = jobs_.find(h.jid);
         if (it == jobs_.end()) {
             log(1, "dropping %s for unknown job %u", ina_proto_type_name(h.type), h.jid);
         } else if (h.type == INA_PROTO_RESULT) {
             it->second->on_result(h, data, length);
+        } else if (h.type == INA_PROTO_GRANT) {
+            it->second->on_grant(h);
         } else {
             it->second->on_deny(h);
         }
@@ -645,272 +519,6 @@ void Client::on_message(const ina_proto_hdr_t &h, const void *data, size_t lengt
     default:
         log(1, "dropping a %s: not a message for clients", ina_proto_type_name(h.type));
         return;
-    }
-}
-
-// --------------------------------------------------------------------- Job
-
-Job::~Job()
-{
-    if (client_ != nullptr) {
-        client_->detach(this);
-    }
-}
-
-void Job::leave()
-{
-    if (client_ != nullptr && client_->alive()) {
-        ina_proto_hdr_t h;
-        ina_proto_init(&h, INA_PROTO_JOB_LEAVE);
-        h.jid = params_.jid;
-        h.rank = rank_;
-        client_->post_detached(h); // the request is reaped by later progress
-    }
-}
-
-int Job::allreduce(const void *sbuf, void *rbuf, uint64_t count, unsigned dtype, unsigned op,
-                   ina_cqe_t *cqe)
-{
-    *cqe = ina_cqe_t{};
-    const size_t esz = ina_proto_dtype_size(dtype);
-    if (esz == 0 || !ina_proto_op_valid(op, dtype) ||
-        (count > 0 && (sbuf == nullptr || rbuf == nullptr))) {
-        return cqe->rc = INA_EINVAL;
-    }
-    if (count == 0) {
-        return cqe->rc = INA_OK; // no MID: nothing to agree on
-    }
-    if (client_ != nullptr) {
-        // Deliver a pending loss or early DENY first (a DENY is matched
-        // against next_mid_, so before this call consumes it).
-        client_->poll_events();
-    }
-    // Every rank consumes MIDs in the same order, whatever the outcome.
-    const uint64_t mid = next_mid_++;
-    cqe->mid = mid;
-    auto early = early_.find(mid);
-    if (early != early_.end()) {
-        // Decided before this rank got here: send nothing (the agent drops it).
-        const Early e = early->second;
-        early_.erase(early);
-        cqe->status = e.status;
-        return cqe->rc = e.type == INA_PROTO_DENY ? INA_DENIED : INA_EPROTO;
-    }
-    if (client_ == nullptr || !client_->alive()) {
-        return cqe->rc = INA_UNREACHABLE;
-    }
-    if (!window_.start(count, esz, params_.block_bytes)) {
-        return cqe->rc = INA_EINVAL; // more blocks than a 32-bit SID names
-    }
-    cqe->blocks = window_.nblocks();
-
-    call_ = Call{};
-    call_.active = true;
-    call_.mid = mid;
-    call_.sbuf = static_cast<const uint8_t *>(sbuf);
-    call_.rbuf = static_cast<uint8_t *>(rbuf);
-    call_.dtype = dtype;
-    call_.op = op;
-    call_.in_place = sbuf == rbuf;
-    ina_proto_init(&tmpl_, INA_PROTO_BLOCK);
-    tmpl_.jid = params_.jid;
-    tmpl_.rank = rank_;
-    tmpl_.mid = mid;
-    tmpl_.window = static_cast<uint16_t>(params_.window);
-    tmpl_.op = static_cast<uint8_t>(op);
-    tmpl_.dtype = static_cast<uint8_t>(dtype);
-    tmpl_.arg = count;
-
-    int rc = run(cqe);
-    call_.active = false;
-    return cqe->rc = rc;
-}
-
-int Job::run(ina_cqe_t *cqe)
-{
-    const auto timeout = std::chrono::milliseconds(client_->progress_timeout_ms());
-    auto last_event = Clock::now();
-    uint64_t seen = client_->events();
-    bool abandoned = false;
-
-    for (;;) {
-        if (call_.fail == Fail::none && !client_->alive()) {
-            call_.fail = Fail::lost;
-        }
-        while (call_.fail == Fail::none && window_.can_send()) {
-            if (!post_block()) {
-                call_.fail = Fail::lost;
-            }
-        }
-        if (window_.sends_pending() == 0) {
-            if (window_.complete()) {
-                return INA_OK; // even if the agent failed after the last RESULT
-            }
-            if (call_.fail != Fail::none) {
-                break;
-            }
-        }
-        client_->progress_wait(kPollSliceMs);
-        const auto now = Clock::now();
-        if (client_->events() != seen) {
-            seen = client_->events();
-            last_event = now;
-        } else if (now - last_event > timeout) {
-            if (abandoned) {
-                // Force-closing did not complete our sends: never block forever.
-                client_->log(1, "mid %llu: %u sends still pending after closing the endpoint",
-                             static_cast<unsigned long long>(call_.mid), window_.sends_pending());
-                call_.fail = Fail::lost;
-                break;
-            }
-            client_->log(1, "mid %llu: no progress for %d ms (%llu of %llu blocks done)",
-                         static_cast<unsigned long long>(call_.mid),
-                         client_->progress_timeout_ms(),
-                         static_cast<unsigned long long>(window_.acked()),
-                         static_cast<unsigned long long>(window_.nblocks()));
-            call_.fail = Fail::lost;
-            client_->abandon("allreduce made no progress");
-            abandoned = true;
-            last_event = now;
-        }
-    }
-
-    cqe->status = call_.status;
-    // In place, rbuf already holding some results is no longer the input:
-    // the caller cannot fall back to a host algorithm.
-    const bool input_gone = call_.in_place && call_.applied > 0;
-    switch (call_.fail) {
-    case Fail::denied:
-        if (input_gone) {
-            client_->log(1, "mid %llu denied after results arrived in place",
-                         static_cast<unsigned long long>(call_.mid));
-            return INA_LOST;
-        }
-        return INA_DENIED;
-    case Fail::rejected:
-        return input_gone ? INA_LOST : INA_EPROTO;
-    case Fail::lost:
-    default:
-        return call_.any_sent ? INA_LOST : INA_UNREACHABLE;
-    }
-}
-
-bool Job::post_block()
-{
-    const uint64_t sid = window_.next_sid();
-    const uint32_t slot = window_.slot_of(sid);
-    SlotCtx &sc = slots_[slot];
-    sc.hdr = tmpl_;
-    sc.hdr.sid = static_cast<uint32_t>(sid);
-    sc.hdr.seg = slot;
-    sc.hdr.count = static_cast<uint32_t>(window_.block_count(sid));
-
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                     UCP_OP_ATTR_FIELD_FLAGS;
-    p.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-    p.cb.send = &Job::send_cb;
-    p.user_data = &sc;
-    window_.on_sent();
-    // Straight from the user's buffer: no copy.
-    ucs_status_ptr_t req =
-        ucp_am_send_nbx(client_->ep(), INA_PROTO_AM_TO_AGENT, &sc.hdr, sizeof(sc.hdr),
-                        call_.sbuf + window_.block_offset(sid), window_.block_bytes(sid), &p);
-    if (req == nullptr) {
-        window_.on_send_done(slot);
-    } else if (UCS_PTR_IS_ERR(req)) {
-        window_.on_send_done(slot);
-        client_->log(1, "mid %llu sid %llu: send failed: %s",
-                     static_cast<unsigned long long>(call_.mid),
-                     static_cast<unsigned long long>(sid), ucs_status_string(UCS_PTR_STATUS(req)));
-        return false;
-    }
-    call_.any_sent = true;
-    return true;
-}
-
-void Job::send_cb(void *request, ucs_status_t status, void *user_data)
-{
-    auto *sc = static_cast<SlotCtx *>(user_data);
-    Job *job = sc->job;
-    job->window_.on_send_done(sc->slot);
-    if (status != UCS_OK && job->client_ != nullptr) {
-        job->client_->log(10, "mid %llu sid %u: send completed with %s",
-                          static_cast<unsigned long long>(sc->hdr.mid), sc->hdr.sid,
-                          ucs_status_string(status));
-    }
-    ucp_request_free(request);
-}
-
-void Job::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
-{
-    if (!call_.active || h.mid != call_.mid) {
-        client_->log(10, "job %u: dropping RESULT of mid %llu sid %u: not the current call",
-                     h.jid, static_cast<unsigned long long>(h.mid), h.sid);
-        return;
-    }
-    const uint64_t sid = h.sid;
-    if (sid >= window_.nblocks() || h.op != call_.op || h.dtype != call_.dtype ||
-        h.count != window_.block_count(sid) || length != window_.block_bytes(sid)) {
-        client_->log(1, "job %u mid %llu: dropping a RESULT that does not match block %u",
-                     h.jid, static_cast<unsigned long long>(h.mid), h.sid);
-        return;
-    }
-    if (window_.classify(sid) != SendWindow::Ack::fresh) {
-        client_->log(1, "job %u mid %llu: dropping a %s RESULT of sid %u", h.jid,
-                     static_cast<unsigned long long>(h.mid),
-                     window_.classify(sid) == SendWindow::Ack::duplicate ? "duplicate"
-                                                                         : "never sent",
-                     h.sid);
-        return;
-    }
-    std::memcpy(call_.rbuf + window_.block_offset(sid), data, length);
-    window_.on_ack(sid);
-    ++call_.applied;
-}
-
-void Job::on_deny(const ina_proto_hdr_t &h)
-{
-    if (call_.active && h.mid == call_.mid) {
-        if (call_.fail == Fail::none) {
-            call_.fail = Fail::denied;
-            call_.status = h.status;
-        }
-    } else if (h.mid >= next_mid_) {
-        remember(h);
-    } else {
-        client_->log(10, "job %u: dropping a stale DENY of mid %llu", h.jid,
-                     static_cast<unsigned long long>(h.mid));
-    }
-}
-
-void Job::remember(const ina_proto_hdr_t &h)
-{
-    if (early_.size() < kMaxEarly) {
-        early_.emplace(h.mid, Early{h.type, h.status});
-    } else {
-        client_->log(1, "job %u: too many early verdicts, dropping %s of mid %llu", h.jid,
-                     ina_proto_type_name(h.type), static_cast<unsigned long long>(h.mid));
-    }
-}
-
-void Job::on_error(const ina_proto_hdr_t &h)
-{
-    if (call_.active && h.mid == call_.mid) {
-        client_->log(1, "job %u mid %llu: agent rejected block %u: %s", h.jid,
-                     static_cast<unsigned long long>(h.mid), h.sid,
-                     ina_proto_status_name(h.status));
-        if (call_.fail == Fail::none) {
-            call_.fail = Fail::rejected;
-            call_.status = h.status;
-        }
-    } else if (h.mid >= next_mid_) {
-        client_->log(1, "job %u: agent aborted mid %llu before this rank started it: %s", h.jid,
-                     static_cast<unsigned long long>(h.mid), ina_proto_status_name(h.status));
-        remember(h);
-    } else {
-        client_->log(10, "job %u: dropping an ERROR of finished mid %llu: %s", h.jid,
-                     static_cast<unsigned long long>(h.mid), ina_proto_status_name(h.status));
     }
 }
 
@@ -973,7 +581,7 @@ int ina_client_progress(ina_client_t *client)
     if (client == nullptr) {
         return 0;
     }
-    client->impl->poll_events();
+    client->impl->progress();
     return client->impl->alive();
 }
 
@@ -1068,18 +676,110 @@ void ina_job_leave(ina_job_t *job)
     delete job;
 }
 
-int ina_job_allreduce(ina_job_t *job, const void *sbuf, void *rbuf, uint64_t count,
-                      unsigned dtype, unsigned op, ina_cqe_t *cqe)
+int ina_job_post(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_t **call)
+{
+    if (call != nullptr) {
+        *call = nullptr;
+    }
+    if (job == nullptr || desc == nullptr || call == nullptr) {
+        return INA_EINVAL;
+    }
+    ina_cqe_t cqe;
+    return job->impl->post(*desc, true, call, &cqe);
+}
+
+int ina_call_test(ina_call_t *call, ina_cqe_t *cqe)
+{
+    if (call == nullptr || call->state() == ina::Call::State::free) {
+        if (cqe != nullptr) { // programming error: report it rather than spin
+            *cqe = ina_cqe_t{};
+            cqe->rc = INA_EINVAL;
+        }
+        return 1;
+    }
+    if (call->state() == ina::Call::State::active) {
+        ina::Client *c = call->job()->client();
+        if (c != nullptr) {
+            c->progress();
+        }
+        if (call->state() != ina::Call::State::retired) {
+            return 0;
+        }
+    }
+    if (cqe != nullptr) {
+        *cqe = call->cqe();
+    }
+    return 1;
+}
+
+int ina_call_wait(ina_call_t *call, ina_cqe_t *cqe)
 {
     ina_cqe_t local;
     if (cqe == nullptr) {
         cqe = &local;
     }
-    if (job == nullptr) {
+    if (call == nullptr || call->state() == ina::Call::State::free) {
         *cqe = ina_cqe_t{};
         return cqe->rc = INA_EINVAL;
     }
-    return job->impl->allreduce(sbuf, rbuf, count, dtype, op, cqe);
+    ina::Client *c = call->job()->client();
+    if (c != nullptr) {
+        c->wait([call] { return call->state() == ina::Call::State::retired; });
+    }
+    // An orphaned job retires its calls when its client goes away.
+    *cqe = call->cqe();
+    return cqe->rc;
+}
+
+void ina_call_free(ina_call_t *call)
+{
+    if (call == nullptr) {
+        return;
+    }
+    ina::Job *job = call->job();
+    if (call->state() == ina::Call::State::active) {
+        // A programming error: the buffers are still the engine's. Finish the
+        // call first so that nothing writes into them after this returns.
+        if (job->client() != nullptr) {
+            job->client()->log(1, "job %u: call of mid %llu freed before completion; waiting for it",
+                               job->jid(), static_cast<unsigned long long>(call->mid()));
+            ina_call_wait(call, nullptr);
+        }
+    }
+    job->release(call);
+}
+
+int ina_job_run(ina_job_t *job, const ina_coll_desc_t *desc, ina_cqe_t *cqe)
+{
+    ina_cqe_t local;
+    if (cqe == nullptr) {
+        cqe = &local;
+    }
+    *cqe = ina_cqe_t{};
+    if (job == nullptr || desc == nullptr) {
+        return cqe->rc = INA_EINVAL;
+    }
+    ina_call_t *call = nullptr;
+    int rc = job->impl->post(*desc, false, &call, cqe);
+    if (rc != INA_OK) {
+        return cqe->rc = rc;
+    }
+    ina_call_wait(call, cqe);
+    job->impl->release(call);
+    return cqe->rc;
+}
+
+int ina_job_allreduce(ina_job_t *job, const void *sbuf, void *rbuf, uint64_t count,
+                      unsigned dtype, unsigned op, ina_cqe_t *cqe)
+{
+    ina_coll_desc_t d{};
+    d.coll = INA_COLL_ALLREDUCE;
+    d.op = op;
+    d.dtype = dtype;
+    d.sbuf = sbuf;
+    d.rbuf = rbuf;
+    d.count = count;
+    return ina_job_run(job, &d, cqe);
 }
 
 } // extern "C"

@@ -1,6 +1,7 @@
 // Sliding send window of one offloaded call (SEEDS S0), without any UCX:
-// which block (SID) may go out next, where it lies in the user's buffer, and
-// which received RESULTs are fresh, duplicate or never sent.
+// which block (SID) may go out next and which received RESULTs are fresh,
+// duplicate or never sent. Where a block lies in the buffers is
+// CallGeometry's business (ina_geometry.h).
 //
 // Rule (S0): block sid may be sent once the RESULT of block sid - window has
 // arrived (the result is the ACK) and the send of that block has completed
@@ -20,56 +21,27 @@ public:
     // What a received RESULT means for the window.
     enum class Ack { fresh, duplicate, not_sent };
 
-    // Slot storage is sized once per job (window <= INA_PROTO_MAX_WINDOW):
-    // no allocation per call or per block.
+    // Slot storage is sized once (window <= INA_PROTO_MAX_WINDOW) and reused
+    // by every call that recycles this window: no allocation per block.
     explicit SendWindow(uint32_t window) : slots_(window == 0 ? 1 : window) {}
 
-    // Start a call of `count` elements of `elem_size` bytes cut into blocks of
-    // `block_bytes` (a multiple of elem_size). Returns false when the call
-    // would need more SIDs than the wire's 32-bit sid can name.
-    bool start(uint64_t count, size_t elem_size, size_t block_bytes)
+    // Start a call of `nblocks` blocks (their geometry is CallGeometry's).
+    void start(uint64_t nblocks)
     {
-        if (elem_size == 0 || block_bytes < elem_size) {
-            return false;
-        }
-        per_block_ = block_bytes / elem_size;
-        elem_size_ = elem_size;
-        count_ = count;
-        nblocks_ = count / per_block_ + (count % per_block_ != 0 ? 1 : 0);
-        if (nblocks_ > UINT32_MAX) {
-            return false;
-        }
+        nblocks_ = nblocks;
         next_ = 0;
         acked_ = 0;
         sends_pending_ = 0;
         for (Slot &s : slots_) {
             s = Slot{};
         }
-        return true;
     }
 
     uint32_t window() const { return static_cast<uint32_t>(slots_.size()); }
     uint64_t nblocks() const { return nblocks_; }
-    uint64_t elems_per_block() const { return per_block_; }
     uint64_t next_sid() const { return next_; }
     uint64_t acked() const { return acked_; }
     uint32_t slot_of(uint64_t sid) const { return static_cast<uint32_t>(sid % slots_.size()); }
-
-    // Elements in block sid (the last one may be partial).
-    uint64_t block_count(uint64_t sid) const
-    {
-        uint64_t first = sid * per_block_;
-        return count_ - first < per_block_ ? count_ - first : per_block_;
-    }
-    // Byte offset of block sid in the user's buffers (64-bit: > 4 GiB calls).
-    size_t block_offset(uint64_t sid) const
-    {
-        return static_cast<size_t>(sid) * static_cast<size_t>(per_block_) * elem_size_;
-    }
-    size_t block_bytes(uint64_t sid) const
-    {
-        return static_cast<size_t>(block_count(sid)) * elem_size_;
-    }
 
     // Blocks sent whose RESULT has not arrived yet.
     uint64_t in_flight() const { return next_ - acked_; }
@@ -143,9 +115,6 @@ private:
     };
 
     std::vector<Slot> slots_;
-    uint64_t count_ = 0;
-    uint64_t per_block_ = 1;
-    size_t elem_size_ = 1;
     uint64_t nblocks_ = 0;
     uint64_t next_ = 0;
     uint64_t acked_ = 0;

@@ -1,0 +1,314 @@
+// Internals of the client engine behind ina_client.h (C++ only):
+//   Client  the UCP context/worker/endpoint to the agent, control requests,
+//           and the progress engine that drives every outstanding call;
+//   Job     one communicator's job descriptor: MIDs, early verdicts, and its
+//           outstanding calls in MID order;
+//   Call    one offloaded collective (a work request, SEEDS S1): its block
+//           geometry, its sliding window (S0) and its CQE.
+//
+// UCX callbacks only record what happened (a RESULT is copied straight into
+// the user's buffer, a slot is acked, a verdict remembered); every send is
+// posted from Client::progress(), which the caller's test/wait loops run.
+#ifndef INA_ENGINE_H
+#define INA_ENGINE_H
+
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ina_client.h"
+#include "ina_geometry.h"
+#include "ina_window.h"
+
+namespace ina {
+
+using Clock = std::chrono::steady_clock;
+
+// Spin on ucp_worker_progress this long before arming the wake-up fd: short,
+// because ranks and the agent share few cores.
+constexpr auto kSpin = std::chrono::microseconds(30);
+// Upper bound of one poll() sleep, so that deadlines are re-checked.
+constexpr int kPollSliceMs = 10;
+// Remembered verdicts of MIDs not started yet (the agent decides ahead of us).
+constexpr size_t kMaxEarly = 4096;
+
+struct ContextDeleter {
+    void operator()(ucp_context *c) const { ucp_cleanup(c); }
+};
+struct WorkerDeleter {
+    void operator()(ucp_worker *w) const { ucp_worker_destroy(w); }
+};
+
+class Job;
+
+class Client {
+public:
+    explicit Client(const ina_client_config_t &cfg);
+    ~Client();
+    Client(const Client &) = delete;
+    Client &operator=(const Client &) = delete;
+
+    // Context, worker, endpoint, HELLO/HELLO_ACK. Returns INA_OK or sets err.
+    int connect(const char *addr, std::string &err);
+
+    void log(int level, const char *fmt, ...) const __attribute__((format(printf, 3, 4)));
+
+    bool alive() const { return ep_ != nullptr && !lost_; }
+    const ina_agent_info_t &info() const { return info_; }
+    int progress_timeout_ms() const { return progress_timeout_ms_; }
+    uint64_t events() const { return events_; }
+    void note_event() { ++events_; }
+    ucp_ep_h ep() const { return ep_; }
+
+    // Deliver whatever is pending (error callbacks, verdicts, RESULTs)
+    // without blocking and without sending.
+    void poll_events();
+    // One non-blocking round of the engine: deliver events, post every block
+    // the windows of all outstanding calls allow, retire completed calls, and
+    // give up on an agent that made no progress for progress_timeout_ms while
+    // calls were waiting on it.
+    void progress();
+    // Run progress() until done() holds, sleeping on the wake-up fd between
+    // rounds. Terminates: the no-progress timeout fails every waiting call.
+    template <typename Done> void wait(Done done)
+    {
+        for (;;) {
+            progress();
+            if (done()) {
+                return;
+            }
+            progress_wait(kPollSliceMs);
+        }
+    }
+    // Progress for up to ~max_block_ms; returns early once any callback fired.
+    void progress_wait(int max_block_ms);
+    // Give up on the agent: mark lost and force-close the endpoint, which
+    // completes (with an error) every send still holding a user buffer.
+    void abandon(const char *why);
+
+    // Control requests: post one message and wait for its reply.
+    int request(ina_proto_hdr_t hdr, const void *payload, size_t len, uint8_t reply_type,
+                int timeout_ms, ina_proto_hdr_t *reply);
+    // Post a control message and forget it (the request is reaped later).
+    void post_detached(const ina_proto_hdr_t &hdr);
+
+    uint64_t next_cookie();
+
+    bool attach(Job *job);
+    void detach(Job *job);
+
+private:
+    // A control message in flight: UCX may read the header and payload until
+    // the send completes (UCX 1.13 has no UCP_AM_SEND_FLAG_COPY_HEADER).
+    struct CtrlSend {
+        Client *client = nullptr;
+        ina_proto_hdr_t hdr{};
+        std::vector<uint8_t> payload;
+        bool done = false;
+    };
+    // The reply a control request waits for (one caller at a time).
+    struct Pending {
+        bool active = false;
+        bool done = false;
+        uint8_t req_type = 0;
+        uint8_t reply_type = 0;
+        uint64_t cookie = 0;
+        ina_proto_hdr_t reply{};
+    };
+
+    int post_ctrl(const ina_proto_hdr_t &hdr, const void *payload, size_t len, CtrlSend **out);
+    void reap_ctrl();
+    void flush_ctrl(int timeout_ms);
+    void close_endpoint();
+    void drive_jobs();
+    bool busy() const;
+
+    static void ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
+    static void ctrl_send_cb(void *request, ucs_status_t status, void *user_data);
+    static ucs_status_t am_cb(void *arg, const void *header, size_t header_length, void *data,
+                              size_t length, const ucp_am_recv_param_t *param);
+    void on_message(const ina_proto_hdr_t &h, const void *data, size_t length);
+
+    const int connect_timeout_ms_;
+    const int progress_timeout_ms_;
+    const int verbose_;
+
+    // Declared first: destroyed last (the worker needs the context).
+    std::unique_ptr<ucp_context, ContextDeleter> context_;
+    std::unique_ptr<ucp_worker, WorkerDeleter> worker_;
+    ucp_ep_h ep_ = nullptr; // closed explicitly: closing needs worker progress
+    int efd_ = -1;          // owned by the worker
+
+    bool lost_ = false;
+    ucs_status_t lost_status_ = UCS_OK;
+    uint64_t events_ = 0; // bumped by every callback: "progress happened"
+    uint64_t cookie_seq_ = 0;
+    ina_agent_info_t info_{};
+    Pending pending_;
+    std::list<std::unique_ptr<CtrlSend>> ctrl_;
+    std::unordered_map<uint32_t, Job *> jobs_; // non-owning, by JID
+
+    // No-progress detection (see progress()).
+    uint64_t seen_events_ = 0;
+    Clock::time_point stall_since_;
+    Clock::time_point last_round_;
+};
+
+// One offloaded collective call. Owned by its Job, recycled through the
+// job's free list: posting a call allocates nothing once the job has run as
+// many calls at a time before.
+class Call {
+public:
+    enum class State { free, active, retired };
+
+    Call(Job *job, uint32_t window);
+    Call(const Call &) = delete;
+    Call &operator=(const Call &) = delete;
+
+    // Arm a call for `mid` (the geometry is planned, the buffers checked).
+    void start(uint64_t mid, const CallGeometry &geom, const ina_coll_desc_t &d, unsigned op,
+               unsigned dtype, bool granted);
+    // A call that moves nothing: complete at once, without a MID.
+    void start_empty();
+
+    Job *job() const { return job_; }
+    State state() const { return state_; }
+    void set_free() { state_ = State::free; }
+    uint64_t mid() const { return mid_; }
+    // GRANT (or a RESULT, which implies it) seen, or the call failed.
+    bool decided() const { return granted_ || fail_ != Fail::none; }
+    bool failed() const { return fail_ != Fail::none; }
+    // Nothing more will happen: every RESULT arrived or the call failed, and
+    // no send still reads the user's buffer.
+    bool finished() const;
+    const ina_cqe_t &cqe() const { return cqe_; }
+
+    // Post every block the window allows.
+    void pump(Client &client);
+    // Fill the CQE; the call is complete for the user.
+    void retire();
+    // The sends will never complete (the endpoint is gone): stop waiting.
+    void drop_sends();
+
+    void on_result(const ina_proto_hdr_t &h, const void *data, size_t length);
+    void on_grant() { granted_ = true; }
+    void on_deny(uint8_t status) { fail(Fail::denied, status); }
+    void on_error(uint8_t status) { fail(Fail::rejected, status); }
+    void on_lost() { fail(Fail::lost, INA_PROTO_OK); }
+
+private:
+    enum class Fail { none, denied, rejected, lost };
+
+    // Per-slot send context: the header must live until the send completes.
+    struct SlotCtx {
+        Call *call = nullptr;
+        uint32_t slot = 0;
+        ina_proto_hdr_t hdr{};
+    };
+
+    void fail(Fail f, uint8_t status);
+    int fail_rc() const;
+    bool post_block(Client &client);
+    static void send_cb(void *request, ucs_status_t status, void *user_data);
+
+    Job *const job_;
+    SendWindow window_;
+    std::vector<SlotCtx> slots_;
+    CallGeometry geom_;
+    ina_proto_hdr_t tmpl_{}; // BLOCK header fields common to every block
+    State state_ = State::free;
+    uint64_t mid_ = 0;
+    size_t esz_ = 1;
+    const uint8_t *src_ = nullptr; // where this rank's blocks are read from
+    uint8_t *rbuf_ = nullptr;      // where RESULTs are written
+    bool writes_input_ = false;    // RESULTs overwrite the input (in place)
+    bool any_sent_ = false;        // a BLOCK left this process
+    bool granted_ = false;
+    bool sends_dropped_ = false;
+    uint64_t applied_ = 0;         // RESULTs written into rbuf
+    Fail fail_ = Fail::none;
+    uint8_t status_ = INA_PROTO_OK;
+    ina_cqe_t cqe_{};
+};
+
+} // namespace ina
+
+// The C handle of a call is the engine's Call itself: no wrapper allocation.
+struct ina_call final : public ina::Call {
+    using ina::Call::Call;
+};
+
+namespace ina {
+
+// One communicator's job descriptor and its work requests.
+class Job {
+public:
+    Job(Client *client, const ina_job_params_t &p, uint32_t rank);
+    ~Job();
+    Job(const Job &) = delete;
+    Job &operator=(const Job &) = delete;
+
+    uint32_t jid() const { return params_.jid; }
+    uint32_t rank() const { return rank_; }
+    uint32_t window() const { return params_.window; }
+    Client *client() const { return client_; }
+    // The client went away first: outstanding calls fail, later ones report
+    // INA_UNREACHABLE.
+    void orphan();
+    // Finish outstanding calls, then tell the agent (JOB_LEAVE) without
+    // waiting for anything.
+    void leave();
+
+    // Post a call (see ina_job_post). With wait_decision, progress until the
+    // agent's GRANT/DENY of its MID is known and fail at once on a DENY.
+    int post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_cqe_t *cqe);
+    // Give a retired (or never started) call back to the free list.
+    void release(Call *call);
+
+    // Progress engine: pump every outstanding call, retire finished ones in
+    // MID order (calls of one job complete in posting order).
+    void drive();
+    // Some outstanding call is still waiting for the agent.
+    bool busy() const;
+    // See Call::drop_sends: after the endpoint was force-closed.
+    void drop_sends();
+
+    // Called from the client's AM handler.
+    void on_result(const ina_proto_hdr_t &h, const void *data, size_t length);
+    void on_grant(const ina_proto_hdr_t &h);
+    void on_deny(const ina_proto_hdr_t &h);
+    void on_error(const ina_proto_hdr_t &h);
+
+private:
+    // Verdict on a call this rank has not started yet: GRANT, DENY, or
+    // ERROR(BLOCK) when the agent aborted the call (a member died).
+    struct Early {
+        uint8_t type;
+        uint8_t status;
+    };
+
+    ina_call *acquire();
+    Call *find(uint64_t mid);
+    void remember(const ina_proto_hdr_t &h);
+
+    Client *client_;
+    const ina_job_params_t params_;
+    const uint32_t rank_;
+    uint64_t next_mid_ = 0;
+    std::vector<std::unique_ptr<ina_call>> calls_; // every call object of the job
+    std::vector<ina_call *> free_;                 // recycled ones
+    std::deque<Call *> active_;                    // posted, not retired, MID order
+    std::map<uint64_t, Early> early_;              // by MID
+};
+
+} // namespace ina
+
+#endif // INA_ENGINE_H

@@ -1,0 +1,546 @@
+// Jobs and calls of the client engine (ina_engine.h): posting a collective as
+// a work request, streaming its blocks through the sliding window (SEEDS S0),
+// placing RESULTs, and the CQE (S1).
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "ina_engine.h"
+
+namespace ina {
+
+namespace {
+
+// The buffers the call reads and writes on this rank are there.
+bool buffers_ok(const ina_coll_desc_t &d, const CallGeometry &g, uint32_t rank)
+{
+    switch (d.coll) {
+    case INA_COLL_ALLREDUCE:
+        return d.sbuf != nullptr && d.rbuf != nullptr;
+    case INA_COLL_REDUCE:
+        return d.sbuf != nullptr && (rank != d.root || d.rbuf != nullptr);
+    case INA_COLL_REDUCE_SCATTER:
+        return d.sbuf != nullptr && (g.part_count() == 0 || d.rbuf != nullptr);
+    case INA_COLL_BCAST:
+    case INA_COLL_ALLGATHER:
+        return d.rbuf != nullptr;
+    default:
+        return true;
+    }
+}
+
+} // namespace
+
+// -------------------------------------------------------------------- Call
+
+Call::Call(Job *job, uint32_t window) : job_(job), window_(window), slots_(window)
+{
+    for (uint32_t i = 0; i < window; ++i) {
+        slots_[i].call = this;
+        slots_[i].slot = i;
+    }
+}
+
+void Call::start(uint64_t mid, const CallGeometry &geom, const ina_coll_desc_t &d, unsigned op,
+                 unsigned dtype, bool granted)
+{
+    state_ = State::active;
+    mid_ = mid;
+    geom_ = geom;
+    esz_ = ina_proto_dtype_size(dtype);
+    rbuf_ = static_cast<uint8_t *>(d.rbuf);
+    switch (d.coll) {
+    case INA_COLL_BCAST:
+        src_ = rbuf_; // the root's bytes; the others send CREDITs
+        break;
+    case INA_COLL_ALLGATHER:
+        // In place the chunk already sits at its place in rbuf. Results never
+        // overwrite it (CallGeometry::result skips it); and a block's RESULT
+        // only comes once every member, this one included, sent its piece of
+        // that block, so results of other chunks cannot race our sends either.
+        src_ = d.sbuf != nullptr ? static_cast<const uint8_t *>(d.sbuf)
+                                 : rbuf_ + geom.part_first() * esz_;
+        break;
+    case INA_COLL_BARRIER:
+        src_ = nullptr;
+        break;
+    default:
+        src_ = static_cast<const uint8_t *>(d.sbuf);
+        break;
+    }
+    // Reductions may run with sbuf == rbuf (ALLREDUCE, REDUCE at the root,
+    // REDUCE_SCATTER's MPI_IN_PLACE): a RESULT is written only after this
+    // rank sent every block up to and including the one it completes, and
+    // every result element lands at or before its own input position (a
+    // REDUCE_SCATTER part is written at part-relative offsets), so the
+    // input it overwrites has already been sent.
+    writes_input_ = (d.coll == INA_COLL_ALLREDUCE || d.coll == INA_COLL_REDUCE ||
+                     d.coll == INA_COLL_REDUCE_SCATTER) &&
+                    d.sbuf == d.rbuf;
+    any_sent_ = false;
+    granted_ = granted;
+    sends_dropped_ = false;
+    applied_ = 0;
+    fail_ = Fail::none;
+    status_ = INA_PROTO_OK;
+    window_.start(geom.nblocks());
+    cqe_ = ina_cqe_t{};
+    cqe_.mid = mid;
+    cqe_.blocks = geom.nblocks();
+
+    ina_proto_init(&tmpl_, INA_PROTO_BLOCK);
+    tmpl_.jid = job_->jid();
+    tmpl_.rank = job_->rank();
+    tmpl_.mid = mid;
+    tmpl_.window = static_cast<uint16_t>(job_->window());
+    tmpl_.coll = static_cast<uint8_t>(d.coll);
+    tmpl_.op = static_cast<uint8_t>(op);
+    tmpl_.dtype = static_cast<uint8_t>(dtype);
+    tmpl_.arg = geom.total();
+}
+
+void Call::start_empty()
+{
+    state_ = State::retired;
+    geom_ = CallGeometry{};
+    window_.start(0);
+    fail_ = Fail::none;
+    cqe_ = ina_cqe_t{};
+    cqe_.rc = INA_OK;
+}
+
+bool Call::finished() const
+{
+    if (sends_dropped_) {
+        return true;
+    }
+    return window_.sends_pending() == 0 && (window_.complete() || fail_ != Fail::none);
+}
+
+void Call::fail(Fail f, uint8_t status)
+{
+    if (fail_ == Fail::none) {
+        fail_ = f;
+        status_ = status;
+    }
+}
+
+int Call::fail_rc() const
+{
+    // In place, rbuf already holding some results is no longer the input:
+    // the caller cannot fall back to a host algorithm.
+    const bool input_gone = writes_input_ && applied_ > 0;
+    switch (fail_) {
+    case Fail::denied:
+        return input_gone ? INA_LOST : INA_DENIED;
+    case Fail::rejected:
+        return input_gone ? INA_LOST : INA_EPROTO;
+    case Fail::lost:
+    default:
+        return any_sent_ ? INA_LOST : INA_UNREACHABLE;
+    }
+}
+
+void Call::retire()
+{
+    // Complete even if the agent failed after the last RESULT.
+    cqe_.rc = window_.complete() ? INA_OK : fail_rc();
+    cqe_.status = status_;
+    state_ = State::retired;
+}
+
+void Call::drop_sends()
+{
+    sends_dropped_ = true;
+    fail(Fail::lost, INA_PROTO_OK);
+}
+
+void Call::pump(Client &client)
+{
+    if (fail_ == Fail::none && !client.alive()) {
+        fail(Fail::lost, INA_PROTO_OK);
+    }
+    while (fail_ == Fail::none && window_.can_send()) {
+        if (!post_block(client)) {
+            fail(Fail::lost, INA_PROTO_OK);
+        }
+    }
+}
+
+bool Call::post_block(Client &client)
+{
+    const uint64_t sid = window_.next_sid();
+    const uint32_t slot = window_.slot_of(sid);
+    const BlockSend b = geom_.send(sid);
+    SlotCtx &sc = slots_[slot];
+    sc.hdr = tmpl_;
+    sc.hdr.sid = static_cast<uint32_t>(sid);
+    sc.hdr.seg = slot;
+    sc.hdr.seg_count = geom_.block_count(sid);
+    sc.hdr.offset = b.offset;
+    sc.hdr.count = b.count; // 0: a CREDIT
+    sc.hdr.flags = b.want_result ? INA_PROTO_F_WANT_RESULT : 0;
+
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                     UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+    p.cb.send = &Call::send_cb;
+    p.user_data = &sc;
+    window_.on_sent();
+    // Straight from the user's buffer: no copy.
+    const void *payload = b.count > 0 ? src_ + b.src : nullptr;
+    ucs_status_ptr_t req = ucp_am_send_nbx(client.ep(), INA_PROTO_AM_TO_AGENT, &sc.hdr,
+                                           sizeof(sc.hdr), payload, b.count * esz_, &p);
+    if (req == nullptr) {
+        window_.on_send_done(slot);
+    } else if (UCS_PTR_IS_ERR(req)) {
+        window_.on_send_done(slot);
+        client.log(1, "job %u mid %llu sid %llu: send failed: %s", tmpl_.jid,
+                   static_cast<unsigned long long>(mid_), static_cast<unsigned long long>(sid),
+                   ucs_status_string(UCS_PTR_STATUS(req)));
+        return false;
+    }
+    any_sent_ = true;
+    return true;
+}
+
+void Call::send_cb(void *request, ucs_status_t status, void *user_data)
+{
+    auto *sc = static_cast<SlotCtx *>(user_data);
+    Call *call = sc->call;
+    call->window_.on_send_done(sc->slot);
+    Client *client = call->job_->client();
+    if (client != nullptr) {
+        client->note_event(); // a slot may have become free
+        if (status != UCS_OK) {
+            client->log(10, "job %u mid %llu sid %u: send completed with %s", sc->hdr.jid,
+                        static_cast<unsigned long long>(sc->hdr.mid), sc->hdr.sid,
+                        ucs_status_string(status));
+        }
+    }
+    ucp_request_free(request);
+}
+
+void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
+{
+    Client &client = *job_->client();
+    const uint64_t sid = h.sid;
+    if (sid >= geom_.nblocks() || h.coll != tmpl_.coll || h.op != tmpl_.op ||
+        h.dtype != tmpl_.dtype || h.seg_count != geom_.block_count(sid)) {
+        client.log(1, "job %u mid %llu: dropping a RESULT that does not match block %u", h.jid,
+                   static_cast<unsigned long long>(h.mid), h.sid);
+        return;
+    }
+    const SendWindow::Ack a = window_.classify(sid);
+    if (a != SendWindow::Ack::fresh) {
+        client.log(1, "job %u mid %llu: dropping a %s RESULT of sid %u", h.jid,
+                   static_cast<unsigned long long>(h.mid),
+                   a == SendWindow::Ack::duplicate ? "duplicate" : "never sent", h.sid);
+        return;
+    }
+    granted_ = true; // a RESULT means the agent aggregates this call
+    if (geom_.wants(sid)) {
+        const size_t bytes = static_cast<size_t>(h.seg_count) * esz_;
+        if (h.seg_count > 0 && ((h.flags & INA_PROTO_F_ACK_ONLY) != 0 || length != bytes)) {
+            // The block this rank needs never comes: the call cannot complete.
+            client.log(1, "job %u mid %llu sid %u: RESULT without the requested payload",
+                       h.jid, static_cast<unsigned long long>(h.mid), h.sid);
+            fail(Fail::rejected, INA_PROTO_ERR_MALFORMED);
+            return;
+        }
+        const BlockResult r = geom_.result(sid);
+        const auto *in = static_cast<const uint8_t *>(data);
+        for (unsigned i = 0; i < r.npieces; ++i) {
+            const BlockResult::Piece &pc = r.piece[i];
+            std::memcpy(rbuf_ + pc.dst, in + static_cast<size_t>(pc.from) * esz_,
+                        static_cast<size_t>(pc.count) * esz_);
+        }
+        applied_ += r.npieces > 0 ? 1 : 0;
+    }
+    // The RESULT, with or without payload, is the ACK of our block (S0).
+    window_.on_ack(sid);
+}
+
+// --------------------------------------------------------------------- Job
+
+Job::Job(Client *client, const ina_job_params_t &p, uint32_t rank)
+    : client_(client), params_(p), rank_(rank)
+{
+}
+
+Job::~Job()
+{
+    size_t unfreed = 0;
+    for (const auto &c : calls_) {
+        unfreed += c->state() != Call::State::free ? 1 : 0;
+    }
+    if (client_ != nullptr) {
+        if (unfreed > 0) {
+            client_->log(1, "job %u left with %zu call(s) not freed", params_.jid, unfreed);
+        }
+        client_->detach(this);
+    }
+}
+
+void Job::orphan()
+{
+    // The endpoint is about to be closed: nothing more will arrive.
+    for (Call *c : active_) {
+        c->drop_sends();
+    }
+    while (!active_.empty()) {
+        active_.front()->retire();
+        active_.pop_front();
+    }
+    client_ = nullptr;
+}
+
+void Job::leave()
+{
+    if (client_ == nullptr) {
+        return;
+    }
+    if (!active_.empty()) {
+        client_->log(1, "job %u: leaving with %zu call(s) outstanding; finishing them first",
+                     params_.jid, active_.size());
+        client_->wait([this] { return active_.empty(); });
+    }
+    if (client_->alive()) {
+        ina_proto_hdr_t h;
+        ina_proto_init(&h, INA_PROTO_JOB_LEAVE);
+        h.jid = params_.jid;
+        h.rank = rank_;
+        client_->post_detached(h); // the request is reaped by later progress
+    }
+}
+
+ina_call *Job::acquire()
+{
+    if (!free_.empty()) {
+        ina_call *c = free_.back();
+        free_.pop_back();
+        return c;
+    }
+    std::unique_ptr<ina_call> c(new (std::nothrow) ina_call(this, params_.window));
+    if (!c) {
+        return nullptr;
+    }
+    calls_.push_back(std::move(c));
+    return calls_.back().get();
+}
+
+void Job::release(Call *call)
+{
+    if (call->state() == Call::State::free) {
+        if (client_ != nullptr) {
+            client_->log(1, "job %u: call freed twice", params_.jid);
+        }
+        return;
+    }
+    call->set_free();
+    free_.push_back(static_cast<ina_call *>(call));
+}
+
+int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_cqe_t *cqe)
+{
+    *out = nullptr;
+    *cqe = ina_cqe_t{};
+    unsigned op = d.op;
+    unsigned dtype = d.dtype;
+    if (d.coll == INA_COLL_BARRIER) {
+        op = INA_OP_REPLACE; // carries no data: whatever the caller passed
+        dtype = INA_DT_UINT8;
+    }
+    if (d.coll >= INA_COLL_COUNT || !ina_proto_coll_valid(d.coll, op, dtype)) {
+        return cqe->rc = INA_EINVAL;
+    }
+    CallShape s;
+    s.coll = d.coll;
+    s.elem_size = ina_proto_dtype_size(dtype);
+    s.count = d.count;
+    s.nmembers = params_.nmembers;
+    s.rank = rank_;
+    s.root = d.root;
+    s.recvcounts = d.recvcounts;
+    s.in_place = d.coll == INA_COLL_ALLGATHER && d.sbuf == nullptr;
+    s.block_bytes = params_.block_bytes;
+    CallGeometry g;
+    if (!g.plan(s) || (!g.empty() && !buffers_ok(d, g, rank_))) {
+        return cqe->rc = INA_EINVAL;
+    }
+    ina_call *c = acquire(); // before the MID: running out of memory consumes none
+    if (c == nullptr) {
+        return cqe->rc = INA_ENOMEM;
+    }
+    if (g.empty()) {
+        // Moves nothing: complete at once on every rank alike, no MID.
+        c->start_empty();
+        *out = c;
+        return cqe->rc = INA_OK;
+    }
+    cqe->blocks = g.nblocks();
+    if (client_ != nullptr) {
+        // Deliver pending verdicts first: they are matched against next_mid_,
+        // so before this call consumes it.
+        client_->poll_events();
+    }
+    // Every rank consumes MIDs in the same order, whatever the outcome.
+    const uint64_t mid = next_mid_++;
+    cqe->mid = mid;
+    bool granted = false;
+    auto early = early_.find(mid);
+    if (early != early_.end()) {
+        const Early e = early->second;
+        early_.erase(early);
+        if (e.type != INA_PROTO_GRANT) {
+            // Decided before this rank got here: send nothing (the agent drops it).
+            release(c);
+            cqe->status = e.status;
+            return cqe->rc = e.type == INA_PROTO_DENY ? INA_DENIED : INA_EPROTO;
+        }
+        granted = true;
+    }
+    if (client_ == nullptr || !client_->alive()) {
+        release(c);
+        return cqe->rc = INA_UNREACHABLE;
+    }
+    c->start(mid, g, d, op, dtype, granted);
+    active_.push_back(c);
+    client_->progress(); // the first window goes out
+    if (!wait_decision) {
+        *out = c;
+        return cqe->rc = INA_OK;
+    }
+    // Usually one round trip: our own first block makes the agent decide.
+    client_->wait([c] { return c->decided(); });
+    if (c->failed()) {
+        if (c->state() == Call::State::active) {
+            // Denied or failed before the caller got it: finish its sends
+            // (they read the user's buffer), then take it out of the job's order.
+            client_->wait([c] { return c->finished(); });
+            auto it = std::find(active_.begin(), active_.end(), c);
+            if (it != active_.end()) {
+                active_.erase(it);
+                c->retire();
+            }
+        }
+        if (c->cqe().rc != INA_OK) {
+            *cqe = c->cqe();
+            release(c);
+            return cqe->rc;
+        }
+    }
+    // Granted (or already complete): the caller tests/waits it.
+    *out = c;
+    return cqe->rc = INA_OK;
+}
+
+void Job::drive()
+{
+    for (Call *c : active_) {
+        c->pump(*client_);
+    }
+    while (!active_.empty() && active_.front()->finished()) {
+        active_.front()->retire();
+        active_.pop_front();
+    }
+}
+
+bool Job::busy() const
+{
+    for (const Call *c : active_) {
+        if (!c->finished()) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void Job::drop_sends()
+{
+    for (Call *c : active_) {
+        c->drop_sends();
+    }
+}
+
+Call *Job::find(uint64_t mid)
+{
+    for (Call *c : active_) { // a handful at most
+        if (c->mid() == mid) {
+            return c;
+        }
+    }
+    return nullptr;
+}
+
+void Job::remember(const ina_proto_hdr_t &h)
+{
+    if (early_.size() >= kMaxEarly && early_.count(h.mid) == 0) {
+        client_->log(1, "job %u: too many early verdicts, dropping %s of mid %llu", h.jid,
+                     ina_proto_type_name(h.type), static_cast<unsigned long long>(h.mid));
+        return;
+    }
+    if (h.type == INA_PROTO_ERROR) {
+        early_[h.mid] = Early{h.type, h.status}; // an abort overrides a GRANT
+    } else {
+        early_.emplace(h.mid, Early{h.type, h.status});
+    }
+}
+
+void Job::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
+{
+    Call *c = find(h.mid);
+    if (c == nullptr) {
+        client_->log(10, "job %u: dropping RESULT of mid %llu sid %u: no such call", h.jid,
+                     static_cast<unsigned long long>(h.mid), h.sid);
+        return;
+    }
+    c->on_result(h, data, length);
+}
+
+void Job::on_grant(const ina_proto_hdr_t &h)
+{
+    Call *c = find(h.mid);
+    if (c != nullptr) {
+        c->on_grant();
+    } else if (h.mid >= next_mid_) {
+        remember(h);
+    } else {
+        client_->log(100, "job %u: GRANT of mid %llu after its call ended", h.jid,
+                     static_cast<unsigned long long>(h.mid));
+    }
+}
+
+void Job::on_deny(const ina_proto_hdr_t &h)
+{
+    Call *c = find(h.mid);
+    if (c != nullptr) {
+        c->on_deny(h.status);
+    } else if (h.mid >= next_mid_) {
+        remember(h);
+    } else {
+        client_->log(10, "job %u: dropping a stale DENY of mid %llu", h.jid,
+                     static_cast<unsigned long long>(h.mid));
+    }
+}
+
+void Job::on_error(const ina_proto_hdr_t &h)
+{
+    Call *c = find(h.mid);
+    if (c != nullptr) {
+        client_->log(1, "job %u mid %llu: agent rejected block %u: %s", h.jid,
+                     static_cast<unsigned long long>(h.mid), h.sid,
+                     ina_proto_status_name(h.status));
+        c->on_error(h.status);
+    } else if (h.mid >= next_mid_) {
+        client_->log(1, "job %u: agent aborted mid %llu before this rank started it: %s", h.jid,
+                     static_cast<unsigned long long>(h.mid), ina_proto_status_name(h.status));
+        remember(h);
+    } else {
+        client_->log(10, "job %u: dropping an ERROR of finished mid %llu: %s", h.jid,
+                     static_cast<unsigned long long>(h.mid), ina_proto_status_name(h.status));
+    }
+}
+
+} // namespace ina
