@@ -1,20 +1,98 @@
 // Reduce kernels: one loop per (op, element type), reached through a table.
 //
-// Every element is read and written with a fixed-size memcpy: that is legal
-// for any alignment and any effective type, and the compiler turns it into a
-// plain unaligned (vector) load/store. The loops must vectorise: Makefile.am
+// Every element is read and written with fixed-size memcpys: that is legal
+// for any alignment and any effective type, and the compiler turns it into
+// plain unaligned (vector) loads/stores. The loops must vectorise: Makefile.am
 // asks for the vectoriser explicitly, because the -O2 in the default CXXFLAGS
 // comes after our flags and its cost model never vectorises a loop whose trip
-// count is unknown.
+// count is unknown. Makefile.am also turns fp contraction off, so that
+// a*b + c is never fused into an fma: complex products must round exactly as
+// ina_reduce.h spells them on every host.
 #include "ina_reduce.h"
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
 namespace {
+
+// ---- Element types -------------------------------------------------------
+
+// C's F _Complex: real part, then imaginary part.
+template <typename F> struct Cx {
+    F re;
+    F im;
+};
+
+// MPI's MINLOC/MAXLOC pair structs (MPI_FLOAT_INT, ...): value, then index.
+template <typename V> struct Pair {
+    V v;
+    int i;
+};
+
+// Bytes of a long double that carry its value: x87 extended precision uses
+// 10 of its 16 bytes; the rest is padding that arithmetic leaves undefined.
+constexpr size_t kLongDoubleValueBytes =
+    (std::numeric_limits<long double>::digits == 64 && sizeof(long double) > 10)
+        ? 10
+        : sizeof(long double);
+
+// load/store of one element at p. Stores write every byte of the element,
+// with padding zeroed, so every rank gets bit-identical result bytes.
+template <typename T> struct Codec {
+    static T load(const unsigned char *p)
+    {
+        T v;
+        std::memcpy(&v, p, sizeof(T));
+        return v;
+    }
+    static void store(unsigned char *p, T v)
+    {
+        if constexpr (std::is_same_v<T, long double> && kLongDoubleValueBytes < sizeof(T)) {
+            std::memcpy(p, &v, kLongDoubleValueBytes);
+            std::memset(p + kLongDoubleValueBytes, 0, sizeof(T) - kLongDoubleValueBytes);
+        } else {
+            std::memcpy(p, &v, sizeof(T));
+        }
+    }
+};
+
+template <typename F> struct Codec<Cx<F>> {
+    static Cx<F> load(const unsigned char *p)
+    {
+        return {Codec<F>::load(p), Codec<F>::load(p + sizeof(F))};
+    }
+    static void store(unsigned char *p, Cx<F> v)
+    {
+        Codec<F>::store(p, v.re);
+        Codec<F>::store(p + sizeof(F), v.im);
+    }
+};
+
+template <typename V> struct Codec<Pair<V>> {
+    static constexpr size_t kIndexAt = offsetof(Pair<V>, i);
+    static Pair<V> load(const unsigned char *p)
+    {
+        Pair<V> v;
+        v.v = Codec<V>::load(p);
+        std::memcpy(&v.i, p + kIndexAt, sizeof(int));
+        return v;
+    }
+    static void store(unsigned char *p, Pair<V> v)
+    {
+        // Assemble the element in a zeroed image: the struct's padding (and
+        // a long double's) goes out as zeros in one fixed-size copy.
+        unsigned char img[sizeof(Pair<V>)] = {};
+        Codec<V>::store(img, v.v);
+        std::memcpy(img + kIndexAt, &v.i, sizeof(int));
+        std::memcpy(p, img, sizeof(img));
+    }
+};
+
+// ---- Operations: apply(a = dst element, b = src element) ------------------
 
 template <typename T> struct Sum {
     static T apply(T a, T b)
@@ -41,7 +119,7 @@ template <typename T> struct Prod {
         }
     }
 };
-// a is dst, b is src: dst is kept on ties and on NaN (ina_reduce.h).
+// dst is kept on ties and on NaN (ina_reduce.h).
 template <typename T> struct Min {
     static T apply(T a, T b) { return b < a ? b : a; }
 };
@@ -67,30 +145,33 @@ template <typename T> struct Bxor {
     static T apply(T a, T b) { return static_cast<T>(a ^ b); }
 };
 
-// Bytes of a long double that carry its value: x87 extended precision uses
-// 10 of its 16 bytes; the rest is padding that arithmetic leaves undefined.
-constexpr size_t kLongDoubleValueBytes =
-    (std::numeric_limits<long double>::digits == 64 && sizeof(long double) > 10)
-        ? 10
-        : sizeof(long double);
-
-template <typename T> inline T load(const unsigned char *p)
-{
-    T v;
-    std::memcpy(&v, p, sizeof(T));
-    return v;
-}
-
-template <typename T> inline void store(unsigned char *p, T v)
-{
-    if constexpr (std::is_same_v<T, long double> && kLongDoubleValueBytes < sizeof(T)) {
-        // Zero the padding so every rank gets bit-identical result bytes.
-        std::memcpy(p, &v, kLongDoubleValueBytes);
-        std::memset(p + kLongDoubleValueBytes, 0, sizeof(T) - kLongDoubleValueBytes);
-    } else {
-        std::memcpy(p, &v, sizeof(T));
+// Complex arithmetic in the textbook form ina_reduce.h fixes, not through
+// std::complex, whose operator* adds C99 Annex G NaN/infinity recovery.
+template <typename C> struct CxSum {
+    static C apply(C a, C b) { return {a.re + b.re, a.im + b.im}; }
+};
+template <typename C> struct CxProd {
+    static C apply(C a, C b)
+    {
+        // re = ac - bd, written ac + (-b)d: the same value bit for bit (IEEE
+        // subtraction is addition of the negation; rounding to nearest is
+        // sign-symmetric), but with no sub/add lane pair, which GCC 12's SLP
+        // vectoriser turns into vfmaddsub on FMA hosts even under
+        // -ffp-contract=off.
+        return {a.re * b.re + (-a.im) * b.im, a.re * b.im + a.im * b.re};
     }
-}
+};
+
+// MPI's MINLOC/MAXLOC: the better value wins; on equal values the smaller
+// index. A NaN value compares false both ways, so dst is kept.
+template <typename P> struct MinLoc {
+    static P apply(P a, P b) { return (b.v < a.v || (b.v == a.v && b.i < a.i)) ? b : a; }
+};
+template <typename P> struct MaxLoc {
+    static P apply(P a, P b) { return (b.v > a.v || (b.v == a.v && b.i < a.i)) ? b : a; }
+};
+
+// ---- Kernels and the dispatch table ----------------------------------------
 
 using Kernel = void (*)(void *, const void *, size_t);
 
@@ -101,34 +182,86 @@ void kernel(void *dstv, const void *srcv, size_t n)
     const auto *src = static_cast<const unsigned char *>(srcv);
     for (size_t i = 0; i < n; ++i) {
         const size_t at = i * sizeof(T);
-        store<T>(dst + at, Op<T>::apply(load<T>(dst + at), load<T>(src + at)));
+        Codec<T>::store(dst + at, Op<T>::apply(Codec<T>::load(dst + at), Codec<T>::load(src + at)));
     }
 }
 
+// Indexed by ina_proto_op_t; nullptr where ina_reduce has nothing to do
+// (pairs MPI does not define, and REPLACE, which places bytes).
 using Row = std::array<Kernel, INA_OP_COUNT>;
 
-// Indexed by ina_proto_op_t; nullptr where MPI defines no (op, dtype) pair.
-template <typename T> constexpr Row row()
+template <typename T> constexpr Row integer_row()
 {
-    if constexpr (std::is_integral_v<T>) {
-        return {&kernel<Sum, T>,  &kernel<Prod, T>, &kernel<Min, T>,  &kernel<Max, T>,
-                &kernel<Land, T>, &kernel<Lor, T>,  &kernel<Lxor, T>, &kernel<Band, T>,
-                &kernel<Bor, T>,  &kernel<Bxor, T>};
-    } else {
-        return {&kernel<Sum, T>, &kernel<Prod, T>, &kernel<Min, T>, &kernel<Max, T>,
-                nullptr,         nullptr,          nullptr,         nullptr,
-                nullptr,         nullptr};
-    }
+    Row r{};
+    r[INA_OP_SUM] = &kernel<Sum, T>;
+    r[INA_OP_PROD] = &kernel<Prod, T>;
+    r[INA_OP_MIN] = &kernel<Min, T>;
+    r[INA_OP_MAX] = &kernel<Max, T>;
+    r[INA_OP_LAND] = &kernel<Land, T>;
+    r[INA_OP_LOR] = &kernel<Lor, T>;
+    r[INA_OP_LXOR] = &kernel<Lxor, T>;
+    r[INA_OP_BAND] = &kernel<Band, T>;
+    r[INA_OP_BOR] = &kernel<Bor, T>;
+    r[INA_OP_BXOR] = &kernel<Bxor, T>;
+    return r;
+}
+
+template <typename T> constexpr Row floating_row()
+{
+    Row r{};
+    r[INA_OP_SUM] = &kernel<Sum, T>;
+    r[INA_OP_PROD] = &kernel<Prod, T>;
+    r[INA_OP_MIN] = &kernel<Min, T>;
+    r[INA_OP_MAX] = &kernel<Max, T>;
+    return r;
+}
+
+// _Bool is one byte holding 0 or 1: the byte-wide logical kernels apply
+// (they read it as uint8_t, so a stray non-0/1 byte is not UB, just "true").
+constexpr Row bool_row()
+{
+    Row r{};
+    r[INA_OP_LAND] = &kernel<Land, uint8_t>;
+    r[INA_OP_LOR] = &kernel<Lor, uint8_t>;
+    r[INA_OP_LXOR] = &kernel<Lxor, uint8_t>;
+    return r;
+}
+
+template <typename F> constexpr Row complex_row()
+{
+    Row r{};
+    r[INA_OP_SUM] = &kernel<CxSum, Cx<F>>;
+    r[INA_OP_PROD] = &kernel<CxProd, Cx<F>>;
+    return r;
+}
+
+template <typename V> constexpr Row pair_row()
+{
+    Row r{};
+    r[INA_OP_MINLOC] = &kernel<MinLoc, Pair<V>>;
+    r[INA_OP_MAXLOC] = &kernel<MaxLoc, Pair<V>>;
+    return r;
 }
 
 // Indexed by ina_proto_dtype_t.
 constexpr std::array<Row, INA_DT_COUNT> kTable = {
-    row<int8_t>(),  row<uint8_t>(),  row<int16_t>(), row<uint16_t>(),
-    row<int32_t>(), row<uint32_t>(), row<int64_t>(), row<uint64_t>(),
-    row<float>(),   row<double>(),   row<long double>(),
+    integer_row<int8_t>(),      integer_row<uint8_t>(),     integer_row<int16_t>(),
+    integer_row<uint16_t>(),    integer_row<int32_t>(),     integer_row<uint32_t>(),
+    integer_row<int64_t>(),     integer_row<uint64_t>(),    floating_row<float>(),
+    floating_row<double>(),     floating_row<long double>(), bool_row(),
+    complex_row<float>(),       complex_row<double>(),      complex_row<long double>(),
+    pair_row<float>(),          pair_row<double>(),         pair_row<long>(),
+    pair_row<int>(),            pair_row<short>(),          pair_row<long double>(),
 };
 
 static_assert(sizeof(float) == 4 && sizeof(double) == 8, "wire floats are binary32/64");
+static_assert(sizeof(bool) == 1, "wire bool is one byte");
+// The element sizes the kernels step by must be the wire sizes.
+static_assert(sizeof(Cx<long double>) == 2 * sizeof(long double), "complex layout");
+static_assert(sizeof(Pair<float>) == 8 && sizeof(Pair<double>) == 16 &&
+                  sizeof(Pair<long>) == 16 && sizeof(Pair<int>) == 8 &&
+                  sizeof(Pair<short>) == 8 && sizeof(Pair<long double>) == 2 * sizeof(long double),
+              "pair layouts of ina_proto.h");
 
 } // namespace
 
