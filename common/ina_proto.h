@@ -251,6 +251,12 @@ int ina_proto_coll_valid(unsigned coll, unsigned op, unsigned dtype);
  * seg_count, or 0 with INA_PROTO_F_ACK_ONLY; unknown flag bits rejected;
  * payload_len == count * dtype size for BLOCK/RESULT, == count * 4 for
  * JOB_CREATE, == 0 for the others).
+ * Also rejected (MALFORMED): a reduction BLOCK that is not the whole block
+ * (offset 0, count = seg_count; so no CREDIT); seg_count 0 except BARRIER,
+ * whose only form is sid 0, seg_count = count = offset = arg = 0; flags other
+ * than WANT_RESULT on a BLOCK or ACK_ONLY on a RESULT; a RESULT offset != 0;
+ * nonzero coll/offset/seg_count/flags on the other types. A valid (op, dtype)
+ * in the wrong collective is MALFORMED, an invalid pair UNSUPPORTED.
  * Returns INA_PROTO_OK or the status that explains the rejection.
  * Never reads past hdr_len. */
 ina_proto_status_t ina_proto_check(const void *hdr, size_t hdr_len, size_t payload_len);
