@@ -408,8 +408,9 @@ void Client::fence(size_t ep)
 }
 
 ina_proto_hdr_t block_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint32_t sid,
-                          uint32_t window, unsigned op, unsigned dtype, uint32_t count,
-                          uint64_t total)
+                          uint32_t window, unsigned coll, unsigned op, unsigned dtype,
+                          uint32_t offset, uint32_t count, uint32_t seg_count, uint64_t total,
+                          bool want_result)
 {
     ina_proto_hdr_t h;
     ina_proto_init(&h, INA_PROTO_BLOCK);
@@ -419,11 +420,36 @@ ina_proto_hdr_t block_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint32_t si
     h.sid = sid;
     h.window = static_cast<uint16_t>(window);
     h.seg = sid % window;
+    h.coll = static_cast<uint8_t>(coll);
     h.op = static_cast<uint8_t>(op);
     h.dtype = static_cast<uint8_t>(dtype);
+    h.offset = offset;
     h.count = count;
+    h.seg_count = seg_count;
     h.arg = total;
+    h.flags = want_result ? INA_PROTO_F_WANT_RESULT : 0;
     return h;
+}
+
+ina_proto_hdr_t allreduce_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint32_t sid,
+                              uint32_t window, unsigned op, unsigned dtype, uint32_t count,
+                              uint64_t total)
+{
+    return block_hdr(jid, rank, mid, sid, window, INA_COLL_ALLREDUCE, op, dtype, 0, count, count,
+                     total, true);
+}
+
+void expect_grants(Client &c, uint32_t jid, uint64_t mid, const std::vector<uint32_t> &ranks)
+{
+    for (uint32_t r : ranks) {
+        Msg m = c.wait_for([&](const Msg &m) { return m.hdr.jid == jid && m.hdr.rank == r; },
+                           10000, "GRANT");
+        CHECK_OR_FAIL(m.hdr.type == INA_PROTO_GRANT && m.hdr.mid == mid &&
+                          m.hdr.status == INA_PROTO_OK,
+                      "job %u rank %u: got %s mid %lu (%s) instead of the GRANT of mid %lu", jid,
+                      r, ina_proto_type_name(m.hdr.type), (unsigned long)m.hdr.mid,
+                      ina_proto_status_name(m.hdr.status), (unsigned long)mid);
+    }
 }
 
 bool same_bits(unsigned dtype, const void *a, const void *b, size_t count)

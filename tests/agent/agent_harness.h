@@ -112,10 +112,20 @@ private:
     std::vector<Msg> inbox_;
 };
 
-// Header of a BLOCK message.
+// Header of a BLOCK message (protocol v2): `count` elements of payload at
+// element `offset` of block `sid`, which holds `seg_count` elements of a
+// result vector of `total`; count 0 is a CREDIT.
 ina_proto_hdr_t block_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint32_t sid,
-                          uint32_t window, unsigned op, unsigned dtype, uint32_t count,
-                          uint64_t total);
+                          uint32_t window, unsigned coll, unsigned op, unsigned dtype,
+                          uint32_t offset, uint32_t count, uint32_t seg_count, uint64_t total,
+                          bool want_result);
+// The common case: an ALLREDUCE block carrying the whole block, WANT_RESULT.
+ina_proto_hdr_t allreduce_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint32_t sid,
+                              uint32_t window, unsigned op, unsigned dtype, uint32_t count,
+                              uint64_t total);
+// Wait for the GRANT of (jid, mid) on every rank in ranks; fails on anything else
+// addressed to those ranks of that job first.
+void expect_grants(Client &c, uint32_t jid, uint64_t mid, const std::vector<uint32_t> &ranks);
 
 // Compare two reduced buffers of dtype (long double: its 10 value bytes only).
 bool same_bits(unsigned dtype, const void *a, const void *b, size_t count);

@@ -66,8 +66,15 @@ void use_job(Client &c, const std::vector<size_t> &eps, uint32_t jid, uint32_t w
                 v[i] = static_cast<int64_t>(salt * 131 + r * 17 + sid * 5 + i);
                 ref[i] += v[i];
             }
-            c.send(eps[r], block_hdr(jid, r, mid, sid, window, INA_OP_SUM, INA_DT_INT64, cnt, 2 * cnt),
+            c.send(eps[r], allreduce_hdr(jid, r, mid, sid, window, INA_OP_SUM, INA_DT_INT64, cnt, 2 * cnt),
                    v.data(), cnt * sizeof(int64_t));
+        }
+        if (sid == 0) {
+            std::vector<uint32_t> ranks(n);
+            for (uint32_t r = 0; r < n; ++r) {
+                ranks[r] = r;
+            }
+            expect_grants(c, jid, mid, ranks);
         }
         for (uint32_t r = 0; r < n; ++r) {
             Msg m = c.wait_for([&](const Msg &m) { return m.hdr.jid == jid && m.hdr.rank == r; },
@@ -154,8 +161,10 @@ int main()
         other.create_job(oe, {0, 1, 2}, 2, &ow, 3);
         // Rank 0 starts a 2-block call the other rank will never finish.
         std::vector<int64_t> v(8, 1);
-        c.send(eps[0], block_hdr(jid, 0, 0, 0, w, INA_OP_SUM, INA_DT_INT64, 8, 16), v.data(), 64);
+        c.send(eps[0], allreduce_hdr(jid, 0, 0, 0, w, INA_OP_SUM, INA_DT_INT64, 8, 16), v.data(), 64);
         c.fence(eps[0]);
+        expect_grants(c, jid, 0, {0});
+        expect_grants(other, jid, 0, {1}); // the member that has not sent anything yet
     } // its endpoint closes here
     Msg abort_msg = c.wait_for([&](const Msg &m) { return m.hdr.jid == jid; }, 10000,
                                "ERROR for the call the dead rank left unfinished");
@@ -204,7 +213,7 @@ int main()
         CHECK_OR_FAIL(c2.join(e0, j2, 0) == INA_PROTO_OK && c2.join(e1, j2, 1) == INA_PROTO_OK,
                       "join");
         std::vector<int64_t> v(8, 3);
-        c2.send(e0, block_hdr(j2, 0, 0, 0, w2, INA_OP_SUM, INA_DT_INT64, 8, 8), v.data(), 64);
+        c2.send(e0, allreduce_hdr(j2, 0, 0, 0, w2, INA_OP_SUM, INA_DT_INT64, 8, 8), v.data(), 64);
         c2.fence(e0);
         rc = d2.terminate(SIGINT);
         CHECK_OR_FAIL(rc == 0, "exit status %d after SIGINT", rc);
