@@ -145,7 +145,24 @@ typedef struct mca_coll_ina_module_t {
     unsigned long long offloaded_by_kind[MCA_COLL_INA_KIND_COUNT];
     unsigned long long fallback_calls;
     unsigned long long fallback_by_reason[MCA_COLL_INA_FB_COUNT];
+
+    /* > 0 while a saved collective runs: the collectives it calls on this
+     * communicator (basic's allreduce calls comm->c_coll->coll_reduce and
+     * coll_bcast, which are ina's) go straight to the saved ones, so that a
+     * fallback is the host algorithm alone: it does not ask the agent again
+     * (a denied call must not reach it piecewise) and counts once. */
+    int in_fallback;
 } mca_coll_ina_module_t;
+
+/* Run the saved provider of slot `fn` with the call's arguments, as above. */
+#define MCA_COLL_INA_RETURN_PREVIOUS(m, fn, ...)                                  \
+    do {                                                                          \
+        int rc_;                                                                  \
+        ++(m)->in_fallback;                                                       \
+        rc_ = (m)->previous_##fn(__VA_ARGS__, (m)->previous_##fn##_module);       \
+        --(m)->in_fallback;                                                       \
+        return rc_;                                                               \
+    } while (0)
 
 OBJ_CLASS_DECLARATION(mca_coll_ina_module_t);
 

@@ -71,8 +71,7 @@ int mca_coll_ina_allgather(const void *sbuf, int scount, struct ompi_datatype_t 
     if (mca_coll_ina_try(m, MCA_COLL_INA_ALLGATHER, &desc, bytes, why, NULL, &rc)) {
         return rc;
     }
-    return m->previous_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
-                                 m->previous_allgather_module);
+    MCA_COLL_INA_RETURN_PREVIOUS(m, allgather, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm);
 }
 
 int mca_coll_ina_iallgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -96,6 +95,6 @@ int mca_coll_ina_iallgather(const void *sbuf, int scount, struct ompi_datatype_t
     if (mca_coll_ina_try(m, MCA_COLL_INA_ALLGATHER, &desc, bytes, why, request, &rc)) {
         return rc;
     }
-    return m->previous_iallgather(sbuf, scount, sdtype, rbuf, rcount, rdtype, comm, request,
-                                  m->previous_iallgather_module);
+    MCA_COLL_INA_RETURN_PREVIOUS(m, iallgather, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
+                                 request);
 }

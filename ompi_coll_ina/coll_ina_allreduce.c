@@ -49,8 +49,7 @@ int mca_coll_ina_allreduce(const void *sbuf, void *rbuf, int count,
     if (mca_coll_ina_try(m, MCA_COLL_INA_ALLREDUCE, &desc, bytes, why, NULL, &rc)) {
         return rc;
     }
-    return m->previous_allreduce(sbuf, rbuf, count, dtype, op, comm,
-                                 m->previous_allreduce_module);
+    MCA_COLL_INA_RETURN_PREVIOUS(m, allreduce, sbuf, rbuf, count, dtype, op, comm);
 }
 
 int mca_coll_ina_iallreduce(const void *sbuf, void *rbuf, int count,
@@ -71,6 +70,5 @@ int mca_coll_ina_iallreduce(const void *sbuf, void *rbuf, int count,
     if (mca_coll_ina_try(m, MCA_COLL_INA_ALLREDUCE, &desc, bytes, why, request, &rc)) {
         return rc;
     }
-    return m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
-                                  m->previous_iallreduce_module);
+    MCA_COLL_INA_RETURN_PREVIOUS(m, iallreduce, sbuf, rbuf, count, dtype, op, comm, request);
 }

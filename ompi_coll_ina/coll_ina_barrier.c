@@ -33,7 +33,7 @@ int mca_coll_ina_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_
     if (mca_coll_ina_try(m, MCA_COLL_INA_BARRIER, &desc, 0, NULL, NULL, &rc)) {
         return rc;
     }
-    return m->previous_barrier(comm, m->previous_barrier_module);
+    MCA_COLL_INA_RETURN_PREVIOUS(m, barrier, comm);
 }
 
 int mca_coll_ina_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **request,
@@ -47,5 +47,5 @@ int mca_coll_ina_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **req
     if (mca_coll_ina_try(m, MCA_COLL_INA_BARRIER, &desc, 0, NULL, request, &rc)) {
         return rc;
     }
-    return m->previous_ibarrier(comm, request, m->previous_ibarrier_module);
+    MCA_COLL_INA_RETURN_PREVIOUS(m, ibarrier, comm, request);
 }

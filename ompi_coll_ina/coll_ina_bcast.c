@@ -50,7 +50,7 @@ int mca_coll_ina_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int 
     if (mca_coll_ina_try(m, MCA_COLL_INA_BCAST, &desc, bytes, why, NULL, &rc)) {
         return rc;
     }
-    return m->previous_bcast(buf, count, dtype, root, comm, m->previous_bcast_module);
+    MCA_COLL_INA_RETURN_PREVIOUS(m, bcast, buf, count, dtype, root, comm);
 }
 
 int mca_coll_ina_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
@@ -73,6 +73,5 @@ int mca_coll_ina_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int
     if (mca_coll_ina_try(m, MCA_COLL_INA_BCAST, &desc, bytes, why, request, &rc)) {
         return rc;
     }
-    return m->previous_ibcast(buf, count, dtype, root, comm, request,
-                              m->previous_ibcast_module);
+    MCA_COLL_INA_RETURN_PREVIOUS(m, ibcast, buf, count, dtype, root, comm, request);
 }

@@ -74,6 +74,7 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     memset(m->offloaded_by_kind, 0, sizeof(m->offloaded_by_kind));
     m->fallback_calls = 0;
     memset(m->fallback_by_reason, 0, sizeof(m->fallback_by_reason));
+    m->in_fallback = 0;
 }
 
 static void ina_module_destruct(mca_coll_ina_module_t *m)

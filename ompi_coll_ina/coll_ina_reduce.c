@@ -50,8 +50,7 @@ int mca_coll_ina_reduce(const void *sbuf, void *rbuf, int count,
     if (mca_coll_ina_try(m, MCA_COLL_INA_REDUCE, &desc, bytes, why, NULL, &rc)) {
         return rc;
     }
-    return m->previous_reduce(sbuf, rbuf, count, dtype, op, root, comm,
-                              m->previous_reduce_module);
+    MCA_COLL_INA_RETURN_PREVIOUS(m, reduce, sbuf, rbuf, count, dtype, op, root, comm);
 }
 
 int mca_coll_ina_ireduce(const void *sbuf, void *rbuf, int count,
@@ -72,6 +71,5 @@ int mca_coll_ina_ireduce(const void *sbuf, void *rbuf, int count,
     if (mca_coll_ina_try(m, MCA_COLL_INA_REDUCE, &desc, bytes, why, request, &rc)) {
         return rc;
     }
-    return m->previous_ireduce(sbuf, rbuf, count, dtype, op, root, comm, request,
-                               m->previous_ireduce_module);
+    MCA_COLL_INA_RETURN_PREVIOUS(m, ireduce, sbuf, rbuf, count, dtype, op, root, comm, request);
 }

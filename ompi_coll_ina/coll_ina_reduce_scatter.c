@@ -95,8 +95,7 @@ int mca_coll_ina_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
     if (handled) {
         return rc;
     }
-    return m->previous_reduce_scatter_block(sbuf, rbuf, rcount, dtype, op, comm,
-                                            m->previous_reduce_scatter_block_module);
+    MCA_COLL_INA_RETURN_PREVIOUS(m, reduce_scatter_block, sbuf, rbuf, rcount, dtype, op, comm);
 }
 
 int mca_coll_ina_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,
@@ -126,6 +125,5 @@ int mca_coll_ina_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts
     if (handled) {
         return rc;
     }
-    return m->previous_reduce_scatter(sbuf, rbuf, rcounts, dtype, op, comm,
-                                      m->previous_reduce_scatter_module);
+    MCA_COLL_INA_RETURN_PREVIOUS(m, reduce_scatter, sbuf, rbuf, rcounts, dtype, op, comm);
 }

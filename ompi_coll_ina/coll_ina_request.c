@@ -283,6 +283,9 @@ bool mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     int erc;
 
     *rc = MPI_SUCCESS;
+    if (m->in_fallback > 0) {
+        return false; /* inside a saved collective: neither offloaded nor counted */
+    }
     if (NULL != unsupported) {
         return ina_fallback(m, kind, MCA_COLL_INA_FB_UNSUPPORTED, unsupported);
     }
