@@ -61,20 +61,21 @@ while (($#)); do
 done
 
 # in_range VALUE MIN MAX: VALUE is a decimal integer in [MIN, MAX].
-in_range() { [[ $1 =~ ^[0-9]{1,9}$ ]] && (($1 >= $2 && $1 <= $3)); }
+in_range() { [[ $1 =~ ^[0-9]{1,9}$ ]] && ((10#$1 >= $2 && 10#$1 <= $3)); }
 in_range "$hosts" 2 250 || die "--hosts wants 2..250"
 in_range "$ppn" 1 64 || die "--ppn wants 1..64"
 in_range "$iters" 1 1000000 || die "--iters wants a count >= 1"
 in_range "$repeat" 1 100 || die "--repeat wants 1..100"
 in_range "$limit" 1 86400 || die "--timeout wants seconds"
-[[ $sizes =~ ^([0-9]+):([0-9]+)$ ]] || die "--sizes wants MIN:MAX in bytes"
-min_bytes=${BASH_REMATCH[1]} max_bytes=${BASH_REMATCH[2]}
-((min_bytes >= 4 && max_bytes >= min_bytes)) || die "--sizes wants 4 <= MIN <= MAX (float elements)"
-[[ $rate =~ ^([0-9]+)(kbit|mbit|gbit)$ ]] || die "--rate wants NUMBER{kbit|mbit|gbit}, e.g. 500mbit"
+[[ $sizes =~ ^([0-9]{1,10}):([0-9]{1,10})$ ]] || die "--sizes wants MIN:MAX in bytes"
+min_bytes=$((10#${BASH_REMATCH[1]})) max_bytes=$((10#${BASH_REMATCH[2]}))
+((min_bytes >= 4 && max_bytes >= min_bytes && max_bytes <= 1 << 30)) ||
+    die "--sizes wants 4 <= MIN <= MAX <= 1073741824 (float elements)"
+[[ $rate =~ ^([0-9]{1,6})(kbit|mbit|gbit)$ ]] || die "--rate wants NUMBER{kbit|mbit|gbit}, e.g. 500mbit"
 case ${BASH_REMATCH[2]} in
-kbit) rate_bps=$((BASH_REMATCH[1] * 1000)) ;;
-mbit) rate_bps=$((BASH_REMATCH[1] * 1000000)) ;;
-gbit) rate_bps=$((BASH_REMATCH[1] * 1000000000)) ;;
+kbit) rate_bps=$((10#${BASH_REMATCH[1]} * 1000)) ;;
+mbit) rate_bps=$((10#${BASH_REMATCH[1]} * 1000000)) ;;
+gbit) rate_bps=$((10#${BASH_REMATCH[1]} * 1000000000)) ;;
 esac
 ((rate_bps >= 100000)) || die "--rate: at least 100kbit"
 # A bucket of 1 ms at line rate: small enough that a message waits for tokens
@@ -195,7 +196,11 @@ mpi() {
 echo "run.sh: $hosts hosts x $ppn ranks, links $rate (burst $burst, queue $queue), build $builddir"
 link_log=$out/link.log
 : >"$link_log"
-INAFAB_PPN=1 mpi 2 "$link_log" --mca coll ^ina -- -b bcast -m 33554432 -i 3 -w 1 -c
+# About half a second of data per broadcast, 1..32 MiB.
+link_bytes=$((rate_bps / 16))
+((link_bytes >= 1 << 20)) || link_bytes=$((1 << 20))
+((link_bytes <= 1 << 25)) || link_bytes=$((1 << 25))
+INAFAB_PPN=1 mpi 2 "$link_log" --mca coll ^ina -- -b bcast -m "$link_bytes" -i 3 -w 1 -c
 link_mbit=$(awk '$1 ~ /^[0-9]+$/ && NF == 6 { printf "%.0f", $1 * 8 / $4 }' "$link_log")
 echo "run.sh: measured link rate ${link_mbit} Mbit/s (configured $rate)"
 
