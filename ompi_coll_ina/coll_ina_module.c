@@ -153,6 +153,12 @@ static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
      * which runs when the base releases the module. */
     INA_FOREACH_SLOT(INA_SAVE_PREVIOUS)
 
+    if (mca_coll_ina_component.thread_multiple) {
+        /* Every call falls back (see init_query): no agent, no job, and no
+         * engine use from concurrent communicator creations. */
+        m->job_state = MCA_COLL_INA_JOB_DISABLED;
+        return OMPI_SUCCESS;
+    }
     if (&ompi_mpi_comm_world.comm == comm) {
         rc = mca_coll_ina_agent_setup_world(m);
         if (OMPI_SUCCESS != rc) {

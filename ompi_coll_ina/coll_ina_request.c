@@ -50,8 +50,12 @@ static int ina_required_error(mca_coll_ina_module_t *m, const char *why)
 static int ina_failed_error(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind, int rc,
                             const ina_cqe_t *cqe)
 {
+    /* The help topic's arguments stay as they were: an installed older
+     * help file must still match them. */
+    INA_VERBOSE(1, "cid %d: offloaded %s (mid %llu) failed: engine code %d", m->cid,
+                mca_coll_ina_kind_name(kind), (unsigned long long) cqe->mid, rc);
     opal_show_help("help-coll-ina.txt", "offload-failed", true,
-                   opal_process_info.nodename, m->rank, m->cid, mca_coll_ina_kind_name(kind),
+                   opal_process_info.nodename, m->rank, m->cid,
                    (unsigned long long) cqe->mid, rc, ina_proto_status_name(cqe->status));
     return MPI_ERR_OTHER;
 }
