@@ -1,0 +1,552 @@
+// ina_loadgen: load generator for ina-switchd without MPI. It plays P ranks
+// (processes, one client connection each) in J jobs (every process is a
+// member of every job), runs N float-sum allreduces of S bytes on each job
+// through the client engine, checks every result against a reference it
+// computes itself, and reports what went through the agent: blocks/s and
+// bytes/s into the agent, allreduces/s, and per-call latency percentiles.
+//
+// Roles: process p is rank (p + j) % P of job j, so the jobs' rank 0 (which
+// creates the job at the agent and hands its ina_job_params_t to the others
+// through shared memory) and the rank order of the agent's reductions differ
+// from job to job.
+//
+// Modes:
+//   default      blocking calls (ina_job_allreduce): for call i, job 0, 1, ...,
+//                J-1 in turn; the same order on every process (a blocking
+//                call waits for all members, so any other order deadlocks).
+//   --overlap    the J calls of step i are posted together (ina_job_post) and
+//                then waited for, so the jobs' calls overlap at the agent.
+//
+// Inputs are small integers stored as floats, so every sum is exact whatever
+// the order of the reduction: the reference (the integer sum) is independent
+// of the agent's order and of ina_reduce. Inputs alternate between two
+// variants from call to call, and the receive buffer is poisoned (NaN) before
+// every call, so a stale or missing block is caught. Filling, poisoning and
+// checking happen outside the timed call, but inside the wall-clock window
+// that the aggregate rates use (they are cheap next to a call).
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ina_client.h"
+
+#ifndef INA_LOADGEN_SWITCHD
+#define INA_LOADGEN_SWITCHD "ina-switchd"
+#endif
+
+namespace ina {
+namespace {
+
+constexpr uint32_t kMaxProcs = 256;
+constexpr uint32_t kMaxJobs = 64;
+constexpr uint64_t kMaxSamples = uint64_t{1} << 26; // latency samples kept (256 MiB)
+
+struct Options {
+    uint32_t procs = 2;
+    uint32_t jobs = 1;
+    uint64_t calls = 100;
+    uint64_t warmup = 2;
+    uint64_t bytes = 1u << 20;
+    uint32_t window = 0;      // 0: the agent's maximum
+    uint32_t block = 0;       // 0: one Seg
+    unsigned timeout_s = 300; // whole run, then every process is killed
+    bool overlap = false;
+    int verbose = 0;
+    std::string agent;        // host:port; empty: spawn one
+    std::string switchd;
+    std::vector<std::string> agent_args;
+};
+
+double now_s()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// What each process reports back to the parent.
+struct ProcStats {
+    double t_start;     // after the start barrier
+    double t_end;       // after its last call
+    uint64_t granted;   // calls the agent aggregated (and that were checked)
+    uint64_t denied;
+    uint64_t wrong;     // granted calls with a wrong result
+    uint64_t blocks;    // blocks this process sent in measured granted calls
+    int rc;             // first fatal engine rc, INA_OK if none
+};
+
+// One anonymous shared mapping, laid out as: a process-shared barrier, the
+// jobs' parameters and creation status, per-process stats, latency samples.
+class SharedRegion {
+public:
+    SharedRegion(uint32_t procs, uint32_t jobs, uint64_t samples_per_proc)
+        : procs_(procs), samples_per_proc_(samples_per_proc)
+    {
+        off_params_ = align(sizeof(pthread_barrier_t));
+        off_rc_ = align(off_params_ + jobs * sizeof(ina_job_params_t));
+        off_stats_ = align(off_rc_ + jobs * sizeof(int));
+        off_lat_ = align(off_stats_ + procs * sizeof(ProcStats));
+        bytes_ = off_lat_ + procs * samples_per_proc * sizeof(float);
+        void *p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            std::perror("ina_loadgen: mmap");
+            std::exit(1);
+        }
+        base_ = static_cast<char *>(p);
+        pthread_barrierattr_t a;
+        pthread_barrierattr_init(&a);
+        pthread_barrierattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+        pthread_barrier_init(barrier(), &a, procs);
+        pthread_barrierattr_destroy(&a);
+        for (uint32_t j = 0; j < jobs; ++j) create_rc()[j] = -1;
+    }
+    ~SharedRegion()
+    {
+        pthread_barrier_destroy(barrier());
+        munmap(base_, bytes_);
+    }
+    SharedRegion(const SharedRegion &) = delete;
+    SharedRegion &operator=(const SharedRegion &) = delete;
+
+    pthread_barrier_t *barrier() { return reinterpret_cast<pthread_barrier_t *>(base_); }
+    ina_job_params_t *params() { return reinterpret_cast<ina_job_params_t *>(base_ + off_params_); }
+    int *create_rc() { return reinterpret_cast<int *>(base_ + off_rc_); }
+    ProcStats *stats() { return reinterpret_cast<ProcStats *>(base_ + off_stats_); }
+    float *latencies(uint32_t proc)
+    {
+        return reinterpret_cast<float *>(base_ + off_lat_) + proc * samples_per_proc_;
+    }
+    uint32_t procs() const { return procs_; }
+    void wait() { pthread_barrier_wait(barrier()); }
+
+private:
+    static size_t align(size_t off) { return (off + 63) & ~size_t{63}; }
+    uint32_t procs_;
+    uint64_t samples_per_proc_;
+    size_t off_params_ = 0, off_rc_ = 0, off_stats_ = 0, off_lat_ = 0, bytes_ = 0;
+    char *base_ = nullptr;
+};
+
+// Input element e of `rank` in job j, variant v: an integer in [0, 255].
+inline uint32_t input(uint32_t rank, uint32_t j, uint32_t v, uint64_t e)
+{
+    uint64_t x = e * 0x9e3779b97f4a7c15ull + (uint64_t{rank} << 40) + (uint64_t{j} << 20) + v;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    return static_cast<uint32_t>(x >> 56);
+}
+
+constexpr uint32_t kVariants = 2;
+
+struct JobData {
+    ina_job_t *job = nullptr;
+    uint32_t rank = 0;
+    std::vector<float> in[kVariants];       // this rank's inputs
+    std::vector<float> expected[kVariants]; // sum over every rank, exact
+    std::vector<float> out;
+};
+
+[[noreturn]] void die(uint32_t proc, const char *what, int rc)
+{
+    std::fprintf(stderr, "ina_loadgen: process %u: %s (rc %d)\n", proc, what, rc);
+    std::fflush(stderr);
+    std::_Exit(3);
+}
+
+// Poison, check: both outside the timed call.
+void poison(std::vector<float> &out) { std::memset(out.data(), 0xff, out.size() * sizeof(float)); }
+
+bool check(const std::vector<float> &out, const std::vector<float> &expected)
+{
+    return std::memcmp(out.data(), expected.data(), out.size() * sizeof(float)) == 0;
+}
+
+// The body of one simulated rank. Exits the process.
+[[noreturn]] void proc_main(const Options &o, const char *addr, SharedRegion &sh, uint32_t p)
+{
+    alarm(o.timeout_s); // a wedged run dies instead of hanging (SIGALRM kills)
+    const uint32_t P = o.procs, J = o.jobs;
+    const uint64_t n = o.bytes / sizeof(float);
+
+    ina_client_config_t cfg{addr, 10000, 30000, o.verbose};
+    ina_client_t *client = nullptr;
+    char err[256] = "";
+    int rc = ina_client_connect(&cfg, &client, err, sizeof(err));
+    if (rc != INA_OK) {
+        std::fprintf(stderr, "ina_loadgen: process %u: connect to %s: %s\n", p, addr, err);
+        std::_Exit(2);
+    }
+
+    // Inputs and references, before anything is timed.
+    std::vector<JobData> jobs(J);
+    for (uint32_t j = 0; j < J; ++j) {
+        JobData &jd = jobs[j];
+        jd.rank = (p + j) % P;
+        jd.out.resize(n);
+        for (uint32_t v = 0; v < kVariants; ++v) {
+            jd.in[v].resize(n);
+            jd.expected[v].resize(n);
+            for (uint64_t e = 0; e < n; ++e) {
+                uint32_t sum = 0;
+                for (uint32_t r = 0; r < P; ++r) sum += input(r, j, v, e);
+                jd.in[v][e] = static_cast<float>(input(jd.rank, j, v, e));
+                jd.expected[v][e] = static_cast<float>(sum); // < 2^24: exact
+            }
+        }
+    }
+
+    // Rank 0 of each job creates it; then everyone joins every job.
+    std::vector<uint32_t> nodes(P);
+    for (uint32_t i = 0; i < P; ++i) nodes[i] = i; // one rank per node
+    for (uint32_t j = 0; j < J; ++j) {
+        if (jobs[j].rank == 0) {
+            sh.create_rc()[j] = ina_job_create(client, P, nodes.data(), o.window, o.block, &sh.params()[j]);
+        }
+    }
+    sh.wait();
+    for (uint32_t j = 0; j < J; ++j) {
+        if (sh.create_rc()[j] != INA_OK) die(p, "job creation failed", sh.create_rc()[j]);
+        rc = ina_job_join(client, &sh.params()[j], jobs[j].rank, &jobs[j].job);
+        if (rc != INA_OK) die(p, "join failed", rc);
+    }
+    sh.wait(); // every member joined before any block flows
+
+    ProcStats &st = sh.stats()[p];
+    st = ProcStats{};
+    float *lat = sh.latencies(p);
+    uint64_t nlat = 0;
+    std::vector<ina_call_t *> calls(J, nullptr);
+    std::vector<double> t_post(J, 0.0);
+    std::vector<char> granted(J, 0);
+
+    for (uint64_t i = 0; i < o.warmup + o.calls && st.rc == INA_OK; ++i) {
+        const bool measured = i >= o.warmup;
+        if (i == o.warmup) {
+            sh.wait(); // the measured phase starts together
+            st.t_start = now_s();
+        }
+        const uint32_t v = static_cast<uint32_t>(i % kVariants);
+        for (uint32_t j = 0; j < J && st.rc == INA_OK; ++j) {
+            JobData &jd = jobs[j];
+            poison(jd.out);
+            granted[j] = 0;
+            ina_cqe_t cqe{};
+            if (!o.overlap) {
+                const double t0 = now_s();
+                rc = ina_job_allreduce(jd.job, jd.in[v].data(), jd.out.data(), n, INA_DT_FLOAT,
+                                       INA_OP_SUM, &cqe);
+                const double dt = now_s() - t0;
+                if (rc == INA_OK) {
+                    granted[j] = 1;
+                    if (measured) {
+                        st.blocks += cqe.blocks;
+                        if (nlat < kMaxSamples / P) lat[nlat++] = static_cast<float>(dt * 1e6);
+                    }
+                }
+            } else {
+                const ina_coll_desc_t desc{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_FLOAT,
+                                           jd.in[v].data(), jd.out.data(), n, 0, nullptr};
+                t_post[j] = now_s();
+                calls[j] = nullptr;
+                rc = ina_job_post(jd.job, &desc, &calls[j]);
+            }
+            if (rc == INA_DENIED) {
+                st.denied += measured ? 1 : 0;
+            } else if (rc != INA_OK) {
+                st.rc = rc;
+            }
+        }
+        if (o.overlap) {
+            for (uint32_t j = 0; j < J; ++j) {
+                if (calls[j] == nullptr) continue;
+                ina_cqe_t cqe{};
+                rc = ina_call_wait(calls[j], &cqe);
+                const double dt = now_s() - t_post[j];
+                ina_call_free(calls[j]);
+                calls[j] = nullptr;
+                if (rc == INA_OK && cqe.rc == INA_OK) {
+                    granted[j] = 1;
+                    if (measured) {
+                        st.blocks += cqe.blocks;
+                        if (nlat < kMaxSamples / P) lat[nlat++] = static_cast<float>(dt * 1e6);
+                    }
+                } else if (st.rc == INA_OK) {
+                    st.rc = rc != INA_OK ? rc : cqe.rc;
+                }
+            }
+        }
+        for (uint32_t j = 0; j < J; ++j) {
+            if (!granted[j]) continue;
+            st.granted += measured ? 1 : 0;
+            if (!check(jobs[j].out, jobs[j].expected[v])) {
+                ++st.wrong; // warm-up calls count too: a wrong result is wrong
+                if (st.wrong == 1) {
+                    std::fprintf(stderr, "ina_loadgen: process %u: wrong result, job %u call %" PRIu64 "\n",
+                                 p, j, i);
+                }
+            }
+        }
+    }
+    st.t_end = now_s();
+    if (o.calls == 0) st.t_start = st.t_end;
+    if (st.rc != INA_OK) die(p, "engine failure in a call", st.rc);
+
+    sh.wait(); // nobody leaves while another member may still need the agent
+    for (JobData &jd : jobs) ina_job_leave(jd.job);
+    ina_client_disconnect(client);
+    std::fflush(stdout);
+    std::_Exit(0); // wrong results are reported by the parent, not as a failure here
+}
+
+// Wait for every rank process until the deadline; on the first failure or at
+// the deadline kill the rest (they would wait forever on a dead member).
+// Waits for these pids only: the spawned agent is ina_agent_stop's to reap.
+int reap(std::vector<pid_t> &pids, double deadline)
+{
+    int failed = 0;
+    size_t left = pids.size();
+    bool killed = false;
+    while (left > 0) {
+        for (size_t r = 0; r < pids.size(); ++r) {
+            int st = 0;
+            if (pids[r] <= 0 || waitpid(pids[r], &st, WNOHANG) != pids[r]) continue;
+            pids[r] = -1;
+            --left;
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+                if (!killed) {
+                    std::fprintf(stderr, "ina_loadgen: process %zu %s %d\n", r,
+                                 WIFSIGNALED(st) ? "killed by signal" : "exited with",
+                                 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+                }
+                ++failed;
+            }
+        }
+        if (left > 0 && !killed && (failed > 0 || now_s() > deadline)) {
+            if (failed == 0) std::fprintf(stderr, "ina_loadgen: timed out, killing the ranks\n");
+            for (pid_t c : pids) {
+                if (c > 0) kill(c, SIGKILL);
+            }
+            killed = true;
+        }
+        const timespec nap{0, 10 * 1000 * 1000}; // the parent idles; the ranks work
+        nanosleep(&nap, nullptr);
+    }
+    return failed + (killed && failed == 0 ? 1 : 0);
+}
+
+double percentile(const std::vector<float> &sorted, double q)
+{
+    if (sorted.empty()) return 0.0;
+    size_t idx = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+    idx = std::min(std::max<size_t>(idx, 1), sorted.size()) - 1;
+    return sorted[idx];
+}
+
+bool parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out, bool suffix)
+{
+    if (s == nullptr || *s == '\0' || *s == '-') return false;
+    char *end = nullptr;
+    errno = 0;
+    unsigned long long v = std::strtoull(s, &end, 10);
+    if (errno != 0 || end == s) return false;
+    if (suffix) {
+        unsigned shift = 0;
+        switch (*end) {
+        case 'K': case 'k': shift = 10; ++end; break;
+        case 'M': case 'm': shift = 20; ++end; break;
+        case 'G': case 'g': shift = 30; ++end; break;
+        default: break;
+        }
+        if (shift != 0 && v > (~0ull >> shift)) return false;
+        v <<= shift;
+    }
+    if (*end != '\0' || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+void usage(FILE *f)
+{
+    std::fprintf(f,
+        "usage: ina_loadgen [options]\n"
+        "  -p, --procs P       ranks = client processes (default 2, at most %u)\n"
+        "  -j, --jobs J        jobs; every process is a member of every job (default 1, at most %u)\n"
+        "  -n, --calls N       measured allreduces per job (default 100)\n"
+        "  -W, --warmup N      unmeasured (but checked) allreduces per job first (default 2)\n"
+        "  -s, --bytes S       bytes per allreduce, float sum, K/M/G suffixes (default 1M)\n"
+        "  -w, --window W      window requested at job creation (default 0: agent's maximum)\n"
+        "  -b, --block B       block bytes requested at job creation (default 0: one Seg)\n"
+        "  -o, --overlap       post the J calls of a step together (ina_job_post), then wait\n"
+        "  -a, --agent H:P     use a running ina-switchd instead of spawning one\n"
+        "  -d, --switchd PATH  daemon to spawn (default $INA_SWITCHD, else\n"
+        "                      %s)\n"
+        "  -A, --agent-arg ARG extra argument for the spawned daemon (repeatable),\n"
+        "                      e.g. -A --segs -A 4096\n"
+        "  -t, --timeout SEC   kill the run after SEC seconds (default 300)\n"
+        "  -v, --verbose       engine messages on stderr (repeat for more)\n"
+        "  -h, --help\n"
+        "Prints aggregate blocks/s and bytes/s into the agent, allreduces/s and\n"
+        "per-call latency percentiles; exits 1 if any result was wrong.\n",
+        kMaxProcs, kMaxJobs, INA_LOADGEN_SWITCHD);
+}
+
+[[noreturn]] void bad(const char *opt, const char *val)
+{
+    std::fprintf(stderr, "ina_loadgen: bad value '%s' for %s (see --help)\n", val, opt);
+    std::exit(2);
+}
+
+Options parse(int argc, char **argv)
+{
+    Options o;
+    const char *env = std::getenv("INA_SWITCHD");
+    o.switchd = (env != nullptr && *env != '\0') ? env : INA_LOADGEN_SWITCHD;
+    static const option longs[] = {
+        {"procs", required_argument, nullptr, 'p'},   {"jobs", required_argument, nullptr, 'j'},
+        {"calls", required_argument, nullptr, 'n'},   {"warmup", required_argument, nullptr, 'W'},
+        {"bytes", required_argument, nullptr, 's'},   {"window", required_argument, nullptr, 'w'},
+        {"block", required_argument, nullptr, 'b'},   {"overlap", no_argument, nullptr, 'o'},
+        {"agent", required_argument, nullptr, 'a'},   {"switchd", required_argument, nullptr, 'd'},
+        {"agent-arg", required_argument, nullptr, 'A'}, {"timeout", required_argument, nullptr, 't'},
+        {"verbose", no_argument, nullptr, 'v'},       {"help", no_argument, nullptr, 'h'},
+        {nullptr, 0, nullptr, 0}};
+    int c;
+    uint64_t v = 0;
+    while ((c = getopt_long(argc, argv, "p:j:n:W:s:w:b:oa:d:A:t:vh", longs, nullptr)) != -1) {
+        switch (c) {
+        case 'p': if (!parse_u64(optarg, 1, kMaxProcs, &v, false)) bad("-p", optarg); o.procs = static_cast<uint32_t>(v); break;
+        case 'j': if (!parse_u64(optarg, 1, kMaxJobs, &v, false)) bad("-j", optarg); o.jobs = static_cast<uint32_t>(v); break;
+        case 'n': if (!parse_u64(optarg, 0, ~0ull, &o.calls, false)) bad("-n", optarg); break;
+        case 'W': if (!parse_u64(optarg, 0, ~0ull, &o.warmup, false)) bad("-W", optarg); break;
+        case 's': // floats: a multiple of 4 bytes
+            if (!parse_u64(optarg, 4, uint64_t{1} << 40, &o.bytes, true) || o.bytes % 4 != 0) bad("-s", optarg);
+            break;
+        case 'w': if (!parse_u64(optarg, 0, INA_PROTO_MAX_WINDOW, &v, false)) bad("-w", optarg); o.window = static_cast<uint32_t>(v); break;
+        case 'b': if (!parse_u64(optarg, 0, INA_PROTO_MAX_SEG_BYTES, &v, true)) bad("-b", optarg); o.block = static_cast<uint32_t>(v); break;
+        case 'o': o.overlap = true; break;
+        case 'a': o.agent = optarg; break;
+        case 'd': o.switchd = optarg; break;
+        case 'A': o.agent_args.emplace_back(optarg); break;
+        case 't': if (!parse_u64(optarg, 1, 86400, &v, false)) bad("-t", optarg); o.timeout_s = static_cast<unsigned>(v); break;
+        case 'v': o.verbose = o.verbose == 0 ? 10 : o.verbose * 10; break;
+        case 'h': usage(stdout); std::exit(0);
+        default: usage(stderr); std::exit(2);
+        }
+    }
+    if (optind != argc) {
+        std::fprintf(stderr, "ina_loadgen: unexpected argument '%s'\n", argv[optind]);
+        std::exit(2);
+    }
+    return o;
+}
+
+int run(const Options &o)
+{
+    std::string addr = o.agent;
+    int agent_pid = -1;
+    if (addr.empty()) {
+        std::vector<const char *> extra;
+        for (const std::string &a : o.agent_args) extra.push_back(a.c_str());
+        extra.push_back(nullptr);
+        char buf[256] = "", err[256] = "";
+        int rc = ina_agent_spawn(o.switchd.c_str(), "127.0.0.1", extra.data(), buf, sizeof(buf),
+                                 &agent_pid, err, sizeof(err));
+        if (rc != INA_OK) {
+            std::fprintf(stderr, "ina_loadgen: cannot start %s: %s\n", o.switchd.c_str(), err);
+            return 2;
+        }
+        addr = buf;
+    }
+
+    const uint64_t per_proc = std::min<uint64_t>(o.jobs * o.calls, kMaxSamples / o.procs);
+    SharedRegion sh(o.procs, o.jobs, per_proc);
+    std::vector<pid_t> pids;
+    std::fflush(stdout);
+    std::fflush(stderr);
+    for (uint32_t p = 0; p < o.procs; ++p) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            std::perror("ina_loadgen: fork");
+            for (pid_t c : pids) kill(c, SIGKILL);
+            break;
+        }
+        if (pid == 0) proc_main(o, addr.c_str(), sh, p);
+        pids.push_back(pid);
+    }
+    int failed = pids.size() == o.procs ? 0 : 1;
+    failed += reap(pids, now_s() + o.timeout_s + 5);
+    if (agent_pid > 0) ina_agent_stop(agent_pid, 2000);
+    if (failed != 0) {
+        std::fprintf(stderr, "ina_loadgen: %d rank process(es) failed; no numbers\n", failed);
+        return 1;
+    }
+
+    // Aggregate: the measured window is from the first start to the last end.
+    double t0 = 1e300, t1 = -1e300;
+    uint64_t granted = 0, denied = 0, wrong = 0, blocks = 0;
+    std::vector<float> lat;
+    lat.reserve(per_proc * o.procs);
+    for (uint32_t p = 0; p < o.procs; ++p) {
+        const ProcStats &st = sh.stats()[p];
+        t0 = std::min(t0, st.t_start);
+        t1 = std::max(t1, st.t_end);
+        granted += st.granted;
+        denied += st.denied;
+        wrong += st.wrong;
+        blocks += st.blocks;
+        const uint64_t k = std::min<uint64_t>(st.granted, per_proc);
+        lat.insert(lat.end(), sh.latencies(p), sh.latencies(p) + k);
+    }
+    std::sort(lat.begin(), lat.end());
+    const double wall = std::max(t1 - t0, 1e-9);
+    const ina_job_params_t &jp = sh.params()[0];
+    const uint64_t rank_calls = uint64_t{o.procs} * o.jobs * o.calls;
+    const double bytes_in = static_cast<double>(granted) * static_cast<double>(o.bytes);
+
+    std::printf("ina_loadgen: agent %s%s; %u procs x %u jobs, %" PRIu64 " calls/job of %" PRIu64
+                " B float sum (%s), window %u, block %u B\n",
+                addr.c_str(), agent_pid > 0 ? " (spawned)" : "", o.procs, o.jobs, o.calls, o.bytes,
+                o.overlap ? "overlapped posts" : "blocking", jp.window, jp.block_bytes);
+    std::printf("  wall %.3f s; rank-calls granted %" PRIu64 "/%" PRIu64 ", denied %" PRIu64
+                ", wrong results %" PRIu64 "\n",
+                wall, granted, rank_calls, denied, wrong);
+    std::printf("  into the agent: %.0f blocks/s, %.1f MB/s; allreduces %.1f/s (all jobs)\n",
+                static_cast<double>(blocks) / wall, bytes_in / wall / 1e6,
+                static_cast<double>(granted) / o.procs / wall);
+    std::printf("  per-call latency us: p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (%zu samples)\n",
+                percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99),
+                lat.empty() ? 0.0 : lat.back(), lat.size());
+    // One line for scripts.
+    std::printf("RESULT procs=%u jobs=%u calls=%" PRIu64 " bytes=%" PRIu64 " window=%u block=%u "
+                "mode=%s wall_s=%.6f blocks_per_s=%.1f bytes_per_s=%.1f allreduces_per_s=%.2f "
+                "p50_us=%.1f p90_us=%.1f p99_us=%.1f denied=%" PRIu64 " wrong=%" PRIu64 "\n",
+                o.procs, o.jobs, o.calls, o.bytes, jp.window, jp.block_bytes,
+                o.overlap ? "overlap" : "blocking", wall, static_cast<double>(blocks) / wall,
+                bytes_in / wall, static_cast<double>(granted) / o.procs / wall,
+                percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99), denied, wrong);
+    return wrong == 0 ? 0 : 1;
+}
+
+} // namespace
+} // namespace ina
+
+int main(int argc, char **argv)
+{
+    const ina::Options o = ina::parse(argc, argv);
+    return ina::run(o);
+}
