@@ -215,7 +215,8 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
     for (uint32_t i = 0; i < P; ++i) nodes[i] = i; // one rank per node
     for (uint32_t j = 0; j < J; ++j) {
         if (jobs[j].rank == 0) {
-            sh.create_rc()[j] = ina_job_create(client, P, nodes.data(), o.window, o.block, &sh.params()[j]);
+            sh.create_rc()[j] =
+                ina_job_create(client, P, nodes.data(), o.window, o.block, &sh.params()[j]);
         }
     }
     sh.wait();
@@ -296,8 +297,9 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
             if (!check(jobs[j].out, jobs[j].expected[v])) {
                 ++st.wrong; // warm-up calls count too: a wrong result is wrong
                 if (st.wrong == 1) {
-                    std::fprintf(stderr, "ina_loadgen: process %u: wrong result, job %u call %" PRIu64 "\n",
-                                 p, j, i);
+                    std::fprintf(stderr,
+                                 "ina_loadgen: process %u: wrong result, job %u call %" PRIu64 "\n", p,
+                                 j, i);
                 }
             }
         }
@@ -385,7 +387,7 @@ void usage(FILE *f)
     std::fprintf(f,
         "usage: ina_loadgen [options]\n"
         "  -p, --procs P       ranks = client processes (default 2, at most %u)\n"
-        "  -j, --jobs J        jobs; every process is a member of every job (default 1, at most %u)\n"
+        "  -j, --jobs J        jobs, every process a member of each (default 1, at most %u)\n"
         "  -n, --calls N       measured allreduces per job (default 100)\n"
         "  -W, --warmup N      unmeasured (but checked) allreduces per job first (default 2)\n"
         "  -s, --bytes S       bytes per allreduce, float sum, K/M/G suffixes (default 1M)\n"
@@ -417,32 +419,48 @@ Options parse(int argc, char **argv)
     const char *env = std::getenv("INA_SWITCHD");
     o.switchd = (env != nullptr && *env != '\0') ? env : INA_LOADGEN_SWITCHD;
     static const option longs[] = {
-        {"procs", required_argument, nullptr, 'p'},   {"jobs", required_argument, nullptr, 'j'},
-        {"calls", required_argument, nullptr, 'n'},   {"warmup", required_argument, nullptr, 'W'},
-        {"bytes", required_argument, nullptr, 's'},   {"window", required_argument, nullptr, 'w'},
-        {"block", required_argument, nullptr, 'b'},   {"overlap", no_argument, nullptr, 'o'},
-        {"agent", required_argument, nullptr, 'a'},   {"switchd", required_argument, nullptr, 'd'},
-        {"agent-arg", required_argument, nullptr, 'A'}, {"timeout", required_argument, nullptr, 't'},
-        {"verbose", no_argument, nullptr, 'v'},       {"help", no_argument, nullptr, 'h'},
+        {"procs", required_argument, nullptr, 'p'},
+        {"jobs", required_argument, nullptr, 'j'},
+        {"calls", required_argument, nullptr, 'n'},
+        {"warmup", required_argument, nullptr, 'W'},
+        {"bytes", required_argument, nullptr, 's'},
+        {"window", required_argument, nullptr, 'w'},
+        {"block", required_argument, nullptr, 'b'},
+        {"overlap", no_argument, nullptr, 'o'},
+        {"agent", required_argument, nullptr, 'a'},
+        {"switchd", required_argument, nullptr, 'd'},
+        {"agent-arg", required_argument, nullptr, 'A'},
+        {"timeout", required_argument, nullptr, 't'},
+        {"verbose", no_argument, nullptr, 'v'},
+        {"help", no_argument, nullptr, 'h'},
         {nullptr, 0, nullptr, 0}};
+    // Whole-string unsigned value of the current option in [lo, hi], or exit.
+    auto number = [](int opt, uint64_t lo, uint64_t hi, bool suffix) {
+        uint64_t v = 0;
+        if (!parse_u64(optarg, lo, hi, &v, suffix)) {
+            const char name[] = {'-', static_cast<char>(opt), '\0'};
+            bad(name, optarg);
+        }
+        return v;
+    };
     int c;
-    uint64_t v = 0;
     while ((c = getopt_long(argc, argv, "p:j:n:W:s:w:b:oa:d:A:t:vh", longs, nullptr)) != -1) {
         switch (c) {
-        case 'p': if (!parse_u64(optarg, 1, kMaxProcs, &v, false)) bad("-p", optarg); o.procs = static_cast<uint32_t>(v); break;
-        case 'j': if (!parse_u64(optarg, 1, kMaxJobs, &v, false)) bad("-j", optarg); o.jobs = static_cast<uint32_t>(v); break;
-        case 'n': if (!parse_u64(optarg, 0, ~0ull, &o.calls, false)) bad("-n", optarg); break;
-        case 'W': if (!parse_u64(optarg, 0, ~0ull, &o.warmup, false)) bad("-W", optarg); break;
-        case 's': // floats: a multiple of 4 bytes
-            if (!parse_u64(optarg, 4, uint64_t{1} << 40, &o.bytes, true) || o.bytes % 4 != 0) bad("-s", optarg);
+        case 'p': o.procs = static_cast<uint32_t>(number(c, 1, kMaxProcs, false)); break;
+        case 'j': o.jobs = static_cast<uint32_t>(number(c, 1, kMaxJobs, false)); break;
+        case 'n': o.calls = number(c, 0, ~0ull, false); break;
+        case 'W': o.warmup = number(c, 0, ~0ull, false); break;
+        case 's':
+            o.bytes = number(c, 4, uint64_t{1} << 40, true);
+            if (o.bytes % sizeof(float) != 0) bad("-s (a multiple of 4)", optarg);
             break;
-        case 'w': if (!parse_u64(optarg, 0, INA_PROTO_MAX_WINDOW, &v, false)) bad("-w", optarg); o.window = static_cast<uint32_t>(v); break;
-        case 'b': if (!parse_u64(optarg, 0, INA_PROTO_MAX_SEG_BYTES, &v, true)) bad("-b", optarg); o.block = static_cast<uint32_t>(v); break;
+        case 'w': o.window = static_cast<uint32_t>(number(c, 0, INA_PROTO_MAX_WINDOW, false)); break;
+        case 'b': o.block = static_cast<uint32_t>(number(c, 0, INA_PROTO_MAX_SEG_BYTES, true)); break;
         case 'o': o.overlap = true; break;
         case 'a': o.agent = optarg; break;
         case 'd': o.switchd = optarg; break;
         case 'A': o.agent_args.emplace_back(optarg); break;
-        case 't': if (!parse_u64(optarg, 1, 86400, &v, false)) bad("-t", optarg); o.timeout_s = static_cast<unsigned>(v); break;
+        case 't': o.timeout_s = static_cast<unsigned>(number(c, 1, 86400, false)); break;
         case 'v': o.verbose = o.verbose == 0 ? 10 : o.verbose * 10; break;
         case 'h': usage(stdout); std::exit(0);
         default: usage(stderr); std::exit(2);
