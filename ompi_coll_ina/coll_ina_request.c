@@ -110,7 +110,7 @@ static mca_coll_ina_req_t *ina_req_get(mca_coll_ina_module_t *m)
     OMPI_REQUEST_INIT(&req->super, false);
     req->super.req_type = OMPI_REQUEST_COLL;
     req->super.req_state = OMPI_REQUEST_ACTIVE;
-    req->super.req_status.MPI_ERROR = MPI_SUCCESS;
+    req->super.req_status = ompi_status_empty; /* not cancelled, no error */
     req->super.req_free = ina_req_free;
     req->super.req_cancel = ina_req_cancel;
     req->super.req_mpi_object.comm = m->comm;
