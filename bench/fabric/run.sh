@@ -7,7 +7,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-# shellcheck source=fabric.sh
+# shellcheck source-path=SCRIPTDIR source=fabric.sh
 . "$here/fabric.sh"
 
 usage() {
