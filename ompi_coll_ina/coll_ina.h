@@ -185,8 +185,6 @@ OBJ_CLASS_DECLARATION(mca_coll_ina_req_t);
 /* coll_ina_module.c */
 int mca_coll_ina_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *priority);
-/* Set up the job descriptor of the module's communicator (collective over it). */
-int mca_coll_ina_job_setup(mca_coll_ina_module_t *module);
 /* Count one fallback of this communicator and say why at verbose level 10. */
 void mca_coll_ina_count_fallback(mca_coll_ina_module_t *module, mca_coll_ina_kind_t kind,
                                  mca_coll_ina_fallback_reason_t reason, const char *detail);

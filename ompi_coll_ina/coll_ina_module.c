@@ -128,6 +128,8 @@ int mca_coll_ina_init_query(bool enable_progress_threads, bool enable_mpi_thread
     return OMPI_SUCCESS;
 }
 
+static int ina_job_setup(mca_coll_ina_module_t *m);
+
 /* Save the lower-priority provider of one collective and retain its module. */
 #define INA_SAVE_PREVIOUS(fn)                                                    \
     if (NULL == comm->c_coll->coll_##fn || NULL == comm->c_coll->coll_##fn##_module) { \
@@ -168,7 +170,7 @@ static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
     /* The job is set up here, while every member is inside the collective
      * communicator creation: a non-blocking collective must not block on
      * the other ranks, so its first call cannot be the one that sets it up. */
-    return mca_coll_ina_job_setup(m);
+    return ina_job_setup(m);
 }
 
 mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *priority)
@@ -250,7 +252,9 @@ typedef struct ina_job_announce {
     ina_job_params_t params;
 } ina_job_announce_t;
 
-int mca_coll_ina_job_setup(mca_coll_ina_module_t *m)
+/* Set up the job descriptor of the module's communicator: collective over
+ * it, with the saved collectives (module enable). */
+static int ina_job_setup(mca_coll_ina_module_t *m)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     ina_client_t *client = mca_coll_ina_client();
