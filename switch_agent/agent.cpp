@@ -703,8 +703,8 @@ void Agent::on_block(Peer &peer, const ina_proto_hdr_t &h, const void *data)
         return;
     }
     uint32_t seg = call->lease[h.seg];
-    Block b{h.rank,   h.sid,   h.coll,      h.op,  h.dtype, (h.flags & INA_PROTO_F_WANT_RESULT) != 0,
-            h.offset, h.count, h.seg_count, h.arg, data};
+    const bool want = (h.flags & INA_PROTO_F_WANT_RESULT) != 0;
+    Block b{h.rank, h.sid, h.coll, h.op, h.dtype, want, h.offset, h.count, h.seg_count, h.arg, data};
     switch (pool_.contribute(seg, job.topology(), b)) {
     case SegOutcome::kStored:
         return;

@@ -4,6 +4,7 @@
 // Every rank gets the call's GRANT, then every RESULT must equal, bit for bit,
 // the rank-order reference computed with ina_reduce, on every rank.
 #include <cstdio>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -60,6 +61,13 @@ int main()
         {INA_DT_UINT8, INA_OP_BXOR, 4000, 1024}, {INA_DT_INT16, INA_OP_LAND, 90, 30},
         {INA_DT_UINT64, INA_OP_PROD, 64, 8},    {INA_DT_LONG_DOUBLE, INA_OP_SUM, 70, 16},
         {INA_DT_DOUBLE, INA_OP_SUM, 20000, 8192}, // full 64 KiB Segs
+        {INA_DT_BOOL, INA_OP_LXOR, 300, 64},    {INA_DT_FLOAT_COMPLEX, INA_OP_SUM, 257, 32},
+        {INA_DT_DOUBLE_COMPLEX, INA_OP_PROD, 100, 16},
+        {INA_DT_LONG_DOUBLE_COMPLEX, INA_OP_SUM, 40, 8},
+        {INA_DT_FLOAT_INT, INA_OP_MINLOC, 200, 32}, {INA_DT_DOUBLE_INT, INA_OP_MAXLOC, 150, 16},
+        {INA_DT_LONG_INT, INA_OP_MINLOC, 99, 20},   {INA_DT_2INT, INA_OP_MAXLOC, 300, 64},
+        {INA_DT_SHORT_INT, INA_OP_MINLOC, 77, 10},
+        {INA_DT_LONG_DOUBLE_INT, INA_OP_MAXLOC, 60, 8},
     };
     uint64_t results = 0;
     unsigned calls = 0;
@@ -90,9 +98,10 @@ int main()
             c.fence(eps[r]);
         }
     }
-    std::printf("checked: %u calls (11 dtype/op/size specs x 2,3,5,8 ranks, 2 ranks per node, "
+    std::printf("checked: %u calls (%zu dtype/op/size specs incl. bool, complex, MINLOC/MAXLOC "
+                "pairs x 2,3,5,8 ranks, 2 ranks per node, "
                 "window 4, multi-block) = %lu RESULTs bit-identical to the rank-order reference on "
-                "every rank\n", calls, (unsigned long)results);
+                "every rank\n", calls, std::size(specs), (unsigned long)results);
 
     // Same float data, different interleavings: identical bits every time.
     {

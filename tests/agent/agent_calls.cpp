@@ -46,29 +46,56 @@ CallPlan reduction_plan(unsigned coll, unsigned op, unsigned dtype, uint32_t n, 
 
 } // namespace
 
+namespace {
+
+// A floating value of mixed magnitude (near 1 for PROD, so products stay finite).
+double draw(unsigned op, std::mt19937_64 &rng)
+{
+    std::uniform_real_distribution<double> unit(-1.0, 1.0);
+    std::uniform_int_distribution<int> expo(-3, 9);
+    return op == INA_OP_PROD ? 1.0 + 0.5 * unit(rng) : unit(rng) * std::pow(10.0, expo(rng));
+}
+
+template <typename T> void put(uint8_t *p, T v) { std::memcpy(p, &v, sizeof(T)); }
+
+// x87 long double: its 10 value bytes; the padding stays 0.
+void put_ld(uint8_t *p, long double v) { std::memcpy(p, &v, 10); }
+
+} // namespace
+
 void fill_random(unsigned op, unsigned dtype, uint8_t *dst, uint64_t count, std::mt19937_64 &rng)
 {
     const size_t esz = ina_proto_dtype_size(dtype);
-    std::uniform_real_distribution<double> unit(-1.0, 1.0);
-    std::uniform_int_distribution<int> expo(-3, 9);
+    std::memset(dst, 0, count * esz);
     for (uint64_t i = 0; i < count; ++i) {
-        double v = op == INA_OP_PROD ? 1.0 + 0.5 * unit(rng) : unit(rng) * std::pow(10.0, expo(rng));
         uint8_t *p = dst + i * esz;
+        // MINLOC/MAXLOC pairs: few distinct values so that ties (smallest
+        // index wins) happen often; MPI's struct layouts (value, then int).
+        const int idx = static_cast<int>(rng() % 64);
+        const int small = static_cast<int>(rng() % 5) - 2;
         switch (dtype) {
-        case INA_DT_FLOAT: {
-            float f = static_cast<float>(v);
-            std::memcpy(p, &f, sizeof(f));
+        case INA_DT_FLOAT: put(p, static_cast<float>(draw(op, rng))); break;
+        case INA_DT_DOUBLE: put(p, draw(op, rng)); break;
+        case INA_DT_LONG_DOUBLE: put_ld(p, draw(op, rng)); break;
+        case INA_DT_BOOL: p[0] = static_cast<uint8_t>(rng() % 2); break;
+        case INA_DT_FLOAT_COMPLEX:
+            put(p, static_cast<float>(draw(op, rng)));
+            put(p + 4, static_cast<float>(draw(op, rng)));
             break;
-        }
-        case INA_DT_DOUBLE:
-            std::memcpy(p, &v, sizeof(v));
+        case INA_DT_DOUBLE_COMPLEX:
+            put(p, draw(op, rng));
+            put(p + 8, draw(op, rng));
             break;
-        case INA_DT_LONG_DOUBLE: {
-            long double l = v;
-            std::memset(p, 0, esz);
-            std::memcpy(p, &l, 10); // the x87 value bytes; padding stays 0
+        case INA_DT_LONG_DOUBLE_COMPLEX:
+            put_ld(p, draw(op, rng));
+            put_ld(p + esz / 2, draw(op, rng));
             break;
-        }
+        case INA_DT_FLOAT_INT: put(p, static_cast<float>(small) * 0.5f); put(p + 4, idx); break;
+        case INA_DT_DOUBLE_INT: put(p, small * 0.25); put(p + 8, idx); break;
+        case INA_DT_LONG_INT: put(p, static_cast<long>(small)); put(p + 8, idx); break;
+        case INA_DT_2INT: put(p, small); put(p + 4, idx); break;
+        case INA_DT_SHORT_INT: put(p, static_cast<short>(small)); put(p + 4, idx); break;
+        case INA_DT_LONG_DOUBLE_INT: put_ld(p, small * 0.125L); put(p + 16, idx); break;
         default: {
             uint64_t bits = rng();
             if (op >= INA_OP_LAND && op <= INA_OP_LXOR) {

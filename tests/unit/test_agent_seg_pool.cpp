@@ -24,7 +24,7 @@ namespace {
 Block whole(uint32_t rank, uint32_t sid, unsigned op, unsigned dtype, uint32_t count,
             uint64_t total, const void *data, unsigned coll = INA_COLL_ALLREDUCE, bool want = true)
 {
-    return Block{rank,  sid,   static_cast<uint8_t>(coll), static_cast<uint8_t>(op),
+    return Block{rank, sid, static_cast<uint8_t>(coll), static_cast<uint8_t>(op),
                  static_cast<uint8_t>(dtype), want, 0, count, count, total, data};
 }
 
@@ -32,8 +32,8 @@ Block whole(uint32_t rank, uint32_t sid, unsigned op, unsigned dtype, uint32_t c
 Block piece(unsigned coll, uint32_t rank, uint32_t sid, uint32_t offset, uint32_t count,
             uint32_t seg_count, uint64_t total, const void *data, bool want = true)
 {
-    return Block{rank,   sid,   static_cast<uint8_t>(coll), INA_OP_REPLACE, INA_DT_UINT8, want,
-                 offset, count, seg_count,                  total,          data};
+    return Block{rank,   sid,   static_cast<uint8_t>(coll), INA_OP_REPLACE, INA_DT_UINT8,
+                 want,   offset, count, seg_count, total, data};
 }
 
 } // namespace
