@@ -444,6 +444,8 @@ void Agent::finish_send(SendCtx *ctx, ucs_status_t status)
                 ++counters_.results_out;
                 counters_.result_bytes_out += ctx->len;
             }
+        } else if (ctx->hdr.type == INA_PROTO_GRANT) {
+            ++counters_.grants_out;
         }
     } else {
         ++counters_.send_errors;
@@ -802,9 +804,6 @@ void Agent::announce(Job &job, uint64_t mid, ina_proto_type_t type, ina_proto_st
         if (Peer *p = job.member(rank)) {
             d.rank = rank;
             queue(*p, d, kNoIndex, 0);
-            if (type == INA_PROTO_GRANT) {
-                ++counters_.grants_out;
-            }
         }
     }
 }
