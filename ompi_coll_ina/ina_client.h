@@ -106,7 +106,7 @@ void ina_job_leave(ina_job_t *job);
  *   ALLGATHER       sbuf (count bytes) -> rbuf (nmembers * count bytes), rank r's
  *                   chunk at r * count; sbuf == NULL: in place (the chunk is
  *                   already at its place in rbuf).
- *   BARRIER         no buffers.
+ *   BARRIER         no buffers; op and dtype are ignored (REPLACE, UINT8).
  * A call consumes the job's next MID unless it moves no data (count 0, except
  * BARRIER), which completes at once on every rank alike. */
 typedef struct ina_coll_desc {
@@ -140,7 +140,9 @@ int ina_call_test(ina_call_t *call, ina_cqe_t *cqe);
 /* Block (spin, then sleep on the UCX wake-up fd) until `call` completes. */
 int ina_call_wait(ina_call_t *call, ina_cqe_t *cqe);
 
-/* Release a completed call. */
+/* Release a completed call. Freeing a call still outstanding is a programming
+ * error: the engine logs it and completes the call first, so that nothing
+ * writes into its buffers after this returns. */
 void ina_call_free(ina_call_t *call);
 
 /* Blocking convenience: post + wait + free. Unlike ina_job_post it does not

@@ -395,14 +395,14 @@ int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_
         early_.erase(early);
         if (e.type != INA_PROTO_GRANT) {
             // Decided before this rank got here: send nothing (the agent drops it).
-            release(c);
+            free_.push_back(c); // never started
             cqe->status = e.status;
             return cqe->rc = e.type == INA_PROTO_DENY ? INA_DENIED : INA_EPROTO;
         }
         granted = true;
     }
     if (client_ == nullptr || !client_->alive()) {
-        release(c);
+        free_.push_back(c); // never started
         return cqe->rc = INA_UNREACHABLE;
     }
     c->start(mid, g, d, op, dtype, granted);

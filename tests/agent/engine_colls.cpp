@@ -4,7 +4,8 @@
 // 2 KiB blocks: many blocks per call, parts and chunks straddle them).
 //  1. Blocking: ALLREDUCE, REDUCE, REDUCE_SCATTER (uneven recvcounts, zeros),
 //     BCAST, ALLGATHER and BARRIER, in place where MPI allows it, roots 0,
-//     last and middle, counts 0, 1, odd, multi-block.
+//     last and middle, counts 0, 1, odd, multi-block; reductions also over
+//     MINLOC/MAXLOC pairs, long double, complex and bool.
 //  2. Non-blocking: batches of calls posted on A and B alternately, with
 //     blocking calls interleaved, then completed by wait (in reverse order) or
 //     by polling ina_call_test.
@@ -30,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,7 +47,9 @@ constexpr uint8_t kGarbage = 0xa5;
 constexpr size_t kGuard = 64; // bytes past every receive buffer that must stay untouched
 
 enum Root { kRoot0, kRootLast, kRootMiddle };
-enum Mode { kBlocking, kNonBlocking, kNonBlockingPoll };
+// kFreeEarly: posted and freed at once (a programming error the engine
+// survives by completing the call inside ina_call_free).
+enum Mode { kBlocking, kNonBlocking, kNonBlockingPoll, kFreeEarly };
 
 struct Case {
     unsigned coll;
@@ -83,6 +87,19 @@ const Case kBlockingCases[] = {
     {INA_COLL_ALLGATHER, INA_DT_UINT8, INA_OP_REPLACE, 0, kRoot0, false, 0, kBlocking},
     {INA_COLL_BARRIER, INA_DT_UINT8, INA_OP_REPLACE, 0, kRoot0, false, 0, kBlocking},
     {INA_COLL_BARRIER, INA_DT_UINT8, INA_OP_REPLACE, 0, kRoot0, false, 1, kBlocking},
+    // The wider type/op matrix: pairs (ties resolved by the smallest index),
+    // long double, complex (rank order), bool.
+    {INA_COLL_ALLREDUCE, INA_DT_DOUBLE_INT, INA_OP_MINLOC, 3000, kRoot0, false, 1, kBlocking},
+    {INA_COLL_REDUCE, INA_DT_FLOAT_INT, INA_OP_MAXLOC, 5000, kRootMiddle, false, 0, kBlocking},
+    {INA_COLL_ALLREDUCE, INA_DT_LONG_DOUBLE_INT, INA_OP_MINLOC, 777, kRoot0, true, 1, kBlocking},
+    {INA_COLL_REDUCE_SCATTER, INA_DT_SHORT_INT, INA_OP_MAXLOC, 400, kRoot0, false, 1, kBlocking},
+    {INA_COLL_ALLREDUCE, INA_DT_LONG_DOUBLE, INA_OP_SUM, 2049, kRoot0, false, 0, kBlocking},
+    {INA_COLL_REDUCE_SCATTER, INA_DT_DOUBLE_COMPLEX, INA_OP_SUM, 300, kRoot0, true, 0, kBlocking},
+    {INA_COLL_ALLREDUCE, INA_DT_LONG_DOUBLE_COMPLEX, INA_OP_PROD, 500, kRoot0, false, 1, kBlocking},
+    {INA_COLL_REDUCE, INA_DT_FLOAT_COMPLEX, INA_OP_PROD, 4000, kRootLast, false, 0, kBlocking},
+    {INA_COLL_ALLREDUCE, INA_DT_BOOL, INA_OP_LXOR, 10001, kRoot0, true, 1, kBlocking},
+    {INA_COLL_ALLREDUCE, INA_DT_2INT, INA_OP_MAXLOC, 1, kRoot0, false, 0, kBlocking},
+    {INA_COLL_ALLREDUCE, INA_DT_LONG_INT, INA_OP_MINLOC, 2500, kRoot0, false, 0, kBlocking},
 };
 
 // One batch: everything posted (blocking ones run in between), then completed.
@@ -100,6 +117,8 @@ const Case kBatch[] = {
     {INA_COLL_REDUCE_SCATTER, INA_DT_INT16, INA_OP_BOR, 333, kRoot0, true, 1, kNonBlocking},
     {INA_COLL_BARRIER, INA_DT_UINT8, INA_OP_REPLACE, 0, kRoot0, false, 0, kBlocking},
     {INA_COLL_REDUCE, INA_DT_UINT8, INA_OP_SUM, 40000, kRoot0, false, 1, kNonBlockingPoll},
+    {INA_COLL_ALLGATHER, INA_DT_UINT8, INA_OP_REPLACE, 4321, kRoot0, false, 0, kFreeEarly},
+    {INA_COLL_ALLREDUCE, INA_DT_INT32, INA_OP_SUM, 6000, kRoot0, false, 1, kNonBlocking},
 };
 
 uint64_t mix(uint64_t x)
@@ -108,6 +127,32 @@ uint64_t mix(uint64_t x)
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
+}
+
+// MINLOC/MAXLOC pairs as MPI lays them out (ina_proto.h).
+template <typename V> struct Pair {
+    V v;
+    int i;
+};
+
+template <typename V> void put_pair(uint8_t *e, size_t esz, V v, int i)
+{
+    Pair<V> p;
+    std::memset(static_cast<void *>(&p), 0, sizeof(p)); // defined padding
+    p.v = v;
+    p.i = i;
+    std::memcpy(e, &p, esz);
+}
+
+// Bytes of a long double that carry its value (x87: 10 of 16); the rest
+// are zeroed so that buffers compare bytewise.
+constexpr size_t kLongDoubleBytes =
+    std::numeric_limits<long double>::digits == 64 ? 10 : sizeof(long double);
+
+void put_ld(uint8_t *e, long double v)
+{
+    std::memset(e, 0, sizeof(long double));
+    std::memcpy(e, &v, kLongDoubleBytes);
 }
 
 // Deterministic input of `rank` for case number `ci`: n elements of dtype.
@@ -119,14 +164,67 @@ void fill_input(uint8_t *out, const Case &c, size_t ci, uint32_t rank, uint64_t 
         double d = c.op == INA_OP_PROD ? 1.0 + (static_cast<double>(h % 2001) - 1000.0) / 4096.0
                                        : (static_cast<double>(h % 2000001) - 1000000.0) / 64.0 +
                                              1.0 / 3.0;
+        const double d2 = c.op == INA_OP_PROD ? 1.0 - static_cast<double>((h >> 20) % 1001) / 8192.0
+                                              : static_cast<double>((h >> 20) % 4001) / 16.0;
+        // Pairs: few distinct values, so that ties (smallest index wins) occur.
+        const int small = static_cast<int>(h % 8) - 4;
+        const int index = static_cast<int>((h >> 32) % 100000);
         uint8_t *e = out + i * esz;
-        if (c.dtype == INA_DT_FLOAT) {
+        switch (c.dtype) {
+        case INA_DT_FLOAT: {
             float f = static_cast<float>(d);
             std::memcpy(e, &f, sizeof(f));
-        } else if (c.dtype == INA_DT_DOUBLE) {
+            break;
+        }
+        case INA_DT_DOUBLE:
             std::memcpy(e, &d, sizeof(d));
-        } else {
+            break;
+        case INA_DT_LONG_DOUBLE:
+            put_ld(e, static_cast<long double>(d) / 3.0L); // uses the extra precision
+            break;
+        case INA_DT_BOOL:
+            e[0] = static_cast<uint8_t>(h % 3 == 0);
+            break;
+        case INA_DT_FLOAT_COMPLEX: {
+            float f[2] = {static_cast<float>(d), static_cast<float>(d2)};
+            std::memcpy(e, f, sizeof(f));
+            break;
+        }
+        case INA_DT_DOUBLE_COMPLEX: {
+            double v[2] = {d, d2};
+            std::memcpy(e, v, sizeof(v));
+            break;
+        }
+        case INA_DT_LONG_DOUBLE_COMPLEX:
+            put_ld(e, static_cast<long double>(d) / 3.0L);
+            put_ld(e + sizeof(long double), static_cast<long double>(d2) / 7.0L);
+            break;
+        case INA_DT_FLOAT_INT:
+            put_pair<float>(e, esz, static_cast<float>(small) / 2.0f, index);
+            break;
+        case INA_DT_DOUBLE_INT:
+            put_pair<double>(e, esz, small / 4.0, index);
+            break;
+        case INA_DT_LONG_INT:
+            put_pair<long>(e, esz, small, index);
+            break;
+        case INA_DT_2INT:
+            put_pair<int>(e, esz, small, index);
+            break;
+        case INA_DT_SHORT_INT:
+            put_pair<short>(e, esz, static_cast<short>(small), index);
+            break;
+        case INA_DT_LONG_DOUBLE_INT: {
+            Pair<long double> p;
+            std::memset(static_cast<void *>(&p), 0, sizeof(p));
+            put_ld(reinterpret_cast<uint8_t *>(&p.v), small / 8.0L);
+            p.i = index;
+            std::memcpy(e, &p, esz);
+            break;
+        }
+        default:
             std::memcpy(e, &h, esz); // integers and bytes: the low bytes
+            break;
         }
     }
 }
@@ -387,7 +485,10 @@ std::string describe(const Prepared &p, uint32_t k)
                                                                                  : " root=mid")
                       : "",
                   p.c.in_place ? " in-place" : "",
-                  p.c.mode == kBlocking ? "" : p.c.mode == kNonBlocking ? " nb-wait" : " nb-test");
+                  p.c.mode == kBlocking       ? ""
+                  : p.c.mode == kNonBlocking  ? " nb-wait"
+                  : p.c.mode == kFreeEarly    ? " nb-freed"
+                                              : " nb-test");
     return line;
 }
 
@@ -500,6 +601,19 @@ int rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
             }
             const uint64_t mid = next_mid[p->c.job];
             next_mid[p->c.job] += p->moves_data ? 1 : 0;
+            if (p->c.mode == kFreeEarly) {
+                // Freed while outstanding: the buffers must hold the result on return.
+                ina_call_free(call);
+                ina_cqe_t done{};
+                done.rc = INA_OK;
+                done.mid = mid;
+                if (!check(*p, done, INA_OK, mid, rank, k, sh)) {
+                    ++bad;
+                } else if (rank == 0) {
+                    std::printf("  %s ok\n", describe(*p, k).c_str());
+                }
+                continue;
+            }
             posted.push_back(Posted{std::move(p), call, mid});
         }
         // Complete them: polled ones by ina_call_test, the others by waiting
