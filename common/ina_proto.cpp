@@ -211,7 +211,20 @@ int ina_proto_coll_valid(unsigned coll, unsigned op, unsigned dtype)
 
 ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t payload_len)
 {
-    if (raw == nullptr || hdr_len != sizeof(ina_proto_hdr_t)) {
+    if (raw == nullptr) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    // A peer of another protocol version may use another header size: tell
+    // that apart from garbage (magic and version sit at fixed offsets in every
+    // version) so the user reads "version", not "malformed".
+    if (hdr_len != sizeof(ina_proto_hdr_t)) {
+        uint32_t magic;
+        if (hdr_len >= offsetof(ina_proto_hdr_t, version) + 1 &&
+            (std::memcpy(&magic, raw, sizeof(magic)), magic == INA_PROTO_MAGIC) &&
+            static_cast<const uint8_t *>(raw)[offsetof(ina_proto_hdr_t, version)] !=
+                INA_PROTO_VERSION) {
+            return INA_PROTO_ERR_VERSION;
+        }
         return INA_PROTO_ERR_MALFORMED;
     }
     // The AM header may sit at any alignment inside a UCX buffer: copy it out.

@@ -230,7 +230,7 @@ sys_args() {
     tuned) args=(--mca coll ^ina) ;;
     ring) args=(--mca coll ^ina --mca coll_tuned_use_dynamic_rules 1
         --mca coll_tuned_allreduce_algorithm 4) ;;
-    ina) args=(--mca mca_base_component_path "SYS_DEFAULT:$compdir" --mca coll ina
+    ina) args=(--mca mca_base_component_path "$compdir:SYS_DEFAULT" --mca coll ina
         --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT"
         --mca coll_ina_required 1 --mca coll_ina_verbose 1) ;;
     esac

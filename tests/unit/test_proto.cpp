@@ -395,6 +395,26 @@ START_TEST(test_accepts_unaligned_header)
 }
 END_TEST
 
+// A peer of another protocol version (other header size) is told apart from
+// garbage, so the user reads "version" and not "malformed".
+START_TEST(test_other_version_header_size)
+{
+    unsigned char buf[128] = {};
+    const uint32_t magic = INA_PROTO_MAGIC;
+    std::memcpy(buf, &magic, sizeof(magic));
+    buf[offsetof(ina_proto_hdr_t, version)] = 1; // a v1 header was 48 bytes
+    ck_assert_int_eq(ina_proto_check(buf, 48, 0), INA_PROTO_ERR_VERSION);
+    buf[offsetof(ina_proto_hdr_t, version)] = 3; // a future, larger one
+    ck_assert_int_eq(ina_proto_check(buf, sizeof(buf), 0), INA_PROTO_ERR_VERSION);
+    buf[offsetof(ina_proto_hdr_t, version)] = INA_PROTO_VERSION; // ours, wrong size
+    ck_assert_int_eq(ina_proto_check(buf, 48, 0), INA_PROTO_ERR_MALFORMED);
+    buf[0] ^= 0x20; // not ours at all
+    buf[offsetof(ina_proto_hdr_t, version)] = 1;
+    ck_assert_int_eq(ina_proto_check(buf, 48, 0), INA_PROTO_ERR_MALFORMED);
+    ck_assert_int_eq(ina_proto_check(buf, 3, 0), INA_PROTO_ERR_MALFORMED);
+}
+END_TEST
+
 START_TEST(test_rejects_common_fields)
 {
     ck_assert_int_eq(ina_proto_check(nullptr, sizeof(ina_proto_hdr_t), 0), INA_PROTO_ERR_MALFORMED);
@@ -982,6 +1002,7 @@ int main()
     tcase_add_test(tc, test_accepts_every_coll_form);
     tcase_add_test(tc, test_accepts_unaligned_header);
     tcase_add_test(tc, test_rejects_common_fields);
+    tcase_add_test(tc, test_other_version_header_size);
     tcase_add_test(tc, test_control_payload);
     tcase_add_test(tc, test_control_block_fields);
     tcase_add_test(tc, test_grant);
