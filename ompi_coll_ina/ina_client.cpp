@@ -741,7 +741,8 @@ void ina_call_free(ina_call_t *call)
         // A programming error: the buffers are still the engine's. Finish the
         // call first so that nothing writes into them after this returns.
         if (job->client() != nullptr) {
-            job->client()->log(1, "job %u: call of mid %llu freed before completion; waiting for it",
+            job->client()->log(0, "job %u: call of mid %llu freed before completion "
+                                  "(a bug in the caller); completing it first",
                                job->jid(), static_cast<unsigned long long>(call->mid()));
             ina_call_wait(call, nullptr);
         }

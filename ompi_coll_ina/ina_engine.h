@@ -64,7 +64,6 @@ public:
     bool alive() const { return ep_ != nullptr && !lost_; }
     const ina_agent_info_t &info() const { return info_; }
     int progress_timeout_ms() const { return progress_timeout_ms_; }
-    uint64_t events() const { return events_; }
     void note_event() { ++events_; }
     ucp_ep_h ep() const { return ep_; }
 
@@ -202,7 +201,6 @@ public:
     void on_grant() { granted_ = true; }
     void on_deny(uint8_t status) { fail(Fail::denied, status); }
     void on_error(uint8_t status) { fail(Fail::rejected, status); }
-    void on_lost() { fail(Fail::lost, INA_PROTO_OK); }
 
 private:
     enum class Fail { none, denied, rejected, lost };

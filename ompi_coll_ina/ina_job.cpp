@@ -277,7 +277,7 @@ Job::~Job()
     }
     if (client_ != nullptr) {
         if (unfreed > 0) {
-            client_->log(1, "job %u left with %zu call(s) not freed", params_.jid, unfreed);
+            client_->log(0, "job %u left with %zu call(s) not freed", params_.jid, unfreed);
         }
         client_->detach(this);
     }
@@ -302,7 +302,7 @@ void Job::leave()
         return;
     }
     if (!active_.empty()) {
-        client_->log(1, "job %u: leaving with %zu call(s) outstanding; finishing them first",
+        client_->log(0, "job %u: leaving with %zu call(s) outstanding; finishing them first",
                      params_.jid, active_.size());
         client_->wait([this] { return active_.empty(); });
     }
@@ -334,7 +334,7 @@ void Job::release(Call *call)
 {
     if (call->state() == Call::State::free) {
         if (client_ != nullptr) {
-            client_->log(1, "job %u: call freed twice", params_.jid);
+            client_->log(0, "job %u: call freed twice", params_.jid);
         }
         return;
     }

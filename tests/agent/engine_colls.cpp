@@ -48,7 +48,8 @@ constexpr size_t kGuard = 64; // bytes past every receive buffer that must stay 
 
 enum Root { kRoot0, kRootLast, kRootMiddle };
 // kFreeEarly: posted and freed at once (a programming error the engine
-// survives by completing the call inside ina_call_free).
+// survives by completing the call inside ina_call_free; it says so on
+// stderr, expected in this test's log).
 enum Mode { kBlocking, kNonBlocking, kNonBlockingPoll, kFreeEarly };
 
 struct Case {
