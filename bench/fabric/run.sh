@@ -254,9 +254,10 @@ done
 if ((run_ina)); then
     fab_agent_down
     # The component's counters (coll_ina_verbose 1), summed over its reports.
-    grep -o 'offloaded [0-9]*, fallback [0-9]*' "$out/ina.log" |
-        awk '{ sub(/,/, "", $2); off += $2; fb += $4 }
-            END { printf "run.sh: ina counters: %d calls offloaded, %d fell back\n", off, fb }'
+    # Each report reads "offloaded N (per collective...), fallback M (...)".
+    off=$({ grep -o 'offloaded [0-9]*' "$out/ina.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
+    fb=$({ grep -o 'fallback [0-9]*' "$out/ina.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
+    echo "run.sh: ina counters: $off calls offloaded, $fb fell back"
 fi
 
 # Results: CSV, Markdown table (printed too), PNG plot. With --repeat, the
