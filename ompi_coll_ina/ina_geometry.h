@@ -109,6 +109,7 @@ public:
             total_ = 0;
             break;
         }
+        shape_.recvcounts = nullptr; // the caller's array: read only while planning
         if (total_ > SIZE_MAX / s.elem_size) {
             return false;
         }
