@@ -183,7 +183,11 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
     const uint32_t P = o.procs, J = o.jobs;
     const uint64_t n = o.bytes / sizeof(float);
 
-    ina_client_config_t cfg{addr, 10000, 30000, o.verbose};
+    ina_client_config_t cfg{}; // fields not set here: 0, the engine's defaults
+    cfg.agent_addr = addr;
+    cfg.connect_timeout_ms = 10000;
+    cfg.progress_timeout_ms = 30000;
+    cfg.verbose = o.verbose;
     ina_client_t *client = nullptr;
     char err[256] = "";
     int rc = ina_client_connect(&cfg, &client, err, sizeof(err));
