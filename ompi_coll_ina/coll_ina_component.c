@@ -39,6 +39,10 @@ static int ina_register(void);
 static int ina_open(void);
 static int ina_close(void);
 
+/* coll_ina_progress_thread: kept here rather than in the component struct,
+ * it is read only when the client connects. */
+static bool ina_progress_thread = true;
+
 mca_coll_ina_component_t mca_coll_ina_component = {
     .super = {
         .collm_version = {
@@ -138,6 +142,14 @@ static int ina_register(void)
         "host algorithm)",
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_READONLY, &c->min_bytes);
+
+    ina_progress_thread = true;
+    (void) mca_base_component_var_register(v, "progress_thread",
+        "Run an engine thread that keeps non-blocking offloaded calls moving while "
+        "the application computes between post and wait (it sleeps while none is "
+        "outstanding; never under MPI_THREAD_MULTIPLE, where nothing is offloaded)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &ina_progress_thread);
 
     return mca_coll_ina_pvars_register();
 }
@@ -343,6 +355,7 @@ ina_client_t *mca_coll_ina_client(void)
     cfg.connect_timeout_ms = c->timeout_ms;
     cfg.progress_timeout_ms = c->timeout_ms;
     cfg.verbose = c->verbose;
+    cfg.progress_thread = ina_progress_thread && !c->thread_multiple;
     rc = ina_client_connect(&cfg, &c->client, err, sizeof(err));
     if (INA_OK != rc) {
         c->client = NULL;

@@ -248,6 +248,9 @@ static int ina_req_start(mca_coll_ina_req_t *req, mca_coll_ina_kind_t kind, ina_
 
     req->call = call;
     req->kind = kind;
+    /* The engine's thread (coll_ina_progress_thread) moves it while the
+     * application computes; completion stays ours, in mca_coll_ina_progress. */
+    ina_call_background(call);
     opal_list_append(&c->outstanding, &req->super.super.super);
     if (!c->progress_registered) {
         int rc = opal_progress_register(mca_coll_ina_progress);

@@ -6,6 +6,7 @@
 
 #include <netdb.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <system_error>
 
 namespace ina {
 
@@ -33,6 +35,11 @@ void format_err(char *err, size_t errlen, const std::string &msg)
     }
 }
 
+// Upper bound of one sleep of the progress thread: it is woken by UCX events
+// and by stop_thread() (ucp_worker_signal); the bound only guards against an
+// event that does not fire the wake-up fd.
+constexpr int kThreadSliceMs = 100;
+
 } // namespace
 
 // ------------------------------------------------------------------ Client
@@ -40,7 +47,8 @@ void format_err(char *err, size_t errlen, const std::string &msg)
 Client::Client(const ina_client_config_t &cfg)
     : connect_timeout_ms_(cfg.connect_timeout_ms > 0 ? cfg.connect_timeout_ms : 10000),
       progress_timeout_ms_(cfg.progress_timeout_ms > 0 ? cfg.progress_timeout_ms : 30000),
-      verbose_(cfg.verbose), stall_since_(Clock::now()), last_round_(stall_since_)
+      verbose_(cfg.verbose), want_thread_(cfg.progress_thread != 0), stall_since_(Clock::now()),
+      last_round_(stall_since_)
 {
 }
 
@@ -109,7 +117,9 @@ int Client::connect(const char *addr, std::string &err)
 
     ucp_worker_params_t wparams{};
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    // With a progress thread two threads use the worker, one at a time
+    // (mutex_): that is SERIALIZED, not SINGLE.
+    wparams.thread_mode = want_thread_ ? UCS_THREAD_MODE_SERIALIZED : UCS_THREAD_MODE_SINGLE;
     ucp_worker_h worker = nullptr;
     st = ucp_worker_create(context_.get(), &wparams, &worker);
     if (st != UCS_OK) {
@@ -177,11 +187,73 @@ int Client::connect(const char *addr, std::string &err)
     info_.seg_bytes = static_cast<uint32_t>(ack.arg);
     log(10, "connected to %s: max window %u, seg %u bytes", a.c_str(), info_.max_window,
         info_.seg_bytes);
+    if (want_thread_) {
+        // The thread takes no signal: the application's handlers (and
+        // alarm(), SIGCHLD, ...) keep running on the threads it knows.
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        try {
+            thread_ = std::thread(&Client::thread_main, this);
+        } catch (const std::system_error &e) {
+            log(1, "no progress thread (%s): calls progress when the caller polls", e.what());
+        }
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    }
     return INA_OK;
+}
+
+void Client::thread_main()
+{
+    std::unique_lock<std::mutex> lk(mutex_);
+    for (;;) {
+        // Asleep while the caller needs no help: blocking calls and callers
+        // that poll never wake this thread.
+        thread_cv_.wait(lk, [this] { return thread_stop_ || background_busy(); });
+        if (thread_stop_) {
+            return;
+        }
+        const uint64_t before = events_;
+        round(false);
+        if (!background_busy()) {
+            continue;
+        }
+        // Sleep on the wake-up fd with the engine unlocked, so that the
+        // caller may enter (and progress) meanwhile.
+        const ucs_status_t st = ucp_worker_arm(worker_.get());
+        if (st == UCS_ERR_BUSY && events_ != before) {
+            continue; // more arrived during the round: another round
+        }
+        lk.unlock();
+        if (st == UCS_OK) {
+            pollfd pfd{efd_, POLLIN, 0};
+            poll(&pfd, 1, kThreadSliceMs);
+        } else {
+            // Not armed and nothing of ours happened: never spin.
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        lk.lock();
+    }
+}
+
+void Client::stop_thread()
+{
+    if (!thread_.joinable()) {
+        return;
+    }
+    {
+        std::lock_guard<std::mutex> lk(mutex_);
+        thread_stop_ = true;
+    }
+    thread_cv_.notify_one();
+    ucp_worker_signal(worker_.get()); // out of poll() now (thread-safe by contract)
+    thread_.join();
 }
 
 Client::~Client()
 {
+    // First: nothing below may run beside the thread.
+    stop_thread();
     // Jobs still joined outlive us (the component leaves them later): their
     // outstanding calls fail now, later calls report INA_UNREACHABLE.
     for (auto &kv : jobs_) {
@@ -230,6 +302,16 @@ void Client::drive_jobs()
     }
 }
 
+bool Client::background_busy() const
+{
+    for (const auto &kv : jobs_) {
+        if (kv.second->background_busy()) {
+            return true;
+        }
+    }
+    return false;
+}
+
 bool Client::busy() const
 {
     for (const auto &kv : jobs_) {
@@ -240,15 +322,20 @@ bool Client::busy() const
     return false;
 }
 
-void Client::progress()
+void Client::round(bool by_caller)
 {
     poll_events();
     drive_jobs();
+    if (!by_caller) {
+        return;
+    }
 
     // No progress: calls are waiting and no callback fired for
     // progress_timeout_ms of steady polling. A gap between two rounds (the
     // application computed instead of polling) restarts the clock: only time
-    // we spent waiting counts against the agent.
+    // the caller spent waiting counts against the agent. The progress
+    // thread's rounds do not count: while the caller computes, another rank
+    // may compute too before it posts its part.
     const auto now = Clock::now();
     const auto timeout = std::chrono::milliseconds(progress_timeout_ms_);
     if (now - last_round_ > std::max<Clock::duration>(timeout / 4, std::chrono::milliseconds(50))) {
@@ -534,6 +621,38 @@ struct ina_job {
     std::unique_ptr<ina::Job> impl;
 };
 
+namespace {
+
+// Every entry point holds the client's mutex while it uses the engine: the
+// progress thread may run beside the caller (once per entry, never per block).
+// A job whose client went away has no thread left: nothing to lock.
+class EntryLock {
+public:
+    explicit EntryLock(ina::Client *c)
+    {
+        if (c != nullptr) {
+            lock_ = std::unique_lock<std::mutex>(c->mutex());
+        }
+    }
+
+private:
+    std::unique_lock<std::mutex> lock_;
+};
+
+// ina_call_wait with the lock held.
+int wait_locked(ina_call_t *call, ina_cqe_t *cqe)
+{
+    ina::Client *c = call->job()->client();
+    if (c != nullptr) {
+        c->wait([call] { return call->state() == ina::Call::State::retired; });
+    }
+    // An orphaned job retires its calls when its client goes away.
+    *cqe = call->cqe();
+    return cqe->rc;
+}
+
+} // namespace
+
 extern "C" {
 
 int ina_client_connect(const ina_client_config_t *cfg, ina_client_t **out, char *err,
@@ -573,7 +692,11 @@ void ina_client_agent_info(const ina_client_t *client, ina_agent_info_t *info)
 
 int ina_client_alive(const ina_client_t *client)
 {
-    return client != nullptr && client->impl->alive();
+    if (client == nullptr) {
+        return 0;
+    }
+    EntryLock lock(client->impl.get());
+    return client->impl->alive();
 }
 
 int ina_client_progress(ina_client_t *client)
@@ -581,6 +704,7 @@ int ina_client_progress(ina_client_t *client)
     if (client == nullptr) {
         return 0;
     }
+    EntryLock lock(client->impl.get());
     client->impl->progress();
     return client->impl->alive();
 }
@@ -594,6 +718,7 @@ int ina_job_create(ina_client_t *client, uint32_t nmembers, const uint32_t *node
         return INA_EINVAL;
     }
     ina::Client &c = *client->impl;
+    EntryLock lock(&c);
     const ina_agent_info_t &info = c.info();
     uint32_t window = requested_window == 0 ? info.max_window
                                             : std::min(requested_window, info.max_window);
@@ -642,6 +767,7 @@ int ina_job_join(ina_client_t *client, const ina_job_params_t *params, uint32_t 
         return INA_EINVAL;
     }
     ina::Client &c = *client->impl;
+    EntryLock lock(&c);
     ina_proto_hdr_t h;
     ina_proto_init(&h, INA_PROTO_JOB_JOIN);
     h.jid = params->jid;
@@ -672,8 +798,9 @@ void ina_job_leave(ina_job_t *job)
     if (job == nullptr) {
         return;
     }
+    EntryLock lock(job->impl->client());
     job->impl->leave();
-    delete job;
+    delete job; // detaches from the client: still under the lock
 }
 
 int ina_job_post(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_t **call)
@@ -684,12 +811,27 @@ int ina_job_post(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_t **call)
     if (job == nullptr || desc == nullptr || call == nullptr) {
         return INA_EINVAL;
     }
+    EntryLock lock(job->impl->client());
     ina_cqe_t cqe;
     return job->impl->post(*desc, true, call, &cqe);
 }
 
+void ina_call_background(ina_call_t *call)
+{
+    if (call == nullptr) {
+        return;
+    }
+    ina::Client *c = call->job()->client();
+    EntryLock lock(c);
+    if (c != nullptr && call->state() == ina::Call::State::active) {
+        call->set_background();
+        c->wake_thread();
+    }
+}
+
 int ina_call_test(ina_call_t *call, ina_cqe_t *cqe)
 {
+    EntryLock lock(call != nullptr ? call->job()->client() : nullptr);
     if (call == nullptr || call->state() == ina::Call::State::free) {
         if (cqe != nullptr) { // programming error: report it rather than spin
             *cqe = ina_cqe_t{};
@@ -718,17 +860,12 @@ int ina_call_wait(ina_call_t *call, ina_cqe_t *cqe)
     if (cqe == nullptr) {
         cqe = &local;
     }
+    EntryLock lock(call != nullptr ? call->job()->client() : nullptr);
     if (call == nullptr || call->state() == ina::Call::State::free) {
         *cqe = ina_cqe_t{};
         return cqe->rc = INA_EINVAL;
     }
-    ina::Client *c = call->job()->client();
-    if (c != nullptr) {
-        c->wait([call] { return call->state() == ina::Call::State::retired; });
-    }
-    // An orphaned job retires its calls when its client goes away.
-    *cqe = call->cqe();
-    return cqe->rc;
+    return wait_locked(call, cqe);
 }
 
 void ina_call_free(ina_call_t *call)
@@ -737,6 +874,7 @@ void ina_call_free(ina_call_t *call)
         return;
     }
     ina::Job *job = call->job();
+    EntryLock lock(job->client());
     if (call->state() == ina::Call::State::active) {
         // A programming error: the buffers are still the engine's. Finish the
         // call first so that nothing writes into them after this returns.
@@ -744,7 +882,8 @@ void ina_call_free(ina_call_t *call)
             job->client()->log(0, "job %u: call of mid %llu freed before completion "
                                   "(a bug in the caller); completing it first",
                                job->jid(), static_cast<unsigned long long>(call->mid()));
-            ina_call_wait(call, nullptr);
+            ina_cqe_t cqe;
+            wait_locked(call, &cqe);
         }
     }
     job->release(call);
@@ -760,12 +899,15 @@ int ina_job_run(ina_job_t *job, const ina_coll_desc_t *desc, ina_cqe_t *cqe)
     if (job == nullptr || desc == nullptr) {
         return cqe->rc = INA_EINVAL;
     }
+    // One lock for the whole call: the progress thread stays out of the
+    // blocking path (this call progresses every other call meanwhile).
+    EntryLock lock(job->impl->client());
     ina_call_t *call = nullptr;
     int rc = job->impl->post(*desc, false, &call, cqe);
     if (rc != INA_OK) {
         return cqe->rc = rc;
     }
-    ina_call_wait(call, cqe);
+    wait_locked(call, cqe);
     job->impl->release(call);
     return cqe->rc;
 }

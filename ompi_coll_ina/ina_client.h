@@ -6,6 +6,11 @@
  * the ACK of its block; a call's completion is its CQE.
  *
  * Threading: one caller at a time per ina_client_t (the component serialises).
+ * With progress_thread the engine runs one thread of its own that keeps
+ * background calls (ina_call_background) moving while the caller computes;
+ * every entry point then serialises with it on the client's mutex. That
+ * thread never calls back into the caller: a call it completed is seen
+ * completed by the caller's next ina_call_test/ina_call_wait.
  */
 #ifndef INA_CLIENT_H
 #define INA_CLIENT_H
@@ -40,6 +45,8 @@ typedef struct ina_client_config {
     int connect_timeout_ms;  /* give up connecting after this long */
     int progress_timeout_ms; /* no progress for this long in a call => INA_LOST */
     int verbose;             /* 0 quiet .. 100 chatty; messages go to stderr */
+    int progress_thread;     /* nonzero: a progress thread drives background calls
+                                (ina_call_background) between the caller's entries */
 } ina_client_config_t;
 
 /* What HELLO_ACK told us. */
@@ -132,6 +139,15 @@ typedef struct ina_call ina_call_t;
  * Calls on one job complete in posting order; several may be outstanding,
  * on one job and on different jobs. */
 int ina_job_post(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_t **call);
+
+/* Let the engine's progress thread (config progress_thread) drive this posted
+ * call while the caller is not in the engine: it sends the next blocks as
+ * RESULTs arrive and completes the call, so a caller that computes between
+ * post and test/wait holds nobody back. The caller still tests/waits and frees
+ * the call. Without a progress thread, or for a call already complete, this
+ * does nothing. A caller that waits right away need not call it (the thread
+ * then stays asleep: no cost on the blocking path). */
+void ina_call_background(ina_call_t *call);
 
 /* Progress every outstanding call of the client once, without blocking;
  * returns 1 when `call` has completed (cqe filled), else 0. */

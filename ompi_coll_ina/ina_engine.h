@@ -8,19 +8,25 @@
 //
 // UCX callbacks only record what happened (a RESULT is copied straight into
 // the user's buffer, a slot is acked, a verdict remembered); every send is
-// posted from Client::progress(), which the caller's test/wait loops run.
+// posted from Client::progress(), which the caller's test/wait loops run, and,
+// with the optional progress thread, that thread while background calls are
+// outstanding. Every entry point and the thread hold Client::mutex() around
+// any use of the engine (UCX worker included): one of them at a time.
 #ifndef INA_ENGINE_H
 #define INA_ENGINE_H
 
 #include <ucp/api/ucp.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <list>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -56,8 +62,14 @@ public:
     Client(const Client &) = delete;
     Client &operator=(const Client &) = delete;
 
-    // Context, worker, endpoint, HELLO/HELLO_ACK. Returns INA_OK or sets err.
+    // Context, worker, endpoint, HELLO/HELLO_ACK, then the progress thread
+    // if configured. Returns INA_OK or sets err.
     int connect(const char *addr, std::string &err);
+
+    // Serialises the entry points with the progress thread.
+    std::mutex &mutex() { return mutex_; }
+    // A call was handed to the progress thread (mutex held): wake it.
+    void wake_thread() { thread_cv_.notify_one(); }
 
     void log(int level, const char *fmt, ...) const __attribute__((format(printf, 3, 4)));
 
@@ -73,8 +85,9 @@ public:
     // One non-blocking round of the engine: deliver events, post every block
     // the windows of all outstanding calls allow, retire completed calls, and
     // give up on an agent that made no progress for progress_timeout_ms while
-    // calls were waiting on it.
-    void progress();
+    // calls were waiting on it. The caller's rounds (the progress thread runs
+    // its own, which never give up).
+    void progress() { round(true); }
     // Run progress() until done() holds, sleeping on the wake-up fd between
     // rounds. Terminates: the no-progress timeout fails every waiting call.
     template <typename Done> void wait(Done done)
@@ -129,6 +142,12 @@ private:
     void close_endpoint();
     void drive_jobs();
     bool busy() const;
+    bool background_busy() const;
+    void round(bool by_caller);
+    // The progress thread: asleep on thread_cv_ while no background call is
+    // outstanding, else progress() and sleep on the wake-up fd.
+    void thread_main();
+    void stop_thread();
 
     static void ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
     static void ctrl_send_cb(void *request, ucs_status_t status, void *user_data);
@@ -139,6 +158,7 @@ private:
     const int connect_timeout_ms_;
     const int progress_timeout_ms_;
     const int verbose_;
+    const bool want_thread_;
 
     // Declared first: destroyed last (the worker needs the context).
     std::unique_ptr<ucp_context, ContextDeleter> context_;
@@ -159,6 +179,13 @@ private:
     uint64_t seen_events_ = 0;
     Clock::time_point stall_since_;
     Clock::time_point last_round_;
+
+    // Progress thread (config progress_thread). Declared last: joined by
+    // stop_thread() before anything above is torn down.
+    std::mutex mutex_;
+    std::condition_variable thread_cv_;
+    bool thread_stop_ = false; // guarded by mutex_
+    std::thread thread_;
 };
 
 // One offloaded collective call. Owned by its Job, recycled through the
@@ -189,6 +216,9 @@ public:
     // no send still reads the user's buffer.
     bool finished() const;
     const ina_cqe_t &cqe() const { return cqe_; }
+    // Driven by the progress thread between the caller's entries.
+    bool background() const { return background_; }
+    void set_background() { background_ = true; }
 
     // Post every block the window allows.
     void pump(Client &client);
@@ -231,6 +261,7 @@ private:
     bool any_sent_ = false;        // a BLOCK left this process
     bool granted_ = false;
     bool sends_dropped_ = false;
+    bool background_ = false;
     uint64_t applied_ = 0;         // RESULTs written into rbuf
     Fail fail_ = Fail::none;
     uint8_t status_ = INA_PROTO_OK;
@@ -276,6 +307,8 @@ public:
     void drive();
     // Some outstanding call is still waiting for the agent.
     bool busy() const;
+    // Some outstanding background call is not retired yet.
+    bool background_busy() const;
     // See Call::drop_sends: after the endpoint was force-closed.
     void drop_sends();
 

@@ -80,6 +80,7 @@ void Call::start(uint64_t mid, const CallGeometry &geom, const ina_coll_desc_t &
     any_sent_ = false;
     granted_ = granted;
     sends_dropped_ = false;
+    background_ = false;
     applied_ = 0;
     fail_ = Fail::none;
     status_ = INA_PROTO_OK;
@@ -102,6 +103,7 @@ void Call::start(uint64_t mid, const CallGeometry &geom, const ina_coll_desc_t &
 void Call::start_empty()
 {
     state_ = State::retired;
+    background_ = false;
     geom_ = CallGeometry{};
     window_.start(0);
     fail_ = Fail::none;
@@ -451,6 +453,16 @@ bool Job::busy() const
 {
     for (const Call *c : active_) {
         if (!c->finished()) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool Job::background_busy() const
+{
+    for (const Call *c : active_) { // not retired yet
+        if (c->background()) {
             return true;
         }
     }

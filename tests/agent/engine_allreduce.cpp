@@ -157,7 +157,7 @@ int verbose()
 
 ina_client_t *connect_or_die(const char *addr, uint32_t rank)
 {
-    ina_client_config_t cfg{addr, 10000, 30000, verbose()};
+    ina_client_config_t cfg{addr, 10000, 30000, verbose(), 0};
     ina_client_t *c = nullptr;
     char err[256] = "";
     int rc = ina_client_connect(&cfg, &c, err, sizeof(err));
@@ -428,7 +428,7 @@ int main()
         pid_t p = fork();
         if (p == 0) {
             alarm(kChildAlarmS);
-            ina_client_config_t cfg{addr, 5000, 5000, 0};
+            ina_client_config_t cfg{addr, 5000, 5000, 0, 0};
             ina_client_t *c = nullptr;
             char why[256] = "";
             int crc = ina_client_connect(&cfg, &c, why, sizeof(why));

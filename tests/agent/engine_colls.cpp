@@ -292,7 +292,7 @@ int verbose()
 
 ina_client_t *connect_or_die(const char *addr, uint32_t rank)
 {
-    ina_client_config_t cfg{addr, 10000, 30000, verbose()};
+    ina_client_config_t cfg{addr, 10000, 30000, verbose(), 0};
     ina_client_t *c = nullptr;
     char err[256] = "";
     int rc = ina_client_connect(&cfg, &c, err, sizeof(err));

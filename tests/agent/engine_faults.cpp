@@ -58,7 +58,7 @@ Shared *make_shared(unsigned participants)
 ina_client_t *connect_or_die(const char *addr, int progress_timeout_ms, const char *who)
 {
     const char *v = std::getenv("INA_TEST_VERBOSE");
-    ina_client_config_t cfg{addr, 10000, progress_timeout_ms, v ? std::atoi(v) : 0};
+    ina_client_config_t cfg{addr, 10000, progress_timeout_ms, v ? std::atoi(v) : 0, 0};
     ina_client_t *c = nullptr;
     char err[256] = "";
     if (ina_client_connect(&cfg, &c, err, sizeof(err)) != INA_OK) {

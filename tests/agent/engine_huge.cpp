@@ -36,7 +36,7 @@ inline uint8_t input(uint64_t i, uint32_t rank)
 int rank_main(const char *addr, Shared *sh, uint32_t rank)
 {
     alarm(600);
-    ina_client_config_t cfg{addr, 10000, 60000, 0};
+    ina_client_config_t cfg{addr, 10000, 60000, 0, 0};
     ina_client_t *c = nullptr;
     char err[256];
     if (ina_client_connect(&cfg, &c, err, sizeof(err)) != INA_OK) {
