@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "engine_harness.h"
 #include "ina_client.h"
 #include "ina_reduce.h"
 
@@ -258,50 +259,18 @@ struct Shared {
 
 Shared *make_shared(unsigned participants)
 {
-    void *p = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
-    if (p == MAP_FAILED) {
-        std::perror("mmap");
-        std::exit(1);
-    }
-    auto *s = new (p) Shared;
-    pthread_barrierattr_t a;
-    pthread_barrierattr_init(&a);
-    pthread_barrierattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-    pthread_barrier_init(&s->barrier, &a, participants);
-    pthread_barrierattr_destroy(&a);
+    Shared *s = ina_test::map_shared<Shared>(participants);
     s->create_rc = -1;
-    for (auto &x : s->arrived) {
-        x.store(0);
-    }
     return s;
 }
 
 void free_shared(Shared *s)
 {
-    pthread_barrier_destroy(&s->barrier);
-    s->~Shared();
-    munmap(s, sizeof(*s));
+    ina_test::unmap_shared(s);
 }
 
-int verbose()
-{
-    const char *v = std::getenv("INA_TEST_VERBOSE");
-    return v != nullptr ? std::atoi(v) : 0;
-}
-
-ina_client_t *connect_or_die(const char *addr, uint32_t rank)
-{
-    ina_client_config_t cfg{addr, 10000, 30000, verbose(), 0};
-    ina_client_t *c = nullptr;
-    char err[256] = "";
-    int rc = ina_client_connect(&cfg, &c, err, sizeof(err));
-    if (rc != INA_OK) {
-        std::fprintf(stderr, "rank %u: connect to %s failed (rc %d): %s\n", rank, addr, rc, err);
-        std::_Exit(2);
-    }
-    return c;
-}
+using ina_test::connect_or_die;
+using ina_test::verbose;
 
 // Rank 0 creates `njobs` jobs, every rank joins them; the barriers make sure
 // every member has joined before any block flows.

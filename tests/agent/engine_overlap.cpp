@@ -23,6 +23,7 @@
 #include <new>
 #include <vector>
 
+#include "engine_harness.h"
 #include "ina_client.h"
 
 namespace {
@@ -42,26 +43,12 @@ struct Shared {
 
 Shared *make_shared(unsigned participants)
 {
-    void *p = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
-    if (p == MAP_FAILED) {
-        std::perror("mmap");
-        std::exit(1);
-    }
-    auto *s = new (p) Shared{};
-    pthread_barrierattr_t a;
-    pthread_barrierattr_init(&a);
-    pthread_barrierattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-    pthread_barrier_init(&s->barrier, &a, participants);
-    pthread_barrierattr_destroy(&a);
-    return s;
+    return ina_test::map_shared<Shared>(participants);
 }
 
 void free_shared(Shared *s)
 {
-    pthread_barrier_destroy(&s->barrier);
-    s->~Shared();
-    munmap(s, sizeof(*s));
+    ina_test::unmap_shared(s);
 }
 
 int32_t reduce_input(uint32_t rank, uint64_t i)
