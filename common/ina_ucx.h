@@ -1,0 +1,90 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// UCX helpers every side uses (the agent, the client engine, the tests):
+// owning handles, context/worker/AM-handler setup, endpoint close, and
+// "host:port" addresses. They return ucs_status_t and never throw, so that a
+// caller can turn a failure into its own idiom (an exception in the agent, a
+// status code in the client engine).
+#ifndef INA_UCX_H
+#define INA_UCX_H
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+
+#include <ucp/api/ucp.h>
+
+namespace ina::ucx {
+
+struct ContextDeleter {
+    void operator()(ucp_context_h c) const { ucp_cleanup(c); }
+};
+struct WorkerDeleter {
+    void operator()(ucp_worker_h w) const { ucp_worker_destroy(w); }
+};
+struct ListenerDeleter {
+    void operator()(ucp_listener_h l) const { ucp_listener_destroy(l); }
+};
+struct AddrinfoDeleter {
+    void operator()(addrinfo *a) const { freeaddrinfo(a); }
+};
+using Context = std::unique_ptr<ucp_context, ContextDeleter>;
+using Worker = std::unique_ptr<ucp_worker, WorkerDeleter>;
+using Listener = std::unique_ptr<ucp_listener, ListenerDeleter>;
+using Addrinfo = std::unique_ptr<addrinfo, AddrinfoDeleter>;
+
+// Owns a file descriptor.
+class UniqueFd {
+public:
+    explicit UniqueFd(int fd = -1) noexcept : fd_(fd) {}
+    ~UniqueFd() { reset(); }
+    UniqueFd(const UniqueFd &) = delete;
+    UniqueFd &operator=(const UniqueFd &) = delete;
+    int get() const noexcept { return fd_; }
+    void reset(int fd = -1) noexcept
+    {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+        fd_ = fd;
+    }
+    int release() noexcept
+    {
+        int fd = fd_;
+        fd_ = -1;
+        return fd;
+    }
+
+private:
+    int fd_;
+};
+
+// "what: <UCX's words>".
+std::string status_message(const char *what, ucs_status_t st);
+
+// A UCP context with `features`, configured from the environment (UCX_*).
+ucs_status_t make_context(uint64_t features, const char *name, Context &out) noexcept;
+// A worker of `ctx` in `mode` (SINGLE: one thread; SERIALIZED: several, one at a time).
+ucs_status_t make_worker(ucp_context_h ctx, ucs_thread_mode_t mode, Worker &out) noexcept;
+// Whole-message active-message handler for `id`.
+ucs_status_t set_am_handler(ucp_worker_h worker, unsigned id, ucp_am_recv_callback_t cb,
+                            void *arg) noexcept;
+
+// Close an endpoint and let UCX release the request when it completes.
+void close_ep_detached(ucp_ep_h ep, bool force) noexcept;
+
+// Split "host:port" at the last colon; "[v6]:port" loses its brackets.
+// False when there is no host or no port.
+bool split_host_port(const std::string &addr, std::string &host, std::string &port);
+// Resolve a stream address (passive: for a listener). Returns 0 or a
+// getaddrinfo error code (gai_strerror).
+int resolve(const std::string &host, const std::string &port, bool passive, Addrinfo &out);
+// Numeric "host:port" ("[v6]:port") of a socket address.
+std::string sockaddr_to_string(const sockaddr *sa, socklen_t len);
+
+} // namespace ina::ucx
+
+#endif
