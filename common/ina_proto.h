@@ -7,7 +7,7 @@
  * payload (possibly empty). Client -> agent messages use INA_PROTO_AM_TO_AGENT,
  * agent -> client messages use INA_PROTO_AM_TO_CLIENT.
  *
- * Vocabulary (../shared/SEEDS.md, S0/S1):
+ * Vocabulary (docs/ARCHITECTURE.md, "Vocabulary"):
  *   JID  job id: one per communicator, unique at the agent.
  *   MID  message id: the n-th offloaded call of a job (0, 1, 2, ...).
  *   SID  sequence id: the block index inside one call.
@@ -57,9 +57,9 @@
  *                   falls in the block (offset, count), or a CREDIT if none;
  *                   everyone sets WANT_RESULT.
  *   BARRIER         one block (sid 0, seg_count 0): CREDIT with WANT_RESULT.
- * A Seg completes when every member contributed (Rank/Node bitmaps, SEEDS S1).
+ * A Seg completes when every member contributed (its Rank/Node bitmaps are empty).
  * Reduction collectives need data from every member; the others copy each
- * member's bytes to its offset (SEEDS S1's gather in the switch).
+ * member's bytes to its offset (the gather happens in the switch).
  *
  * Byte order: host order (agent and clients run on the same architecture class;
  * the magic detects a mismatch).

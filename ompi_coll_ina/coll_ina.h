@@ -192,15 +192,17 @@ const char *mca_coll_ina_fallback_reason_name(mca_coll_ina_fallback_reason_t rea
 const char *mca_coll_ina_kind_name(mca_coll_ina_kind_t kind);
 
 /* coll_ina_request.c: running one call through the engine.
- * Try to offload the call `desc` of `bytes` result bytes: returns true when
- * the call was handled (*rc is its MPI result; when `request` is not NULL a
- * non-blocking call was started and *request set), false when the caller
- * must run the saved collective (the fallback is counted and logged).
- * `unsupported` non-NULL: the call cannot be offloaded for that reason
- * (desc is then ignored). Blocking calls wait driving opal_progress. */
-bool mca_coll_ina_try(mca_coll_ina_module_t *module, mca_coll_ina_kind_t kind,
-                      const ina_coll_desc_t *desc, size_t bytes, const char *unsupported,
-                      ompi_request_t **request, int *rc);
+ * Try to offload the call `desc` of `bytes` result bytes. *fallback true:
+ * the caller must run the saved collective (the fallback is counted and
+ * logged), and the return value is OMPI_SUCCESS. Else the call was handled
+ * and the return value is its result, an OMPI code (OMPI_ERROR after a
+ * failure it explained with opal_show_help); with `request` not NULL a
+ * non-blocking call was started and *request set. `unsupported` non-NULL:
+ * the call cannot be offloaded for that reason (desc is then ignored).
+ * Blocking calls wait driving opal_progress. */
+int mca_coll_ina_try(mca_coll_ina_module_t *module, mca_coll_ina_kind_t kind,
+                     const ina_coll_desc_t *desc, size_t bytes, const char *unsupported,
+                     ompi_request_t **request, bool *fallback);
 /* The opal_progress callback: completes finished non-blocking calls. */
 int mca_coll_ina_progress(void);
 /* A request already complete (a non-blocking call that moves nothing). */

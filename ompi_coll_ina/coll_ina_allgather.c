@@ -59,6 +59,7 @@ int mca_coll_ina_allgather(const void *sbuf, int scount, struct ompi_datatype_t 
     ina_coll_desc_t desc;
     size_t bytes = 0;
     const char *why;
+    bool fallback;
     int rc;
 
     if (rcount <= 0) {
@@ -68,7 +69,8 @@ int mca_coll_ina_allgather(const void *sbuf, int scount, struct ompi_datatype_t 
     if (0 == bytes && NULL == why) {
         return MPI_SUCCESS;
     }
-    if (mca_coll_ina_try(m, MCA_COLL_INA_ALLGATHER, &desc, bytes, why, NULL, &rc)) {
+    rc = mca_coll_ina_try(m, MCA_COLL_INA_ALLGATHER, &desc, bytes, why, NULL, &fallback);
+    if (!fallback) {
         return rc;
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, allgather, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm);
@@ -83,6 +85,7 @@ int mca_coll_ina_iallgather(const void *sbuf, int scount, struct ompi_datatype_t
     ina_coll_desc_t desc;
     size_t bytes = 0;
     const char *why;
+    bool fallback;
     int rc;
 
     if (rcount <= 0) {
@@ -92,7 +95,8 @@ int mca_coll_ina_iallgather(const void *sbuf, int scount, struct ompi_datatype_t
     if (0 == bytes && NULL == why) {
         return mca_coll_ina_request_done(m, request);
     }
-    if (mca_coll_ina_try(m, MCA_COLL_INA_ALLGATHER, &desc, bytes, why, request, &rc)) {
+    rc = mca_coll_ina_try(m, MCA_COLL_INA_ALLGATHER, &desc, bytes, why, request, &fallback);
+    if (!fallback) {
         return rc;
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, iallgather, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,

@@ -40,13 +40,15 @@ int mca_coll_ina_allreduce(const void *sbuf, void *rbuf, int count,
     ina_coll_desc_t desc;
     size_t bytes = 0;
     const char *why;
+    bool fallback;
     int rc;
 
     if (count <= 0) {
         return MPI_SUCCESS; /* nothing to reduce, on every rank alike */
     }
     why = ina_allreduce_desc(&desc, &bytes, sbuf, rbuf, count, dtype, op);
-    if (mca_coll_ina_try(m, MCA_COLL_INA_ALLREDUCE, &desc, bytes, why, NULL, &rc)) {
+    rc = mca_coll_ina_try(m, MCA_COLL_INA_ALLREDUCE, &desc, bytes, why, NULL, &fallback);
+    if (!fallback) {
         return rc;
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, allreduce, sbuf, rbuf, count, dtype, op, comm);
@@ -61,13 +63,15 @@ int mca_coll_ina_iallreduce(const void *sbuf, void *rbuf, int count,
     ina_coll_desc_t desc;
     size_t bytes = 0;
     const char *why;
+    bool fallback;
     int rc;
 
     if (count <= 0) {
         return mca_coll_ina_request_done(m, request);
     }
     why = ina_allreduce_desc(&desc, &bytes, sbuf, rbuf, count, dtype, op);
-    if (mca_coll_ina_try(m, MCA_COLL_INA_ALLREDUCE, &desc, bytes, why, request, &rc)) {
+    rc = mca_coll_ina_try(m, MCA_COLL_INA_ALLREDUCE, &desc, bytes, why, request, &fallback);
+    if (!fallback) {
         return rc;
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, iallreduce, sbuf, rbuf, count, dtype, op, comm, request);

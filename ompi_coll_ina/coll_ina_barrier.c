@@ -27,10 +27,12 @@ int mca_coll_ina_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
     ina_coll_desc_t desc;
+    bool fallback;
     int rc;
 
     ina_barrier_desc(&desc);
-    if (mca_coll_ina_try(m, MCA_COLL_INA_BARRIER, &desc, 0, NULL, NULL, &rc)) {
+    rc = mca_coll_ina_try(m, MCA_COLL_INA_BARRIER, &desc, 0, NULL, NULL, &fallback);
+    if (!fallback) {
         return rc;
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, barrier, comm);
@@ -41,10 +43,12 @@ int mca_coll_ina_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **req
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
     ina_coll_desc_t desc;
+    bool fallback;
     int rc;
 
     ina_barrier_desc(&desc);
-    if (mca_coll_ina_try(m, MCA_COLL_INA_BARRIER, &desc, 0, NULL, request, &rc)) {
+    rc = mca_coll_ina_try(m, MCA_COLL_INA_BARRIER, &desc, 0, NULL, request, &fallback);
+    if (!fallback) {
         return rc;
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, ibarrier, comm, request);

@@ -38,6 +38,7 @@ int mca_coll_ina_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int 
     ina_coll_desc_t desc;
     size_t bytes = 0;
     const char *why;
+    bool fallback;
     int rc;
 
     if (count <= 0) {
@@ -47,7 +48,8 @@ int mca_coll_ina_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int 
     if (0 == bytes && NULL == why) {
         return MPI_SUCCESS; /* elements of size 0 */
     }
-    if (mca_coll_ina_try(m, MCA_COLL_INA_BCAST, &desc, bytes, why, NULL, &rc)) {
+    rc = mca_coll_ina_try(m, MCA_COLL_INA_BCAST, &desc, bytes, why, NULL, &fallback);
+    if (!fallback) {
         return rc;
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, bcast, buf, count, dtype, root, comm);
@@ -61,6 +63,7 @@ int mca_coll_ina_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int
     ina_coll_desc_t desc;
     size_t bytes = 0;
     const char *why;
+    bool fallback;
     int rc;
 
     if (count <= 0) {
@@ -70,7 +73,8 @@ int mca_coll_ina_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int
     if (0 == bytes && NULL == why) {
         return mca_coll_ina_request_done(m, request);
     }
-    if (mca_coll_ina_try(m, MCA_COLL_INA_BCAST, &desc, bytes, why, request, &rc)) {
+    rc = mca_coll_ina_try(m, MCA_COLL_INA_BCAST, &desc, bytes, why, request, &fallback);
+    if (!fallback) {
         return rc;
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, ibcast, buf, count, dtype, root, comm, request);

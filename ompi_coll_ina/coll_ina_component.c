@@ -331,6 +331,13 @@ int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
     return OMPI_SUCCESS;
 }
 
+/* The engine's log lines go where the component's go. */
+static void ina_engine_log(void *arg, int level, const char *line)
+{
+    (void) arg;
+    opal_output_verbose(level, mca_coll_ina_component.output, "coll:ina: engine: %s", line);
+}
+
 ina_client_t *mca_coll_ina_client(void)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
@@ -356,6 +363,8 @@ ina_client_t *mca_coll_ina_client(void)
     cfg.progress_timeout_ms = c->timeout_ms;
     cfg.verbose = c->verbose;
     cfg.progress_thread = ina_progress_thread && !c->thread_multiple;
+    cfg.log_fn = ina_engine_log;
+    cfg.log_arg = NULL;
     rc = ina_client_connect(&cfg, &c->client, err, sizeof(err));
     if (INA_OK != rc) {
         c->client = NULL;

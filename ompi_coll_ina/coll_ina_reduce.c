@@ -41,13 +41,15 @@ int mca_coll_ina_reduce(const void *sbuf, void *rbuf, int count,
     ina_coll_desc_t desc;
     size_t bytes = 0;
     const char *why;
+    bool fallback;
     int rc;
 
     if (count <= 0) {
         return MPI_SUCCESS;
     }
     why = ina_reduce_desc(&desc, &bytes, sbuf, rbuf, count, dtype, op, root, m->rank);
-    if (mca_coll_ina_try(m, MCA_COLL_INA_REDUCE, &desc, bytes, why, NULL, &rc)) {
+    rc = mca_coll_ina_try(m, MCA_COLL_INA_REDUCE, &desc, bytes, why, NULL, &fallback);
+    if (!fallback) {
         return rc;
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, reduce, sbuf, rbuf, count, dtype, op, root, comm);
@@ -62,13 +64,15 @@ int mca_coll_ina_ireduce(const void *sbuf, void *rbuf, int count,
     ina_coll_desc_t desc;
     size_t bytes = 0;
     const char *why;
+    bool fallback;
     int rc;
 
     if (count <= 0) {
         return mca_coll_ina_request_done(m, request);
     }
     why = ina_reduce_desc(&desc, &bytes, sbuf, rbuf, count, dtype, op, root, m->rank);
-    if (mca_coll_ina_try(m, MCA_COLL_INA_REDUCE, &desc, bytes, why, request, &rc)) {
+    rc = mca_coll_ina_try(m, MCA_COLL_INA_REDUCE, &desc, bytes, why, request, &fallback);
+    if (!fallback) {
         return rc;
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, ireduce, sbuf, rbuf, count, dtype, op, root, comm, request);

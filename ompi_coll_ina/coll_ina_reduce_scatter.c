@@ -25,18 +25,17 @@
 #include "coll_ina.h"
 
 /* Offload one call whose per-rank element counts are `counts` (nmembers
- * entries, the same on every rank). Returns true when handled (*rc set). */
-static bool ina_reduce_scatter_try(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf,
-                                   uint64_t *counts, struct ompi_datatype_t *dtype,
-                                   struct ompi_op_t *op, int *rc)
+ * entries, the same on every rank): as mca_coll_ina_try. */
+static int ina_reduce_scatter_try(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf,
+                                  uint64_t *counts, struct ompi_datatype_t *dtype,
+                                  struct ompi_op_t *op, bool *fallback)
 {
     ina_coll_desc_t desc;
     uint64_t total = 0;
     size_t dsize = 0, bytes = 0;
     void *part = NULL;
     const char *why;
-    bool handled;
-    int i;
+    int i, rc;
 
     for (i = 0; i < m->size; ++i) {
         total += counts[i];
@@ -56,18 +55,18 @@ static bool ina_reduce_scatter_try(mca_coll_ina_module_t *m, const void *sbuf, v
              * rank; a failing allocation here is this rank's MPI error. */
             part = malloc((size_t) counts[m->rank] * dsize);
             if (NULL == part) {
-                *rc = OMPI_ERR_OUT_OF_RESOURCE;
-                return true;
+                *fallback = false;
+                return OMPI_ERR_OUT_OF_RESOURCE;
             }
             desc.rbuf = part;
         }
     }
-    handled = mca_coll_ina_try(m, MCA_COLL_INA_REDUCE_SCATTER, &desc, bytes, why, NULL, rc);
-    if (handled && MPI_SUCCESS == *rc && NULL != part) {
+    rc = mca_coll_ina_try(m, MCA_COLL_INA_REDUCE_SCATTER, &desc, bytes, why, NULL, fallback);
+    if (!*fallback && OMPI_SUCCESS == rc && NULL != part) {
         memcpy(rbuf, part, (size_t) counts[m->rank] * dsize);
     }
     free(part);
-    return handled;
+    return rc;
 }
 
 int mca_coll_ina_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
@@ -77,7 +76,7 @@ int mca_coll_ina_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
     uint64_t *counts;
-    bool handled;
+    bool fallback;
     int i, rc;
 
     if (rcount <= 0) {
@@ -90,9 +89,9 @@ int mca_coll_ina_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
     for (i = 0; i < m->size; ++i) {
         counts[i] = (uint64_t) rcount;
     }
-    handled = ina_reduce_scatter_try(m, sbuf, rbuf, counts, dtype, op, &rc);
+    rc = ina_reduce_scatter_try(m, sbuf, rbuf, counts, dtype, op, &fallback);
     free(counts);
-    if (handled) {
+    if (!fallback) {
         return rc;
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, reduce_scatter_block, sbuf, rbuf, rcount, dtype, op, comm);
@@ -105,7 +104,7 @@ int mca_coll_ina_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
     uint64_t *counts, total = 0;
-    bool handled;
+    bool fallback;
     int i, rc;
 
     counts = malloc(sizeof(*counts) * (size_t) m->size);
@@ -120,9 +119,9 @@ int mca_coll_ina_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts
         free(counts);
         return MPI_SUCCESS;
     }
-    handled = ina_reduce_scatter_try(m, sbuf, rbuf, counts, dtype, op, &rc);
+    rc = ina_reduce_scatter_try(m, sbuf, rbuf, counts, dtype, op, &fallback);
     free(counts);
-    if (handled) {
+    if (!fallback) {
         return rc;
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, reduce_scatter, sbuf, rbuf, rcounts, dtype, op, comm);

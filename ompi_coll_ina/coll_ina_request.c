@@ -42,7 +42,7 @@ static int ina_required_error(mca_coll_ina_module_t *m, const char *why)
 {
     opal_show_help("help-coll-ina.txt", "offload-required", true,
                    opal_process_info.nodename, m->rank, m->cid, why);
-    return MPI_ERR_OTHER;
+    return OMPI_ERROR; /* MPI_ERR_OTHER for the application */
 }
 
 /* Lost mid-call or rejected: other ranks may already hold the result (or
@@ -57,7 +57,7 @@ static int ina_failed_error(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind, 
     opal_show_help("help-coll-ina.txt", "offload-failed", true,
                    opal_process_info.nodename, m->rank, m->cid,
                    (unsigned long long) cqe->mid, rc, ina_proto_status_name(cqe->status));
-    return MPI_ERR_OTHER;
+    return OMPI_ERROR; /* MPI_ERR_OTHER for the application */
 }
 
 /* ---- non-blocking requests --------------------------------------------- */
@@ -191,14 +191,17 @@ int mca_coll_ina_request_done(mca_coll_ina_module_t *m, ompi_request_t **request
     return MPI_SUCCESS;
 }
 
-/* Map a finished call's CQE to the request's MPI status. */
+/* Map a finished call's CQE to the request's status, an MPI error class
+ * (what MPI_Wait reports). A granted call cannot end in a fallback: a DENY
+ * after the GRANT is the agent's error. */
 static int ina_cqe_to_mpi(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
                           const ina_cqe_t *cqe)
 {
-    if (INA_OK == cqe->rc) {
+    if (INA_OK == cqe->rc && INA_OFFLOADED == cqe->outcome) {
         return MPI_SUCCESS;
     }
-    return ina_failed_error(m, kind, cqe->rc, cqe);
+    ina_failed_error(m, kind, INA_OK != cqe->rc ? cqe->rc : INA_ERR_PROTO, cqe);
+    return MPI_ERR_OTHER;
 }
 
 int mca_coll_ina_progress(void)
@@ -264,11 +267,13 @@ static int ina_req_start(mca_coll_ina_req_t *req, mca_coll_ina_kind_t kind, ina_
 
 /* ---- one call ------------------------------------------------------------ */
 
-static bool ina_fallback(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
-                         mca_coll_ina_fallback_reason_t reason, const char *detail)
+static int ina_fallback(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
+                        mca_coll_ina_fallback_reason_t reason, const char *detail,
+                        bool *fallback)
 {
     mca_coll_ina_count_fallback(m, kind, reason, detail);
-    return false;
+    *fallback = true;
+    return OMPI_SUCCESS;
 }
 
 /* Wait for a blocking call's CQE, progressing the rest of MPI meanwhile. */
@@ -279,80 +284,78 @@ static void ina_wait(ina_call_t *call, ina_cqe_t *cqe)
     }
 }
 
-bool mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
-                      const ina_coll_desc_t *desc, size_t bytes, const char *unsupported,
-                      ompi_request_t **request, int *rc)
+int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
+                     const ina_coll_desc_t *desc, size_t bytes, const char *unsupported,
+                     ompi_request_t **request, bool *fallback)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     mca_coll_ina_req_t *req = NULL;
     ina_call_t *call = NULL;
+    ina_outcome_t outcome = INA_OFFLOADED;
     ina_cqe_t cqe = {.rc = INA_OK};
-    int erc;
+    ina_status_t erc;
 
-    *rc = MPI_SUCCESS;
+    *fallback = false;
     if (m->in_fallback > 0) {
-        return false; /* inside a saved collective: neither offloaded nor counted */
+        *fallback = true; /* inside a saved collective: neither offloaded nor counted */
+        return OMPI_SUCCESS;
     }
     if (NULL != unsupported) {
-        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNSUPPORTED, unsupported);
+        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNSUPPORTED, unsupported, fallback);
     }
     if (c->thread_multiple) {
         /* The engine serves one caller at a time. */
-        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNSUPPORTED, "MPI_THREAD_MULTIPLE");
+        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNSUPPORTED, "MPI_THREAD_MULTIPLE",
+                            fallback);
     }
     if (MCA_COLL_INA_BARRIER != kind && bytes < c->min_bytes) {
-        return ina_fallback(m, kind, MCA_COLL_INA_FB_THRESHOLD, "coll_ina_min_bytes");
+        return ina_fallback(m, kind, MCA_COLL_INA_FB_THRESHOLD, "coll_ina_min_bytes", fallback);
     }
     if (MCA_COLL_INA_JOB_READY != m->job_state) {
         if (c->required) {
-            *rc = ina_required_error(m, "no job at the agent for this communicator");
-            return true;
+            return ina_required_error(m, "no job at the agent for this communicator");
         }
-        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, "no job at the agent");
+        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, "no job at the agent",
+                            fallback);
     }
     if (NULL != request && NULL == (req = ina_req_get(m))) {
-        *rc = OMPI_ERR_OUT_OF_RESOURCE;
-        return true;
+        return OMPI_ERR_OUT_OF_RESOURCE;
     }
 
-    erc = ina_job_post(m->job, desc, &call);
-    switch (erc) {
-    case INA_OK:
-        ++m->offloaded_calls;
-        ++m->offloaded_by_kind[kind];
-        if (NULL != req) {
-            *rc = ina_req_start(req, kind, call);
-            *request = &req->super;
-            return true;
-        }
-        ina_wait(call, &cqe);
-        ina_call_free(call);
-        if (INA_OK != cqe.rc) {
-            *rc = ina_failed_error(m, kind, cqe.rc, &cqe);
-        }
-        return true;
-    case INA_DENIED:
-    case INA_UNREACHABLE:
-        if (NULL != req) {
-            ina_req_discard(req);
-        }
-        if (INA_UNREACHABLE == erc && c->required) {
-            *rc = ina_required_error(m, "the agent is unreachable");
-            return true;
-        }
-        /* The scheduler's answer, or the loss of the agent before anything
-         * was sent, is the same for every member (SEEDS S4). */
-        return ina_fallback(m, kind,
-                            INA_DENIED == erc ? MCA_COLL_INA_FB_DENIED
-                                              : MCA_COLL_INA_FB_UNREACHABLE,
-                            INA_DENIED == erc ? "the agent denied the call"
-                                              : "the agent is unreachable");
-    default:
+    erc = ina_job_post(m->job, desc, &call, &outcome);
+    if (INA_OK != erc) {
         if (NULL != req) {
             ina_req_discard(req);
         }
         cqe.rc = erc;
-        *rc = ina_failed_error(m, kind, erc, &cqe);
-        return true;
+        return ina_failed_error(m, kind, erc, &cqe);
     }
+    if (INA_OFFLOADED != outcome) {
+        if (NULL != req) {
+            ina_req_discard(req);
+        }
+        if (INA_FALLBACK_UNREACHABLE == outcome && c->required) {
+            return ina_required_error(m, "the agent is unreachable");
+        }
+        /* The scheduler's answer, or the loss of the agent before anything
+         * was sent, is the same for every member. */
+        return ina_fallback(m, kind,
+                            INA_FALLBACK_DENIED == outcome ? MCA_COLL_INA_FB_DENIED
+                                                           : MCA_COLL_INA_FB_UNREACHABLE,
+                            INA_FALLBACK_DENIED == outcome ? "the agent denied the call"
+                                                           : "the agent is unreachable",
+                            fallback);
+    }
+    ++m->offloaded_calls;
+    ++m->offloaded_by_kind[kind];
+    if (NULL != req) {
+        *request = &req->super;
+        return ina_req_start(req, kind, call);
+    }
+    ina_wait(call, &cqe);
+    ina_call_free(call);
+    if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
+        return ina_failed_error(m, kind, INA_OK != cqe.rc ? cqe.rc : INA_ERR_PROTO, &cqe);
+    }
+    return OMPI_SUCCESS;
 }

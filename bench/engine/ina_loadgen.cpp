@@ -251,12 +251,14 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
             poison(jd.out);
             granted[j] = 0;
             ina_cqe_t cqe{};
+            ina_outcome_t outcome = INA_OFFLOADED;
             if (!o.overlap) {
                 const double t0 = now_s();
                 rc = ina_job_allreduce(jd.job, jd.in[v].data(), jd.out.data(), n, INA_DT_FLOAT,
                                        INA_OP_SUM, &cqe);
                 const double dt = now_s() - t0;
-                if (rc == INA_OK) {
+                outcome = cqe.outcome;
+                if (rc == INA_OK && outcome == INA_OFFLOADED) {
                     granted[j] = 1;
                     if (measured) {
                         st.blocks += cqe.blocks;
@@ -268,12 +270,14 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
                                            jd.in[v].data(), jd.out.data(), n, 0, nullptr};
                 t_post[j] = now_s();
                 calls[j] = nullptr;
-                rc = ina_job_post(jd.job, &desc, &calls[j]);
+                rc = ina_job_post(jd.job, &desc, &calls[j], &outcome);
             }
-            if (rc == INA_DENIED) {
-                st.denied += measured ? 1 : 0;
-            } else if (rc != INA_OK) {
+            if (rc != INA_OK) {
                 st.rc = rc;
+            } else if (outcome == INA_FALLBACK_UNREACHABLE) {
+                st.rc = INA_ERR_UNREACHABLE; // the agent is gone: the run is over
+            } else if (outcome == INA_FALLBACK_DENIED) {
+                st.denied += measured ? 1 : 0;
             }
         }
         if (o.overlap) {
@@ -284,14 +288,14 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
                 const double dt = now_s() - t_post[j];
                 ina_call_free(calls[j]);
                 calls[j] = nullptr;
-                if (rc == INA_OK && cqe.rc == INA_OK) {
+                if (rc == INA_OK && cqe.outcome == INA_OFFLOADED) {
                     granted[j] = 1;
                     if (measured) {
                         st.blocks += cqe.blocks;
                         if (nlat < kMaxSamples / P) lat[nlat++] = static_cast<float>(dt * 1e6);
                     }
                 } else if (st.rc == INA_OK) {
-                    st.rc = rc != INA_OK ? rc : cqe.rc;
+                    st.rc = rc != INA_OK ? rc : INA_ERR_PROTO; // a granted call cannot fall back
                 }
             }
         }

@@ -1,8 +1,6 @@
 #include "agent_harness.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -194,27 +192,11 @@ long Daemon::counter(const char *name) const
 
 Client::Client()
 {
-    ucp_config_t *config = nullptr;
-    CHECK_OR_FAIL(ucp_config_read(nullptr, nullptr, &config) == UCS_OK, "ucp_config_read");
-    ucp_params_t params{};
-    params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features = UCP_FEATURE_AM;
-    ucs_status_t st = ucp_init(&params, config, &ctx_);
-    ucp_config_release(config);
+    ucs_status_t st = ina::ucx::make_context(UCP_FEATURE_AM, "ina-test", ctx_);
     CHECK_OR_FAIL(st == UCS_OK, "ucp_init: %s", ucs_status_string(st));
-    ucp_worker_params_t wp{};
-    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
-    st = ucp_worker_create(ctx_, &wp, &worker_);
+    st = ina::ucx::make_worker(ctx_.get(), UCS_THREAD_MODE_SINGLE, worker_);
     CHECK_OR_FAIL(st == UCS_OK, "ucp_worker_create: %s", ucs_status_string(st));
-    ucp_am_handler_param_t am{};
-    am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
-                    UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    am.id = INA_PROTO_AM_TO_CLIENT;
-    am.flags = UCP_AM_FLAG_WHOLE_MSG;
-    am.cb = &Client::on_am;
-    am.arg = this;
-    st = ucp_worker_set_am_recv_handler(worker_, &am);
+    st = ina::ucx::set_am_handler(worker_.get(), INA_PROTO_AM_TO_CLIENT, &Client::on_am, this);
     CHECK_OR_FAIL(st == UCS_OK, "set_am_recv_handler: %s", ucs_status_string(st));
 }
 
@@ -223,8 +205,6 @@ Client::~Client()
     for (size_t i = 0; i < eps_.size(); ++i) {
         close_ep(i);
     }
-    ucp_worker_destroy(worker_);
-    ucp_cleanup(ctx_);
 }
 
 ucs_status_t Client::on_am(void *arg, const void *header, size_t header_length, void *data,
@@ -254,23 +234,23 @@ void Client::on_err(void *arg, ucp_ep_h ep, ucs_status_t status)
 
 size_t Client::connect(const std::string &addr)
 {
-    size_t colon = addr.rfind(':');
-    struct sockaddr_in sin{};
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons(static_cast<uint16_t>(std::atoi(addr.c_str() + colon + 1)));
-    CHECK_OR_FAIL(inet_pton(AF_INET, addr.substr(0, colon).c_str(), &sin.sin_addr) == 1,
+    std::string host;
+    std::string port;
+    ina::ucx::Addrinfo res;
+    CHECK_OR_FAIL(ina::ucx::split_host_port(addr, host, port) &&
+                      ina::ucx::resolve(host, port, false, res) == 0,
                   "bad address %s", addr.c_str());
     ucp_ep_params_t ep{};
     ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
                     UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
     ep.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
-    ep.sockaddr.addr = reinterpret_cast<const struct sockaddr *>(&sin);
-    ep.sockaddr.addrlen = sizeof(sin);
+    ep.sockaddr.addr = res->ai_addr;
+    ep.sockaddr.addrlen = res->ai_addrlen;
     ep.err_mode = UCP_ERR_HANDLING_MODE_PEER; // must match the agent's
     ep.err_handler.cb = &Client::on_err;
     ep.err_handler.arg = this;
     ucp_ep_h h = nullptr;
-    ucs_status_t st = ucp_ep_create(worker_, &ep, &h);
+    ucs_status_t st = ucp_ep_create(worker_.get(), &ep, &h);
     CHECK_OR_FAIL(st == UCS_OK, "ucp_ep_create: %s", ucs_status_string(st));
     eps_.push_back(h);
     failed_.push_back(false);
@@ -289,7 +269,7 @@ void Client::close_ep(size_t i)
     auto deadline = Clock::now() + std::chrono::seconds(5);
     if (UCS_PTR_IS_PTR(r)) {
         while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < deadline) {
-            ucp_worker_progress(worker_);
+            ucp_worker_progress(worker_.get());
         }
         ucp_request_free(r);
     }
@@ -309,14 +289,14 @@ void Client::send(size_t i, const void *hdr, size_t hdr_len, const void *data, s
     auto deadline = Clock::now() + std::chrono::seconds(10);
     while (ucp_request_check_status(r) == UCS_INPROGRESS) {
         CHECK_OR_FAIL(Clock::now() < deadline, "send did not complete in time");
-        ucp_worker_progress(worker_);
+        ucp_worker_progress(worker_.get());
     }
     ucs_status_t st = ucp_request_check_status(r);
     ucp_request_free(r);
     CHECK_OR_FAIL(st == UCS_OK, "send failed: %s", ucs_status_string(st));
 }
 
-void Client::progress() { ucp_worker_progress(worker_); }
+void Client::progress() { ucp_worker_progress(worker_.get()); }
 
 bool Client::try_wait_for(const std::function<bool(const Msg &)> &pred, Msg *out, int timeout_ms)
 {
@@ -334,7 +314,7 @@ bool Client::try_wait_for(const std::function<bool(const Msg &)> &pred, Msg *out
         if (Clock::now() >= deadline) {
             return false;
         }
-        ucp_worker_progress(worker_);
+        ucp_worker_progress(worker_.get());
     }
 }
 

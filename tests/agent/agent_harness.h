@@ -16,6 +16,7 @@
 #include <ucp/api/ucp.h>
 
 #include "ina_proto.h"
+#include "ina_ucx.h"
 
 namespace ina_test {
 
@@ -105,8 +106,8 @@ private:
                               size_t length, const ucp_am_recv_param_t *param);
     static void on_err(void *arg, ucp_ep_h ep, ucs_status_t status);
 
-    ucp_context_h ctx_ = nullptr;
-    ucp_worker_h worker_ = nullptr;
+    ina::ucx::Context ctx_; // declared first: destroyed after the worker
+    ina::ucx::Worker worker_;
     std::vector<ucp_ep_h> eps_;
     std::vector<bool> failed_;
     std::vector<Msg> inbox_;

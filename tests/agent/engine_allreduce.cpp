@@ -5,7 +5,7 @@
 // dtype/op/count values (0, 1, odd, multi-block, MiBs; in place too). Every
 // rank checks its result against a reference it computes itself with
 // ina_reduce over every rank's deterministic input, in rank order.
-// Then: a killed agent yields INA_UNREACHABLE on every rank; ina_agent_stop
+// Then: a killed agent yields INA_FALLBACK_UNREACHABLE on every rank; ina_agent_stop
 // and failed spawns leave no process behind.
 #include <errno.h>
 #include <pthread.h>
@@ -139,6 +139,8 @@ void free_shared(Shared *s)
 }
 
 using ina_test::connect_or_die;
+using ina_test::reap_children;
+using ina_test::verdict;
 using ina_test::verbose;
 
 // Rank 0 creates, every rank joins; the barrier makes sure every member has
@@ -172,7 +174,7 @@ ina_job_t *create_and_join(ina_client_t *c, Shared *sh, uint32_t rank, uint32_t 
 int rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
 {
     alarm(kChildAlarmS);
-    ina_client_t *c = connect_or_die(addr, rank);
+    ina_client_t *c = connect_or_die(addr, "rank " + std::to_string(rank));
     ina_agent_info_t info;
     ina_client_agent_info(c, &info);
     ina_job_t *job = create_and_join(c, sh, rank, k, 1000);
@@ -211,7 +213,7 @@ int rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
             std::memset(rbuf.data(), 0xa5, rbuf.size());
         }
         ina_cqe_t cqe;
-        int rc = ina_job_allreduce(job, send, recv, cs.count, cs.dtype, cs.op, &cqe);
+        int rc = verdict(ina_job_allreduce(job, send, recv, cs.count, cs.dtype, cs.op, &cqe), cqe);
         const uint64_t blocks = (bytes + p.block_bytes - 1) / p.block_bytes;
         bool ok = rc == INA_OK && cqe.rc == INA_OK && cqe.blocks == blocks &&
                   (cs.count == 0 || cqe.mid == expect_mid);
@@ -269,24 +271,6 @@ int rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
     return bad == 0 ? 0 : 1;
 }
 
-// Wait for every child; returns the number that failed.
-int reap_children(const std::vector<pid_t> &pids, const char *what)
-{
-    int failed = 0;
-    for (size_t r = 0; r < pids.size(); ++r) {
-        int st = 0;
-        while (waitpid(pids[r], &st, 0) < 0 && errno == EINTR) {
-        }
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            std::fprintf(stderr, "%s: rank %zu %s %d\n", what, r,
-                         WIFSIGNALED(st) ? "killed by signal" : "exited with",
-                         WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-            ++failed;
-        }
-    }
-    return failed;
-}
-
 int run_group(const char *addr, uint32_t k)
 {
     Shared *sh = make_shared(k);
@@ -308,15 +292,17 @@ int run_group(const char *addr, uint32_t k)
     return failed;
 }
 
-// Agent killed between calls: every rank must see INA_UNREACHABLE.
+// Agent killed between calls: every rank must see INA_FALLBACK_UNREACHABLE.
 int lost_rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
 {
     alarm(kChildAlarmS);
-    ina_client_t *c = connect_or_die(addr, rank);
+    ina_client_t *c = connect_or_die(addr, "rank " + std::to_string(rank));
     ina_job_t *job = create_and_join(c, sh, rank, k, 4);
     std::vector<int32_t> in(3000, static_cast<int32_t>(rank + 1)), out(3000, 0);
     ina_cqe_t cqe;
-    int rc = ina_job_allreduce(job, in.data(), out.data(), in.size(), INA_DT_INT32, INA_OP_SUM, &cqe);
+    int rc = verdict(
+        ina_job_allreduce(job, in.data(), out.data(), in.size(), INA_DT_INT32, INA_OP_SUM, &cqe),
+        cqe);
     const int32_t want = static_cast<int32_t>(k * (k + 1) / 2);
     bool ok = rc == INA_OK && out[0] == want && out[2999] == want;
     pthread_barrier_wait(&sh->barrier); // the parent kills the agent now
@@ -325,9 +311,12 @@ int lost_rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
     for (int i = 0; i < 20000 && ina_client_progress(c); ++i) {
         usleep(1000);
     }
-    rc = ina_job_allreduce(job, in.data(), out.data(), in.size(), INA_DT_INT32, INA_OP_SUM, &cqe);
-    if (rc != INA_UNREACHABLE || cqe.rc != INA_UNREACHABLE) {
-        std::fprintf(stderr, "rank %u: after the agent died: rc %d, want INA_UNREACHABLE\n", rank, rc);
+    rc = verdict(
+        ina_job_allreduce(job, in.data(), out.data(), in.size(), INA_DT_INT32, INA_OP_SUM, &cqe),
+        cqe);
+    if (rc != INA_FALLBACK_UNREACHABLE) {
+        std::fprintf(stderr, "rank %u: after the agent died: %d, want INA_FALLBACK_UNREACHABLE\n",
+                     rank, rc);
         ok = false;
     }
     ina_job_leave(job);
@@ -390,7 +379,7 @@ int main()
         pthread_barrier_wait(&sh->barrier);
         int f = reap_children(pids, "lost agent");
         free_shared(sh);
-        std::printf("agent killed before a call: INA_UNREACHABLE on all %u ranks: %s\n", k,
+        std::printf("agent killed before a call: INA_FALLBACK_UNREACHABLE on all %u ranks: %s\n", k,
                     f == 0 ? "ok" : "FAILED");
         failed += f;
     }
@@ -401,11 +390,11 @@ int main()
         pid_t p = fork();
         if (p == 0) {
             alarm(kChildAlarmS);
-            ina_client_config_t cfg{addr, 5000, 5000, 0, 0};
+            ina_client_config_t cfg{addr, 5000, 5000, 0, 0, nullptr, nullptr};
             ina_client_t *c = nullptr;
             char why[256] = "";
             int crc = ina_client_connect(&cfg, &c, why, sizeof(why));
-            bool ok = crc == INA_UNREACHABLE && c == nullptr && why[0] != '\0';
+            bool ok = crc == INA_ERR_UNREACHABLE && c == nullptr && why[0] != '\0';
             std::printf("connect to a dead agent: rc %d \"%s\": %s\n", crc, why,
                         ok ? "ok" : "FAILED");
             std::fflush(stdout);

@@ -270,6 +270,8 @@ void free_shared(Shared *s)
 }
 
 using ina_test::connect_or_die;
+using ina_test::reap_children;
+using ina_test::verdict;
 using ina_test::verbose;
 
 // Rank 0 creates `njobs` jobs, every rank joins them; the barriers make sure
@@ -468,9 +470,11 @@ bool check(const Prepared &p, const ina_cqe_t &cqe, int rc, uint64_t expect_mid,
 {
     bool ok = true;
     const std::string what = describe(p, k);
-    if (rc != INA_OK || cqe.rc != INA_OK || (p.moves_data && cqe.mid != expect_mid)) {
-        std::fprintf(stderr, "rank %u %s: rc %d cqe.rc %d status %s mid %llu (want %llu)\n", rank,
-                     what.c_str(), rc, cqe.rc, ina_proto_status_name(cqe.status),
+    // rc: what the entry point returned; offloaded means INA_OK and INA_OFFLOADED.
+    if (verdict(rc, cqe) != INA_OFFLOADED || (p.moves_data && cqe.mid != expect_mid)) {
+        std::fprintf(stderr, "rank %u %s: rc %d cqe.rc %d outcome %d status %s mid %llu (want %llu)\n",
+                     rank, what.c_str(), rc, cqe.rc, cqe.outcome,
+                     ina_proto_status_name(cqe.status),
                      static_cast<unsigned long long>(cqe.mid),
                      static_cast<unsigned long long>(expect_mid));
         return false;
@@ -512,7 +516,7 @@ bool check(const Prepared &p, const ina_cqe_t &cqe, int rc, uint64_t expect_mid,
 int rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
 {
     alarm(kChildAlarmS);
-    ina_client_t *c = connect_or_die(addr, rank);
+    ina_client_t *c = connect_or_die(addr, "rank " + std::to_string(rank));
     ina_job_t *jobs[2] = {nullptr, nullptr};
     const uint32_t windows[2] = {1000, 4};  // A: clamped to the agent's maximum
     const uint32_t blocks[2] = {0, 2048};   // A: one Seg; B: 2 KiB
@@ -563,7 +567,7 @@ int rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
                 sh->arrived[p->barrier_index].fetch_add(1);
             }
             ina_call_t *call = nullptr;
-            int rc = ina_job_post(jobs[p->c.job], &p->desc, &call);
+            int rc = ina_test::post(jobs[p->c.job], &p->desc, &call);
             if (rc != INA_OK || call == nullptr) {
                 std::fprintf(stderr, "rank %u %s: post rc %d\n", rank, describe(*p, k).c_str(), rc);
                 ++bad;
@@ -631,24 +635,6 @@ int rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
     return bad == 0 ? 0 : 1;
 }
 
-// Wait for every child; returns the number that failed.
-int reap_children(const std::vector<pid_t> &pids, const char *what)
-{
-    int failed = 0;
-    for (size_t r = 0; r < pids.size(); ++r) {
-        int st = 0;
-        while (waitpid(pids[r], &st, 0) < 0 && errno == EINTR) {
-        }
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            std::fprintf(stderr, "%s: rank %zu %s %d\n", what, r,
-                         WIFSIGNALED(st) ? "killed by signal" : "exited with",
-                         WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-            ++failed;
-        }
-    }
-    return failed;
-}
-
 template <typename F> int run_group(uint32_t k, const char *what, F rank_fn)
 {
     Shared *sh = make_shared(k);
@@ -694,7 +680,7 @@ bool deny_check(const std::vector<int32_t> &v, uint32_t k, int call)
 int deny_rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
 {
     alarm(kChildAlarmS);
-    ina_client_t *c = connect_or_die(addr, rank);
+    ina_client_t *c = connect_or_die(addr, "rank " + std::to_string(rank));
     ina_job_t *job = nullptr;
     const uint32_t window = 4, block = 0;
     create_and_join(c, sh, rank, k, 1, &window, &block, &job);
@@ -717,14 +703,14 @@ int deny_rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
     // complete (the others have not sent anything), so call 2 must be denied.
     if (rank == 0) {
         for (int i = 0; i < 3; ++i) {
-            sh->verdict[i] = ina_job_post(job, &d[i], &calls[i]);
+            sh->verdict[i] = ina_test::post(job, &d[i], &calls[i]);
         }
     }
     pthread_barrier_wait(&sh->barrier);
-    const int want[3] = {INA_OK, INA_OK, INA_DENIED};
+    const int want[3] = {INA_OFFLOADED, INA_OFFLOADED, INA_FALLBACK_DENIED};
     if (rank != 0) {
         for (int i = 0; i < 3; ++i) {
-            int rc = ina_job_post(job, &d[i], &calls[i]);
+            int rc = ina_test::post(job, &d[i], &calls[i]);
             if (rc != sh->verdict[i]) {
                 std::fprintf(stderr, "rank %u: call %d posted with %d, rank 0 got %d\n", rank, i,
                              rc, sh->verdict[i]);

@@ -1,11 +1,11 @@
 // The client engine's failure paths against a real ina-switchd ($INA_SWITCHD):
-//  1. DENY (SEEDS S4): a 4-Seg agent; job A (2 ranks) holds the whole pool
+//  1. DENY (the scheduler's answer): a 4-Seg agent; job A (2 ranks) holds the whole pool
 //     while job B (1 rank) calls: B is denied; A's calls denied earlier are
 //     denied again on A's late rank (the DENY it remembered), at the same MIDs;
 //     once A completes, B is granted again. Every granted result is checked.
 //  2. No progress: a 2-rank job whose rank 1 has not called yet: rank 0 gives
-//     up after progress_timeout_ms with INA_LOST, its next call is
-//     INA_UNREACHABLE; rank 1's call of that MID then ends with INA_EPROTO
+//     up after progress_timeout_ms with INA_ERR_LOST, its next call falls
+//     back (unreachable); rank 1's call of that MID then ends with INA_ERR_PROTO
 //     (the agent aborted it when rank 0 vanished), and nothing hangs.
 // Outcomes never depend on speed: loops run until the awaited state appears,
 // with generous bounds that only catch a hang.
@@ -21,9 +21,14 @@
 #include <cstring>
 #include <vector>
 
+#include "engine_harness.h"
 #include "ina_client.h"
 
 namespace {
+
+using ina_test::connect_or_die;
+using ina_test::reap_children;
+using ina_test::verdict;
 
 constexpr int kChildAlarmS = 120;
 constexpr uint32_t kCount = 20000; // int32 elements: 10 blocks of 8 KiB
@@ -55,17 +60,13 @@ Shared *make_shared(unsigned participants)
     return s;
 }
 
-ina_client_t *connect_or_die(const char *addr, int progress_timeout_ms, const char *who)
+// One blocking allreduce (sum) of kCount int32: its verdict().
+int allreduce(ina_job_t *job, const std::vector<int32_t> &in, std::vector<int32_t> &out,
+              ina_cqe_t &cqe)
 {
-    const char *v = std::getenv("INA_TEST_VERBOSE");
-    ina_client_config_t cfg{addr, 10000, progress_timeout_ms, v ? std::atoi(v) : 0, 0};
-    ina_client_t *c = nullptr;
-    char err[256] = "";
-    if (ina_client_connect(&cfg, &c, err, sizeof(err)) != INA_OK) {
-        std::fprintf(stderr, "%s: connect failed: %s\n", who, err);
-        std::_Exit(2);
-    }
-    return c;
+    return verdict(
+        ina_job_allreduce(job, in.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM, &cqe),
+        cqe);
 }
 
 ina_job_t *join_or_die(ina_client_t *c, const ina_job_params_t &p, uint32_t rank, const char *who)
@@ -104,7 +105,7 @@ bool check_sum(const std::vector<int32_t> &v, uint32_t k)
 int a0_main(const char *addr, Shared *sh)
 {
     alarm(kChildAlarmS);
-    ina_client_t *c = connect_or_die(addr, 60000, "A0");
+    ina_client_t *c = connect_or_die(addr, "A0", 60000);
     uint32_t nodes[2] = {0, 0};
     sh->create_rc = ina_job_create(c, 2, nodes, 4, 0, &sh->job_a);
     pthread_barrier_wait(&sh->barrier); // 1: A created
@@ -118,8 +119,7 @@ int a0_main(const char *addr, Shared *sh)
     ina_cqe_t cqe;
     int rc;
     uint64_t expect_mid = 0;
-    while ((rc = ina_job_allreduce(job, in.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM,
-                                   &cqe)) == INA_DENIED) {
+    while ((rc = allreduce(job, in, out, cqe)) == INA_FALLBACK_DENIED) {
         if (cqe.mid != expect_mid++) {
             std::fprintf(stderr, "A0: denied call has mid %llu\n",
                          static_cast<unsigned long long>(cqe.mid));
@@ -142,7 +142,7 @@ int a0_main(const char *addr, Shared *sh)
 int a1_main(const char *addr, Shared *sh)
 {
     alarm(kChildAlarmS);
-    ina_client_t *c = connect_or_die(addr, 60000, "A1");
+    ina_client_t *c = connect_or_die(addr, "A1", 60000);
     pthread_barrier_wait(&sh->barrier); // 1
     if (sh->create_rc != INA_OK) {
         return 4;
@@ -156,17 +156,16 @@ int a1_main(const char *addr, Shared *sh)
     ina_cqe_t cqe;
     const uint64_t denied = __atomic_load_n(&sh->a_denied, __ATOMIC_ACQUIRE);
     for (uint64_t m = 0; m < denied; ++m) {
-        int rc = ina_job_allreduce(job, in.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM,
-                                   &cqe);
-        if (rc != INA_DENIED || cqe.mid != m) {
-            std::fprintf(stderr, "A1: call %llu: rc %d (want INA_DENIED, like rank 0)\n",
+        int rc = allreduce(job, in, out, cqe);
+        if (rc != INA_FALLBACK_DENIED || cqe.mid != m) {
+            std::fprintf(stderr, "A1: call %llu: rc %d (want INA_FALLBACK_DENIED, like rank 0)\n",
                          static_cast<unsigned long long>(m), rc);
             ok = false;
         }
     }
     // In place this time: the result must still be the sum.
     fill(out, 1);
-    int rc = ina_job_allreduce(job, out.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM, &cqe);
+    int rc = allreduce(job, out, out, cqe);
     if (rc != INA_OK || cqe.mid != denied || !check_sum(out, 2)) {
         std::fprintf(stderr, "A1: granted call rc %d\n", rc);
         ok = false;
@@ -185,7 +184,7 @@ int a1_main(const char *addr, Shared *sh)
 int b_main(const char *addr, Shared *sh)
 {
     alarm(kChildAlarmS);
-    ina_client_t *c = connect_or_die(addr, 60000, "B");
+    ina_client_t *c = connect_or_die(addr, "B", 60000);
     uint32_t node = 1;
     ina_job_params_t p;
     int rc = ina_job_create(c, 1, &node, 4, 0, &p);
@@ -202,8 +201,8 @@ int b_main(const char *addr, Shared *sh)
     bool ok = true;
     uint64_t calls = 0;
     for (; calls < 1000000; ++calls) {
-        rc = ina_job_allreduce(job, in.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM, &cqe);
-        if (rc == INA_DENIED) {
+        rc = allreduce(job, in, out, cqe);
+        if (rc == INA_FALLBACK_DENIED) {
             break;
         }
         if (rc != INA_OK || !check_sum(out, 1)) {
@@ -212,7 +211,7 @@ int b_main(const char *addr, Shared *sh)
             break;
         }
     }
-    const bool denied = rc == INA_DENIED && cqe.status == INA_PROTO_ERR_NO_RESOURCES &&
+    const bool denied = rc == INA_FALLBACK_DENIED && cqe.status == INA_PROTO_ERR_NO_RESOURCES &&
                         cqe.mid == calls;
     std::printf("job B: denied (%s) while job A holds every Seg, after %llu granted calls: %s\n",
                 ina_proto_status_name(cqe.status), static_cast<unsigned long long>(calls),
@@ -225,9 +224,9 @@ int b_main(const char *addr, Shared *sh)
     // later than A's RESULTs arrive, so a DENY here is retried).
     bool granted = false;
     for (int i = 0; i < 100000 && !granted; ++i) {
-        rc = ina_job_allreduce(job, in.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM, &cqe);
+        rc = allreduce(job, in, out, cqe);
         granted = rc == INA_OK && check_sum(out, 1);
-        if (rc != INA_OK && rc != INA_DENIED) {
+        if (rc != INA_OK && rc != INA_FALLBACK_DENIED) {
             break;
         }
     }
@@ -237,11 +236,11 @@ int b_main(const char *addr, Shared *sh)
     return ok && granted ? 0 : 1;
 }
 
-// Rank 0 of a job whose rank 1 never calls: INA_LOST after the timeout.
+// Rank 0 of a job whose rank 1 never calls: INA_ERR_LOST after the timeout.
 int stall_main(const char *addr, Shared *sh, uint32_t rank)
 {
     alarm(kChildAlarmS);
-    ina_client_t *c = connect_or_die(addr, rank == 0 ? 300 : 60000, "stall");
+    ina_client_t *c = connect_or_die(addr, "stall", rank == 0 ? 300 : 60000);
     if (rank == 0) {
         uint32_t nodes[2] = {0, 0};
         sh->create_rc = ina_job_create(c, 2, nodes, 4, 0, &sh->job_a);
@@ -257,48 +256,30 @@ int stall_main(const char *addr, Shared *sh, uint32_t rank)
         std::vector<int32_t> in(kCount), out(kCount);
         fill(in, 0);
         ina_cqe_t cqe;
-        int rc = ina_job_allreduce(job, in.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM,
-                                   &cqe);
-        int rc2 = ina_job_allreduce(job, in.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM,
-                                    &cqe);
-        ok = rc == INA_LOST && rc2 == INA_UNREACHABLE && !ina_client_alive(c);
-        std::printf("no progress for progress_timeout_ms: INA_LOST (got %d), then "
-                    "INA_UNREACHABLE (got %d): %s\n",
+        int rc = allreduce(job, in, out, cqe);
+        int rc2 = allreduce(job, in, out, cqe);
+        ok = rc == INA_ERR_LOST && rc2 == INA_FALLBACK_UNREACHABLE && !ina_client_alive(c);
+        std::printf("no progress for progress_timeout_ms: INA_ERR_LOST (got %d), then "
+                    "INA_FALLBACK_UNREACHABLE (got %d): %s\n",
                     rc, rc2, ok ? "ok" : "FAILED");
         std::fflush(stdout);
     }
     pthread_barrier_wait(&sh->barrier); // rank 1 calls only after rank 0 gave up
     if (rank == 1) {
         // Rank 0 vanished in the middle of mid 0: the agent aborts that call,
-        // whether or not this rank's blocks already arrived: INA_EPROTO.
+        // whether or not this rank's blocks already arrived: INA_ERR_PROTO.
         std::vector<int32_t> in(kCount), out(kCount);
         fill(in, 1);
         ina_cqe_t cqe;
-        int rc = ina_job_allreduce(job, in.data(), out.data(), kCount, INA_DT_INT32, INA_OP_SUM,
-                                   &cqe);
-        ok = rc == INA_EPROTO && cqe.mid == 0 && cqe.status == INA_PROTO_ERR_NOT_MEMBER;
-        std::printf("survivor of a member that died mid-call: INA_EPROTO/%s (got %d/%s): %s\n",
+        int rc = allreduce(job, in, out, cqe);
+        ok = rc == INA_ERR_PROTO && cqe.mid == 0 && cqe.status == INA_PROTO_ERR_NOT_MEMBER;
+        std::printf("survivor of a member that died mid-call: INA_ERR_PROTO/%s (got %d/%s): %s\n",
                     ina_proto_status_name(INA_PROTO_ERR_NOT_MEMBER), rc,
                     ina_proto_status_name(cqe.status), ok ? "ok" : "FAILED");
     }
     ina_job_leave(job);
     ina_client_disconnect(c);
     return ok ? 0 : 1;
-}
-
-int reap(const std::vector<pid_t> &pids)
-{
-    int failed = 0;
-    for (pid_t pid : pids) {
-        int st = 0;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-        }
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            std::fprintf(stderr, "child %d failed (status 0x%x)\n", static_cast<int>(pid), st);
-            ++failed;
-        }
-    }
-    return failed;
 }
 
 template <typename F> pid_t spawn_child(F f)
@@ -342,14 +323,14 @@ int main()
         pids.push_back(spawn_child([&] { return a0_main(addr, sh); }));
         pids.push_back(spawn_child([&] { return a1_main(addr, sh); }));
         pids.push_back(spawn_child([&] { return b_main(addr, sh); }));
-        failed += reap(pids);
+        failed += reap_children(pids, "engine_faults");
     }
     {
         Shared *sh = make_shared(2);
         std::vector<pid_t> pids;
         pids.push_back(spawn_child([&] { return stall_main(addr, sh, 0); }));
         pids.push_back(spawn_child([&] { return stall_main(addr, sh, 1); }));
-        failed += reap(pids);
+        failed += reap_children(pids, "engine_faults");
     }
     ina_agent_stop(pid, 5000);
     std::printf("%s: %d failure(s)\n", failed == 0 ? "PASS" : "FAIL", failed);

@@ -1,16 +1,23 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Pieces every engine test (engine_*.cpp) shares: a block of memory shared by
-// the forked "rank" processes of one group, with a process-shared barrier, and
-// a client connection that ends the process with a message if it fails.
+// the forked "rank" processes of one group, with a process-shared barrier, a
+// client connection that ends the process with a message if it fails, the
+// reaping of the rank processes, and a call's fate as one number.
 #ifndef INA_ENGINE_HARNESS_H
 #define INA_ENGINE_HARNESS_H
 
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <string>
+#include <vector>
 
 #include "ina_client.h"
 
@@ -48,17 +55,51 @@ inline int verbose()
     return v != nullptr ? std::atoi(v) : 0;
 }
 
-inline ina_client_t *connect_or_die(const char *addr, uint32_t rank)
+inline ina_client_t *connect_or_die(const char *addr, const std::string &who,
+                                    int progress_timeout_ms = 30000)
 {
-    ina_client_config_t cfg{addr, 10000, 30000, verbose(), 0};
+    ina_client_config_t cfg{addr, 10000, progress_timeout_ms, verbose(), 0, nullptr, nullptr};
     ina_client_t *c = nullptr;
     char err[256] = "";
     int rc = ina_client_connect(&cfg, &c, err, sizeof(err));
     if (rc != INA_OK) {
-        std::fprintf(stderr, "rank %u: connect to %s failed (rc %d): %s\n", rank, addr, rc, err);
+        std::fprintf(stderr, "%s: connect to %s failed (rc %d): %s\n", who.c_str(), addr, rc, err);
         std::_Exit(2);
     }
     return c;
+}
+
+// Wait for every child; returns the number that failed.
+inline int reap_children(const std::vector<pid_t> &pids, const char *what)
+{
+    int failed = 0;
+    for (size_t r = 0; r < pids.size(); ++r) {
+        int st = 0;
+        while (waitpid(pids[r], &st, 0) < 0 && errno == EINTR) {
+        }
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            std::fprintf(stderr, "%s: rank %zu %s %d\n", what, r,
+                         WIFSIGNALED(st) ? "killed by signal" : "exited with",
+                         WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+            ++failed;
+        }
+    }
+    return failed;
+}
+
+// A call's fate as one number: the engine error (< 0) or, with INA_OK, the
+// outcome (INA_OFFLOADED == 0, INA_FALLBACK_DENIED, INA_FALLBACK_UNREACHABLE).
+inline int verdict(int rc, const ina_cqe_t &cqe)
+{
+    return rc != INA_OK ? rc : static_cast<int>(cqe.outcome);
+}
+
+// ina_job_post, with its fate as verdict() gives it.
+inline int post(ina_job_t *job, const ina_coll_desc_t *d, ina_call_t **call)
+{
+    ina_outcome_t outcome = INA_OFFLOADED;
+    int rc = ina_job_post(job, d, call, &outcome);
+    return rc != INA_OK ? rc : static_cast<int>(outcome);
 }
 
 } // namespace ina_test

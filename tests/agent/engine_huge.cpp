@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 
+#include "engine_harness.h"
 #include "ina_client.h"
 
 namespace {
@@ -36,13 +37,7 @@ inline uint8_t input(uint64_t i, uint32_t rank)
 int rank_main(const char *addr, Shared *sh, uint32_t rank)
 {
     alarm(600);
-    ina_client_config_t cfg{addr, 10000, 60000, 0, 0};
-    ina_client_t *c = nullptr;
-    char err[256];
-    if (ina_client_connect(&cfg, &c, err, sizeof(err)) != INA_OK) {
-        std::fprintf(stderr, "rank %u: %s\n", rank, err);
-        return 2;
-    }
+    ina_client_t *c = ina_test::connect_or_die(addr, "rank " + std::to_string(rank), 60000);
     if (rank == 0) {
         uint32_t nodes[kRanks] = {0, 0};
         sh->create_rc = ina_job_create(c, kRanks, nodes, 16, 1u << 20, &sh->params);
@@ -64,7 +59,8 @@ int rank_main(const char *addr, Shared *sh, uint32_t rank)
         buf[i] = input(i, rank);
     }
     ina_cqe_t cqe;
-    int rc = ina_job_allreduce(job, buf.get(), buf.get(), kCount, INA_DT_UINT8, INA_OP_SUM, &cqe);
+    int rc = ina_test::verdict(
+        ina_job_allreduce(job, buf.get(), buf.get(), kCount, INA_DT_UINT8, INA_OP_SUM, &cqe), cqe);
     uint64_t wrong = 0;
     for (uint64_t i = 0; rc == INA_OK && i < kCount; ++i) {
         uint8_t want = static_cast<uint8_t>(input(i, 0) + input(i, 1));

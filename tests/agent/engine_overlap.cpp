@@ -138,7 +138,7 @@ int rank_main(const char *addr, Shared *sh, const int (*pipes)[2], uint32_t rank
 {
     alarm(kChildAlarmS);
     const char *v = std::getenv("INA_TEST_VERBOSE");
-    ina_client_config_t cfg{addr, 10000, 30000, v != nullptr ? std::atoi(v) : 0, 1};
+    ina_client_config_t cfg{addr, 10000, 30000, v != nullptr ? std::atoi(v) : 0, 1, nullptr, nullptr};
     ina_client_t *c = nullptr;
     char err[256] = "";
     if (ina_client_connect(&cfg, &c, err, sizeof(err)) != INA_OK) {
@@ -168,8 +168,8 @@ int rank_main(const char *addr, Shared *sh, const int (*pipes)[2], uint32_t rank
         const uint32_t sleeper = round == 0 ? k - 1 : 0;
         Round r(rank, 1 % k, round);
         ina_call_t *calls[2] = {nullptr, nullptr};
-        if (ina_job_post(job, &r.reduce, &calls[0]) != INA_OK ||
-            ina_job_post(job, &r.bcast, &calls[1]) != INA_OK) {
+        if (ina_test::post(job, &r.reduce, &calls[0]) != INA_OFFLOADED ||
+            ina_test::post(job, &r.bcast, &calls[1]) != INA_OFFLOADED) {
             std::fprintf(stderr, "rank %u round %d: post failed\n", rank, round);
             return 4;
         }

@@ -1,5 +1,5 @@
 // MPI_THREAD_MULTIPLE: two threads run collectives on two communicators at
-// the same time. ina's decision (docs/DESIGN.md): a process initialised with
+// the same time. ina's decision (docs/ARCHITECTURE.md): a process initialised with
 // MPI_THREAD_MULTIPLE does not offload (the engine serves one caller at a
 // time), so every call must fall back, with correct results.
 #include "ina_mpi_test.h"

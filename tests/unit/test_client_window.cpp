@@ -1,4 +1,4 @@
-// Unit tests of the client's sliding send window (ina::SendWindow, SEEDS S0):
+// Unit tests of the client's sliding send window (ina::SendWindow: a block's RESULT is its ACK):
 // a simple model of an agent acknowledges blocks in various orders and the
 // tests check, against values computed independently here, that no more than
 // `window` blocks are ever in flight, slots are reused only after their

@@ -1,6 +1,9 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // The embedded agent: fork/exec ina-switchd on an ephemeral port and learn
 // its address from one line it writes on a pipe (--ready-fd 3).
 #include "ina_client.h"
+#include "ina_ucx.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -18,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-namespace ina {
+namespace ina::client {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -34,25 +37,7 @@ void set_err(char *err, size_t errlen, const std::string &msg)
     }
 }
 
-// Closes a descriptor on scope exit.
-class Fd {
-public:
-    explicit Fd(int fd = -1) : fd_(fd) {}
-    ~Fd() { reset(); }
-    Fd(const Fd &) = delete;
-    Fd &operator=(const Fd &) = delete;
-    int get() const { return fd_; }
-    void reset(int fd = -1)
-    {
-        if (fd_ >= 0) {
-            close(fd_);
-        }
-        fd_ = fd;
-    }
-
-private:
-    int fd_;
-};
+using Fd = ina::ucx::UniqueFd;
 
 std::string describe_exit(int wstatus)
 {
@@ -118,27 +103,21 @@ bool reaped(pid_t pid, int *wstatus)
     _exit(127);
 }
 
-} // namespace
-} // namespace ina
-
-extern "C" {
-
-int ina_agent_spawn(const char *path, const char *listen_host, const char *const *extra_args,
-                    char *addr, size_t addrlen, int *pid_out, char *err, size_t errlen)
+int spawn(const char *path, const char *listen_host, const char *const *extra_args,
+          char *addr, size_t addrlen, int *pid_out, char *err, size_t errlen)
 {
-    using namespace ina;
     if (pid_out != nullptr) {
         *pid_out = -1;
     }
     if (path == nullptr || listen_host == nullptr || addr == nullptr || addrlen == 0 ||
         pid_out == nullptr) {
         set_err(err, errlen, "ina_agent_spawn: missing argument");
-        return INA_EINVAL;
+        return INA_ERR_INVALID;
     }
     if (access(path, X_OK) != 0) {
         set_err(err, errlen, std::string("agent ") + path + " is not executable: " +
                                  std::strerror(errno));
-        return INA_EINVAL;
+        return INA_ERR_INVALID;
     }
 
     // Build the whole command line before fork: the child may not allocate.
@@ -157,7 +136,7 @@ int ina_agent_spawn(const char *path, const char *listen_host, const char *const
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         set_err(err, errlen, std::string("pipe: ") + std::strerror(errno));
-        return INA_ENOMEM;
+        return INA_ERR_NOMEM;
     }
     Fd rfd(fds[0]);
     Fd wfd(fds[1]);
@@ -166,7 +145,7 @@ int ina_agent_spawn(const char *path, const char *listen_host, const char *const
     pid_t pid = fork();
     if (pid < 0) {
         set_err(err, errlen, std::string("fork: ") + std::strerror(errno));
-        return INA_ENOMEM;
+        return INA_ERR_NOMEM;
     }
     if (pid == 0) {
         exec_child(parent, wfd.get(), argv);
@@ -237,16 +216,34 @@ int ina_agent_spawn(const char *path, const char *listen_host, const char *const
             ina_agent_stop(pid, 1000);
         }
         set_err(err, errlen, std::string("agent ") + path + " " + why);
-        return INA_UNREACHABLE;
+        return INA_ERR_UNREACHABLE;
     }
     std::snprintf(addr, addrlen, "%s", line.c_str());
     *pid_out = static_cast<int>(pid);
     return INA_OK;
 }
 
+} // namespace
+} // namespace ina::client
+
+extern "C" {
+
+ina_status_t ina_agent_spawn(const char *path, const char *listen_host,
+                             const char *const *extra_args, char *addr, size_t addrlen,
+                             int *pid_out, char *err, size_t errlen)
+{
+    try {
+        return static_cast<ina_status_t>(ina::client::spawn(path, listen_host, extra_args, addr,
+                                                             addrlen, pid_out, err, errlen));
+    } catch (const std::bad_alloc &) {
+        ina::client::set_err(err, errlen, "out of memory");
+        return INA_ERR_NOMEM;
+    }
+}
+
 void ina_agent_stop(int pid, int timeout_ms)
 {
-    using namespace ina;
+    using namespace ina::client;
     if (pid <= 0) {
         return;
     }

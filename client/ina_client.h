@@ -1,9 +1,13 @@
 /*
- * The client engine: the C++ side of the component behind a small C API.
- * It owns the process's UCX context/worker/endpoint to the agent, job
- * descriptors (one per communicator), and runs offloaded calls as work
- * requests: blocks (SID) in a sliding window (SEEDS S0), each RESULT being
- * the ACK of its block; a call's completion is its CQE.
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The client engine's C API (the component and the tools use it; the
+ * engine itself is C++, in this folder). A client owns one channel to an
+ * agent (UCX today, ucx_channel.cpp), job descriptors (one per
+ * communicator), and runs offloaded calls as work requests: blocks (SID) in
+ * a sliding window whose slots are the job's Seg lease, each RESULT being
+ * the ACK of its block; a call's completion is its CQE (docs/ARCHITECTURE.md,
+ * "Vocabulary").
  *
  * Threading: one caller at a time per ina_client_t (the component serialises).
  * With progress_thread the engine runs one thread of its own that keeps
@@ -27,26 +31,42 @@ extern "C" {
 typedef struct ina_client ina_client_t;
 typedef struct ina_job ina_job_t;
 
-/* Return codes of the engine. */
-enum {
+/* Status of every engine entry point: INA_OK, or an error (negative). An
+ * error is never a reason to fall back silently: the caller reports it. */
+typedef enum ina_status {
     INA_OK = 0,
-    INA_DENIED = 1,       /* the agent denied this call for every member: fall back */
-    INA_UNREACHABLE = 2,  /* agent not connected / lost before the call started:
-                             every rank sees this at the same call: fall back */
-    INA_LOST = 3,         /* agent lost in the middle of a call: results are
-                             undefined on some ranks: MPI error, never fallback */
-    INA_EINVAL = 4,       /* bad argument (programming error) */
-    INA_ENOMEM = 5,
-    INA_EPROTO = 6        /* the agent rejected a request (status in the CQE / err) */
-};
+    INA_ERR_INVALID = -1,     /* bad argument (a programming error) */
+    INA_ERR_NOMEM = -2,
+    INA_ERR_UNREACHABLE = -3, /* connect / job setup: no usable agent */
+    INA_ERR_PROTO = -4,       /* the agent rejected a request or a call (status in
+                                 the CQE); in the middle of a call: as INA_ERR_LOST */
+    INA_ERR_LOST = -5         /* agent lost in the middle of a call: results are
+                                 undefined on some ranks: an MPI error, never a fallback */
+} ina_status_t;
+
+/* What became of a call that raised no error: offloaded, or one of the two
+ * outcomes that every member of the job sees at the same call, so that all
+ * of them run the host algorithm instead. */
+typedef enum ina_outcome {
+    INA_OFFLOADED = 0,
+    INA_FALLBACK_DENIED = 1,      /* the agent's scheduler denied the call */
+    INA_FALLBACK_UNREACHABLE = 2  /* the agent was gone before anything was sent */
+} ina_outcome_t;
+
+/* Where the engine's messages go: level 0 (always) .. 100 (chatty), one line
+ * without newline. NULL: stderr, prefixed "ina-client[pid]". May be called
+ * from the engine's progress thread. */
+typedef void (*ina_log_fn_t)(void *arg, int level, const char *line);
 
 typedef struct ina_client_config {
     const char *agent_addr;  /* "host:port" of a running ina-switchd */
     int connect_timeout_ms;  /* give up connecting after this long */
-    int progress_timeout_ms; /* no progress for this long in a call => INA_LOST */
-    int verbose;             /* 0 quiet .. 100 chatty; messages go to stderr */
+    int progress_timeout_ms; /* no progress for this long in a call => INA_ERR_LOST */
+    int verbose;             /* 0 quiet .. 100 chatty */
     int progress_thread;     /* nonzero: a progress thread drives background calls
                                 (ina_call_background) between the caller's entries */
+    ina_log_fn_t log_fn;     /* NULL: stderr */
+    void *log_arg;
 } ina_client_config_t;
 
 /* What HELLO_ACK told us. */
@@ -55,9 +75,10 @@ typedef struct ina_agent_info {
     uint32_t seg_bytes;      /* bytes of one Seg (upper bound of a block) */
 } ina_agent_info_t;
 
-/* Completion queue entry of one offloaded call (SEEDS S1). */
+/* Completion queue entry (CQE) of one offloaded call. */
 typedef struct ina_cqe {
-    int rc;                  /* INA_OK, INA_DENIED, ... */
+    ina_status_t rc;         /* INA_OK or the error that ended the call */
+    ina_outcome_t outcome;   /* with INA_OK: offloaded, or fall back */
     uint8_t status;          /* ina_proto_status_t from the agent, if any */
     uint64_t mid;            /* the call's MID (valid when a MID was consumed) */
     uint64_t blocks;         /* blocks (SIDs) the call was cut into */
@@ -65,8 +86,8 @@ typedef struct ina_cqe {
 
 /* Connect to the agent: creates the UCX context (UCP_FEATURE_AM | WAKEUP, error
  * mode PEER), a worker, an endpoint to agent_addr, sends HELLO, waits HELLO_ACK.
- * On failure returns non-INA_OK and writes a one-line reason into err. */
-int ina_client_connect(const ina_client_config_t *cfg, ina_client_t **out,
+ * On failure returns an error and writes a one-line reason into err. */
+ina_status_t ina_client_connect(const ina_client_config_t *cfg, ina_client_t **out,
                        char *err, size_t errlen);
 void ina_client_disconnect(ina_client_t *client);
 void ina_client_agent_info(const ina_client_t *client, ina_agent_info_t *info);
@@ -88,18 +109,18 @@ typedef struct ina_job_params {
 
 /* Rank 0 only: register a job of nmembers members at the agent.
  * node_of_member[i] is the node id of member i (equal ids = same node). */
-int ina_job_create(ina_client_t *client, uint32_t nmembers,
+ina_status_t ina_job_create(ina_client_t *client, uint32_t nmembers,
                    const uint32_t *node_of_member, uint32_t requested_window,
                    uint32_t requested_block_bytes, ina_job_params_t *params);
 
 /* Every member (rank 0 too): join the job as `rank`. */
-int ina_job_join(ina_client_t *client, const ina_job_params_t *params,
+ina_status_t ina_job_join(ina_client_t *client, const ina_job_params_t *params,
                  uint32_t rank, ina_job_t **out);
 
 /* Leave the job (non-blocking toward the agent) and free the descriptor. */
 void ina_job_leave(ina_job_t *job);
 
-/* One offloaded collective call (a work request, SEEDS S1). Buffers stay the
+/* One offloaded collective call (a work request, WR). Buffers stay the
  * caller's until the call completes. Element counts are of wire dtype
  * `dtype` (bytes with INA_DT_UINT8 for BCAST/ALLGATHER).
  *   ALLREDUCE       sbuf (count) -> rbuf (count); sbuf == rbuf: in place.
@@ -131,14 +152,16 @@ typedef struct ina_call ina_call_t;
 
 /* Post a call: consumes its MID, sends the first window of blocks, and
  * progresses until the agent's decision for this MID (GRANT or DENY) is
- * known, so that every rank learns it before its next collective starts:
- *   INA_OK          granted (or nothing to move): *call is set; test/wait it;
- *   INA_DENIED      denied on every member: fall back now, *call is NULL;
- *   INA_UNREACHABLE agent lost before anything was sent: fall back, *call NULL;
- *   INA_LOST/INA_EPROTO: failure after data was sent: an MPI error.
+ * known, so that every rank learns it before its next collective starts.
+ * Returns INA_OK with *outcome:
+ *   INA_OFFLOADED             granted (or nothing to move): *call is set; test/wait it;
+ *   INA_FALLBACK_DENIED       denied on every member: fall back now, *call is NULL;
+ *   INA_FALLBACK_UNREACHABLE  agent lost before anything was sent: fall back, *call NULL;
+ * or an error (INA_ERR_LOST / INA_ERR_PROTO: failure after data was sent).
  * Calls on one job complete in posting order; several may be outstanding,
  * on one job and on different jobs. */
-int ina_job_post(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_t **call);
+ina_status_t ina_job_post(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_t **call,
+                          ina_outcome_t *outcome);
 
 /* Let the engine's progress thread (config progress_thread) drive this posted
  * call while the caller is not in the engine: it sends the next blocks as
@@ -150,11 +173,13 @@ int ina_job_post(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_t **call)
 void ina_call_background(ina_call_t *call);
 
 /* Progress every outstanding call of the client once, without blocking;
- * returns 1 when `call` has completed (cqe filled), else 0. */
+ * returns 1 when `call` has completed (cqe filled: rc INA_OK, outcome
+ * INA_OFFLOADED, or the error), else 0. */
 int ina_call_test(ina_call_t *call, ina_cqe_t *cqe);
 
-/* Block (spin, then sleep on the UCX wake-up fd) until `call` completes. */
-int ina_call_wait(ina_call_t *call, ina_cqe_t *cqe);
+/* Block (spin, then sleep on the channel's wake-up fd) until `call`
+ * completes; returns cqe->rc. */
+ina_status_t ina_call_wait(ina_call_t *call, ina_cqe_t *cqe);
 
 /* Release a completed call. Freeing a call still outstanding is a programming
  * error: the engine logs it and completes the call first, so that nothing
@@ -163,20 +188,21 @@ void ina_call_free(ina_call_t *call);
 
 /* Blocking convenience: post + wait + free. Unlike ina_job_post it does not
  * wait for the GRANT before streaming (a blocking call needs no ordering
- * guarantee beyond its own completion). Returns cqe->rc. INA_DENIED /
- * INA_UNREACHABLE / INA_EPROTO leave the input intact (fall back is safe); in
- * place, a failure after some results were already written returns INA_LOST. */
-int ina_job_run(ina_job_t *job, const ina_coll_desc_t *desc, ina_cqe_t *cqe);
+ * guarantee beyond its own completion). Returns cqe->rc; with INA_OK,
+ * cqe->outcome says whether the call was offloaded. A fallback outcome and
+ * INA_ERR_PROTO leave the input intact (falling back is safe); in place, a
+ * failure after some results were already written is INA_ERR_LOST. */
+ina_status_t ina_job_run(ina_job_t *job, const ina_coll_desc_t *desc, ina_cqe_t *cqe);
 
-/* Kept for the existing callers: ina_job_run of an ALLREDUCE. */
-int ina_job_allreduce(ina_job_t *job, const void *sbuf, void *rbuf,
+/* ina_job_run of an ALLREDUCE. */
+ina_status_t ina_job_allreduce(ina_job_t *job, const void *sbuf, void *rbuf,
                       uint64_t count, unsigned dtype, unsigned op, ina_cqe_t *cqe);
 
 /* Embedded agent (address "auto"): fork/exec `path` listening on
  * listen_host:0 with `--ready-fd`, wait until it reports its address, write
  * "host:port" into addr. The child dies with this process (PR_SET_PDEATHSIG).
  * extra_args: NULL-terminated list appended to the command line, may be NULL. */
-int ina_agent_spawn(const char *path, const char *listen_host,
+ina_status_t ina_agent_spawn(const char *path, const char *listen_host,
                     const char *const *extra_args, char *addr, size_t addrlen,
                     int *pid_out, char *err, size_t errlen);
 /* SIGTERM the embedded agent, wait up to timeout_ms, then SIGKILL. */

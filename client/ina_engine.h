@@ -1,21 +1,21 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Internals of the client engine behind ina_client.h (C++ only):
-//   Client  the UCP context/worker/endpoint to the agent, control requests,
-//           and the progress engine that drives every outstanding call;
+//   Client  the channel to the agent (channel.h), control requests, and the
+//           progress engine that drives every outstanding call;
 //   Job     one communicator's job descriptor: MIDs, early verdicts, and its
 //           outstanding calls in MID order;
-//   Call    one offloaded collective (a work request, SEEDS S1): its block
+//   Call    one offloaded collective (a work request, WR): its block
 //           geometry, its sliding window (S0) and its CQE.
 //
-// UCX callbacks only record what happened (a RESULT is copied straight into
+// Channel callbacks only record what happened (a RESULT is copied straight into
 // the user's buffer, a slot is acked, a verdict remembered); every send is
 // posted from Client::progress(), which the caller's test/wait loops run, and,
 // with the optional progress thread, that thread while background calls are
 // outstanding. Every entry point and the thread hold Client::mutex() around
-// any use of the engine (UCX worker included): one of them at a time.
+// any use of the engine (the channel included): one of them at a time.
 #ifndef INA_ENGINE_H
 #define INA_ENGINE_H
-
-#include <ucp/api/ucp.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -30,11 +30,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "channel.h"
 #include "ina_client.h"
 #include "ina_geometry.h"
 #include "ina_window.h"
 
-namespace ina {
+namespace ina::client {
 
 using Clock = std::chrono::steady_clock;
 
@@ -46,24 +47,17 @@ constexpr int kPollSliceMs = 10;
 // Remembered verdicts of MIDs not started yet (the agent decides ahead of us).
 constexpr size_t kMaxEarly = 4096;
 
-struct ContextDeleter {
-    void operator()(ucp_context *c) const { ucp_cleanup(c); }
-};
-struct WorkerDeleter {
-    void operator()(ucp_worker *w) const { ucp_worker_destroy(w); }
-};
-
 class Job;
 
-class Client {
+class Client final : private ChannelEvents {
 public:
     explicit Client(const ina_client_config_t &cfg);
     ~Client();
     Client(const Client &) = delete;
     Client &operator=(const Client &) = delete;
 
-    // Context, worker, endpoint, HELLO/HELLO_ACK, then the progress thread
-    // if configured. Returns INA_OK or sets err.
+    // Channel, HELLO/HELLO_ACK, then the progress thread if configured.
+    // Returns INA_OK or an error with the reason in err.
     int connect(const char *addr, std::string &err);
 
     // Serialises the entry points with the progress thread.
@@ -73,11 +67,11 @@ public:
 
     void log(int level, const char *fmt, ...) const __attribute__((format(printf, 3, 4)));
 
-    bool alive() const { return ep_ != nullptr && !lost_; }
+    bool alive() const { return channel_ && channel_->alive() && !lost_; }
     const ina_agent_info_t &info() const { return info_; }
     int progress_timeout_ms() const { return progress_timeout_ms_; }
     void note_event() { ++events_; }
-    ucp_ep_h ep() const { return ep_; }
+    Channel &channel() { return *channel_; }
 
     // Deliver whatever is pending (error callbacks, verdicts, RESULTs)
     // without blocking and without sending.
@@ -102,7 +96,7 @@ public:
     }
     // Progress for up to ~max_block_ms; returns early once any callback fired.
     void progress_wait(int max_block_ms);
-    // Give up on the agent: mark lost and force-close the endpoint, which
+    // Give up on the agent: mark lost and force-close the channel, which
     // completes (with an error) every send still holding a user buffer.
     void abandon(const char *why);
 
@@ -120,11 +114,12 @@ public:
 private:
     // A control message in flight: UCX may read the header and payload until
     // the send completes (UCX 1.13 has no UCP_AM_SEND_FLAG_COPY_HEADER).
-    struct CtrlSend {
+    struct CtrlSend final : SendOp {
         Client *client = nullptr;
         ina_proto_hdr_t hdr{};
         std::vector<uint8_t> payload;
-        bool done = false;
+        bool finished = false;
+        void done(bool ok) override;
     };
     // The reply a control request waits for (one caller at a time).
     struct Pending {
@@ -149,25 +144,24 @@ private:
     void thread_main();
     void stop_thread();
 
-    static void ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
-    static void ctrl_send_cb(void *request, ucs_status_t status, void *user_data);
-    static ucs_status_t am_cb(void *arg, const void *header, size_t header_length, void *data,
-                              size_t length, const ucp_am_recv_param_t *param);
-    void on_message(const ina_proto_hdr_t &h, const void *data, size_t length);
+    // ChannelEvents
+    void on_message(const ina_proto_hdr_t &h, const void *data, size_t length) override;
+    void on_dropped(const char *why) override;
+    void on_lost(const char *why) override;
 
     const int connect_timeout_ms_;
     const int progress_timeout_ms_;
     const int verbose_;
     const bool want_thread_;
+    const ina_log_fn_t log_fn_;
+    void *const log_arg_;
 
-    // Declared first: destroyed last (the worker needs the context).
-    std::unique_ptr<ucp_context, ContextDeleter> context_;
-    std::unique_ptr<ucp_worker, WorkerDeleter> worker_;
-    ucp_ep_h ep_ = nullptr; // closed explicitly: closing needs worker progress
-    int efd_ = -1;          // owned by the worker
+    // Destroyed explicitly in ~Client, before the control sends it may
+    // still complete.
+    std::unique_ptr<Channel> channel_;
 
     bool lost_ = false;
-    ucs_status_t lost_status_ = UCS_OK;
+    std::string lost_why_;
     uint64_t events_ = 0; // bumped by every callback: "progress happened"
     uint64_t cookie_seq_ = 0;
     ina_agent_info_t info_{};
@@ -236,16 +230,17 @@ private:
     enum class Fail { none, denied, rejected, lost };
 
     // Per-slot send context: the header must live until the send completes.
-    struct SlotCtx {
+    struct SlotCtx final : SendOp {
         Call *call = nullptr;
         uint32_t slot = 0;
         ina_proto_hdr_t hdr{};
+        void done(bool ok) override;
     };
 
     void fail(Fail f, uint8_t status);
-    int fail_rc() const;
+    // The CQE of a call that failed: an error, or a fallback outcome.
+    void fill_failure(ina_cqe_t &cqe) const;
     bool post_block(Client &client);
-    static void send_cb(void *request, ucs_status_t status, void *user_data);
 
     Job *const job_;
     SendWindow window_;
@@ -268,14 +263,14 @@ private:
     ina_cqe_t cqe_{};
 };
 
-} // namespace ina
+} // namespace ina::client
 
 // The C handle of a call is the engine's Call itself: no wrapper allocation.
-struct ina_call final : public ina::Call {
-    using ina::Call::Call;
+struct ina_call final : public ina::client::Call {
+    using ina::client::Call::Call;
 };
 
-namespace ina {
+namespace ina::client {
 
 // One communicator's job descriptor and its work requests.
 class Job {
@@ -289,15 +284,16 @@ public:
     uint32_t rank() const { return rank_; }
     uint32_t window() const { return params_.window; }
     Client *client() const { return client_; }
-    // The client went away first: outstanding calls fail, later ones report
-    // INA_UNREACHABLE.
+    // The client went away first: outstanding calls fail, later ones fall
+    // back (INA_FALLBACK_UNREACHABLE).
     void orphan();
     // Finish outstanding calls, then tell the agent (JOB_LEAVE) without
     // waiting for anything.
     void leave();
 
     // Post a call (see ina_job_post). With wait_decision, progress until the
-    // agent's GRANT/DENY of its MID is known and fail at once on a DENY.
+    // agent's GRANT/DENY of its MID is known and end the call at once on a
+    // DENY. Returns cqe->rc; *out is set when the call is offloaded.
     int post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_cqe_t *cqe);
     // Give a retired (or never started) call back to the free list.
     void release(Call *call);
@@ -340,6 +336,6 @@ private:
     std::map<uint64_t, Early> early_;              // by MID
 };
 
-} // namespace ina
+} // namespace ina::client
 
 #endif // INA_ENGINE_H

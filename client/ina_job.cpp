@@ -1,13 +1,14 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Jobs and calls of the client engine (ina_engine.h): posting a collective as
-// a work request, streaming its blocks through the sliding window (SEEDS S0),
-// placing RESULTs, and the CQE (S1).
+// a work request, streaming its blocks through the sliding window (the RESULT
+// of a block is its ACK), placing RESULTs, and the CQE.
 #include <algorithm>
 #include <cstring>
-#include <new>
 
 #include "ina_engine.h"
 
-namespace ina {
+namespace ina::client {
 
 namespace {
 
@@ -127,26 +128,45 @@ void Call::fail(Fail f, uint8_t status)
     }
 }
 
-int Call::fail_rc() const
+void Call::fill_failure(ina_cqe_t &cqe) const
 {
     // In place, rbuf already holding some results is no longer the input:
     // the caller cannot fall back to a host algorithm.
     const bool input_gone = writes_input_ && applied_ > 0;
+    cqe.rc = INA_OK;
+    cqe.outcome = INA_OFFLOADED;
     switch (fail_) {
+    case Fail::none:
+        break;
     case Fail::denied:
-        return input_gone ? INA_LOST : INA_DENIED;
+        if (input_gone) {
+            cqe.rc = INA_ERR_LOST;
+        } else {
+            cqe.outcome = INA_FALLBACK_DENIED;
+        }
+        break;
     case Fail::rejected:
-        return input_gone ? INA_LOST : INA_EPROTO;
+        cqe.rc = input_gone ? INA_ERR_LOST : INA_ERR_PROTO;
+        break;
     case Fail::lost:
-    default:
-        return any_sent_ ? INA_LOST : INA_UNREACHABLE;
+        if (any_sent_) {
+            cqe.rc = INA_ERR_LOST;
+        } else {
+            cqe.outcome = INA_FALLBACK_UNREACHABLE;
+        }
+        break;
     }
 }
 
 void Call::retire()
 {
     // Complete even if the agent failed after the last RESULT.
-    cqe_.rc = window_.complete() ? INA_OK : fail_rc();
+    if (window_.complete()) {
+        cqe_.rc = INA_OK;
+        cqe_.outcome = INA_OFFLOADED;
+    } else {
+        fill_failure(cqe_);
+    }
     cqe_.status = status_;
     state_ = State::retired;
 }
@@ -183,45 +203,35 @@ bool Call::post_block(Client &client)
     sc.hdr.count = b.count; // 0: a CREDIT
     sc.hdr.flags = b.want_result ? INA_PROTO_F_WANT_RESULT : 0;
 
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                     UCP_OP_ATTR_FIELD_FLAGS;
-    p.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
-    p.cb.send = &Call::send_cb;
-    p.user_data = &sc;
     window_.on_sent();
     // Straight from the user's buffer: no copy.
     const void *payload = b.count > 0 ? src_ + b.src : nullptr;
-    ucs_status_ptr_t req = ucp_am_send_nbx(client.ep(), INA_PROTO_AM_TO_AGENT, &sc.hdr,
-                                           sizeof(sc.hdr), payload, b.count * esz_, &p);
-    if (req == nullptr) {
+    switch (client.channel().post(sc.hdr, payload, b.count * esz_, &sc)) {
+    case Channel::Posted::done:
         window_.on_send_done(slot);
-    } else if (UCS_PTR_IS_ERR(req)) {
+        break;
+    case Channel::Posted::failed:
         window_.on_send_done(slot);
-        client.log(1, "job %u mid %llu sid %llu: send failed: %s", tmpl_.jid,
-                   static_cast<unsigned long long>(mid_), static_cast<unsigned long long>(sid),
-                   ucs_status_string(UCS_PTR_STATUS(req)));
+        client.log(1, "job %u mid %llu sid %llu: send failed", tmpl_.jid,
+                   static_cast<unsigned long long>(mid_), static_cast<unsigned long long>(sid));
         return false;
+    case Channel::Posted::pending:
+        break;
     }
     any_sent_ = true;
     return true;
 }
 
-void Call::send_cb(void *request, ucs_status_t status, void *user_data)
+void Call::SlotCtx::done(bool ok)
 {
-    auto *sc = static_cast<SlotCtx *>(user_data);
-    Call *call = sc->call;
-    call->window_.on_send_done(sc->slot);
-    Client *client = call->job_->client();
-    if (client != nullptr) {
+    call->window_.on_send_done(slot);
+    if (Client *client = call->job_->client()) {
         client->note_event(); // a slot may have become free
-        if (status != UCS_OK) {
-            client->log(10, "job %u mid %llu sid %u: send completed with %s", sc->hdr.jid,
-                        static_cast<unsigned long long>(sc->hdr.mid), sc->hdr.sid,
-                        ucs_status_string(status));
+        if (!ok) {
+            client->log(10, "job %u mid %llu sid %u: send not delivered", hdr.jid,
+                        static_cast<unsigned long long>(hdr.mid), hdr.sid);
         }
     }
-    ucp_request_free(request);
 }
 
 void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
@@ -324,11 +334,8 @@ ina_call *Job::acquire()
         free_.pop_back();
         return c;
     }
-    std::unique_ptr<ina_call> c(new (std::nothrow) ina_call(this, params_.window));
-    if (!c) {
-        return nullptr;
-    }
-    calls_.push_back(std::move(c));
+    // Throws std::bad_alloc (the C API turns it into INA_ERR_NOMEM).
+    calls_.push_back(std::make_unique<ina_call>(this, params_.window));
     return calls_.back().get();
 }
 
@@ -355,7 +362,7 @@ int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_
         dtype = INA_DT_UINT8;
     }
     if (d.coll >= INA_COLL_COUNT || !ina_proto_coll_valid(d.coll, op, dtype)) {
-        return cqe->rc = INA_EINVAL;
+        return cqe->rc = INA_ERR_INVALID;
     }
     CallShape s;
     s.coll = d.coll;
@@ -369,12 +376,9 @@ int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_
     s.block_bytes = params_.block_bytes;
     CallGeometry g;
     if (!g.plan(s) || (!g.empty() && !buffers_ok(d, g, rank_))) {
-        return cqe->rc = INA_EINVAL;
+        return cqe->rc = INA_ERR_INVALID;
     }
     ina_call *c = acquire(); // before the MID: running out of memory consumes none
-    if (c == nullptr) {
-        return cqe->rc = INA_ENOMEM;
-    }
     if (g.empty()) {
         // Moves nothing: complete at once on every rank alike, no MID.
         c->start_empty();
@@ -399,13 +403,18 @@ int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_
             // Decided before this rank got here: send nothing (the agent drops it).
             free_.push_back(c); // never started
             cqe->status = e.status;
-            return cqe->rc = e.type == INA_PROTO_DENY ? INA_DENIED : INA_EPROTO;
+            if (e.type == INA_PROTO_DENY) {
+                cqe->outcome = INA_FALLBACK_DENIED;
+                return cqe->rc = INA_OK;
+            }
+            return cqe->rc = INA_ERR_PROTO;
         }
         granted = true;
     }
     if (client_ == nullptr || !client_->alive()) {
         free_.push_back(c); // never started
-        return cqe->rc = INA_UNREACHABLE;
+        cqe->outcome = INA_FALLBACK_UNREACHABLE;
+        return cqe->rc = INA_OK;
     }
     c->start(mid, g, d, op, dtype, granted);
     active_.push_back(c);
@@ -427,7 +436,7 @@ int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_
                 c->retire();
             }
         }
-        if (c->cqe().rc != INA_OK) {
+        if (c->cqe().rc != INA_OK || c->cqe().outcome != INA_OFFLOADED) {
             *cqe = c->cqe();
             release(c);
             return cqe->rc;
@@ -555,4 +564,4 @@ void Job::on_error(const ina_proto_hdr_t &h)
     }
 }
 
-} // namespace ina
+} // namespace ina::client

@@ -1,4 +1,5 @@
-// Sliding send window of one offloaded call (SEEDS S0), without any UCX:
+// Sliding send window of one offloaded call (the RESULT of a block is its
+// ACK), without any transport:
 // which block (SID) may go out next and which received RESULTs are fresh,
 // duplicate or never sent. Where a block lies in the buffers is
 // CallGeometry's business (ina_geometry.h).

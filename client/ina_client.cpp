@@ -1,0 +1,865 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// The client engine's connection (see ina_client.h, ina_engine.h): one
+// channel per ina_client_t, control requests, the progress engine that
+// drives every outstanding call of every job, and the C API (where every
+// C++ exception stops). Jobs and calls are in ina_job.cpp.
+#include "ina_engine.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <system_error>
+
+#include "ucx_channel.h"
+
+namespace ina::client {
+
+namespace {
+
+// Upper bound of one sleep of the progress thread: it is woken by channel events
+// and by stop_thread() (Channel::signal); the bound only guards against an
+// event that does not fire the wake-up fd.
+constexpr int kThreadSliceMs = 100;
+
+} // namespace
+
+// ------------------------------------------------------------------ Client
+
+Client::Client(const ina_client_config_t &cfg)
+    : connect_timeout_ms_(cfg.connect_timeout_ms > 0 ? cfg.connect_timeout_ms : 10000),
+      progress_timeout_ms_(cfg.progress_timeout_ms > 0 ? cfg.progress_timeout_ms : 30000),
+      verbose_(cfg.verbose), want_thread_(cfg.progress_thread != 0), log_fn_(cfg.log_fn),
+      log_arg_(cfg.log_arg), stall_since_(Clock::now()),
+      last_round_(stall_since_)
+{
+}
+
+uint64_t Client::next_cookie()
+{
+    return (static_cast<uint64_t>(getpid()) << 32) | ++cookie_seq_;
+}
+
+void Client::log(int level, const char *fmt, ...) const
+{
+    if (verbose_ < level) {
+        return;
+    }
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (log_fn_ != nullptr) {
+        log_fn_(log_arg_, level, line);
+    } else {
+        std::fprintf(stderr, "ina-client[%d]: %s\n", static_cast<int>(getpid()), line);
+    }
+}
+
+int Client::connect(const char *addr, std::string &err)
+{
+    const std::string a(addr != nullptr ? addr : "");
+    int rc = UcxChannel::open(a, want_thread_, *this, channel_, err);
+    if (rc != INA_OK) {
+        return rc;
+    }
+    ina_proto_hdr_t hello;
+    ina_proto_init(&hello, INA_PROTO_HELLO);
+    ina_proto_hdr_t ack{};
+    rc = request(hello, nullptr, 0, INA_PROTO_HELLO_ACK, connect_timeout_ms_, &ack);
+    if (rc != INA_OK) {
+        if (!lost_why_.empty()) {
+            err = "cannot connect to agent " + a + ": " + lost_why_;
+        } else if (rc == INA_ERR_PROTO) {
+            err = "agent " + a + " rejected HELLO: " + ina_proto_status_name(ack.status);
+        } else {
+            err = "no HELLO_ACK from agent " + a + " within " +
+                  std::to_string(connect_timeout_ms_) + " ms";
+        }
+        return rc == INA_ERR_PROTO ? INA_ERR_PROTO : INA_ERR_UNREACHABLE;
+    }
+    if (ack.count == 0 || ack.count > INA_PROTO_MAX_WINDOW || ack.arg < 16 ||
+        ack.arg > INA_PROTO_MAX_SEG_BYTES) {
+        err = "agent " + a + " sent an unusable HELLO_ACK (window " + std::to_string(ack.count) +
+              ", seg bytes " + std::to_string(ack.arg) + ")";
+        return INA_ERR_PROTO;
+    }
+    info_.max_window = ack.count;
+    info_.seg_bytes = static_cast<uint32_t>(ack.arg);
+    log(10, "connected to %s: max window %u, seg %u bytes", a.c_str(), info_.max_window,
+        info_.seg_bytes);
+    if (want_thread_) {
+        // The thread takes no signal: the application's handlers (and
+        // alarm(), SIGCHLD, ...) keep running on the threads it knows.
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        try {
+            thread_ = std::thread(&Client::thread_main, this);
+        } catch (const std::system_error &e) {
+            log(1, "no progress thread (%s): calls progress when the caller polls", e.what());
+        }
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    }
+    return INA_OK;
+}
+
+void Client::thread_main()
+{
+    std::unique_lock<std::mutex> lk(mutex_);
+    for (;;) {
+        // Asleep while the caller needs no help: blocking calls and callers
+        // that poll never wake this thread.
+        thread_cv_.wait(lk, [this] { return thread_stop_ || background_busy(); });
+        if (thread_stop_) {
+            return;
+        }
+        const uint64_t before = events_;
+        round(false);
+        if (!background_busy()) {
+            continue;
+        }
+        // Sleep on the wake-up fd with the engine unlocked, so that the
+        // caller may enter (and progress) meanwhile.
+        const bool armed = channel_->arm();
+        if (!armed && events_ != before) {
+            continue; // more arrived during the round: another round
+        }
+        lk.unlock();
+        if (armed) {
+            pollfd pfd{channel_->wake_fd(), POLLIN, 0};
+            poll(&pfd, 1, kThreadSliceMs);
+        } else {
+            // Not armed and nothing of ours happened: never spin.
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        lk.lock();
+    }
+}
+
+void Client::stop_thread()
+{
+    if (!thread_.joinable()) {
+        return;
+    }
+    {
+        std::lock_guard<std::mutex> lk(mutex_);
+        thread_stop_ = true;
+    }
+    thread_cv_.notify_one();
+    channel_->signal(); // out of poll() now (thread-safe by contract)
+    thread_.join();
+}
+
+Client::~Client()
+{
+    // First: nothing below may run beside the thread.
+    stop_thread();
+    // Jobs still joined outlive us (the component leaves them later): their
+    // outstanding calls fail now, later calls fall back (unreachable).
+    for (auto &kv : jobs_) {
+        kv.second->orphan();
+    }
+    jobs_.clear();
+    if (channel_) {
+        flush_ctrl(std::min(progress_timeout_ms_, 2000));
+        close_endpoint();
+    }
+    // Destroy the channel now: a send it still holds may call back into ctrl_.
+    channel_.reset();
+}
+
+void Client::close_endpoint()
+{
+    channel_->close(lost_);
+    auto deadline = Clock::now() + std::chrono::milliseconds(std::min(progress_timeout_ms_, 2000));
+    while (!channel_->closed() && Clock::now() < deadline) {
+        progress_wait(kPollSliceMs);
+    }
+    if (!channel_->closed()) {
+        log(1, "endpoint close did not complete; destroying the channel anyway");
+    }
+}
+
+void Client::poll_events()
+{
+    while (channel_->progress()) {
+    }
+}
+
+void Client::drive_jobs()
+{
+    for (auto &kv : jobs_) {
+        kv.second->drive();
+    }
+}
+
+bool Client::background_busy() const
+{
+    for (const auto &kv : jobs_) {
+        if (kv.second->background_busy()) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool Client::busy() const
+{
+    for (const auto &kv : jobs_) {
+        if (kv.second->busy()) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void Client::round(bool by_caller)
+{
+    poll_events();
+    drive_jobs();
+    if (!by_caller) {
+        return;
+    }
+
+    // No progress: calls are waiting and no callback fired for
+    // progress_timeout_ms of steady polling. A gap between two rounds (the
+    // application computed instead of polling) restarts the clock: only time
+    // the caller spent waiting counts against the agent. The progress
+    // thread's rounds do not count: while the caller computes, another rank
+    // may compute too before it posts its part.
+    const auto now = Clock::now();
+    const auto timeout = std::chrono::milliseconds(progress_timeout_ms_);
+    if (now - last_round_ > std::max<Clock::duration>(timeout / 4, std::chrono::milliseconds(50))) {
+        stall_since_ = now;
+    }
+    last_round_ = now;
+    if (events_ != seen_events_) {
+        seen_events_ = events_;
+        stall_since_ = now;
+    }
+    if (!busy()) {
+        stall_since_ = now;
+        return;
+    }
+    if (now - stall_since_ <= timeout) {
+        return;
+    }
+    stall_since_ = now;
+    if (alive()) {
+        log(1, "no progress for %d ms with calls outstanding", progress_timeout_ms_);
+        abandon("calls made no progress"); // fails every call (Call::pump sees !alive)
+    } else {
+        // Force-closing did not complete our sends either: never block forever.
+        log(1, "sends still pending %d ms after closing the endpoint", progress_timeout_ms_);
+        for (auto &kv : jobs_) {
+            kv.second->drop_sends();
+        }
+    }
+    drive_jobs();
+}
+
+void Client::progress_wait(int max_block_ms)
+{
+    const uint64_t before = events_;
+    const auto spin_end = Clock::now() + kSpin;
+    do {
+        channel_->progress();
+        if (events_ != before) {
+            return;
+        }
+    } while (Clock::now() < spin_end);
+    if (!channel_->arm()) {
+        return; // more to progress: the caller loops
+    }
+    pollfd pfd{channel_->wake_fd(), POLLIN, 0};
+    poll(&pfd, 1, std::max(0, max_block_ms));
+}
+
+void Client::abandon(const char *why)
+{
+    if (!lost_) {
+        log(1, "giving up on the agent: %s", why);
+        lost_ = true;
+        lost_why_ = why;
+    }
+    if (!channel_->closed()) {
+        close_endpoint();
+    }
+}
+
+void Client::on_lost(const char *why)
+{
+    ++events_;
+    if (!lost_) {
+        lost_ = true;
+        lost_why_ = why;
+        log(1, "connection to the agent lost: %s", why);
+    }
+}
+
+void Client::on_dropped(const char *why)
+{
+    ++events_;
+    log(1, "dropping %s from the agent", why);
+}
+
+void Client::CtrlSend::done(bool ok)
+{
+    ++client->events_;
+    finished = true;
+    if (!ok) {
+        client->log(10, "%s not delivered", ina_proto_type_name(hdr.type));
+    }
+}
+
+int Client::post_ctrl(const ina_proto_hdr_t &hdr, const void *payload, size_t len,
+                      CtrlSend **out)
+{
+    *out = nullptr;
+    if (!alive()) {
+        return INA_ERR_UNREACHABLE;
+    }
+    auto cs = std::make_unique<CtrlSend>();
+    cs->client = this;
+    cs->hdr = hdr;
+    if (len > 0) {
+        const auto *p = static_cast<const uint8_t *>(payload);
+        cs->payload.assign(p, p + len);
+    }
+    const Channel::Posted posted =
+        channel_->post(cs->hdr, cs->payload.data(), cs->payload.size(), cs.get());
+    if (posted == Channel::Posted::failed) {
+        log(1, "sending %s failed", ina_proto_type_name(hdr.type));
+        return INA_ERR_UNREACHABLE;
+    }
+    if (posted == Channel::Posted::pending) {
+        *out = cs.get();
+        ctrl_.push_back(std::move(cs));
+    }
+    return INA_OK;
+}
+
+void Client::reap_ctrl()
+{
+    ctrl_.remove_if([](const std::unique_ptr<CtrlSend> &cs) { return cs->finished; });
+}
+
+void Client::flush_ctrl(int timeout_ms)
+{
+    auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    reap_ctrl();
+    while (!ctrl_.empty() && alive() && Clock::now() < deadline) {
+        progress_wait(kPollSliceMs);
+        reap_ctrl();
+    }
+}
+
+void Client::post_detached(const ina_proto_hdr_t &hdr)
+{
+    reap_ctrl();
+    CtrlSend *cs = nullptr;
+    post_ctrl(hdr, nullptr, 0, &cs);
+}
+
+int Client::request(ina_proto_hdr_t hdr, const void *payload, size_t len, uint8_t reply_type,
+                    int timeout_ms, ina_proto_hdr_t *reply)
+{
+    reap_ctrl();
+    pending_ = Pending{};
+    pending_.active = true;
+    pending_.req_type = hdr.type;
+    pending_.reply_type = reply_type;
+    pending_.cookie = hdr.arg;
+    CtrlSend *cs = nullptr;
+    int rc = post_ctrl(hdr, payload, len, &cs);
+    if (rc != INA_OK) {
+        pending_.active = false;
+        return rc;
+    }
+    // The deadline is absolute: a control reply is one round trip.
+    auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (!pending_.done && !lost_) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() <= 0) {
+            break;
+        }
+        drive_jobs(); // other jobs' calls keep moving meanwhile
+        progress_wait(std::min<int>(kPollSliceMs, static_cast<int>(left.count()) + 1));
+    }
+    pending_.active = false;
+    if (!pending_.done) {
+        log(1, "no %s for %s", ina_proto_type_name(reply_type), ina_proto_type_name(hdr.type));
+        if (!lost_) {
+            // The payload must outlive UCX's use of it: a silent agent is a dead one.
+            abandon("control request timed out");
+        }
+        return INA_ERR_UNREACHABLE;
+    }
+    *reply = pending_.reply;
+    return reply->type == INA_PROTO_ERROR || reply->status != INA_PROTO_OK ? INA_ERR_PROTO
+                                                                            : INA_OK;
+}
+
+bool Client::attach(Job *job)
+{
+    return jobs_.emplace(job->jid(), job).second;
+}
+
+void Client::detach(Job *job)
+{
+    auto it = jobs_.find(job->jid());
+    if (it != jobs_.end() && it->second == job) {
+        jobs_.erase(it);
+    }
+}
+
+void Client::on_message(const ina_proto_hdr_t &h, const void *data, size_t length)
+{
+    ++events_;
+    log(100, "recv %s jid %u mid %llu sid %u status %s", ina_proto_type_name(h.type), h.jid,
+        static_cast<unsigned long long>(h.mid), h.sid, ina_proto_status_name(h.status));
+    switch (h.type) {
+    case INA_PROTO_HELLO_ACK:
+    case INA_PROTO_JOB_CREATED:
+    case INA_PROTO_JOB_JOINED:
+        if (pending_.active && !pending_.done && h.type == pending_.reply_type &&
+            (h.type == INA_PROTO_HELLO_ACK || h.arg == pending_.cookie)) {
+            pending_.reply = h;
+            pending_.done = true;
+        } else {
+            log(1, "dropping an unexpected %s", ina_proto_type_name(h.type));
+        }
+        return;
+    case INA_PROTO_RESULT:
+    case INA_PROTO_GRANT:
+    case INA_PROTO_DENY: {
+        auto it = jobs_.find(h.jid);
+        if (it == jobs_.end()) {
+            log(1, "dropping %s for unknown job %u", ina_proto_type_name(h.type), h.jid);
+        } else if (h.type == INA_PROTO_RESULT) {
+            it->second->on_result(h, data, length);
+        } else if (h.type == INA_PROTO_GRANT) {
+            it->second->on_grant(h);
+        } else {
+            it->second->on_deny(h);
+        }
+        return;
+    }
+    case INA_PROTO_ERROR:
+        if (pending_.active && !pending_.done && h.op == pending_.req_type) {
+            pending_.reply = h;
+            pending_.done = true;
+            return;
+        }
+        if (h.op == INA_PROTO_BLOCK) {
+            auto it = jobs_.find(h.jid);
+            if (it != jobs_.end()) {
+                it->second->on_error(h);
+                return;
+            }
+        }
+        log(1, "agent rejected a %s (jid %u mid %llu sid %u): %s", ina_proto_type_name(h.op),
+            h.jid, static_cast<unsigned long long>(h.mid), h.sid,
+            ina_proto_status_name(h.status));
+        return;
+    default:
+        log(1, "dropping a %s: not a message for clients", ina_proto_type_name(h.type));
+        return;
+    }
+}
+
+} // namespace ina::client
+
+// ------------------------------------------------------------------- C API
+//
+// No C++ exception crosses these functions: each body runs in guard(),
+// which turns std::bad_alloc into INA_ERR_NOMEM and anything else into
+// INA_ERR_INVALID (logged: it is a bug).
+
+struct ina_client {
+    explicit ina_client(const ina_client_config_t &cfg) : impl(cfg) {}
+    ina::client::Client impl;
+};
+
+struct ina_job {
+    ina_job(ina::client::Client *c, const ina_job_params_t &p, uint32_t rank) : impl(c, p, rank)
+    {
+    }
+    ina::client::Job impl;
+};
+
+namespace {
+
+using ina::client::Call;
+using ina::client::Client;
+
+template <typename F> int guard(const char *where, F &&body) noexcept
+{
+    try {
+        return body();
+    } catch (const std::bad_alloc &) {
+        return INA_ERR_NOMEM;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "ina-client[%d]: %s: unexpected exception: %s\n",
+                     static_cast<int>(getpid()), where, e.what());
+        return INA_ERR_INVALID;
+    }
+}
+
+// Every entry point holds the client's mutex while it uses the engine: the
+// progress thread may run beside the caller (once per entry, never per block).
+// A job whose client went away has no thread left: nothing to lock.
+class EntryLock {
+public:
+    explicit EntryLock(Client *c)
+    {
+        if (c != nullptr) {
+            lock_ = std::unique_lock<std::mutex>(c->mutex());
+        }
+    }
+
+private:
+    std::unique_lock<std::mutex> lock_;
+};
+
+// ina_call_wait with the lock held.
+int wait_locked(ina_call_t *call, ina_cqe_t *cqe)
+{
+    Client *c = call->job()->client();
+    if (c != nullptr) {
+        c->wait([call] { return call->state() == Call::State::retired; });
+    }
+    // An orphaned job retires its calls when its client goes away.
+    *cqe = call->cqe();
+    return cqe->rc;
+}
+
+ina_cqe_t invalid_cqe()
+{
+    ina_cqe_t cqe{};
+    cqe.rc = INA_ERR_INVALID;
+    return cqe;
+}
+
+} // namespace
+
+extern "C" {
+
+ina_status_t ina_client_connect(const ina_client_config_t *cfg, ina_client_t **out, char *err,
+                                size_t errlen)
+{
+    if (out != nullptr) {
+        *out = nullptr;
+    }
+    std::string why;
+    const int rc = guard(__func__, [&] {
+        if (cfg == nullptr || out == nullptr || cfg->agent_addr == nullptr) {
+            why = "ina_client_connect: missing argument";
+            return static_cast<int>(INA_ERR_INVALID);
+        }
+        auto c = std::make_unique<ina_client_t>(*cfg);
+        int r = c->impl.connect(cfg->agent_addr, why);
+        if (r == INA_OK) {
+            *out = c.release();
+        }
+        return r;
+    });
+    if (rc == INA_ERR_NOMEM && why.empty()) {
+        why = "out of memory";
+    }
+    if (rc != INA_OK && err != nullptr && errlen > 0) {
+        std::snprintf(err, errlen, "%s", why.c_str());
+    }
+    return static_cast<ina_status_t>(rc);
+}
+
+void ina_client_disconnect(ina_client_t *client)
+{
+    // Orphans jobs still joined, closes the channel; the destructor does not throw.
+    delete client;
+}
+
+void ina_client_agent_info(const ina_client_t *client, ina_agent_info_t *info)
+{
+    *info = client->impl.info();
+}
+
+int ina_client_alive(const ina_client_t *client)
+{
+    if (client == nullptr) {
+        return 0;
+    }
+    Client &c = const_cast<ina_client_t *>(client)->impl;
+    EntryLock lock(&c);
+    return c.alive();
+}
+
+int ina_client_progress(ina_client_t *client)
+{
+    if (client == nullptr) {
+        return 0;
+    }
+    guard(__func__, [&] {
+        EntryLock lock(&client->impl);
+        client->impl.progress();
+        return 0;
+    });
+    return ina_client_alive(client);
+}
+
+ina_status_t ina_job_create(ina_client_t *client, uint32_t nmembers,
+                            const uint32_t *node_of_member, uint32_t requested_window,
+                            uint32_t requested_block_bytes, ina_job_params_t *params)
+{
+    if (client == nullptr || params == nullptr || node_of_member == nullptr || nmembers == 0 ||
+        nmembers > INA_PROTO_MAX_MEMBERS) {
+        return INA_ERR_INVALID;
+    }
+    return static_cast<ina_status_t>(guard(__func__, [&]() -> int {
+        Client &c = client->impl;
+        EntryLock lock(&c);
+        const ina_agent_info_t &info = c.info();
+        uint32_t window = requested_window == 0 ? info.max_window
+                                                : std::min(requested_window, info.max_window);
+        uint32_t block = requested_block_bytes == 0
+                             ? info.seg_bytes
+                             : std::min(requested_block_bytes, info.seg_bytes);
+        block &= ~15u; // every dtype (<= 16 bytes) divides it
+        if (block == 0) {
+            return INA_ERR_INVALID;
+        }
+        ina_proto_hdr_t h;
+        ina_proto_init(&h, INA_PROTO_JOB_CREATE);
+        h.count = nmembers;
+        h.window = static_cast<uint16_t>(window);
+        h.arg = c.next_cookie();
+        ina_proto_hdr_t reply{};
+        int rc = c.request(h, node_of_member, sizeof(uint32_t) * nmembers,
+                           INA_PROTO_JOB_CREATED, c.progress_timeout_ms(), &reply);
+        if (rc != INA_OK) {
+            c.log(1, "JOB_CREATE failed: %s",
+                  reply.type != 0 ? ina_proto_status_name(reply.status) : "no answer");
+            return rc;
+        }
+        if (reply.window == 0 || reply.window > window) {
+            c.log(1, "JOB_CREATED grants an unusable window %u (asked %u)", reply.window,
+                  window);
+            return INA_ERR_PROTO;
+        }
+        params->jid = reply.jid;
+        params->window = reply.window;
+        params->block_bytes = block;
+        params->nmembers = nmembers;
+        c.log(10, "job %u created: %u members, window %u, block %u bytes", reply.jid, nmembers,
+              reply.window, block);
+        return INA_OK;
+    }));
+}
+
+ina_status_t ina_job_join(ina_client_t *client, const ina_job_params_t *params, uint32_t rank,
+                          ina_job_t **out)
+{
+    if (out != nullptr) {
+        *out = nullptr;
+    }
+    if (client == nullptr || params == nullptr || out == nullptr || rank >= params->nmembers ||
+        params->window == 0 || params->window > INA_PROTO_MAX_WINDOW ||
+        params->block_bytes < 16 || params->block_bytes % 16 != 0 ||
+        params->block_bytes > INA_PROTO_MAX_SEG_BYTES) {
+        return INA_ERR_INVALID;
+    }
+    return static_cast<ina_status_t>(guard(__func__, [&]() -> int {
+        Client &c = client->impl;
+        EntryLock lock(&c);
+        ina_proto_hdr_t h;
+        ina_proto_init(&h, INA_PROTO_JOB_JOIN);
+        h.jid = params->jid;
+        h.rank = rank;
+        h.arg = c.next_cookie();
+        ina_proto_hdr_t reply{};
+        int rc = c.request(h, nullptr, 0, INA_PROTO_JOB_JOINED, c.progress_timeout_ms(), &reply);
+        if (rc != INA_OK) {
+            c.log(1, "JOB_JOIN of job %u as rank %u failed: %s", params->jid, rank,
+                  reply.type != 0 ? ina_proto_status_name(reply.status) : "no answer");
+            return rc;
+        }
+        auto j = std::make_unique<ina_job_t>(&c, *params, rank);
+        if (!c.attach(&j->impl)) {
+            c.log(1, "job %u already joined by this client", params->jid);
+            return INA_ERR_INVALID;
+        }
+        *out = j.release();
+        return INA_OK;
+    }));
+}
+
+void ina_job_leave(ina_job_t *job)
+{
+    if (job == nullptr) {
+        return;
+    }
+    guard(__func__, [&] {
+        EntryLock lock(job->impl.client());
+        job->impl.leave();
+        return 0;
+    });
+    EntryLock lock(job->impl.client());
+    delete job; // detaches from the client: still under the lock
+}
+
+ina_status_t ina_job_post(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_t **call,
+                          ina_outcome_t *outcome)
+{
+    if (call != nullptr) {
+        *call = nullptr;
+    }
+    if (outcome != nullptr) {
+        *outcome = INA_OFFLOADED;
+    }
+    if (job == nullptr || desc == nullptr || call == nullptr || outcome == nullptr) {
+        return INA_ERR_INVALID;
+    }
+    return static_cast<ina_status_t>(guard(__func__, [&] {
+        EntryLock lock(job->impl.client());
+        ina_cqe_t cqe;
+        int rc = job->impl.post(*desc, true, call, &cqe);
+        *outcome = cqe.outcome;
+        return rc;
+    }));
+}
+
+void ina_call_background(ina_call_t *call)
+{
+    if (call == nullptr) {
+        return;
+    }
+    Client *c = call->job()->client();
+    EntryLock lock(c);
+    if (c != nullptr && call->state() == Call::State::active) {
+        call->set_background();
+        c->wake_thread();
+    }
+}
+
+int ina_call_test(ina_call_t *call, ina_cqe_t *cqe)
+{
+    if (call == nullptr || call->state() == Call::State::free) {
+        if (cqe != nullptr) { // programming error: report it rather than spin
+            *cqe = invalid_cqe();
+        }
+        return 1;
+    }
+    int rc = guard(__func__, [&] {
+        EntryLock lock(call->job()->client());
+        if (call->state() == Call::State::active) {
+            if (Client *c = call->job()->client()) {
+                c->progress();
+            }
+            if (call->state() != Call::State::retired) {
+                return 0;
+            }
+        }
+        if (cqe != nullptr) {
+            *cqe = call->cqe();
+        }
+        return 1;
+    });
+    if (rc < 0) { // the engine failed: the call ends with that error
+        if (cqe != nullptr) {
+            *cqe = call->cqe();
+            cqe->rc = static_cast<ina_status_t>(rc);
+        }
+        return 1;
+    }
+    return rc;
+}
+
+ina_status_t ina_call_wait(ina_call_t *call, ina_cqe_t *cqe)
+{
+    ina_cqe_t local;
+    if (cqe == nullptr) {
+        cqe = &local;
+    }
+    if (call == nullptr || call->state() == Call::State::free) {
+        *cqe = invalid_cqe();
+        return cqe->rc;
+    }
+    int rc = guard(__func__, [&] {
+        EntryLock lock(call->job()->client());
+        return wait_locked(call, cqe);
+    });
+    return cqe->rc = static_cast<ina_status_t>(rc);
+}
+
+void ina_call_free(ina_call_t *call)
+{
+    if (call == nullptr) {
+        return;
+    }
+    ina::client::Job *job = call->job();
+    guard(__func__, [&] {
+        EntryLock lock(job->client());
+        if (call->state() == Call::State::active && job->client() != nullptr) {
+            // A programming error: the buffers are still the engine's. Finish
+            // the call first so that nothing writes into them after this returns.
+            job->client()->log(0, "job %u: call of mid %llu freed before completion "
+                                  "(a bug in the caller); completing it first",
+                               job->jid(), static_cast<unsigned long long>(call->mid()));
+            ina_cqe_t cqe;
+            wait_locked(call, &cqe);
+        }
+        job->release(call);
+        return 0;
+    });
+}
+
+ina_status_t ina_job_run(ina_job_t *job, const ina_coll_desc_t *desc, ina_cqe_t *cqe)
+{
+    ina_cqe_t local;
+    if (cqe == nullptr) {
+        cqe = &local;
+    }
+    *cqe = ina_cqe_t{};
+    if (job == nullptr || desc == nullptr) {
+        *cqe = invalid_cqe();
+        return cqe->rc;
+    }
+    int rc = guard(__func__, [&] {
+        // One lock for the whole call: the progress thread stays out of the
+        // blocking path (this call progresses every other call meanwhile).
+        EntryLock lock(job->impl.client());
+        ina_call_t *call = nullptr;
+        int r = job->impl.post(*desc, false, &call, cqe);
+        if (r != INA_OK || call == nullptr) {
+            return r;
+        }
+        wait_locked(call, cqe);
+        job->impl.release(call);
+        return static_cast<int>(cqe->rc);
+    });
+    return cqe->rc = static_cast<ina_status_t>(rc);
+}
+
+ina_status_t ina_job_allreduce(ina_job_t *job, const void *sbuf, void *rbuf, uint64_t count,
+                               unsigned dtype, unsigned op, ina_cqe_t *cqe)
+{
+    ina_coll_desc_t d{};
+    d.coll = INA_COLL_ALLREDUCE;
+    d.op = op;
+    d.dtype = dtype;
+    d.sbuf = sbuf;
+    d.rbuf = rbuf;
+    d.count = count;
+    return ina_job_run(job, &d, cqe);
+}
+
+} // extern "C"

@@ -1,0 +1,214 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+#include "ucx_channel.h"
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "ina_client.h"
+
+namespace ina::client {
+
+int UcxChannel::open(const std::string &addr, bool serialized, ChannelEvents &events,
+                     std::unique_ptr<Channel> &out, std::string &err)
+{
+    std::string host;
+    std::string port;
+    if (!ucx::split_host_port(addr, host, port)) {
+        err = "agent address '" + addr + "' is not host:port";
+        return INA_ERR_INVALID;
+    }
+    ucx::Addrinfo res;
+    if (int gai = ucx::resolve(host, port, false, res); gai != 0) {
+        err = "cannot resolve agent address '" + addr + "': " + gai_strerror(gai);
+        return INA_ERR_UNREACHABLE;
+    }
+    std::unique_ptr<UcxChannel> ch(new UcxChannel(events));
+    ucs_status_t st =
+        ucx::make_context(UCP_FEATURE_AM | UCP_FEATURE_WAKEUP, "ina-client", ch->context_);
+    if (st != UCS_OK) {
+        err = ucx::status_message("ucp_init", st);
+        return INA_ERR_UNREACHABLE;
+    }
+    // With a progress thread two threads use the worker, one at a time:
+    // that is SERIALIZED, not SINGLE.
+    st = ucx::make_worker(ch->context_.get(),
+                          serialized ? UCS_THREAD_MODE_SERIALIZED : UCS_THREAD_MODE_SINGLE,
+                          ch->worker_);
+    if (st != UCS_OK) {
+        err = ucx::status_message("ucp_worker_create", st);
+        return INA_ERR_UNREACHABLE;
+    }
+    if ((st = ucp_worker_get_efd(ch->worker_.get(), &ch->efd_)) != UCS_OK) {
+        err = ucx::status_message("ucp_worker_get_efd", st);
+        return INA_ERR_UNREACHABLE;
+    }
+    st = ucx::set_am_handler(ch->worker_.get(), INA_PROTO_AM_TO_CLIENT, &UcxChannel::on_am,
+                             ch.get());
+    if (st != UCS_OK) {
+        err = ucx::status_message("ucp_worker_set_am_recv_handler", st);
+        return INA_ERR_UNREACHABLE;
+    }
+    ucp_ep_params_t ep{};
+    ep.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                    UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    ep.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+    ep.sockaddr.addr = res->ai_addr;
+    ep.sockaddr.addrlen = res->ai_addrlen;
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER; // the agent uses PEER too (a mismatch hangs)
+    ep.err_handler.cb = &UcxChannel::on_ep_error;
+    ep.err_handler.arg = ch.get();
+    if ((st = ucp_ep_create(ch->worker_.get(), &ep, &ch->ep_)) != UCS_OK) {
+        ch->ep_ = nullptr;
+        err = "cannot connect to agent " + addr + ": " + ucs_status_string(st);
+        return INA_ERR_UNREACHABLE;
+    }
+    out = std::move(ch);
+    return INA_OK;
+}
+
+UcxChannel::~UcxChannel()
+{
+    if (ep_ != nullptr) {
+        ucx::close_ep_detached(ep_, true);
+        ep_ = nullptr;
+    }
+    if (close_req_ != nullptr && ucp_request_check_status(close_req_) != UCS_INPROGRESS) {
+        ucp_request_free(close_req_);
+    }
+    // A close still in progress is released with the worker.
+    worker_.reset();
+}
+
+bool UcxChannel::progress()
+{
+    return ucp_worker_progress(worker_.get()) != 0;
+}
+
+Channel::Posted UcxChannel::post(const ina_proto_hdr_t &hdr, const void *payload, size_t len,
+                                 SendOp *op)
+{
+    if (!alive()) {
+        return Posted::failed;
+    }
+    ucp_request_param_t p{};
+    p.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+    p.cb.send = &UcxChannel::on_send_done;
+    p.user_data = op;
+    ucs_status_ptr_t req =
+        ucp_am_send_nbx(ep_, INA_PROTO_AM_TO_AGENT, &hdr, sizeof(hdr), payload, len, &p);
+    if (req == nullptr) {
+        return Posted::done;
+    }
+    if (UCS_PTR_IS_ERR(req)) {
+        return Posted::failed;
+    }
+    return Posted::pending;
+}
+
+bool UcxChannel::arm()
+{
+    return ucp_worker_arm(worker_.get()) == UCS_OK;
+}
+
+void UcxChannel::signal()
+{
+    ucp_worker_signal(worker_.get());
+}
+
+void UcxChannel::close(bool force)
+{
+    if (ep_ == nullptr) {
+        return;
+    }
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = force || lost_ ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    ucs_status_ptr_t req = ucp_ep_close_nbx(ep_, &p);
+    ep_ = nullptr;
+    if (UCS_PTR_IS_PTR(req)) {
+        close_req_ = req;
+    }
+}
+
+bool UcxChannel::closed() const
+{
+    if (ep_ != nullptr) {
+        return false;
+    }
+    if (close_req_ == nullptr) {
+        return true;
+    }
+    if (ucp_request_check_status(close_req_) == UCS_INPROGRESS) {
+        return false;
+    }
+    ucp_request_free(close_req_);
+    close_req_ = nullptr;
+    return true;
+}
+
+void UcxChannel::lose(const std::string &why)
+{
+    if (!lost_) {
+        lost_ = true;
+        events_.on_lost(why.c_str());
+    }
+}
+
+// UCX calls these from inside ucp_worker_progress: no exception may cross
+// back into its C frames.
+
+void UcxChannel::on_ep_error(void *arg, ucp_ep_h, ucs_status_t status)
+{
+    auto *self = static_cast<UcxChannel *>(arg);
+    try {
+        self->lose(ucs_status_string(status));
+    } catch (const std::exception &) {
+        self->lost_ = true;
+    }
+}
+
+void UcxChannel::on_send_done(void *request, ucs_status_t status, void *user_data)
+{
+    static_cast<SendOp *>(user_data)->done(status == UCS_OK);
+    ucp_request_free(request);
+}
+
+ucs_status_t UcxChannel::on_am(void *arg, const void *header, size_t header_length, void *data,
+                               size_t length, const ucp_am_recv_param_t *param)
+{
+    auto *self = static_cast<UcxChannel *>(arg);
+    try {
+        char why[128];
+        if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+            // The agent sends eagerly; a rendezvous message is not ours to
+            // fetch (returning UCS_OK drops it).
+            std::snprintf(why, sizeof(why), "a rendezvous message (%zu bytes)", length);
+            self->events_.on_dropped(why);
+            return UCS_OK;
+        }
+        if (ina_proto_status_t st = ina_proto_check(header, header_length, length);
+            st != INA_PROTO_OK) {
+            std::snprintf(why, sizeof(why), "a bad message: %s (header %zu bytes, payload %zu)",
+                          ina_proto_status_name(st), header_length, length);
+            self->events_.on_dropped(why);
+            return UCS_OK;
+        }
+        ina_proto_hdr_t h;
+        std::memcpy(&h, header, sizeof(h));
+        self->events_.on_message(h, data, length);
+    } catch (const std::exception &e) {
+        // A message we could not take may belong to a call: its result would
+        // never arrive, so the link is as good as lost.
+        self->lost_ = true;
+        try {
+            self->events_.on_lost(e.what());
+        } catch (...) {
+        }
+    }
+    return UCS_OK; // consumed (copied) inside the callback
+}
+
+} // namespace ina::client
