@@ -6,9 +6,9 @@
  * Ireduce, Iallgather, Ibarrier, Ibcast to an aggregation agent
  * (ina-switchd) through the client engine (ina_client.h), and falls back per
  * call to the collective it replaced for everything else.
- * With `--mca coll ina` alone it also hosts Open MPI's own `basic` and
- * `libnbc` components so that every MPI collective still has an
- * implementation (coll_ina_host.c).
+ * With `--mca coll ina` alone it also hosts Open MPI's own `basic`,
+ * `libnbc` and `inter` components so that every MPI collective still has an
+ * implementation, on intercommunicators too (coll_ina_host.c).
  */
 #ifndef MCA_COLL_INA_H
 #define MCA_COLL_INA_H
@@ -270,7 +270,7 @@ const char *mca_coll_ina_contiguous_bytes(struct ompi_datatype_t *dtype, size_t 
                                           size_t *bytes, ptrdiff_t *offset);
 
 /* coll_ina_host.c: when ina is the only selected coll component, make
- * Open MPI's basic and libnbc components available to the selection. */
+ * Open MPI's basic, libnbc and inter components available to the selection. */
 int mca_coll_ina_host_components(bool enable_progress_threads, bool enable_mpi_threads);
 
 END_C_DECLS

@@ -183,9 +183,17 @@ mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *
                         "does not name ina): declining %s", comm->c_name);
         return NULL;
     }
-    if (c->priority < 0 || OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2) {
-        INA_VERBOSE(20, "declining %s (inter-communicator, single rank or priority < 0)",
-                    comm->c_name);
+    if (OMPI_COMM_IS_INTER(comm)) {
+        /* A job is one group reducing into itself; an intercommunicator's
+         * results come from the remote group. Its collectives stay with the
+         * components below (inter, basic and libnbc, hosted with ina alone),
+         * which call the local groups' collectives, where ina may offload. */
+        INA_VERBOSE(20, "declining cid %d (%s): an intercommunicator (offload is for "
+                        "intracommunicators)", (int) ompi_comm_get_cid(comm), comm->c_name);
+        return NULL;
+    }
+    if (c->priority < 0 || ompi_comm_size(comm) < 2) {
+        INA_VERBOSE(20, "declining %s (single rank or priority < 0)", comm->c_name);
         return NULL;
     }
     m = OBJ_NEW(mca_coll_ina_module_t);
