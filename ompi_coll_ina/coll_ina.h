@@ -6,9 +6,9 @@
  * Ireduce, Iallgather, Ibarrier, Ibcast to an aggregation agent
  * (ina-switchd) through the client engine (ina_client.h), and falls back per
  * call to the collective it replaced for everything else.
- * With `--mca coll ina` alone it also hosts Open MPI's own `basic` and
- * `libnbc` components so that every MPI collective still has an
- * implementation (coll_ina_host.c).
+ * With `--mca coll ina` alone it also hosts Open MPI's own `basic`,
+ * `libnbc` and `inter` components so that every MPI collective still has an
+ * implementation, on intercommunicators too (coll_ina_host.c).
  */
 #ifndef MCA_COLL_INA_H
 #define MCA_COLL_INA_H
@@ -95,6 +95,10 @@ typedef struct mca_coll_ina_component_t {
     bool requests_ready;      /* the free list is initialised */
     opal_list_t outstanding;
     bool progress_registered;
+
+    /* Communicator attribute holding the module of every communicator ina
+     * enabled, for the MPI_T pvars; MPI_KEYVAL_INVALID until the first. */
+    int comm_keyval;
 } mca_coll_ina_component_t;
 
 OMPI_MODULE_DECLSPEC extern mca_coll_ina_component_t mca_coll_ina_component;
@@ -219,6 +223,13 @@ int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module);
 ina_client_t *mca_coll_ina_client(void);
 /* Register the MPI_T performance variables (component register). */
 int mca_coll_ina_pvars_register(void);
+/* Hang the module on its communicator (end of module enable), where the
+ * pvars find it whatever component provides the communicator's
+ * collectives; a failure only leaves the pvars reading 0. */
+void mca_coll_ina_comm_attach(mca_coll_ina_module_t *module);
+/* Free the attribute key (MPI_COMM_WORLD's module destructor, in
+ * MPI_Finalize before the attribute subsystem goes). */
+void mca_coll_ina_comm_keyval_free(void);
 
 /* One file per collective; the non-blocking form sits beside the blocking one. */
 int mca_coll_ina_allreduce(const void *sbuf, void *rbuf, int count,
@@ -272,7 +283,7 @@ const char *mca_coll_ina_contiguous_bytes(struct ompi_datatype_t *dtype, size_t 
                                           size_t *bytes, ptrdiff_t *offset);
 
 /* coll_ina_host.c: when ina is the only selected coll component, make
- * Open MPI's basic and libnbc components available to the selection. */
+ * Open MPI's basic, libnbc and inter components available to the selection. */
 int mca_coll_ina_host_components(bool enable_progress_threads, bool enable_mpi_threads);
 
 END_C_DECLS

@@ -10,6 +10,7 @@
 
 #include "mpi.h"
 #include "ompi/version.h"
+#include "ompi/attribute/attribute.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/proc/proc.h"
 #include "ompi/mca/coll/coll.h"
@@ -62,6 +63,7 @@ mca_coll_ina_component_t mca_coll_ina_component = {
     .priority = 90,
     .output = -1,
     .agent_pid = -1,
+    .comm_keyval = MPI_KEYVAL_INVALID,
 };
 
 static int ina_register(void)
@@ -217,6 +219,7 @@ static int ina_open(void)
     c->requests_ready = false;
     c->progress_registered = false;
     OBJ_CONSTRUCT(&c->outstanding, opal_list_t);
+    c->comm_keyval = MPI_KEYVAL_INVALID;
     return OMPI_SUCCESS;
 }
 
@@ -375,6 +378,98 @@ ina_client_t *mca_coll_ina_client(void)
     return c->client;
 }
 
+/* ---- the module of a communicator -------------------------------------- */
+
+/* Which module serves a communicator cannot be read from comm->c_coll: a
+ * component stacked above ina (coll/monitoring, coll/sync, a tool's
+ * interposition layer) owns the slots there and calls ina's functions from
+ * its own. So each enabled module hangs on its communicator as an attribute,
+ * as coll/hcoll and coll/ucc do: it is not copied by MPI_Comm_dup, it goes
+ * with MPI_Comm_free (before the coll framework releases the module), and
+ * no one else has the key. */
+
+/* A duplicate gets a module of its own: never copy the attribute (what
+ * MPI_COMM_NULL_COPY_FN does, in the internal signature). */
+static int ina_comm_attr_copy(MPI_Comm oldcomm, int keyval, void *extra, void *value_in,
+                              void *value_out, int *flag, MPI_Comm newcomm)
+{
+    (void) oldcomm;
+    (void) keyval;
+    (void) extra;
+    (void) value_in;
+    (void) value_out;
+    (void) newcomm;
+    *flag = 0;
+    return MPI_SUCCESS;
+}
+
+/* Deleting the attribute frees nothing: the coll framework owns the module. */
+static int ina_comm_attr_delete(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    (void) comm;
+    (void) keyval;
+    (void) value;
+    (void) extra;
+    return MPI_SUCCESS;
+}
+
+void mca_coll_ina_comm_attach(mca_coll_ina_module_t *module)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    ompi_attribute_fn_ptr_union_t copy_fn, delete_fn;
+    ompi_communicator_t *comm = module->comm;
+    int rc;
+
+    /* The first attach is MPI_COMM_WORLD's enable, inside MPI_Init (after
+     * the attribute subsystem started, before any other thread can create
+     * a communicator). */
+    if (MPI_KEYVAL_INVALID == c->comm_keyval) {
+        copy_fn.attr_communicator_copy_fn = ina_comm_attr_copy;
+        delete_fn.attr_communicator_delete_fn = ina_comm_attr_delete;
+        rc = ompi_attr_create_keyval(COMM_ATTR, copy_fn, delete_fn, &c->comm_keyval, NULL, 0,
+                                     NULL);
+        if (OMPI_SUCCESS != rc) {
+            c->comm_keyval = MPI_KEYVAL_INVALID;
+            INA_VERBOSE(1, "cid %d: no communicator attribute key (rc %d): its MPI_T "
+                           "counters read 0", module->cid, rc);
+            return;
+        }
+    }
+    rc = ompi_attr_set_c(COMM_ATTR, comm, &comm->c_keyhash, c->comm_keyval, module, false);
+    if (OMPI_SUCCESS != rc) {
+        INA_VERBOSE(1, "cid %d: cannot set the communicator attribute (rc %d): its MPI_T "
+                       "counters read 0", module->cid, rc);
+    }
+}
+
+void mca_coll_ina_comm_keyval_free(void)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+
+    /* Communicators that still hold the attribute keep the key alive
+     * (reference counted) until theirs is deleted. */
+    if (MPI_KEYVAL_INVALID != c->comm_keyval) {
+        (void) ompi_attr_free_keyval(COMM_ATTR, &c->comm_keyval, false);
+        c->comm_keyval = MPI_KEYVAL_INVALID;
+    }
+}
+
+/* ina's module of `comm`, or NULL (ina not enabled on it). */
+static mca_coll_ina_module_t *ina_comm_module(ompi_communicator_t *comm)
+{
+    void *value = NULL;
+    int flag = 0;
+
+    if (NULL == comm || NULL == comm->c_keyhash ||
+        MPI_KEYVAL_INVALID == mca_coll_ina_component.comm_keyval ||
+        OMPI_SUCCESS != ompi_attr_get_c(comm->c_keyhash, mca_coll_ina_component.comm_keyval,
+                                        &value, &flag) ||
+        !flag) {
+        return NULL;
+    }
+    return (mca_coll_ina_module_t *) value;
+}
+
 /* ---- MPI_T performance variables --------------------------------------- */
 
 /* Which counter a pvar reads: index into ina_pvar_defs. */
@@ -429,11 +524,10 @@ static int ina_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *o
         ina_pvar_bind_pending = false;
         return OPAL_SUCCESS;
     }
-    /* Our module is the allreduce provider of every communicator we enabled. */
-    if (NULL == comm || mca_coll_ina_allreduce != comm->c_coll->coll_allreduce) {
-        return OPAL_SUCCESS;
+    m = ina_comm_module(comm);
+    if (NULL == m) {
+        return OPAL_SUCCESS; /* ina is not enabled on this communicator */
     }
-    m = (mca_coll_ina_module_t *) comm->c_coll->coll_allreduce_module;
     if (-1 == def->reason) {
         *out = def->kind < 0 ? m->offloaded_calls : m->offloaded_by_kind[def->kind];
     } else if (-2 == def->reason) {

@@ -8,10 +8,12 @@
  * framework, but they are still in the component repository (every .so of
  * the component path is indexed at startup). When the selection names ina,
  * this file loads `basic` (blocking collectives + reduce_local, any
- * communicator) and `libnbc` (non-blocking and persistent collectives with
- * real progress) from the repository into the framework's component list
- * during init_query, exactly as the framework would have had they been
- * selected: register, open (libnbc registers its progress function there),
+ * communicator), `libnbc` (non-blocking and persistent collectives with
+ * real progress, intercommunicators included) and `inter` (the blocking
+ * rooted, gather and reduce collectives of intercommunicators, which Open
+ * MPI's default selection gives to it: basic's scatter_inter segfaults in
+ * 4.1.4) from the repository into the framework's component list during
+ * init_query, exactly as the framework would have had they been selected: register, open (libnbc registers its progress function there),
  * init_query. From then on they take part in every communicator's selection
  * at their low priority, below ina, so the base enables them, ina saves their
  * functions as its fallbacks, their modules are retained and released with
@@ -31,8 +33,11 @@
 
 #include "coll_ina.h"
 
-/* The smallest stock set that fills every slot (see PLATFORM-NOTES). */
-static const char *const ina_hosted_names[] = {"basic", "libnbc"};
+/* The smallest stock set that fills every slot (see PLATFORM-NOTES), and
+ * serves intercommunicators, which ina declines, as the default selection
+ * would: `inter` (priority 40) above basic's (10) intercommunicator versions
+ * of allgather(v), allreduce, bcast, gather(v), reduce and scatter(v). */
+static const char *const ina_hosted_names[] = {"basic", "libnbc", "inter"};
 
 static bool ina_framework_has(const char *name)
 {

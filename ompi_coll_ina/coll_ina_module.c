@@ -97,6 +97,10 @@ static void ina_module_destruct(mca_coll_ina_module_t *m)
                     m->fallback_by_reason[MCA_COLL_INA_FB_DENIED],
                     m->fallback_by_reason[MCA_COLL_INA_FB_UNREACHABLE]);
     }
+    if (&ompi_mpi_comm_world.comm == m->comm) {
+        /* MPI_Finalize: the last use of the attribute key. */
+        mca_coll_ina_comm_keyval_free();
+    }
     /* Non-blocking calls retain the module, so none is in flight here. */
     if (NULL != m->job) {
         ina_job_leave(m->job);
@@ -159,18 +163,25 @@ static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
         /* Every call falls back (see init_query): no agent, no job, and no
          * engine use from concurrent communicator creations. */
         m->job_state = MCA_COLL_INA_JOB_DISABLED;
-        return OMPI_SUCCESS;
-    }
-    if (&ompi_mpi_comm_world.comm == comm) {
-        rc = mca_coll_ina_agent_setup_world(m);
+    } else {
+        if (&ompi_mpi_comm_world.comm == comm) {
+            rc = mca_coll_ina_agent_setup_world(m);
+            if (OMPI_SUCCESS != rc) {
+                return rc;
+            }
+        }
+        /* The job is set up here, while every member is inside the collective
+         * communicator creation: a non-blocking collective must not block on
+         * the other ranks, so its first call cannot be the one that sets it up. */
+        rc = ina_job_setup(m);
         if (OMPI_SUCCESS != rc) {
             return rc;
         }
     }
-    /* The job is set up here, while every member is inside the collective
-     * communicator creation: a non-blocking collective must not block on
-     * the other ranks, so its first call cannot be the one that sets it up. */
-    return ina_job_setup(m);
+    /* Enabled: findable from the communicator for the counters, whatever
+     * component ends up above ina in its slots. */
+    mca_coll_ina_comm_attach(m);
+    return OMPI_SUCCESS;
 }
 
 mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *priority)
@@ -183,9 +194,17 @@ mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *
                         "does not name ina): declining %s", comm->c_name);
         return NULL;
     }
-    if (c->priority < 0 || OMPI_COMM_IS_INTER(comm) || ompi_comm_size(comm) < 2) {
-        INA_VERBOSE(20, "declining %s (inter-communicator, single rank or priority < 0)",
-                    comm->c_name);
+    if (OMPI_COMM_IS_INTER(comm)) {
+        /* A job is one group reducing into itself; an intercommunicator's
+         * results come from the remote group. Its collectives stay with the
+         * components below (inter, basic and libnbc, hosted with ina alone),
+         * which call the local groups' collectives, where ina may offload. */
+        INA_VERBOSE(20, "declining cid %d (%s): an intercommunicator (offload is for "
+                        "intracommunicators)", (int) ompi_comm_get_cid(comm), comm->c_name);
+        return NULL;
+    }
+    if (c->priority < 0 || ompi_comm_size(comm) < 2) {
+        INA_VERBOSE(20, "declining %s (single rank or priority < 0)", comm->c_name);
         return NULL;
     }
     m = OBJ_NEW(mca_coll_ina_module_t);
