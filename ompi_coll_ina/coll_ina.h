@@ -79,7 +79,7 @@ typedef struct mca_coll_ina_component_t {
     bool explicitly_selected; /* the coll selection string names ina */
     bool thread_multiple;     /* engine calls are not serialised across threads */
 
-    /* Process-wide agent connection (SEEDS S1: one driver per host process). */
+    /* Process-wide agent connection (one engine per process, for every communicator). */
     char agent_addr[256];     /* empty: no agent known to this process */
     bool agent_addr_known;    /* agent_addr was resolved (maybe to "none") */
     int agent_pid;            /* embedded agent started by this process, or -1 */

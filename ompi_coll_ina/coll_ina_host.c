@@ -33,9 +33,11 @@
 
 #include "coll_ina.h"
 
-/* The smallest stock set that fills every slot (see PLATFORM-NOTES), and
- * serves intercommunicators, which ina declines, as the default selection
- * would: `inter` (priority 40) above basic's (10) intercommunicator versions
+/* The smallest stock set that fills every slot (Open MPI 4.1 requires all
+ * blocking, non-blocking and persistent slots, and filling a non-blocking
+ * slot with a blocking call deadlocks legal programs), and serves
+ * intercommunicators, which ina declines, as the default selection would
+ * (4.1.4's basic scatter_inter segfaults): `inter` (priority 40) above basic's (10) intercommunicator versions
  * of allgather(v), allreduce, bcast, gather(v), reduce and scatter(v). */
 static const char *const ina_hosted_names[] = {"basic", "libnbc", "inter"};
 
