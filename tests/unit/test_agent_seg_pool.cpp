@@ -1,7 +1,8 @@
-// Unit tests of the agent's core without UCX traffic: Seg pool leases, Rank/Node
-// bitmaps, rank-ordered float reduction, the placing collectives (BCAST,
-// ALLGATHER, BARRIER) and their consistency rules, who wants the result,
-// scheduler and per-MID call bookkeeping.
+// Unit tests of the aggregation core's parts (core/): Seg pool leases,
+// Rank/Node bitmaps, rank-ordered float reduction, the placing collectives
+// (BCAST, ALLGATHER, BARRIER) and their consistency rules, who wants the
+// result, and per-MID call bookkeeping. (The scheduler's tests are in
+// test_agent_sched.cpp, the Aggregator's in test_core_aggregator.cpp.)
 #include <check.h>
 
 #include <algorithm>
@@ -12,11 +13,9 @@
 
 #include "ina_reduce.h"
 #include "job.h"
-#include "sched/free_seg.h"
 #include "seg_pool.h"
 
 using namespace ina::core;
-using ina::sched::FreeSegScheduler;
 
 namespace {
 
@@ -218,36 +217,6 @@ START_TEST(test_ordered_double_sum_all_permutations)
         in[3][i] = 1.0 / (i + 3);
     }
     check_permutations<double>(INA_OP_SUM, INA_DT_DOUBLE, in);
-}
-END_TEST
-
-START_TEST(test_scheduler_grant_deny)
-{
-    SegPool pool(8, 64);
-    FreeSegScheduler sched(pool);
-    CallRequest req{1, 0, 4, 100, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, 3, 0};
-    Verdict a = sched.decide(req); // the scheduler takes the lease itself
-    ck_assert(a.kind == Verdict::Kind::kGrant);
-    ck_assert_uint_eq(a.lease.size(), 4);
-    ck_assert_uint_eq(pool.free_segs(), 4);
-    Verdict b = sched.decide(req); // 4 still free
-    ck_assert(b.kind == Verdict::Kind::kGrant);
-    ck_assert_uint_eq(pool.free_segs(), 0);
-    Verdict d = sched.decide(req);
-    ck_assert(d.kind == Verdict::Kind::kDeny);
-    ck_assert_int_eq(d.status, INA_PROTO_ERR_NO_RESOURCES);
-    ck_assert(d.lease.empty());
-    req.window = 2;
-    sched.on_call_done(1, 0, a.lease); // the lease goes back
-    ck_assert(a.lease.empty());
-    ck_assert_uint_eq(pool.free_segs(), 4);
-    Verdict c = sched.decide(req);
-    ck_assert(c.kind == Verdict::Kind::kGrant);
-    req.window = 5;
-    ck_assert(sched.decide(req).kind == Verdict::Kind::kDeny);
-    sched.on_call_done(1, 1, b.lease);
-    sched.on_call_done(1, 2, c.lease);
-    ck_assert_uint_eq(pool.free_segs(), 8);
 }
 END_TEST
 
@@ -571,7 +540,6 @@ int main()
     tcase_add_test(tc, test_bitmaps_several_ranks_per_node);
     tcase_add_test(tc, test_ordered_float_sum_all_permutations);
     tcase_add_test(tc, test_ordered_double_sum_all_permutations);
-    tcase_add_test(tc, test_scheduler_grant_deny);
     tcase_add_test(tc, test_job_membership_and_retire);
     tcase_add_test(tc, test_job_abort_open_calls);
     tcase_add_test(tc, test_want_result_bits);
