@@ -1,19 +1,23 @@
-// ina-switchd core: endpoints, dispatch (where a packet is parsed) and the
-// block path. UCX callbacks only parse, aggregate and queue: every send, accept
-// and close happens in service(), after ucp_worker_progress() returned, so the
-// agent never re-enters UCX from inside one of its callbacks.
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// ina-switchd's transport: endpoints, the event loop, where a packet is
+// parsed (receive: ina_proto_check) and handed to the aggregation core, and
+// the send queue the core's Sink calls fill. UCX callbacks only parse, call
+// the core and queue: every send, accept and close happens in service(),
+// after ucp_worker_progress() returned, so the agent never re-enters UCX from
+// inside one of its callbacks.
 #include "agent.h"
 
-#include <netdb.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cinttypes>
 #include <cstring>
-#include <numeric>
+#include <new>
 #include <stdexcept>
 
 #include "log.h"
@@ -24,43 +28,13 @@ namespace {
 
 std::runtime_error ucs_error(const char *what, ucs_status_t st)
 {
-    return std::runtime_error(std::string(what) + ": " + ucs_status_string(st));
-}
-
-// Owns a file descriptor (the epoll instance of run()).
-class UniqueFd {
-public:
-    explicit UniqueFd(int fd) : fd_(fd) {}
-    ~UniqueFd()
-    {
-        if (fd_ >= 0) {
-            close(fd_);
-        }
-    }
-    UniqueFd(const UniqueFd &) = delete;
-    UniqueFd &operator=(const UniqueFd &) = delete;
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
-
-std::string sockaddr_to_string(const struct sockaddr *sa, socklen_t len)
-{
-    char host[NI_MAXHOST];
-    char port[NI_MAXSERV];
-    if (getnameinfo(sa, len, host, sizeof(host), port, sizeof(port),
-                    NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
-        return "?";
-    }
-    return sa->sa_family == AF_INET6 ? "[" + std::string(host) + "]:" + port
-                                     : std::string(host) + ":" + port;
+    return std::runtime_error(ucx::status_message(what, st));
 }
 
 } // namespace
 
-Agent::Agent(const AgentConfig &cfg, std::unique_ptr<Scheduler> scheduler)
-    : cfg_(cfg), scheduler_(std::move(scheduler)), pool_(cfg.segs, cfg.seg_bytes)
+Agent::Agent(const AgentConfig &cfg, const core::Aggregator::SchedulerFactory &make_scheduler)
+    : cfg_(cfg), agg_(cfg.core, make_scheduler, *this)
 {
 }
 
@@ -78,7 +52,7 @@ Agent::~Agent()
     }
     outbox_.clear();
     for (auto &kv : peers_) {
-        close_ep(kv.second->ep);
+        ucx::close_ep_detached(kv.second->ep, true);
     }
     if (worker_) {
         for (int spins = 0; sends_in_flight_ > 0 && spins < 1000000; ++spins) {
@@ -95,56 +69,25 @@ Agent::~Agent()
 
 void Agent::start()
 {
-    ucp_config_t *config = nullptr;
-    ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
-    if (st != UCS_OK) {
-        throw ucs_error("ucp_config_read", st);
-    }
-    ucp_params_t params{};
-    params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
-    ucp_context_h ctx = nullptr;
-    st = ucp_init(&params, config, &ctx);
-    ucp_config_release(config);
+    ucs_status_t st = ucx::make_context(UCP_FEATURE_AM | UCP_FEATURE_WAKEUP, "ina-switchd", context_);
     if (st != UCS_OK) {
         throw ucs_error("ucp_init", st);
     }
-    context_.reset(ctx);
-
-    ucp_worker_params_t wparams{};
-    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
-    ucp_worker_h worker = nullptr;
-    st = ucp_worker_create(context_.get(), &wparams, &worker);
+    st = ucx::make_worker(context_.get(), UCS_THREAD_MODE_SINGLE, worker_);
     if (st != UCS_OK) {
         throw ucs_error("ucp_worker_create", st);
     }
-    worker_.reset(worker);
-
-    ucp_am_handler_param_t am{};
-    am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
-                    UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    am.id = INA_PROTO_AM_TO_AGENT;
-    am.flags = UCP_AM_FLAG_WHOLE_MSG;
-    am.cb = &Agent::on_am;
-    am.arg = this;
-    st = ucp_worker_set_am_recv_handler(worker_.get(), &am);
+    st = ucx::set_am_handler(worker_.get(), INA_PROTO_AM_TO_AGENT, &Agent::on_am, this);
     if (st != UCS_OK) {
         throw ucs_error("ucp_worker_set_am_recv_handler", st);
     }
 
-    struct addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    struct addrinfo *res = nullptr;
-    std::string port = std::to_string(cfg_.port);
-    int gai = getaddrinfo(cfg_.host.c_str(), port.c_str(), &hints, &res);
+    const std::string port = std::to_string(cfg_.port);
+    ucx::Addrinfo res;
+    int gai = ucx::resolve(cfg_.host, port, true, res);
     if (gai != 0) {
         throw std::runtime_error("cannot resolve " + cfg_.host + ": " + gai_strerror(gai));
     }
-    std::unique_ptr<struct addrinfo, void (*)(struct addrinfo *)> res_owner(res, freeaddrinfo);
-
     ucp_listener_params_t lparams{};
     lparams.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
     lparams.sockaddr.addr = res->ai_addr;
@@ -158,7 +101,7 @@ void Agent::start()
     }
     listener_.reset(listener);
     INA_INFO("listening on %s (segs=%u seg-size=%u max-window=%u)", bound_address().c_str(),
-             cfg_.segs, cfg_.seg_bytes, cfg_.max_window);
+             cfg_.core.segs, cfg_.core.seg_bytes, cfg_.core.max_window);
 }
 
 std::string Agent::bound_address() const
@@ -170,7 +113,7 @@ std::string Agent::bound_address() const
     }
     socklen_t len = attr.sockaddr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                                         : sizeof(struct sockaddr_in);
-    return sockaddr_to_string(reinterpret_cast<const struct sockaddr *>(&attr.sockaddr), len);
+    return ucx::sockaddr_to_string(reinterpret_cast<const struct sockaddr *>(&attr.sockaddr), len);
 }
 
 int Agent::run(int signal_fd)
@@ -180,7 +123,7 @@ int Agent::run(int signal_fd)
     if (st != UCS_OK) {
         throw ucs_error("ucp_worker_get_efd", st);
     }
-    UniqueFd ep(epoll_create1(EPOLL_CLOEXEC));
+    ucx::UniqueFd ep(epoll_create1(EPOLL_CLOEXEC));
     if (ep.get() < 0) {
         throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
     }
@@ -196,6 +139,7 @@ int Agent::run(int signal_fd)
         while (ucp_worker_progress(worker_.get()) != 0) {
             service();
         }
+        tick();
         if (service()) {
             continue; // sends/accepts posted: progress them before sleeping
         }
@@ -206,8 +150,16 @@ int Agent::run(int signal_fd)
         if (st != UCS_OK) {
             throw ucs_error("ucp_worker_arm", st);
         }
+        // Sleep for good unless calls wait for the scheduler: then wake up
+        // for its next tick.
+        int timeout = -1;
+        if (agg_.wants_tick()) {
+            auto left = std::chrono::ceil<std::chrono::milliseconds>(next_tick_ -
+                                                                     core::Clock::now());
+            timeout = static_cast<int>(std::max<std::chrono::milliseconds::rep>(left.count(), 0));
+        }
         struct epoll_event evs[2];
-        int n = epoll_wait(ep.get(), evs, 2, -1);
+        int n = epoll_wait(ep.get(), evs, 2, timeout);
         if (n < 0 && errno != EINTR) {
             throw std::runtime_error(std::string("epoll_wait: ") + std::strerror(errno));
         }
@@ -220,6 +172,28 @@ int Agent::run(int signal_fd)
                 }
             }
         }
+    }
+}
+
+void Agent::tick()
+{
+    if (!agg_.wants_tick()) {
+        next_tick_ = core::Clock::time_point{};
+        return;
+    }
+    const core::Clock::time_point now = core::Clock::now();
+    if (next_tick_ == core::Clock::time_point{}) {
+        next_tick_ = now + agg_.tick_interval(); // deferral just began
+        return;
+    }
+    if (now < next_tick_) {
+        return;
+    }
+    next_tick_ = now + agg_.tick_interval();
+    try {
+        agg_.tick(now);
+    } catch (const std::bad_alloc &) {
+        INA_ERROR("out of memory in the scheduler's tick; deferred calls wait for the next one");
     }
 }
 
@@ -269,12 +243,12 @@ ucs_status_t Agent::on_am(void *arg, const void *header, size_t header_length, v
         std::memcpy(&h, header, std::min(header_length, sizeof(h)));
     }
     // No exception may cross UCX's C frames. The only one expected is
-    // std::bad_alloc from growing a free list; the message is then dropped.
+    // std::bad_alloc from growing a list; the message is then dropped.
     try {
         self->receive(peer, h, header, header_length, data, length, param->recv_attr);
     } catch (const std::exception &e) {
-        ++self->counters_.rejected[INA_PROTO_ERR_NO_RESOURCES];
         INA_ERROR("dropped a %s: %s", ina_proto_type_name(h.type), e.what());
+        self->agg_.reject(nullptr, h, INA_PROTO_ERR_NO_RESOURCES, "dropped");
     }
     return UCS_OK;
 }
@@ -286,19 +260,19 @@ void Agent::receive(Peer *peer, const ina_proto_hdr_t &h, const void *header,
         // The protocol is eager only (UCP_AM_SEND_FLAG_EAGER); returning UCS_OK
         // without receiving drops the descriptor.
         ++counters_.rndv_rejected;
-        reject(peer, h, INA_PROTO_ERR_MALFORMED, "rendezvous message");
+        agg_.reject(peer, h, INA_PROTO_ERR_MALFORMED, "rendezvous message");
         return;
     }
     ina_proto_status_t st = ina_proto_check(header, header_length, length);
     if (st != INA_PROTO_OK) {
-        reject(peer, h, st, "invalid message");
+        agg_.reject(peer, h, st, "invalid message");
         return;
     }
     if (peer == nullptr) {
-        reject(nullptr, h, INA_PROTO_ERR_MALFORMED, "no reply endpoint");
+        agg_.reject(nullptr, h, INA_PROTO_ERR_MALFORMED, "no reply endpoint");
         return;
     }
-    dispatch(*peer, h, data, length);
+    dispatch(*peer, h, data);
 }
 
 void Agent::on_send_done(void *request, ucs_status_t status, void *user_data)
@@ -307,6 +281,41 @@ void Agent::on_send_done(void *request, ucs_status_t status, void *user_data)
     --ctx->agent->sends_in_flight_;
     ctx->agent->finish_send(ctx, status);
     ucp_request_free(request);
+}
+
+// ---------------------------------------------------------------- dispatch
+
+void Agent::dispatch(Peer &peer, const ina_proto_hdr_t &h, const void *data)
+{
+    switch (h.type) {
+    case INA_PROTO_HELLO:
+        on_hello(peer);
+        break;
+    case INA_PROTO_JOB_CREATE:
+        agg_.job_create(peer, h, data);
+        break;
+    case INA_PROTO_JOB_JOIN:
+        agg_.job_join(peer, h);
+        break;
+    case INA_PROTO_JOB_LEAVE:
+        agg_.job_leave(peer, h);
+        break;
+    case INA_PROTO_BLOCK:
+        agg_.block(peer, h, data);
+        break;
+    default: // agent-to-client types have no business here
+        agg_.reject(&peer, h, INA_PROTO_ERR_MALFORMED, "not a client-to-agent message");
+        break;
+    }
+}
+
+void Agent::on_hello(Peer &peer)
+{
+    ina_proto_hdr_t ack;
+    ina_proto_init(&ack, INA_PROTO_HELLO_ACK);
+    ack.count = agg_.max_window();
+    ack.arg = agg_.seg_bytes();
+    queue(peer, ack);
 }
 
 // ---------------------------------------------------------------- deferred work
@@ -342,9 +351,9 @@ bool Agent::service()
             prm.cb.send = &Agent::on_send_done;
             prm.user_data = ctx;
             prm.flags = UCP_AM_SEND_FLAG_EAGER;
-            const void *payload = ctx->buf != kNoIndex ? pool_.buffers().data(ctx->buf) : nullptr;
-            ucs_status_ptr_t r = ucp_am_send_nbx(ctx->peer->ep, INA_PROTO_AM_TO_CLIENT, &ctx->hdr,
-                                                 sizeof(ctx->hdr), payload, ctx->len, &prm);
+            ucs_status_ptr_t r =
+                ucp_am_send_nbx(ctx->peer->ep, INA_PROTO_AM_TO_CLIENT, &ctx->hdr, sizeof(ctx->hdr),
+                                ctx->payload.data(), ctx->len, &prm);
             if (r == nullptr) {
                 finish_send(ctx, UCS_OK); // sent at once
             } else if (UCS_PTR_IS_ERR(r)) {
@@ -358,7 +367,7 @@ bool Agent::service()
     }
     for (Peer *peer : dying) {
         ucp_ep_h ep = peer->ep;
-        close_ep(ep);
+        ucx::close_ep_detached(ep, true);
         peers_.erase(ep);
         did = true;
     }
@@ -388,48 +397,28 @@ void Agent::accept(ucp_conn_request_h req)
     peers_.emplace(ep, std::move(peer));
 }
 
-void Agent::close_ep(ucp_ep_h ep)
-{
-    ucp_request_param_t prm{};
-    prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &prm);
-    if (UCS_PTR_IS_PTR(r)) {
-        ucp_request_free(r); // released by UCX once the close completes
-    }
-}
-
 void Agent::drop_peer(Peer &peer)
 {
     ++counters_.peers_lost;
-    auto memberships = peer.memberships; // leave_job edits the list
-    for (const auto &m : memberships) {
-        leave_job(m.first, m.second, peer);
-    }
-    // Jobs it created that nobody ever joined can never be used.
-    std::vector<uint32_t> orphans;
-    for (const auto &kv : jobs_) {
-        if (kv.second->orphaned_by(&peer)) {
-            orphans.push_back(kv.first);
-        }
-    }
-    for (uint32_t jid : orphans) {
-        free_job(jid);
-    }
+    agg_.member_lost(peer);
 }
 
-void Agent::queue(Peer &peer, const ina_proto_hdr_t &h, uint32_t buf, size_t len)
+// ---------------------------------------------------------------- the core's Sink
+
+void Agent::queue(core::Member &to, const ina_proto_hdr_t &h, core::BufRef payload, size_t len)
 {
     if (send_free_.empty()) {
         send_store_.push_back(std::make_unique<SendCtx>());
         send_free_.push_back(send_store_.back().get());
     }
+    outbox_.reserve(outbox_.size() + 1); // no throw once the context is taken
     SendCtx *ctx = send_free_.back();
     send_free_.pop_back();
     ctx->agent = this;
-    ctx->peer = &peer;
+    // Every member the core knows is one of our peers.
+    ctx->peer = static_cast<Peer *>(&to);
     ctx->hdr = h;
-    ctx->buf = buf;
+    ctx->payload = std::move(payload);
     ctx->len = len;
     outbox_.push_back(ctx);
 }
@@ -452,303 +441,52 @@ void Agent::finish_send(SendCtx *ctx, ucs_status_t status)
         INA_DEBUG("send of %s failed: %s", ina_proto_type_name(ctx->hdr.type),
                   ucs_status_string(status));
     }
-    if (ctx->buf != kNoIndex) {
-        pool_.buffers().unref(ctx->buf);
-    }
+    ctx->payload.reset();
     ctx->peer = nullptr;
-    ctx->buf = kNoIndex;
     send_free_.push_back(ctx);
 }
 
-void Agent::reply(Peer &peer, ina_proto_type_t type, const ina_proto_hdr_t &req,
-                  ina_proto_status_t status)
+void Agent::job_created(core::Member &to, const ina_proto_hdr_t &req, uint32_t jid,
+                        uint32_t window)
+{
+    ina_proto_hdr_t r;
+    ina_proto_init(&r, INA_PROTO_JOB_CREATED);
+    r.jid = jid;
+    r.window = static_cast<uint16_t>(window);
+    r.count = req.count;
+    r.arg = req.arg;
+    queue(to, r);
+}
+
+void Agent::job_joined(core::Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status)
 {
     ina_proto_hdr_t h;
-    ina_proto_init(&h, type);
+    ina_proto_init(&h, INA_PROTO_JOB_JOINED);
     h.status = static_cast<uint8_t>(status);
     h.jid = req.jid;
     h.rank = req.rank;
     h.mid = req.mid;
     h.sid = req.sid;
     h.arg = req.arg;
-    queue(peer, h, kNoIndex, 0);
+    queue(to, h);
 }
 
-void Agent::reject(Peer *peer, const ina_proto_hdr_t &req, ina_proto_status_t status,
-                   const char *why)
+void Agent::decision(core::Member &to, uint32_t rank, const core::Decision &d)
 {
-    ++counters_.rejected[status];
-    // The first rejection of each kind is worth a warning; repeats are noise.
-    LogLevel lvl = seen_reject_[status] ? LogLevel::kDebug : LogLevel::kWarn;
-    seen_reject_[status] = true;
-    INA_LOG(lvl,
-            "rejected %s from peer %" PRIu64 " (jid %u rank %u mid %" PRIu64 " sid %u): %s, %s",
-            ina_proto_type_name(req.type), peer ? peer->id : 0, req.jid, req.rank, req.mid, req.sid,
-            ina_proto_status_name(status), why);
-    if (peer == nullptr) {
-        return;
-    }
     ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_ERROR);
-    h.status = static_cast<uint8_t>(status);
-    h.op = req.type;
-    h.jid = req.jid;
-    h.rank = req.rank;
-    h.mid = req.mid;
-    h.sid = req.sid;
-    queue(*peer, h, kNoIndex, 0);
+    ina_proto_init(&h, d.grant ? INA_PROTO_GRANT : INA_PROTO_DENY);
+    h.status = static_cast<uint8_t>(d.status);
+    h.jid = d.jid;
+    h.mid = d.mid;
+    h.window = static_cast<uint16_t>(d.window);
+    h.rank = rank;
+    queue(to, h);
 }
 
-// ---------------------------------------------------------------- dispatch
+namespace {
 
-void Agent::dispatch(Peer &peer, const ina_proto_hdr_t &h, const void *data, size_t len)
-{
-    switch (h.type) {
-    case INA_PROTO_HELLO:
-        on_hello(peer, h);
-        break;
-    case INA_PROTO_JOB_CREATE:
-        on_job_create(peer, h, data);
-        break;
-    case INA_PROTO_JOB_JOIN:
-        on_job_join(peer, h);
-        break;
-    case INA_PROTO_JOB_LEAVE:
-        on_job_leave(peer, h);
-        break;
-    case INA_PROTO_BLOCK:
-        on_block(peer, h, data);
-        break;
-    default: // agent-to-client types have no business here
-        reject(&peer, h, INA_PROTO_ERR_MALFORMED, "not a client-to-agent message");
-        break;
-    }
-}
-
-void Agent::on_hello(Peer &peer, const ina_proto_hdr_t &h)
-{
-    ina_proto_hdr_t ack;
-    ina_proto_init(&ack, INA_PROTO_HELLO_ACK);
-    ack.count = std::min(cfg_.max_window, pool_.size());
-    ack.arg = cfg_.seg_bytes;
-    queue(peer, ack, kNoIndex, 0);
-}
-
-void Agent::on_job_create(Peer &peer, const ina_proto_hdr_t &h, const void *data)
-{
-    // The payload may be unaligned: copy the node ids out.
-    std::vector<uint32_t> nodes(h.count);
-    std::memcpy(nodes.data(), data, nodes.size() * sizeof(uint32_t));
-    // A window larger than the pool could never be granted.
-    uint32_t window = std::min<uint32_t>({h.window, cfg_.max_window, pool_.size()});
-    uint32_t jid = next_jid_++;
-    if (next_jid_ == 0) {
-        next_jid_ = 1; // JID 0 means "none"
-    }
-    jobs_.emplace(jid, std::make_unique<Job>(jid, window, nodes.data(), h.count, &peer));
-    ++counters_.jobs_created;
-    INA_DEBUG("job %u created: %u members, window %u", jid, h.count, window);
-
-    ina_proto_hdr_t r;
-    ina_proto_init(&r, INA_PROTO_JOB_CREATED);
-    r.jid = jid;
-    r.window = static_cast<uint16_t>(window);
-    r.count = h.count;
-    r.arg = h.arg;
-    queue(peer, r, kNoIndex, 0);
-}
-
-void Agent::on_job_join(Peer &peer, const ina_proto_hdr_t &h)
-{
-    auto it = jobs_.find(h.jid);
-    ina_proto_status_t st = INA_PROTO_ERR_NO_JOB;
-    if (it != jobs_.end()) {
-        bool again = it->second->is_member(h.rank, &peer);
-        st = it->second->join(h.rank, &peer);
-        if (st == INA_PROTO_OK && !again) {
-            peer.memberships.emplace_back(h.jid, h.rank);
-        }
-    }
-    if (st != INA_PROTO_OK) {
-        ++counters_.rejected[st];
-    }
-    reply(peer, INA_PROTO_JOB_JOINED, h, st);
-}
-
-void Agent::on_job_leave(Peer &peer, const ina_proto_hdr_t &h)
-{
-    auto it = jobs_.find(h.jid);
-    if (it == jobs_.end()) {
-        reject(&peer, h, INA_PROTO_ERR_NO_JOB, "leave of an unknown job");
-    } else if (!it->second->is_member(h.rank, &peer)) {
-        reject(&peer, h, INA_PROTO_ERR_NOT_MEMBER, "leave by a non-member");
-    } else {
-        leave_job(h.jid, h.rank, peer);
-    }
-}
-
-void Agent::leave_job(uint32_t jid, uint32_t rank, Peer &peer)
-{
-    auto &ms = peer.memberships;
-    ms.erase(std::remove(ms.begin(), ms.end(), std::make_pair(jid, rank)), ms.end());
-    auto it = jobs_.find(jid);
-    if (it == jobs_.end() || !it->second->leave(rank, &peer)) {
-        return;
-    }
-    Job &job = *it->second;
-    if (job.dead()) {
-        free_job(jid);
-        return;
-    }
-    // Calls the leaver had not finished can never complete: end them now on
-    // the survivors with an ERROR for the call (what a rejected block gives)
-    // instead of letting them wait for their progress timeout.
-    for (uint64_t mid : job.abort_open_calls(pool_)) {
-        ++counters_.calls_aborted;
-        INA_INFO("job %u mid %" PRIu64 ": rank %u left in the middle of the call, aborted", jid,
-                 mid, rank);
-        ina_proto_hdr_t e;
-        ina_proto_init(&e, INA_PROTO_ERROR);
-        e.status = INA_PROTO_ERR_NOT_MEMBER;
-        e.op = INA_PROTO_BLOCK;
-        e.jid = jid;
-        e.mid = mid;
-        for (uint32_t r = 0; r < job.nmembers(); ++r) {
-            if (Peer *p = job.member(r)) {
-                e.rank = r;
-                queue(*p, e, kNoIndex, 0);
-            }
-        }
-    }
-    // The leaver no longer holds back the forgetting of old calls.
-    job.retire();
-}
-
-void Agent::free_job(uint32_t jid)
-{
-    auto it = jobs_.find(jid);
-    if (it == jobs_.end()) {
-        return;
-    }
-    it->second->release_all(pool_);
-    jobs_.erase(it);
-    ++counters_.jobs_freed;
-    INA_DEBUG("job %u freed", jid);
-}
-
-// ---------------------------------------------------------------- block path
-
-void Agent::on_block(Peer &peer, const ina_proto_hdr_t &h, const void *data)
-{
-    ++counters_.blocks_in;
-    auto it = jobs_.find(h.jid);
-    if (it == jobs_.end()) {
-        reject(&peer, h, INA_PROTO_ERR_NO_JOB, "block for an unknown job");
-        return;
-    }
-    Job &job = *it->second;
-    if (!job.is_member(h.rank, &peer)) {
-        // A foreign (or forged) block must not touch the victim job.
-        ++counters_.foreign;
-        reject(&peer, h, INA_PROTO_ERR_NOT_MEMBER, "sender is not this member");
-        return;
-    }
-    if (h.window != job.window()) {
-        reject(&peer, h, INA_PROTO_ERR_MISMATCH, "window differs from the job's");
-        return;
-    }
-    if (static_cast<size_t>(h.seg_count) * ina_proto_dtype_size(h.dtype) > pool_.seg_bytes()) {
-        reject(&peer, h, INA_PROTO_ERR_MALFORMED, "block larger than a Seg");
-        return;
-    }
-    job.note_mid(h.rank, h.mid);
-
-    Call *call = job.find_call(h.mid);
-    if (call == nullptr) {
-        // First block of this MID from any rank: decide once for every member.
-        job.retire();
-        if (job.is_retired(h.mid)) {
-            ++counters_.denied_blocks; // late block of a call already forgotten
-            return;
-        }
-        Decision d = scheduler_->decide(
-            {h.jid, h.mid, job.window(), h.arg, h.coll, h.op, h.dtype}, pool_);
-        Call &c = job.add_call(h.mid);
-        c.coll = h.coll;
-        c.total = h.arg;
-        if (d.grant && pool_.acquire(job.window(), c.lease)) {
-            c.granted = true;
-            c.next_sid.resize(job.window());
-            std::iota(c.next_sid.begin(), c.next_sid.end(), 0u);
-            ++counters_.calls_granted;
-            announce(job, h.mid, INA_PROTO_GRANT, INA_PROTO_OK);
-        } else {
-            c.finished = true;
-            c.deny_status = d.grant ? INA_PROTO_ERR_NO_RESOURCES : d.status;
-            ++counters_.calls_denied;
-            INA_DEBUG("job %u mid %" PRIu64 " (%s) denied: %s", h.jid, h.mid,
-                      ina_proto_coll_name(h.coll), ina_proto_status_name(c.deny_status));
-            announce(job, h.mid, INA_PROTO_DENY, c.deny_status);
-        }
-        call = &c;
-    }
-    if (!call->granted) {
-        ++counters_.denied_blocks; // every member was told; drop silently
-        return;
-    }
-    if (call->finished || h.sid < call->next_sid[h.seg]) {
-        ++counters_.duplicate; // a block whose RESULT already went out
-        return;
-    }
-    if (h.arg != call->total) {
-        reject(&peer, h, INA_PROTO_ERR_MISMATCH, "call size differs between members");
-        return;
-    }
-    uint32_t seg = call->lease[h.seg];
-    const bool want = (h.flags & INA_PROTO_F_WANT_RESULT) != 0;
-    Block b{h.rank, h.sid, h.coll, h.op, h.dtype, want, h.offset, h.count, h.seg_count, h.arg, data};
-    switch (pool_.contribute(seg, job.topology(), b)) {
-    case SegOutcome::kStored:
-        return;
-    case SegOutcome::kDuplicate:
-        ++counters_.duplicate;
-        INA_DEBUG("duplicate block jid %u rank %u sid %u", h.jid, h.rank, h.sid);
-        return;
-    case SegOutcome::kMismatch:
-        reject(&peer, h, INA_PROTO_ERR_MISMATCH,
-               "coll/op/dtype/seg_count/size differ from the Seg's");
-        return;
-    case SegOutcome::kNotWhole:
-        reject(&peer, h, INA_PROTO_ERR_MISMATCH, "data does not cover the whole block");
-        return;
-    case SegOutcome::kOverlap:
-        reject(&peer, h, INA_PROTO_ERR_MISMATCH,
-               "piece overlaps data already placed (second root or overlapping chunk)");
-        return;
-    case SegOutcome::kUncovered:
-        reject(&peer, h, INA_PROTO_ERR_MISMATCH, "last piece leaves part of the block empty");
-        return;
-    case SegOutcome::kBusy:
-        reject(&peer, h, INA_PROTO_ERR_SEG_BUSY, "Seg holds another SID");
-        return;
-    case SegOutcome::kTooBig:
-        reject(&peer, h, INA_PROTO_ERR_MALFORMED, "block larger than a Seg");
-        return;
-    case SegOutcome::kComplete:
-        break;
-    }
-    // Complete: the Seg is free again at once; the result buffer travels.
-    call->next_sid[h.seg] = h.sid + job.window();
-    send_result(job, h, seg);
-    // BARRIER's single block is empty (total 0): done >= total at once.
-    call->done += h.seg_count;
-    if (call->done >= call->total) {
-        pool_.release(call->lease); // the call ended: its lease goes back
-        call->finished = true;
-    }
-}
-
-void Agent::send_result(Job &job, const ina_proto_hdr_t &blk, uint32_t seg)
+// The RESULT of block `blk` to `rank` (count and flags set by the caller).
+ina_proto_hdr_t result_hdr(const ina_proto_hdr_t &blk, uint32_t rank)
 {
     ina_proto_hdr_t r;
     ina_proto_init(&r, INA_PROTO_RESULT);
@@ -762,72 +500,66 @@ void Agent::send_result(Job &job, const ina_proto_hdr_t &blk, uint32_t seg)
     r.seg = blk.seg;
     r.seg_count = blk.seg_count;
     r.arg = blk.arg;
-    ina_proto_hdr_t ack = r;
-    ack.flags = INA_PROTO_F_ACK_ONLY; // count 0: the ACK of the member's block, no payload
-    r.count = blk.seg_count;
-
-    const size_t len = static_cast<size_t>(blk.seg_count) * ina_proto_dtype_size(blk.dtype);
-    // The Seg is free for the next SID from here on; the buffer travels with
-    // one reference per payload send (none at all when nobody wants it, and
-    // an empty BARRIER block has no buffer).
-    const uint32_t buf = pool_.take_result(seg);
-    const uint32_t nwant = pool_.wanted(seg);
-    if (buf != kNoIndex) {
-        pool_.buffers().hold(buf, nwant);
-    }
-    // Every member contributed, so every member is joined: each gets exactly
-    // one of the two.
-    for (uint32_t rank = 0; rank < job.nmembers(); ++rank) {
-        Peer *p = job.member(rank);
-        if (p == nullptr) {
-            continue;
-        }
-        if (pool_.wants(seg, rank)) {
-            r.rank = rank;
-            queue(*p, r, buf, len);
-        } else {
-            ack.rank = rank;
-            queue(*p, ack, kNoIndex, 0);
-        }
-    }
+    r.rank = rank;
+    return r;
 }
 
-void Agent::announce(Job &job, uint64_t mid, ina_proto_type_t type, ina_proto_status_t status)
+} // namespace
+
+void Agent::result(core::Member &to, uint32_t rank, const ina_proto_hdr_t &blk,
+                   core::BufRef payload, size_t len)
 {
-    ina_proto_hdr_t d;
-    ina_proto_init(&d, type);
-    d.status = static_cast<uint8_t>(status);
-    d.jid = job.jid();
-    d.mid = mid;
-    d.window = static_cast<uint16_t>(job.window());
-    for (uint32_t rank = 0; rank < job.nmembers(); ++rank) {
-        if (Peer *p = job.member(rank)) {
-            d.rank = rank;
-            queue(*p, d, kNoIndex, 0);
-        }
-    }
+    ina_proto_hdr_t r = result_hdr(blk, rank);
+    r.count = blk.seg_count;
+    queue(to, r, std::move(payload), len);
 }
+
+void Agent::ack(core::Member &to, uint32_t rank, const ina_proto_hdr_t &blk)
+{
+    ina_proto_hdr_t r = result_hdr(blk, rank);
+    r.flags = INA_PROTO_F_ACK_ONLY; // count 0: the ACK of the member's block, no payload
+    queue(to, r);
+}
+
+void Agent::error(core::Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status,
+                  const char *why)
+{
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_ERROR);
+    h.status = static_cast<uint8_t>(status);
+    h.op = req.type;
+    h.jid = req.jid;
+    h.rank = req.rank;
+    h.mid = req.mid;
+    h.sid = req.sid;
+    queue(to, h);
+}
+
+// ---------------------------------------------------------------- counters
 
 void Agent::log_counters() const
 {
-    const Counters &c = counters_;
+    const core::Counters &c = agg_.counters();
+    const TransportCounters &t = counters_;
     INA_INFO("counters: msgs_in=%" PRIu64 " blocks_in=%" PRIu64 " results_out=%" PRIu64
              " acks_out=%" PRIu64 " result_bytes_out=%" PRIu64 " grants_out=%" PRIu64
              " calls_granted=%" PRIu64 " calls_denied=%" PRIu64 " calls_aborted=%" PRIu64
              " denied_blocks=%" PRIu64 " duplicate=%" PRIu64 " foreign=%" PRIu64
              " send_errors=%" PRIu64 " peers_accepted=%" PRIu64 " peers_lost=%" PRIu64,
-             c.msgs_in, c.blocks_in, c.results_out, c.acks_out, c.result_bytes_out,
-             c.grants_out, c.calls_granted, c.calls_denied, c.calls_aborted, c.denied_blocks,
-             c.duplicate, c.foreign, c.send_errors, c.peers_accepted, c.peers_lost);
+             t.msgs_in, c.blocks_in, t.results_out, t.acks_out, t.result_bytes_out,
+             t.grants_out, c.calls_granted, c.calls_denied, c.calls_aborted, c.denied_blocks,
+             c.duplicate, c.foreign, t.send_errors, t.peers_accepted, t.peers_lost);
     std::string rej;
     for (unsigned s = 1; s <= INA_PROTO_STATUS_MAX; ++s) {
         rej += std::string(" ") + ina_proto_status_name(s) + "=" + std::to_string(c.rejected[s]);
     }
-    INA_INFO("rejected:%s rndv=%" PRIu64, rej.c_str(), c.rndv_rejected);
+    INA_INFO("rejected:%s rndv=%" PRIu64, rej.c_str(), t.rndv_rejected);
     INA_INFO("jobs: jobs_created=%" PRIu64 " jobs_freed=%" PRIu64 " jobs_live=%zu segs_free=%u/%u"
              " buffers=%zu",
-             c.jobs_created, c.jobs_freed, jobs_.size(), pool_.free_segs(), pool_.size(),
-             pool_.buffers().allocated());
+             c.jobs_created, c.jobs_freed, agg_.live_jobs(), agg_.pool().free_segs(),
+             agg_.pool().size(), agg_.pool().buffers().allocated());
+    INA_INFO("sched: calls_deferred=%" PRIu64 " kept_blocks=%" PRIu64 " deferred_live=%zu",
+             c.calls_deferred, c.kept_blocks, agg_.deferred_calls());
 }
 
 } // namespace ina

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // ina-switchd: command line, signals, and the event loop's lifetime.
 #include <getopt.h>
 #include <signal.h>
@@ -13,7 +15,9 @@
 #include <string>
 
 #include "agent.h"
+#include "ina_ucx.h"
 #include "log.h"
+#include "sched/free_seg.h"
 
 namespace {
 
@@ -59,19 +63,14 @@ bool parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long
 
 void parse_listen(const char *arg, ina::AgentConfig *cfg)
 {
-    std::string s(arg);
-    size_t colon = s.rfind(':');
-    unsigned long port = 0;
-    if (colon == std::string::npos || colon == 0 ||
-        !parse_uint(s.c_str() + colon + 1, 0, 65535, &port)) {
+    std::string host;
+    std::string port;
+    unsigned long v = 0;
+    if (!ina::ucx::split_host_port(arg, host, port) || !parse_uint(port.c_str(), 0, 65535, &v)) {
         bad_arg("--listen wants HOST:PORT, got '%s'", arg);
     }
-    std::string host = s.substr(0, colon);
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-        host = host.substr(1, host.size() - 2); // [v6]:port
-    }
     cfg->host = host;
-    cfg->port = static_cast<uint16_t>(port);
+    cfg->port = static_cast<uint16_t>(v);
 }
 
 bool write_all(int fd, const std::string &s)
@@ -94,6 +93,7 @@ bool write_all(int fd, const std::string &s)
 
 int main(int argc, char **argv)
 {
+    ina::core::log_set_tag("ina-switchd");
     ina::AgentConfig cfg;
     int ready_fd = -1;
     enum { kListen = 1, kSegs, kSegSize, kMaxWindow, kLogLevel, kReadyFd, kHelp };
@@ -118,26 +118,26 @@ int main(int argc, char **argv)
             if (!parse_uint(optarg, 1, 1u << 24, &v)) {
                 bad_arg("--segs wants a count >= 1, got '%s'", optarg);
             }
-            cfg.segs = static_cast<uint32_t>(v);
+            cfg.core.segs = static_cast<uint32_t>(v);
             break;
         case kSegSize:
             if (!parse_uint(optarg, 16, INA_PROTO_MAX_SEG_BYTES, &v)) {
                 bad_arg("--seg-size wants 16..1048576 bytes, got '%s'", optarg);
             }
-            cfg.seg_bytes = static_cast<uint32_t>(v);
+            cfg.core.seg_bytes = static_cast<uint32_t>(v);
             break;
         case kMaxWindow:
             if (!parse_uint(optarg, 1, INA_PROTO_MAX_WINDOW, &v)) {
                 bad_arg("--max-window wants 1..1024, got '%s'", optarg);
             }
-            cfg.max_window = static_cast<uint32_t>(v);
+            cfg.core.max_window = static_cast<uint32_t>(v);
             break;
         case kLogLevel: {
-            ina::LogLevel lvl;
-            if (!ina::log_parse_level(optarg, &lvl)) {
+            ina::core::LogLevel lvl;
+            if (!ina::core::log_parse_level(optarg, &lvl)) {
                 bad_arg("--log-level wants error|warn|info|debug, got '%s'", optarg);
             }
-            ina::log_set_level(lvl);
+            ina::core::log_set_level(lvl);
             break;
         }
         case kReadyFd:
@@ -175,7 +175,9 @@ int main(int argc, char **argv)
 
     int rc = 0;
     try {
-        ina::Agent agent(cfg, std::make_unique<ina::FreeSegScheduler>());
+        ina::Agent agent(cfg, [](ina::core::SegPool &pool) {
+            return std::make_unique<ina::sched::FreeSegScheduler>(pool);
+        });
         agent.start();
         if (ready_fd >= 0) {
             bool ok = write_all(ready_fd, agent.bound_address() + "\n");

@@ -1,7 +1,8 @@
-// Unit tests of the agent's core without UCX traffic: Seg pool leases, Rank/Node
-// bitmaps, rank-ordered float reduction, the placing collectives (BCAST,
-// ALLGATHER, BARRIER) and their consistency rules, who wants the result,
-// scheduler and per-MID call bookkeeping.
+// Unit tests of the aggregation core's parts (core/): Seg pool leases,
+// Rank/Node bitmaps, rank-ordered float reduction, the placing collectives
+// (BCAST, ALLGATHER, BARRIER) and their consistency rules, who wants the
+// result, and per-MID call bookkeeping. (The scheduler's tests are in
+// test_agent_sched.cpp, the Aggregator's in test_core_aggregator.cpp.)
 #include <check.h>
 
 #include <algorithm>
@@ -10,13 +11,11 @@
 #include <random>
 #include <vector>
 
-#include "agent.h"
 #include "ina_reduce.h"
 #include "job.h"
-#include "scheduler.h"
 #include "seg_pool.h"
 
-using namespace ina;
+using namespace ina::core;
 
 namespace {
 
@@ -221,32 +220,11 @@ START_TEST(test_ordered_double_sum_all_permutations)
 }
 END_TEST
 
-START_TEST(test_scheduler_grant_deny)
-{
-    SegPool pool(8, 64);
-    FreeSegScheduler sched;
-    CallRequest req{1, 0, 4, 100, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32};
-    ck_assert(sched.decide(req, pool).grant);
-    std::vector<uint32_t> a, b;
-    ck_assert(pool.acquire(4, a));
-    ck_assert(sched.decide(req, pool).grant); // 4 still free
-    ck_assert(pool.acquire(4, b));
-    Decision d = sched.decide(req, pool);
-    ck_assert(!d.grant);
-    ck_assert_int_eq(d.status, INA_PROTO_ERR_NO_RESOURCES);
-    req.window = 2;
-    pool.release(a);
-    ck_assert(sched.decide(req, pool).grant);
-    req.window = 5;
-    ck_assert(!sched.decide(req, pool).grant);
-}
-END_TEST
-
 START_TEST(test_job_membership_and_retire)
 {
     SegPool pool(8, 64);
     const uint32_t nodes[3] = {1, 2, 3};
-    Peer p0, p1, p2, stranger;
+    Member p0, p1, p2, stranger;
     Job job(42, 4, nodes, 3, &p0);
     ck_assert(!job.dead());
     ck_assert(job.orphaned_by(&p0));
@@ -305,31 +283,39 @@ START_TEST(test_job_membership_and_retire)
 }
 END_TEST
 
-// Abort of open calls when a member leaves: only granted unfinished calls,
-// their leases back in the pool.
+// Abort of open calls when a member leaves: only granted unfinished calls
+// and deferred ones.
 START_TEST(test_job_abort_open_calls)
 {
     SegPool pool(8, 64);
     const uint32_t nodes[2] = {1, 2};
-    Peer p0, p1;
+    Member p0, p1;
     Job job(7, 2, nodes, 2, &p0);
     ck_assert_int_eq(job.join(0, &p0), INA_PROTO_OK);
     ck_assert_int_eq(job.join(1, &p1), INA_PROTO_OK);
-    for (uint64_t mid = 0; mid < 4; ++mid) {
+    for (uint64_t mid = 0; mid < 5; ++mid) {
         Call &c = job.add_call(mid);
-        c.granted = mid != 2; // MID 2 denied
+        c.granted = mid < 2 || mid == 3; // MID 2 denied, MID 4 deferred
+        c.deferred = mid == 4;
         c.finished = mid == 2 || mid == 3;
         if (mid < 2) {
             ck_assert(pool.acquire(2, c.lease));
         }
     }
     ck_assert_uint_eq(pool.free_segs(), 4);
-    std::vector<uint64_t> mids = job.abort_open_calls(pool);
-    ck_assert_uint_eq(mids.size(), 2);
+    // Granted unfinished and deferred calls end; the records keep the leases
+    // for the caller to give back.
+    std::vector<uint64_t> mids = job.abort_open_calls();
+    ck_assert_uint_eq(mids.size(), 3);
     ck_assert_uint_eq(mids[0], 0);
     ck_assert_uint_eq(mids[1], 1);
+    ck_assert_uint_eq(mids[2], 4);
+    for (uint64_t mid : mids) {
+        ck_assert(job.find_call(mid)->finished);
+        pool.release(job.find_call(mid)->lease);
+    }
     ck_assert_uint_eq(pool.free_segs(), 8);
-    ck_assert(job.abort_open_calls(pool).empty());
+    ck_assert(job.abort_open_calls().empty());
 }
 END_TEST
 
@@ -554,7 +540,6 @@ int main()
     tcase_add_test(tc, test_bitmaps_several_ranks_per_node);
     tcase_add_test(tc, test_ordered_float_sum_all_permutations);
     tcase_add_test(tc, test_ordered_double_sum_all_permutations);
-    tcase_add_test(tc, test_scheduler_grant_deny);
     tcase_add_test(tc, test_job_membership_and_retire);
     tcase_add_test(tc, test_job_abort_open_calls);
     tcase_add_test(tc, test_want_result_bits);

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Seg pool: leases, Rank/Node bitmaps and the reduction of blocks into Segs.
 #include "seg_pool.h"
 
@@ -8,17 +10,31 @@
 
 #include "ina_reduce.h"
 
-namespace ina {
+namespace ina::core {
 
 namespace {
 constexpr size_t kAlign = 64; // cache line: the kernels stream through these
+
+// reserve() with geometric growth (a plain reserve(n + 1) would copy every time).
+template <typename V> void make_room(V &v, size_t n)
+{
+    if (v.capacity() < n) {
+        v.reserve(std::max(n, 2 * v.capacity()));
+    }
 }
+} // namespace
 
 BufferPool::BufferPool(size_t buf_bytes) : bytes_(buf_bytes) {}
 
 uint32_t BufferPool::get()
 {
     if (free_.empty()) {
+        // Room first, so that nothing can throw once the memory is ours; and
+        // room on the free list for every buffer, so unref() never allocates.
+        const size_t n = bufs_.size() + 1;
+        make_room(bufs_, n);
+        make_room(refs_, n);
+        make_room(free_, n);
         size_t sz = (bytes_ + kAlign - 1) / kAlign * kAlign;
         auto *p = static_cast<std::byte *>(std::aligned_alloc(kAlign, sz));
         if (p == nullptr) {
@@ -26,7 +42,7 @@ uint32_t BufferPool::get()
         }
         bufs_.emplace_back(p);
         refs_.push_back(0);
-        free_.push_back(static_cast<uint32_t>(bufs_.size() - 1));
+        free_.push_back(static_cast<uint32_t>(n - 1));
     }
     uint32_t idx = free_.back();
     free_.pop_back();
@@ -42,7 +58,7 @@ void BufferPool::hold(uint32_t idx, uint32_t refs)
     }
 }
 
-void BufferPool::unref(uint32_t idx)
+void BufferPool::unref(uint32_t idx) noexcept
 {
     if (--refs_[idx] == 0) {
         free_.push_back(idx);
@@ -326,4 +342,4 @@ uint32_t SegPool::take_result(uint32_t seg)
     return buf;
 }
 
-} // namespace ina
+} // namespace ina::core

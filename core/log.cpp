@@ -1,18 +1,23 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// Leveled logging to stderr (see log.h).
 #include "log.h"
 
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 
-namespace ina {
+namespace ina::core {
 
 namespace {
-// Single-threaded daemon: a plain global is enough.
+// Single-threaded users: plain globals are enough.
 LogLevel g_level = LogLevel::kWarn;
+const char *g_tag = "ina";
 const char *const kTags[] = {"error", "warn", "info", "debug"};
 } // namespace
 
 void log_set_level(LogLevel level) { g_level = level; }
+void log_set_tag(const char *tag) { g_tag = tag != nullptr ? tag : "ina"; }
 LogLevel log_level() { return g_level; }
 bool log_enabled(LogLevel level) { return level <= g_level; }
 
@@ -31,8 +36,11 @@ void log_msg(LogLevel level, const char *fmt, ...)
 {
     // Format into one buffer so the line reaches stderr in one write.
     char line[1024];
-    int n = std::snprintf(line, sizeof(line), "ina-switchd[%s]: ",
+    int n = std::snprintf(line, sizeof(line), "%s[%s]: ", g_tag,
                           kTags[static_cast<int>(level)]);
+    if (n < 0 || static_cast<size_t>(n) >= sizeof(line) / 2) {
+        n = 0; // a tag that long is a bug; keep the message
+    }
     va_list ap;
     va_start(ap, fmt);
     std::vsnprintf(line + n, sizeof(line) - static_cast<size_t>(n) - 1, fmt, ap);
@@ -40,4 +48,4 @@ void log_msg(LogLevel level, const char *fmt, ...)
     std::fprintf(stderr, "%s\n", line);
 }
 
-} // namespace ina
+} // namespace ina::core

@@ -1,12 +1,14 @@
-// Seg buffer units (SEEDS S1): the agent's aggregation memory, cut into Segs
-// that jobs lease `window` at a time (SEEDS S0: a window never exceeds its
-// lease). A Seg aggregates one block: the first contribution initialises it,
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// Seg buffer units: the aggregation memory, cut into Segs that calls lease
+// `window` at a time (a member's window of blocks in flight never exceeds its
+// lease, so block sid always finds Seg sid % window free). A Seg aggregates one block: the first contribution initialises it,
 // later ones are reduced in (reductions) or copied to their offset (BCAST,
 // ALLGATHER: the gather in the switch) and clear their Rank bit (and their
 // Node bit when the node's last rank arrived); an empty Node bitmap means
 // complete. The Seg also records which members want the completed block.
-#ifndef INA_AGENT_SEG_POOL_H
-#define INA_AGENT_SEG_POOL_H
+#ifndef INA_CORE_SEG_POOL_H
+#define INA_CORE_SEG_POOL_H
 
 #include <cstddef>
 #include <cstdint>
@@ -16,7 +18,7 @@
 
 #include "ina_proto.h"
 
-namespace ina {
+namespace ina::core {
 
 constexpr uint32_t kNoIndex = UINT32_MAX;
 
@@ -32,7 +34,10 @@ public:
 
     uint32_t get();                       // a free buffer, refcount 1
     void hold(uint32_t idx, uint32_t refs); // set the refcount (RESULT fan-out)
-    void unref(uint32_t idx);             // back to the free list at 0
+    void ref(uint32_t idx) { ++refs_[idx]; } // one more reference
+    // Back to the free list at 0. Never allocates (the free list has room for
+    // every buffer), so a destructor may call it.
+    void unref(uint32_t idx) noexcept;
     std::byte *data(uint32_t idx) { return bufs_[idx].get(); }
     const std::byte *data(uint32_t idx) const { return bufs_[idx].get(); }
     size_t buf_bytes() const { return bytes_; }
@@ -47,6 +52,54 @@ private:
     std::vector<std::unique_ptr<std::byte[], FreeDeleter>> bufs_;
     std::vector<uint32_t> refs_;
     std::vector<uint32_t> free_;
+};
+
+// One counted reference on a BufferPool buffer (a completed block's result on
+// its way to a member): move-only, gives the reference back when destroyed or
+// reset. The pool must outlive it.
+class BufRef {
+public:
+    BufRef() noexcept = default;
+    // Adopts one reference the caller holds on `idx`.
+    BufRef(BufferPool &pool, uint32_t idx) noexcept : pool_(&pool), idx_(idx) {}
+    BufRef(BufRef &&o) noexcept : pool_(o.pool_), idx_(o.idx_) { o.pool_ = nullptr; }
+    BufRef &operator=(BufRef &&o) noexcept
+    {
+        if (this != &o) {
+            reset();
+            pool_ = o.pool_;
+            idx_ = o.idx_;
+            o.pool_ = nullptr;
+        }
+        return *this;
+    }
+    BufRef(const BufRef &) = delete;
+    BufRef &operator=(const BufRef &) = delete;
+    ~BufRef() { reset(); }
+
+    void reset() noexcept
+    {
+        if (pool_ != nullptr) {
+            pool_->unref(idx_);
+            pool_ = nullptr;
+        }
+    }
+    // Another reference on the same buffer (none if this one is empty).
+    BufRef share() const
+    {
+        if (pool_ == nullptr) {
+            return BufRef();
+        }
+        pool_->ref(idx_);
+        return BufRef(*pool_, idx_);
+    }
+    explicit operator bool() const noexcept { return pool_ != nullptr; }
+    const std::byte *data() const noexcept { return pool_ ? pool_->data(idx_) : nullptr; }
+    uint32_t index() const noexcept { return pool_ ? idx_ : UINT32_MAX; }
+
+private:
+    BufferPool *pool_ = nullptr;
+    uint32_t idx_ = 0;
 };
 
 // Members of a job grouped by node: ranks with equal node id share a node
@@ -169,6 +222,6 @@ private:
     BufferPool buffers_;
 };
 
-} // namespace ina
+} // namespace ina::core
 
 #endif

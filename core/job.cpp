@@ -1,37 +1,40 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// Job membership, call records and their forgetting (see job.h).
 #include "job.h"
 
 #include <algorithm>
 #include <iterator>
 
-namespace ina {
+namespace ina::core {
 
 Job::Job(uint32_t jid, uint32_t window, const uint32_t *node_ids, uint32_t nmembers,
-         const Peer *creator)
+         const Member *creator)
     : jid_(jid), window_(window), topo_(node_ids, nmembers), creator_(creator),
       members_(nmembers, nullptr), next_mid_(nmembers, 0)
 {
 }
 
-ina_proto_status_t Job::join(uint32_t rank, Peer *peer)
+ina_proto_status_t Job::join(uint32_t rank, Member *m)
 {
     if (rank >= members_.size()) {
         return INA_PROTO_ERR_MALFORMED;
     }
-    if (members_[rank] == peer) {
+    if (members_[rank] == m) {
         return INA_PROTO_OK; // idempotent re-join
     }
     if (members_[rank] != nullptr) {
         return INA_PROTO_ERR_NOT_MEMBER; // somebody else holds this rank
     }
-    members_[rank] = peer;
+    members_[rank] = m;
     ++joined_;
     ever_joined_ = true;
     return INA_PROTO_OK;
 }
 
-bool Job::leave(uint32_t rank, const Peer *peer)
+bool Job::leave(uint32_t rank, const Member *m)
 {
-    if (!is_member(rank, peer)) {
+    if (!is_member(rank, m)) {
         return false;
     }
     members_[rank] = nullptr;
@@ -69,12 +72,11 @@ void Job::retire()
     }
 }
 
-std::vector<uint64_t> Job::abort_open_calls(SegPool &pool)
+std::vector<uint64_t> Job::abort_open_calls()
 {
     std::vector<uint64_t> mids;
     for (auto &kv : calls_) {
-        if (kv.second.granted && !kv.second.finished) {
-            pool.release(kv.second.lease);
+        if ((kv.second.granted || kv.second.deferred) && !kv.second.finished) {
             kv.second.finished = true;
             mids.push_back(kv.first);
         }
@@ -82,14 +84,4 @@ std::vector<uint64_t> Job::abort_open_calls(SegPool &pool)
     return mids;
 }
 
-void Job::release_all(SegPool &pool)
-{
-    for (auto &kv : calls_) {
-        if (kv.second.granted && !kv.second.finished) {
-            pool.release(kv.second.lease);
-        }
-    }
-    calls_.clear();
-}
-
-} // namespace ina
+} // namespace ina::core

@@ -1,0 +1,497 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// The aggregation core: job table, call decisions (through the scheduler,
+// Defer included), the block path (membership, duplicate filtering, Seg
+// reduction, completion, fan-out of the result).
+#include "aggregator.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+
+#include "log.h"
+
+namespace ina::core {
+
+Aggregator::Aggregator(const AggregatorConfig &cfg, const SchedulerFactory &make_scheduler,
+                       Sink &sink)
+    : cfg_(cfg), pool_(cfg.segs, cfg.seg_bytes), scheduler_(make_scheduler(pool_)), sink_(sink)
+{
+    if (!scheduler_) {
+        throw std::invalid_argument("Aggregator: no scheduler");
+    }
+}
+
+uint32_t Aggregator::max_window() const { return std::min(cfg_.max_window, pool_.size()); }
+
+const Job *Aggregator::find_job(uint32_t jid) const
+{
+    auto it = jobs_.find(jid);
+    return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+void Aggregator::reject(Member *to, const ina_proto_hdr_t &req, ina_proto_status_t status,
+                        const char *why)
+{
+    ++counters_.rejected[status];
+    // The first rejection of each kind is worth a warning; repeats are noise.
+    LogLevel lvl = seen_reject_[status] ? LogLevel::kDebug : LogLevel::kWarn;
+    seen_reject_[status] = true;
+    INA_LOG(lvl,
+            "rejected %s from peer %" PRIu64 " (jid %u rank %u mid %" PRIu64 " sid %u): %s, %s",
+            ina_proto_type_name(req.type), to ? to->id : 0, req.jid, req.rank, req.mid, req.sid,
+            ina_proto_status_name(status), why);
+    if (to != nullptr) {
+        sink_.error(*to, req, status, why);
+    }
+}
+
+// ---------------------------------------------------------------- jobs
+
+void Aggregator::job_create(Member &from, const ina_proto_hdr_t &h, const void *node_ids)
+{
+    // The payload may be unaligned: copy the node ids out.
+    std::vector<uint32_t> nodes(h.count);
+    std::memcpy(nodes.data(), node_ids, nodes.size() * sizeof(uint32_t));
+    // A window larger than the pool could never be granted.
+    uint32_t window = std::min<uint32_t>({h.window, cfg_.max_window, pool_.size()});
+    uint32_t jid = next_jid_;
+    auto job = std::make_unique<Job>(jid, window, nodes.data(), h.count, &from);
+    const JobInfo info{jid, h.count, job->topology().nnodes(), window};
+    jobs_.emplace(jid, std::move(job));
+    if (++next_jid_ == 0) {
+        next_jid_ = 1; // JID 0 means "none"
+    }
+    ++counters_.jobs_created;
+    INA_DEBUG("job %u created: %u members, window %u", jid, h.count, window);
+    scheduler_->on_job_created(info);
+    sink_.job_created(from, h, jid, window);
+}
+
+void Aggregator::job_join(Member &from, const ina_proto_hdr_t &h)
+{
+    auto it = jobs_.find(h.jid);
+    ina_proto_status_t st = INA_PROTO_ERR_NO_JOB;
+    if (it != jobs_.end()) {
+        bool again = it->second->is_member(h.rank, &from);
+        if (!again) {
+            from.memberships_.reserve(from.memberships_.size() + 1); // no throw after the join
+        }
+        st = it->second->join(h.rank, &from);
+        if (st == INA_PROTO_OK && !again) {
+            from.memberships_.emplace_back(h.jid, h.rank);
+        }
+    }
+    if (st != INA_PROTO_OK) {
+        ++counters_.rejected[st];
+    }
+    sink_.job_joined(from, h, st);
+}
+
+void Aggregator::job_leave(Member &from, const ina_proto_hdr_t &h)
+{
+    auto it = jobs_.find(h.jid);
+    if (it == jobs_.end()) {
+        reject(&from, h, INA_PROTO_ERR_NO_JOB, "leave of an unknown job");
+    } else if (!it->second->is_member(h.rank, &from)) {
+        reject(&from, h, INA_PROTO_ERR_NOT_MEMBER, "leave by a non-member");
+    } else {
+        leave_job(h.jid, h.rank, from);
+    }
+    settle();
+}
+
+void Aggregator::member_lost(Member &m)
+{
+    auto memberships = m.memberships_; // leave_job edits the list
+    for (const auto &ms : memberships) {
+        leave_job(ms.first, ms.second, m);
+    }
+    // Jobs it created that nobody ever joined can never be used.
+    std::vector<uint32_t> orphans;
+    for (const auto &kv : jobs_) {
+        if (kv.second->orphaned_by(&m)) {
+            orphans.push_back(kv.first);
+        }
+    }
+    for (uint32_t jid : orphans) {
+        free_job(jid);
+    }
+    settle();
+}
+
+void Aggregator::leave_job(uint32_t jid, uint32_t rank, Member &m)
+{
+    auto &ms = m.memberships_;
+    ms.erase(std::remove(ms.begin(), ms.end(), std::make_pair(jid, rank)), ms.end());
+    auto it = jobs_.find(jid);
+    if (it == jobs_.end() || !it->second->leave(rank, &m)) {
+        return;
+    }
+    Job &job = *it->second;
+    if (job.dead()) {
+        free_job(jid);
+        return;
+    }
+    // Calls the leaver had not finished (granted or still deferred) can never
+    // complete: end them now on the survivors with an ERROR for the call
+    // (what a rejected block gives) instead of letting them wait for their
+    // progress timeout.
+    for (uint64_t mid : job.abort_open_calls()) {
+        end_call(jid, mid, *job.find_call(mid));
+        ++counters_.calls_aborted;
+        INA_INFO("job %u mid %" PRIu64 ": rank %u left in the middle of the call, aborted", jid,
+                 mid, rank);
+        ina_proto_hdr_t e;
+        ina_proto_init(&e, INA_PROTO_BLOCK);
+        e.jid = jid;
+        e.mid = mid;
+        for (uint32_t r = 0; r < job.nmembers(); ++r) {
+            if (Member *p = job.member(r)) {
+                e.rank = r;
+                sink_.error(*p, e, INA_PROTO_ERR_NOT_MEMBER,
+                            "a member left in the middle of the call");
+            }
+        }
+    }
+    // The leaver no longer holds back the forgetting of old calls.
+    job.retire();
+}
+
+void Aggregator::free_job(uint32_t jid)
+{
+    auto it = jobs_.find(jid);
+    if (it == jobs_.end()) {
+        return;
+    }
+    Job &job = *it->second;
+    for (uint64_t mid : job.abort_open_calls()) {
+        end_call(jid, mid, *job.find_call(mid));
+    }
+    jobs_.erase(it);
+    ++counters_.jobs_freed;
+    INA_DEBUG("job %u freed", jid);
+    scheduler_->on_job_freed(jid);
+}
+
+// ---------------------------------------------------------------- decisions
+
+Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
+{
+    const CallRequest req{job.jid(), mid,        job.window(),   call.total, call.coll,
+                          call.op,   call.dtype, job.nmembers(), call.asked};
+    ++call.asked;
+    // Room for the per-slot SIDs first: nothing may throw once a lease is taken.
+    call.next_sid.resize(job.window());
+    Verdict v = scheduler_->decide(req);
+    if (v.kind == Verdict::Kind::kGrant && v.lease.size() != job.window()) {
+        INA_ERROR("scheduler granted job %u mid %" PRIu64 " a lease of %zu Segs, not %u: denied",
+                  job.jid(), mid, v.lease.size(), job.window());
+        scheduler_->on_call_done(job.jid(), mid, v.lease);
+        v = Verdict::deny(INA_PROTO_ERR_NO_RESOURCES);
+    }
+    switch (v.kind) {
+    case Verdict::Kind::kGrant:
+        std::iota(call.next_sid.begin(), call.next_sid.end(), 0u);
+        call.lease = std::move(v.lease);
+        call.granted = true;
+        call.deferred = false;
+        ++counters_.calls_granted;
+        announce(job, mid, Decision{job.jid(), mid, job.window(), true, INA_PROTO_OK});
+        break;
+    case Verdict::Kind::kDeny:
+        call.finished = true;
+        call.deferred = false;
+        call.deny_status = v.status != INA_PROTO_OK ? v.status : INA_PROTO_ERR_NO_RESOURCES;
+        ++counters_.calls_denied;
+        INA_DEBUG("job %u mid %" PRIu64 " (%s) denied: %s", job.jid(), mid,
+                  ina_proto_coll_name(call.coll), ina_proto_status_name(call.deny_status));
+        announce(job, mid, Decision{job.jid(), mid, job.window(), false, call.deny_status});
+        break;
+    case Verdict::Kind::kDefer:
+        if (!call.deferred) {
+            deferred_.emplace_back(job.jid(), mid);
+            call.deferred = true;
+            ++counters_.calls_deferred;
+            INA_DEBUG("job %u mid %" PRIu64 " (%s) deferred", job.jid(), mid,
+                      ina_proto_coll_name(call.coll));
+        }
+        break;
+    }
+    return v.kind;
+}
+
+void Aggregator::announce(Job &job, uint64_t mid, const Decision &d)
+{
+    for (uint32_t rank = 0; rank < job.nmembers(); ++rank) {
+        if (Member *m = job.member(rank)) {
+            sink_.decision(*m, rank, d);
+        }
+    }
+}
+
+void Aggregator::end_call(uint32_t jid, uint64_t mid, Call &call)
+{
+    if (call.granted) {
+        if (!call.lease.empty()) {
+            scheduler_->on_call_done(jid, mid, call.lease);
+            call.lease.clear();
+            lease_back_ = true;
+        }
+    } else if (call.deferred) {
+        call.deferred = false;
+        drop_kept(call);
+        forget_deferred(jid, mid);
+        std::vector<uint32_t> none;
+        scheduler_->on_call_done(jid, mid, none);
+    }
+    call.finished = true;
+}
+
+void Aggregator::drop_kept(Call &call)
+{
+    counters_.denied_blocks += call.kept.size();
+    kept_bytes_ -= call.kept_bytes;
+    call.kept_bytes = 0;
+    std::vector<KeptBlock>().swap(call.kept);
+}
+
+void Aggregator::forget_deferred(uint32_t jid, uint64_t mid)
+{
+    auto it = std::find(deferred_.begin(), deferred_.end(), std::make_pair(jid, mid));
+    if (it != deferred_.end()) {
+        deferred_.erase(it);
+    }
+}
+
+void Aggregator::tick(Clock::time_point now)
+{
+    scheduler_->tick(now);
+    reask();
+}
+
+void Aggregator::settle()
+{
+    if (lease_back_ && !reasking_) {
+        reask();
+    }
+}
+
+void Aggregator::reask()
+{
+    if (reasking_) {
+        return;
+    }
+    struct Guard {
+        bool &flag;
+        ~Guard() { flag = false; }
+    } guard{reasking_};
+    reasking_ = true;
+    do {
+        lease_back_ = false;
+        // Each call once per round, oldest first; a decided call leaves the
+        // queue, a replay may complete calls and return leases (next round).
+        std::deque<std::pair<uint32_t, uint64_t>> round(deferred_);
+        for (const auto &key : round) {
+            auto jit = jobs_.find(key.first);
+            Call *call = jit == jobs_.end() ? nullptr : jit->second->find_call(key.second);
+            if (call == nullptr || !call->deferred) {
+                forget_deferred(key.first, key.second);
+                continue;
+            }
+            Job &job = *jit->second;
+            Verdict::Kind k = decide(job, *call, key.second);
+            if (k == Verdict::Kind::kDefer) {
+                continue;
+            }
+            forget_deferred(key.first, key.second);
+            std::vector<KeptBlock> kept;
+            kept.swap(call->kept);
+            kept_bytes_ -= call->kept_bytes;
+            call->kept_bytes = 0;
+            if (k == Verdict::Kind::kDeny) {
+                counters_.denied_blocks += kept.size(); // every member was told
+                continue;
+            }
+            // Granted: the blocks go through the path they would have taken
+            // had the call been granted at once, in their arrival order.
+            for (KeptBlock &b : kept) {
+                apply(job, *call, *b.from, b.hdr, b.data.data());
+            }
+        }
+    } while (lease_back_ && !deferred_.empty());
+    lease_back_ = false;
+}
+
+// ---------------------------------------------------------------- block path
+
+void Aggregator::block(Member &from, const ina_proto_hdr_t &h, const void *payload)
+{
+    ++counters_.blocks_in;
+    handle_block(from, h, payload);
+    settle();
+}
+
+void Aggregator::handle_block(Member &from, const ina_proto_hdr_t &h, const void *payload)
+{
+    auto it = jobs_.find(h.jid);
+    if (it == jobs_.end()) {
+        reject(&from, h, INA_PROTO_ERR_NO_JOB, "block for an unknown job");
+        return;
+    }
+    Job &job = *it->second;
+    if (!job.is_member(h.rank, &from)) {
+        // A foreign (or forged) block must not touch the victim job.
+        ++counters_.foreign;
+        reject(&from, h, INA_PROTO_ERR_NOT_MEMBER, "sender is not this member");
+        return;
+    }
+    if (h.window != job.window()) {
+        reject(&from, h, INA_PROTO_ERR_MISMATCH, "window differs from the job's");
+        return;
+    }
+    if (static_cast<size_t>(h.seg_count) * ina_proto_dtype_size(h.dtype) > pool_.seg_bytes()) {
+        reject(&from, h, INA_PROTO_ERR_MALFORMED, "block larger than a Seg");
+        return;
+    }
+    job.note_mid(h.rank, h.mid);
+
+    Call *call = job.find_call(h.mid);
+    if (call == nullptr) {
+        // First block of this MID from any rank: decide once for every member.
+        job.retire();
+        if (job.is_retired(h.mid)) {
+            ++counters_.denied_blocks; // late block of a call already forgotten
+            return;
+        }
+        Call &c = job.add_call(h.mid);
+        c.coll = h.coll;
+        c.op = h.op;
+        c.dtype = h.dtype;
+        c.total = h.arg;
+        decide(job, c, h.mid);
+        call = &c;
+    }
+    if (call->deferred) {
+        keep(job, *call, h.mid, from, h, payload);
+        return;
+    }
+    apply(job, *call, from, h, payload);
+}
+
+void Aggregator::keep(Job &job, Call &call, uint64_t mid, Member &from, const ina_proto_hdr_t &h,
+                      const void *payload)
+{
+    const size_t len = static_cast<size_t>(h.count) * ina_proto_dtype_size(h.dtype);
+    const size_t cost = len + sizeof(KeptBlock);
+    if (kept_bytes_ + cost > cfg_.keep_bytes) {
+        // No room to wait any longer: decide now, the same for everybody.
+        INA_DEBUG("job %u mid %" PRIu64 ": no room to keep the blocks of a deferred call",
+                  job.jid(), mid);
+        ++counters_.denied_blocks; // this block
+        call.deferred = false;
+        drop_kept(call);
+        forget_deferred(job.jid(), mid);
+        std::vector<uint32_t> none;
+        scheduler_->on_call_done(job.jid(), mid, none);
+        call.finished = true;
+        call.deny_status = INA_PROTO_ERR_NO_RESOURCES;
+        ++counters_.calls_denied;
+        announce(job, mid, Decision{job.jid(), mid, job.window(), false, call.deny_status});
+        return;
+    }
+    KeptBlock b{&from, h, std::vector<std::byte>(len)};
+    if (len > 0) {
+        std::memcpy(b.data.data(), payload, len);
+    }
+    call.kept.push_back(std::move(b));
+    call.kept_bytes += cost;
+    kept_bytes_ += cost;
+    ++counters_.kept_blocks;
+}
+
+void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t &h,
+                       const void *payload)
+{
+    if (!call.granted) {
+        ++counters_.denied_blocks; // every member was told; drop silently
+        return;
+    }
+    if (call.finished || h.sid < call.next_sid[h.seg]) {
+        ++counters_.duplicate; // a block whose RESULT already went out
+        return;
+    }
+    if (h.arg != call.total) {
+        reject(&from, h, INA_PROTO_ERR_MISMATCH, "call size differs between members");
+        return;
+    }
+    uint32_t seg = call.lease[h.seg];
+    const bool want = (h.flags & INA_PROTO_F_WANT_RESULT) != 0;
+    Block b{h.rank, h.sid,  h.coll,      h.op,  h.dtype,
+            want,   h.offset, h.count, h.seg_count, h.arg, payload};
+    switch (pool_.contribute(seg, job.topology(), b)) {
+    case SegOutcome::kStored:
+        return;
+    case SegOutcome::kDuplicate:
+        ++counters_.duplicate;
+        INA_DEBUG("duplicate block jid %u rank %u sid %u", h.jid, h.rank, h.sid);
+        return;
+    case SegOutcome::kMismatch:
+        reject(&from, h, INA_PROTO_ERR_MISMATCH,
+               "coll/op/dtype/seg_count/size differ from the Seg's");
+        return;
+    case SegOutcome::kNotWhole:
+        reject(&from, h, INA_PROTO_ERR_MISMATCH, "data does not cover the whole block");
+        return;
+    case SegOutcome::kOverlap:
+        reject(&from, h, INA_PROTO_ERR_MISMATCH,
+               "piece overlaps data already placed (second root or overlapping chunk)");
+        return;
+    case SegOutcome::kUncovered:
+        reject(&from, h, INA_PROTO_ERR_MISMATCH, "last piece leaves part of the block empty");
+        return;
+    case SegOutcome::kBusy:
+        reject(&from, h, INA_PROTO_ERR_SEG_BUSY, "Seg holds another SID");
+        return;
+    case SegOutcome::kTooBig:
+        reject(&from, h, INA_PROTO_ERR_MALFORMED, "block larger than a Seg");
+        return;
+    case SegOutcome::kComplete:
+        break;
+    }
+    // Complete: the Seg is free again at once; the result buffer travels.
+    call.next_sid[h.seg] = h.sid + job.window();
+    send_result(job, h, seg);
+    // BARRIER's single block is empty (total 0): done >= total at once.
+    call.done += h.seg_count;
+    if (call.done >= call.total) {
+        end_call(job.jid(), h.mid, call); // the call ended: its lease goes back
+    }
+}
+
+void Aggregator::send_result(Job &job, const ina_proto_hdr_t &blk, uint32_t seg)
+{
+    const size_t len = static_cast<size_t>(blk.seg_count) * ina_proto_dtype_size(blk.dtype);
+    // The Seg is free for the next SID from here on; the buffer travels with
+    // one reference per payload send (an empty BARRIER block has none), and
+    // ours goes when this function returns, whatever happens.
+    const uint32_t buf = pool_.take_result(seg);
+    const BufRef result = buf != kNoIndex ? BufRef(pool_.buffers(), buf) : BufRef();
+    // Every member contributed, so every member is joined: each gets exactly
+    // one of the two.
+    for (uint32_t rank = 0; rank < job.nmembers(); ++rank) {
+        Member *m = job.member(rank);
+        if (m == nullptr) {
+            continue;
+        }
+        if (pool_.wants(seg, rank)) {
+            sink_.result(*m, rank, blk, result.share(), len);
+        } else {
+            sink_.ack(*m, rank, blk);
+        }
+    }
+}
+
+} // namespace ina::core

@@ -1,0 +1,135 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// The aggregation core without a transport: the job table, the Seg pool and
+// the scheduler. It takes members' messages as (member handle, validated
+// header, payload), reduces blocks into Segs, decides completion and fan-out,
+// and says everything through a Sink. ina-switchd drives it from UCX; a
+// node-level stage (ranks of one node reducing in shared memory) or a leaf
+// agent with an uplink can drive it the same way with their own members and
+// sink. Single-threaded: one caller at a time.
+#ifndef INA_CORE_AGGREGATOR_H
+#define INA_CORE_AGGREGATOR_H
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+
+#include "ina_proto.h"
+#include "job.h"
+#include "scheduler.h"
+#include "seg_pool.h"
+#include "sink.h"
+
+namespace ina::core {
+
+struct AggregatorConfig {
+    uint32_t segs = 1024;       // Seg units in the pool
+    uint32_t seg_bytes = 65536; // bytes per Seg
+    uint32_t max_window = 64;   // largest lease a job gets
+    // Bytes of blocks kept for deferred calls, all calls together; a deferred
+    // call whose next block does not fit is denied (each call holds at most
+    // members x window blocks anyway: the window stalls without results).
+    size_t keep_bytes = size_t{64} << 20;
+};
+
+// Counted where they happen, in the core. (The transport counts its own:
+// messages in, sends completed, peers.)
+struct Counters {
+    uint64_t blocks_in = 0;
+    uint64_t rejected[INA_PROTO_STATUS_MAX + 1] = {}; // refusals by status
+    uint64_t foreign = 0;        // blocks from a member not bound to (jid, rank)
+    uint64_t calls_granted = 0;
+    uint64_t calls_denied = 0;
+    uint64_t calls_deferred = 0; // calls the scheduler put off at least once
+    uint64_t calls_aborted = 0;  // a member left/died in the middle of the call
+    uint64_t denied_blocks = 0;  // blocks of denied / forgotten calls, dropped
+    uint64_t duplicate = 0;      // second contribution of a rank to one block
+    uint64_t kept_blocks = 0;    // blocks kept for deferred calls
+    uint64_t jobs_created = 0;
+    uint64_t jobs_freed = 0;
+};
+
+class Aggregator {
+public:
+    // The scheduler is made for (and takes its leases from) the pool the
+    // aggregator owns.
+    using SchedulerFactory = std::function<std::unique_ptr<Scheduler>(SegPool &)>;
+
+    Aggregator(const AggregatorConfig &cfg, const SchedulerFactory &make_scheduler, Sink &sink);
+    Aggregator(const Aggregator &) = delete;
+    Aggregator &operator=(const Aggregator &) = delete;
+
+    // What a member learns when it says hello: the largest window (Segs per
+    // lease) and the Seg size.
+    uint32_t max_window() const;
+    uint32_t seg_bytes() const { return cfg_.seg_bytes; }
+
+    // Members' messages. `h` passed ina_proto_check with the payload's
+    // length. They may throw std::bad_alloc (the message is then lost).
+    void job_create(Member &from, const ina_proto_hdr_t &h, const void *node_ids);
+    void job_join(Member &from, const ina_proto_hdr_t &h);
+    void job_leave(Member &from, const ina_proto_hdr_t &h);
+    void block(Member &from, const ina_proto_hdr_t &h, const void *payload);
+    // The member is gone (connection lost): it leaves every job it joined,
+    // jobs it created that nobody joined are freed. The handle may be
+    // destroyed afterwards.
+    void member_lost(Member &m);
+    // Refuse a message: counted, logged, and an ERROR to `to` unless null
+    // (the transport's own refusals: invalid message, no reply path, ...).
+    void reject(Member *to, const ina_proto_hdr_t &h, ina_proto_status_t status, const char *why);
+
+    // The clock for the scheduler; deferred calls are asked again after it.
+    // Only needed while wants_tick(), at least every tick_interval().
+    void tick(Clock::time_point now);
+    bool wants_tick() const { return !deferred_.empty(); }
+    Clock::duration tick_interval() const { return scheduler_->tick_interval(); }
+
+    const Counters &counters() const { return counters_; }
+    size_t live_jobs() const { return jobs_.size(); }
+    size_t deferred_calls() const { return deferred_.size(); }
+    size_t kept_bytes() const { return kept_bytes_; }
+    const SegPool &pool() const { return pool_; }
+    BufferPool &buffers() { return pool_.buffers(); }
+    const Job *find_job(uint32_t jid) const;
+
+private:
+    Verdict::Kind decide(Job &job, Call &call, uint64_t mid);
+    void announce(Job &job, uint64_t mid, const Decision &d);
+    void handle_block(Member &from, const ina_proto_hdr_t &h, const void *payload);
+    void keep(Job &job, Call &call, uint64_t mid, Member &from, const ina_proto_hdr_t &h,
+              const void *payload);
+    // The block path of a granted call (live or replayed).
+    void apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t &h, const void *payload);
+    void send_result(Job &job, const ina_proto_hdr_t &blk, uint32_t seg);
+    // The call is over: its lease (or, deferred, its kept blocks) goes back.
+    void end_call(uint32_t jid, uint64_t mid, Call &call);
+    void drop_kept(Call &call);
+    void forget_deferred(uint32_t jid, uint64_t mid);
+    // Ask deferred calls again, oldest first, until a round changes nothing.
+    void reask();
+    // After every entry point: ask again if a lease came back.
+    void settle();
+    void leave_job(uint32_t jid, uint32_t rank, Member &m);
+    void free_job(uint32_t jid);
+
+    AggregatorConfig cfg_;
+    SegPool pool_;
+    std::unique_ptr<Scheduler> scheduler_;
+    Sink &sink_;
+    Counters counters_;
+    std::unordered_map<uint32_t, std::unique_ptr<Job>> jobs_;
+    uint32_t next_jid_ = 1;
+    std::deque<std::pair<uint32_t, uint64_t>> deferred_; // (jid, mid), oldest first
+    size_t kept_bytes_ = 0;
+    bool lease_back_ = false; // a lease returned since deferred calls were last asked
+    bool reasking_ = false;
+    bool seen_reject_[INA_PROTO_STATUS_MAX + 1] = {}; // first of each reason logs at warn
+};
+
+} // namespace ina::core
+
+#endif

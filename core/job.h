@@ -1,0 +1,130 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// The job table's entries: one job per communicator (JID) with its members
+// (opaque handles of the transport) and the state of its offloaded calls (one
+// per MID): decision, lease, which SID each Seg of the lease serves next
+// (older SIDs are duplicates), progress, and the forgetting of old calls.
+#ifndef INA_CORE_JOB_H
+#define INA_CORE_JOB_H
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "ina_proto.h"
+#include "seg_pool.h"
+
+namespace ina::core {
+
+class Aggregator;
+
+// A member's connection as the transport sees it (a UCX endpoint, a slot in
+// shared memory, a child agent): the transport owns it, usually as a base
+// class of its own connection object, and the core refers to it only by
+// address. The core keeps here which (jid, rank) pairs it holds.
+class Member {
+public:
+    Member() = default;
+    Member(const Member &) = delete;
+    Member &operator=(const Member &) = delete;
+
+    uint64_t id = 0; // for logs only, set by the transport
+
+private:
+    friend class Aggregator;
+    std::vector<std::pair<uint32_t, uint32_t>> memberships_; // (jid, rank)
+};
+
+// A block of a deferred call, kept (copied) until the call is decided.
+struct KeptBlock {
+    Member *from;
+    ina_proto_hdr_t hdr;
+    std::vector<std::byte> data;
+};
+
+// One offloaded call (JID, MID), decided once at its first block (or later,
+// when the scheduler deferred it). Several calls of one job may be in flight
+// at once (non-blocking collectives), each on its own lease.
+struct Call {
+    uint8_t coll = 0;               // ina_proto_coll_t of the first block (logs)
+    uint8_t op = 0;
+    uint8_t dtype = 0;
+    bool granted = false;
+    bool deferred = false;          // waiting for the scheduler; blocks in `kept`
+    ina_proto_status_t deny_status = INA_PROTO_OK;
+    std::vector<uint32_t> lease;    // Seg of each slot: lease[sid % window]
+    std::vector<uint32_t> next_sid; // per slot: next SID it may serve (older = duplicate)
+    uint64_t total = 0;             // elements of the call's result vector
+    uint64_t done = 0;              // elements whose RESULT went out
+    uint32_t asked = 0;             // times the scheduler was asked
+    bool finished = false;          // lease returned (granted), denied or aborted
+    std::vector<KeptBlock> kept;    // deferred: blocks in arrival order
+    size_t kept_bytes = 0;
+};
+
+class Job {
+public:
+    Job(uint32_t jid, uint32_t window, const uint32_t *node_ids, uint32_t nmembers,
+        const Member *creator);
+
+    uint32_t jid() const { return jid_; }
+    uint32_t window() const { return window_; }
+    uint32_t nmembers() const { return topo_.nranks(); }
+    const Topology &topology() const { return topo_; }
+
+    // Membership. join() returns OK, or the status explaining the refusal.
+    ina_proto_status_t join(uint32_t rank, Member *m);
+    bool leave(uint32_t rank, const Member *m); // false if m is not that rank
+    bool is_member(uint32_t rank, const Member *m) const
+    {
+        return rank < members_.size() && m != nullptr && members_[rank] == m;
+    }
+    Member *member(uint32_t rank) const { return members_[rank]; }
+    uint32_t joined() const { return joined_; }
+    // The creator is gone before anybody joined: nobody will ever use the job.
+    bool orphaned_by(const Member *m) const
+    {
+        return joined_ == 0 && !ever_joined_ && creator_ == m;
+    }
+    // Dead when everybody who joined has left.
+    bool dead() const { return ever_joined_ && joined_ == 0; }
+
+    // A member sent a block of `mid`: it has moved past every older MID.
+    void note_mid(uint32_t rank, uint64_t mid);
+    Call *find_call(uint64_t mid);
+    // True if `mid` is older than every joined member's latest MID and has no
+    // record any more: a late block of a forgotten (denied) call.
+    bool is_retired(uint64_t mid) const { return mid < retired_below_; }
+    Call &add_call(uint64_t mid) { return calls_[mid]; }
+    // Forget finished (completed, denied or aborted) calls every joined
+    // member has moved past, so memory stays bounded. A granted call still in
+    // flight is kept even then: with non-blocking collectives every member may
+    // post later MIDs before this one completes. Its lease returns when it
+    // completes, or when a member leaves or dies (abort_open_calls); a client
+    // that gives up on a call closes its endpoint, so nothing waits forever.
+    void retire();
+    // A member is gone in the middle of granted or deferred calls: they can
+    // never complete. Marks them finished and returns their MIDs; their
+    // leases and kept blocks are still in the records, for the caller to
+    // give back.
+    std::vector<uint64_t> abort_open_calls();
+    size_t live_calls() const { return calls_.size(); }
+
+private:
+    uint32_t jid_;
+    uint32_t window_;
+    Topology topo_;
+    const Member *creator_;
+    std::vector<Member *> members_;
+    std::vector<uint64_t> next_mid_; // per rank: latest MID seen + 1 (0 = none)
+    uint32_t joined_ = 0;
+    bool ever_joined_ = false;
+    uint64_t retired_below_ = 0;
+    std::map<uint64_t, Call> calls_;
+};
+
+} // namespace ina::core
+
+#endif

@@ -1,0 +1,101 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// The scheduler interface the aggregation core asks once per call (JID, MID),
+// at the call's first block: Grant (with the lease, taken from the pool by the
+// scheduler), Deny (with the reason every member is told), or Defer (ask me
+// again later: the core keeps the call's blocks and asks again when a lease
+// comes back and at every tick). The scheduler owns leases from grant to
+// on_call_done. Policies live with the program that runs them (the agent's are
+// in switch_agent/sched/); a stage that needs no policy passes its own trivial
+// one. The interface is here so that the core depends on nothing above it.
+#ifndef INA_CORE_SCHEDULER_H
+#define INA_CORE_SCHEDULER_H
+
+#include <chrono>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "ina_proto.h"
+
+namespace ina::core {
+
+class SegPool;
+
+using Clock = std::chrono::steady_clock;
+
+// What a policy may know about a job.
+struct JobInfo {
+    uint32_t jid;
+    uint32_t nmembers;
+    uint32_t nnodes;
+    uint32_t window; // the lease a call of this job needs
+};
+
+// What a policy may know about a call.
+struct CallRequest {
+    uint32_t jid;
+    uint64_t mid;
+    uint32_t window;   // Segs the call needs (its lease)
+    uint64_t total;    // elements of the call's result vector
+    uint8_t coll;      // ina_proto_coll_t
+    uint8_t op;        // ina_proto_op_t
+    uint8_t dtype;     // ina_proto_dtype_t
+    uint32_t nmembers; // members of the job
+    uint32_t asked;    // how often this call was asked before (0 at its first block)
+};
+
+struct Verdict {
+    enum class Kind { kGrant, kDeny, kDefer };
+    Kind kind = Kind::kDeny;
+    ina_proto_status_t status = INA_PROTO_ERR_NO_RESOURCES; // kDeny: the reason
+    std::vector<uint32_t> lease; // kGrant: `window` Segs, lease[i] serves sid % window == i
+
+    static Verdict grant(std::vector<uint32_t> lease)
+    {
+        Verdict v;
+        v.kind = Kind::kGrant;
+        v.status = INA_PROTO_OK;
+        v.lease = std::move(lease);
+        return v;
+    }
+    static Verdict deny(ina_proto_status_t why)
+    {
+        Verdict v;
+        v.kind = Kind::kDeny;
+        v.status = why;
+        return v;
+    }
+    static Verdict defer()
+    {
+        Verdict v;
+        v.kind = Kind::kDefer;
+        v.status = INA_PROTO_OK;
+        return v;
+    }
+};
+
+class Scheduler {
+public:
+    virtual ~Scheduler() = default;
+
+    // Decide a call. A Grant's lease must hold exactly req.window Segs of the
+    // pool; the scheduler gets it back in on_call_done.
+    virtual Verdict decide(const CallRequest &req) = 0;
+    // A call that was granted or deferred is over: `lease` is the granted
+    // lease (the scheduler gives it back to the pool; it may hold busy Segs of
+    // an aborted call, SegPool::release empties them), or empty when a
+    // deferred call ended without a grant (aborted, denied for lack of room
+    // to keep its blocks, its job freed). Called once per such call.
+    virtual void on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &lease) = 0;
+    virtual void on_job_created(const JobInfo &job) {}
+    // After on_call_done for every open call of the job.
+    virtual void on_job_freed(uint32_t jid) {}
+    // The clock, while calls are deferred (at least every tick_interval()).
+    virtual void tick(Clock::time_point now) {}
+    virtual std::chrono::milliseconds tick_interval() const { return std::chrono::milliseconds(1); }
+};
+
+} // namespace ina::core
+
+#endif

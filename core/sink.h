@@ -1,0 +1,59 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// Everything the aggregation core says to members goes through a Sink, which
+// the transport implements (the agent queues UCX sends; a test records). The
+// core calls it synchronously from its entry points and never expects a
+// callback into the core from inside it. Messages to one member are emitted
+// in the order the member must see them (a GRANT before the RESULTs of the
+// call, the RESULT of a block before anything about a later block).
+#ifndef INA_CORE_SINK_H
+#define INA_CORE_SINK_H
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ina_proto.h"
+#include "job.h"
+#include "seg_pool.h"
+
+namespace ina::core {
+
+// A call's decision, as every member of the job hears it (once per member).
+struct Decision {
+    uint32_t jid;
+    uint64_t mid;
+    uint32_t window;
+    bool grant;                // GRANT, else DENY
+    ina_proto_status_t status; // OK for a grant, the reason of a deny
+};
+
+class Sink {
+public:
+    virtual ~Sink() = default;
+
+    // JOB_CREATE answered: `req` is the creator's request (its cookie in arg,
+    // members in count); the job got `jid` and `window`.
+    virtual void job_created(Member &to, const ina_proto_hdr_t &req, uint32_t jid,
+                             uint32_t window) = 0;
+    // JOB_JOIN answered: OK, or why not.
+    virtual void job_joined(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status) = 0;
+    // GRANT or DENY of a call to member `rank`.
+    virtual void decision(Member &to, uint32_t rank, const Decision &d) = 0;
+    // Block complete; `blk` is the header of the block that completed it (all
+    // members agree on jid, mid, sid, seg, window, coll, op, dtype, seg_count
+    // and arg). result(): the block's `len` bytes to member `rank`, which
+    // asked for them; the sink keeps `payload` until it is sent (empty for an
+    // empty block). ack(): only the acknowledgement.
+    virtual void result(Member &to, uint32_t rank, const ina_proto_hdr_t &blk, BufRef payload,
+                        size_t len) = 0;
+    virtual void ack(Member &to, uint32_t rank, const ina_proto_hdr_t &blk) = 0;
+    // A message of `to` was refused (`req`: its header), or a call `to` takes
+    // part in was aborted (`req`: a BLOCK header naming jid, rank, mid). The
+    // core has counted and logged it already; `why` is for the sink's own use.
+    virtual void error(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status,
+                       const char *why) = 0;
+};
+
+} // namespace ina::core
+
+#endif

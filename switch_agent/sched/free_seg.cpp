@@ -1,0 +1,25 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// Free-Seg policy: a call gets its lease if the pool has it, else a DENY.
+#include "sched/free_seg.h"
+
+#include <utility>
+
+namespace ina::sched {
+
+core::Verdict FreeSegScheduler::decide(const core::CallRequest &req)
+{
+    std::vector<uint32_t> lease;
+    if (pool_.acquire(req.window, lease)) {
+        return core::Verdict::grant(std::move(lease));
+    }
+    return core::Verdict::deny(INA_PROTO_ERR_NO_RESOURCES);
+}
+
+void FreeSegScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &lease)
+{
+    pool_.release(lease);
+    lease.clear();
+}
+
+} // namespace ina::sched

@@ -1,0 +1,471 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// Test doubles for driving the aggregation core (core::Aggregator) without a
+// transport: a Sink that records everything the core says, a scheduler whose
+// answers the test sets, header builders that produce messages the wire
+// validator accepts, and a simulation of members that send blocks the way a
+// client does (the first window at once, block sid + window only after the
+// RESULT of block sid), in an order the test picks.
+#ifndef INA_TEST_CORE_FAKES_H
+#define INA_TEST_CORE_FAKES_H
+
+#include <check.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "aggregator.h"
+#include "ina_proto.h"
+
+namespace core_test {
+
+using namespace ina::core;
+
+struct Event {
+    enum class Kind { kCreated, kJoined, kDecision, kResult, kAck, kError };
+    explicit Event(Kind k) : kind(k) {}
+    Kind kind;
+    Member *to = nullptr;
+    uint32_t rank = 0;
+    ina_proto_hdr_t hdr{};           // the request / block / offending message
+    ina_proto_status_t status = INA_PROTO_OK;
+    Decision d{};
+    uint32_t jid = 0;                // kCreated
+    uint32_t window = 0;             // kCreated
+    std::vector<std::byte> payload;  // kResult: a copy
+    bool has_buffer = false;         // kResult: the reference was not empty
+};
+
+class FakeSink final : public Sink {
+public:
+    std::vector<Event> events;
+    // Keep the result references, as sends in flight would; else drop them at once.
+    bool hold_refs = false;
+    std::vector<BufRef> held;
+
+    void job_created(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window) override
+    {
+        Event e(Event::Kind::kCreated);
+        e.to = &to;
+        e.hdr = req;
+        e.jid = jid;
+        e.window = window;
+        events.push_back(std::move(e));
+    }
+    void job_joined(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status) override
+    {
+        Event e(Event::Kind::kJoined);
+        e.to = &to;
+        e.hdr = req;
+        e.status = status;
+        events.push_back(std::move(e));
+    }
+    void decision(Member &to, uint32_t rank, const Decision &d) override
+    {
+        Event e(Event::Kind::kDecision);
+        e.to = &to;
+        e.rank = rank;
+        e.d = d;
+        e.status = d.status;
+        events.push_back(std::move(e));
+    }
+    void result(Member &to, uint32_t rank, const ina_proto_hdr_t &blk, BufRef payload,
+                size_t len) override
+    {
+        Event e(Event::Kind::kResult);
+        e.to = &to;
+        e.rank = rank;
+        e.hdr = blk;
+        e.has_buffer = static_cast<bool>(payload);
+        if (payload) {
+            e.payload.assign(payload.data(), payload.data() + len);
+        } else {
+            ck_assert_uint_eq(len, 0);
+        }
+        events.push_back(std::move(e));
+        if (hold_refs) {
+            held.push_back(std::move(payload));
+        }
+    }
+    void ack(Member &to, uint32_t rank, const ina_proto_hdr_t &blk) override
+    {
+        Event e(Event::Kind::kAck);
+        e.to = &to;
+        e.rank = rank;
+        e.hdr = blk;
+        events.push_back(std::move(e));
+    }
+    void error(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status,
+               const char *why) override
+    {
+        ck_assert_ptr_nonnull(why);
+        Event e(Event::Kind::kError);
+        e.to = &to;
+        e.hdr = req;
+        e.status = status;
+        events.push_back(std::move(e));
+    }
+
+    size_t count(Event::Kind k, const Member *to = nullptr) const
+    {
+        return static_cast<size_t>(std::count_if(events.begin(), events.end(), [&](const Event &e) {
+            return e.kind == k && (to == nullptr || e.to == to);
+        }));
+    }
+};
+
+// Answers as the test says; records every hook. Leases come from the pool,
+// like a real policy's.
+class TestScheduler final : public Scheduler {
+public:
+    enum class Mode {
+        kFree,          // grant while the pool has the lease, else deny
+        kFreeOrDefer,   // grant while the pool has the lease, else defer
+        kDefer,         // always defer
+        kDeny           // always deny with deny_status
+    };
+    struct Done {
+        uint32_t jid;
+        uint64_t mid;
+        size_t lease_size;
+    };
+
+    explicit TestScheduler(SegPool &pool) : pool_(pool) {}
+
+    Mode mode = Mode::kFree;
+    ina_proto_status_t deny_status = INA_PROTO_ERR_NO_RESOURCES;
+    std::vector<CallRequest> asked;
+    std::vector<Done> done;
+    std::vector<JobInfo> created;
+    std::vector<uint32_t> freed;
+    int ticks = 0;
+
+    Verdict decide(const CallRequest &req) override
+    {
+        asked.push_back(req);
+        std::vector<uint32_t> lease;
+        switch (mode) {
+        case Mode::kDefer:
+            return Verdict::defer();
+        case Mode::kDeny:
+            return Verdict::deny(deny_status);
+        case Mode::kFree:
+        case Mode::kFreeOrDefer:
+            if (pool_.acquire(req.window, lease)) {
+                return Verdict::grant(std::move(lease));
+            }
+            return mode == Mode::kFree ? Verdict::deny(INA_PROTO_ERR_NO_RESOURCES)
+                                       : Verdict::defer();
+        }
+        return Verdict::deny(INA_PROTO_ERR_NO_RESOURCES);
+    }
+    void on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &lease) override
+    {
+        done.push_back(Done{jid, mid, lease.size()});
+        pool_.release(lease);
+        lease.clear();
+    }
+    void on_job_created(const JobInfo &job) override { created.push_back(job); }
+    void on_job_freed(uint32_t jid) override { freed.push_back(jid); }
+    void tick(Clock::time_point) override { ++ticks; }
+
+private:
+    SegPool &pool_;
+};
+
+inline AggregatorConfig small_config(uint32_t segs = 16, uint32_t seg_bytes = 4096)
+{
+    AggregatorConfig c;
+    c.segs = segs;
+    c.seg_bytes = seg_bytes;
+    c.max_window = 8;
+    return c;
+}
+
+// An Aggregator with a FakeSink and a TestScheduler.
+struct Rig {
+    FakeSink sink;
+    TestScheduler *sched = nullptr;
+    Aggregator agg;
+
+    explicit Rig(const AggregatorConfig &cfg = small_config())
+        : agg(cfg,
+              [this](SegPool &pool) {
+                  auto s = std::make_unique<TestScheduler>(pool);
+                  sched = s.get();
+                  return s;
+              },
+              sink)
+    {
+    }
+};
+
+inline void expect_valid(const ina_proto_hdr_t &h, size_t payload_len)
+{
+    ck_assert_int_eq(ina_proto_check(&h, sizeof(h), payload_len), INA_PROTO_OK);
+}
+
+inline ina_proto_hdr_t block_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint32_t sid,
+                                 uint32_t window, unsigned coll, unsigned op, unsigned dtype,
+                                 uint32_t offset, uint32_t count, uint32_t seg_count,
+                                 uint64_t total, bool want)
+{
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_BLOCK);
+    h.jid = jid;
+    h.rank = rank;
+    h.mid = mid;
+    h.sid = sid;
+    h.window = static_cast<uint16_t>(window);
+    h.seg = sid % window;
+    h.coll = static_cast<uint8_t>(coll);
+    h.op = static_cast<uint8_t>(op);
+    h.dtype = static_cast<uint8_t>(dtype);
+    h.offset = offset;
+    h.count = count;
+    h.seg_count = seg_count;
+    h.arg = total;
+    h.flags = want ? INA_PROTO_F_WANT_RESULT : 0;
+    expect_valid(h, static_cast<size_t>(count) * ina_proto_dtype_size(dtype));
+    return h;
+}
+
+// A job of node_ids.size() members (members[r] joins as rank r), created by
+// members[0]. Returns its JID; the sink is emptied.
+inline uint32_t make_job(Rig &rig, const std::vector<Member *> &members,
+                         const std::vector<uint32_t> &node_ids, uint32_t window)
+{
+    ina_proto_hdr_t c;
+    ina_proto_init(&c, INA_PROTO_JOB_CREATE);
+    c.count = static_cast<uint32_t>(node_ids.size());
+    c.window = static_cast<uint16_t>(window);
+    c.arg = 0xc00c1e;
+    expect_valid(c, node_ids.size() * sizeof(uint32_t));
+    rig.agg.job_create(*members[0], c, node_ids.data());
+    ck_assert_uint_eq(rig.sink.events.size(), 1);
+    const Event &e = rig.sink.events.back();
+    ck_assert(e.kind == Event::Kind::kCreated);
+    ck_assert_ptr_eq(e.to, members[0]);
+    ck_assert_uint_eq(e.hdr.arg, 0xc00c1e);
+    const uint32_t jid = e.jid;
+    for (uint32_t r = 0; r < members.size(); ++r) {
+        ina_proto_hdr_t j;
+        ina_proto_init(&j, INA_PROTO_JOB_JOIN);
+        j.jid = jid;
+        j.rank = r;
+        expect_valid(j, 0);
+        rig.agg.job_join(*members[r], j);
+        ck_assert(rig.sink.events.back().kind == Event::Kind::kJoined);
+        ck_assert_int_eq(rig.sink.events.back().status, INA_PROTO_OK);
+    }
+    rig.sink.events.clear();
+    return jid;
+}
+
+inline void leave(Rig &rig, Member &m, uint32_t jid, uint32_t rank)
+{
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_JOB_LEAVE);
+    h.jid = jid;
+    h.rank = rank;
+    expect_valid(h, 0);
+    rig.agg.job_leave(m, h);
+}
+
+// Members sending the blocks of one reduction call (every member brings the
+// whole block) the way clients do; the test picks who sends next. Checks
+// what every member hears: one decision, then exactly one RESULT (or ACK,
+// for members that do not want it) per block, in the order it sent them.
+class CallSim {
+public:
+    CallSim(Rig &rig, std::vector<Member *> members, uint32_t jid, uint64_t mid, uint32_t window,
+            unsigned coll, unsigned op, unsigned dtype, uint32_t seg_count, uint64_t total,
+            std::vector<std::vector<std::byte>> data, std::vector<bool> want)
+        : rig_(rig), members_(std::move(members)), jid_(jid), mid_(mid), window_(window),
+          coll_(coll), op_(op), dtype_(dtype), seg_count_(seg_count), total_(total),
+          data_(std::move(data)), want_(std::move(want)),
+          esz_(ina_proto_dtype_size(dtype)),
+          nblocks_(static_cast<uint32_t>((total + seg_count - 1) / seg_count)),
+          next_(members_.size(), 0), got_(members_.size(), std::vector<bool>(nblocks_, false)),
+          decided_(members_.size(), 0), granted_(members_.size(), false),
+          result_(members_.size(), std::vector<std::byte>(total * esz_))
+    {
+    }
+
+    uint32_t nblocks() const { return nblocks_; }
+    // Ranks that may send their next block now.
+    std::vector<uint32_t> ready() const
+    {
+        std::vector<uint32_t> r;
+        for (uint32_t i = 0; i < members_.size(); ++i) {
+            if (next_[i] < nblocks_ && (next_[i] < window_ || got_[i][next_[i] - window_])) {
+                r.push_back(i);
+            }
+        }
+        return r;
+    }
+    ina_proto_hdr_t header(uint32_t rank, uint32_t sid) const
+    {
+        const uint32_t sc = static_cast<uint32_t>(
+            std::min<uint64_t>(seg_count_, total_ - static_cast<uint64_t>(sid) * seg_count_));
+        return block_hdr(jid_, rank, mid_, sid, window_, coll_, op_, dtype_, 0, sc, sc, total_,
+                         want_[rank]);
+    }
+    const void *payload(uint32_t rank, uint32_t sid) const
+    {
+        return data_[rank].data() + static_cast<size_t>(sid) * seg_count_ * esz_;
+    }
+    // Member `rank` sends its next block.
+    void send(uint32_t rank)
+    {
+        const uint32_t sid = next_[rank]++;
+        rig_.agg.block(*members_[rank], header(rank, sid), payload(rank, sid));
+        drain();
+    }
+    // Send in random order until nobody can; returns how many were sent.
+    size_t run(std::mt19937 &rng)
+    {
+        size_t n = 0;
+        for (std::vector<uint32_t> r = ready(); !r.empty(); r = ready()) {
+            send(r[rng() % r.size()]);
+            ++n;
+        }
+        return n;
+    }
+    // Take what the sink heard about this call.
+    void drain()
+    {
+        std::vector<Event> rest;
+        for (Event &e : rig_.sink.events) {
+            const uint32_t r = rank_of(e.to);
+            if (r == UINT32_MAX) {
+                rest.push_back(std::move(e));
+                continue;
+            }
+            if (e.kind == Event::Kind::kDecision && e.d.jid == jid_ && e.d.mid == mid_) {
+                ck_assert_uint_eq(e.rank, r);
+                ck_assert_uint_eq(e.d.window, window_);
+                ck_assert_int_eq(decided_[r], 0); // once per member
+                ++decided_[r];
+                granted_[r] = e.d.grant;
+                deny_status_ = e.d.status;
+            } else if ((e.kind == Event::Kind::kResult || e.kind == Event::Kind::kAck) &&
+                       e.hdr.jid == jid_ && e.hdr.mid == mid_) {
+                ck_assert_uint_eq(e.rank, r);
+                ck_assert_msg(granted_[r], "RESULT before GRANT");
+                const uint32_t sid = e.hdr.sid;
+                ck_assert_uint_lt(sid, nblocks_);
+                ck_assert_msg(!got_[r][sid], "second RESULT of sid %u to rank %u", sid, r);
+                ck_assert_uint_lt(sid, next_[r]); // only for blocks it sent
+                got_[r][sid] = true;
+                ck_assert(want_[r] == (e.kind == Event::Kind::kResult));
+                if (e.kind == Event::Kind::kResult) {
+                    const size_t off = static_cast<size_t>(sid) * seg_count_ * esz_;
+                    ck_assert_uint_eq(e.payload.size(), static_cast<size_t>(e.hdr.seg_count) * esz_);
+                    std::memcpy(result_[r].data() + off, e.payload.data(), e.payload.size());
+                }
+            } else {
+                rest.push_back(std::move(e));
+            }
+        }
+        rig_.sink.events.swap(rest);
+    }
+
+    bool all_decided() const
+    {
+        return std::all_of(decided_.begin(), decided_.end(), [](int d) { return d == 1; });
+    }
+    bool nobody_decided() const
+    {
+        return std::all_of(decided_.begin(), decided_.end(), [](int d) { return d == 0; });
+    }
+    bool granted(uint32_t rank) const { return granted_[rank]; }
+    ina_proto_status_t deny_status() const { return deny_status_; }
+    bool complete() const
+    {
+        for (const auto &g : got_) {
+            if (!std::all_of(g.begin(), g.end(), [](bool b) { return b; })) {
+                return false;
+            }
+        }
+        return true;
+    }
+    size_t results_heard() const
+    {
+        size_t n = 0;
+        for (const auto &g : got_) {
+            n += static_cast<size_t>(std::count(g.begin(), g.end(), true));
+        }
+        return n;
+    }
+    const std::vector<std::byte> &result(uint32_t rank) const { return result_[rank]; }
+
+private:
+    uint32_t rank_of(const Member *m) const
+    {
+        for (uint32_t i = 0; i < members_.size(); ++i) {
+            if (members_[i] == m) {
+                return i;
+            }
+        }
+        return UINT32_MAX;
+    }
+
+    Rig &rig_;
+    std::vector<Member *> members_;
+    uint32_t jid_;
+    uint64_t mid_;
+    uint32_t window_;
+    unsigned coll_, op_, dtype_;
+    uint32_t seg_count_;
+    uint64_t total_;
+    std::vector<std::vector<std::byte>> data_;
+    std::vector<bool> want_;
+    size_t esz_;
+    uint32_t nblocks_;
+    std::vector<uint32_t> next_;
+    std::vector<std::vector<bool>> got_;
+    std::vector<int> decided_;
+    std::vector<bool> granted_;
+    ina_proto_status_t deny_status_ = INA_PROTO_OK;
+    std::vector<std::vector<std::byte>> result_;
+};
+
+// Members as stable handles.
+struct Members {
+    std::vector<std::unique_ptr<Member>> owned;
+    explicit Members(size_t n)
+    {
+        for (size_t i = 0; i < n; ++i) {
+            owned.push_back(std::make_unique<Member>());
+            owned.back()->id = 100 + i;
+        }
+    }
+    std::vector<Member *> ptrs() const
+    {
+        std::vector<Member *> p;
+        for (const auto &m : owned) {
+            p.push_back(m.get());
+        }
+        return p;
+    }
+    Member &operator[](size_t i) { return *owned[i]; }
+};
+
+template <typename T> std::vector<std::byte> bytes_of(const std::vector<T> &v)
+{
+    std::vector<std::byte> b(v.size() * sizeof(T));
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+}
+
+} // namespace core_test
+
+#endif

@@ -1,0 +1,159 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// Unit tests of the agent's scheduling policies (switch_agent/sched/): the
+// free-Seg policy on its own (it takes and returns leases, never defers,
+// needs no clock) and behind the Aggregator (a call that finds the pool
+// taken is denied for every member; leases come back on completion, abort
+// and job free).
+#include <check.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "aggregator.h"
+#include "core_fakes.h"
+#include "sched/free_seg.h"
+
+using namespace core_test;
+using ina::sched::FreeSegScheduler;
+
+START_TEST(test_free_seg_grant_deny)
+{
+    SegPool pool(8, 64);
+    FreeSegScheduler sched(pool);
+    CallRequest req{1, 0, 4, 100, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, 3, 0};
+    Verdict a = sched.decide(req); // the scheduler takes the lease itself
+    ck_assert(a.kind == Verdict::Kind::kGrant);
+    ck_assert_int_eq(a.status, INA_PROTO_OK);
+    ck_assert_uint_eq(a.lease.size(), 4);
+    ck_assert_uint_eq(pool.free_segs(), 4);
+    Verdict b = sched.decide(req); // 4 still free
+    ck_assert(b.kind == Verdict::Kind::kGrant);
+    ck_assert_uint_eq(pool.free_segs(), 0);
+    std::vector<uint32_t> all(a.lease);
+    all.insert(all.end(), b.lease.begin(), b.lease.end());
+    std::sort(all.begin(), all.end());
+    ck_assert(std::unique(all.begin(), all.end()) == all.end()); // disjoint leases
+    Verdict d = sched.decide(req);
+    ck_assert(d.kind == Verdict::Kind::kDeny); // never Defer
+    ck_assert_int_eq(d.status, INA_PROTO_ERR_NO_RESOURCES);
+    ck_assert(d.lease.empty());
+    sched.on_call_done(1, 0, a.lease); // the lease goes back
+    ck_assert(a.lease.empty());
+    ck_assert_uint_eq(pool.free_segs(), 4);
+    req.window = 2;
+    Verdict c = sched.decide(req);
+    ck_assert(c.kind == Verdict::Kind::kGrant);
+    req.window = 5;
+    ck_assert(sched.decide(req).kind == Verdict::Kind::kDeny); // all or nothing
+    ck_assert_uint_eq(pool.free_segs(), 2);
+    sched.on_call_done(1, 1, b.lease);
+    sched.on_call_done(1, 2, c.lease);
+    ck_assert_uint_eq(pool.free_segs(), 8);
+    // The hooks it does not need are harmless; an empty lease is nothing to return.
+    sched.on_job_created(JobInfo{1, 3, 3, 4});
+    sched.tick(Clock::now());
+    std::vector<uint32_t> none;
+    sched.on_call_done(1, 3, none);
+    sched.on_job_freed(1);
+    ck_assert_uint_eq(pool.free_segs(), 8);
+}
+END_TEST
+
+// A lease returned in the middle of a call (abort) still has busy Segs: they
+// come back empty.
+START_TEST(test_free_seg_abort_returns_busy_segs)
+{
+    SegPool pool(2, 64);
+    FreeSegScheduler sched(pool);
+    Verdict g = sched.decide(CallRequest{1, 0, 2, 32, INA_COLL_ALLREDUCE, INA_OP_SUM,
+                                         INA_DT_INT32, 2, 0});
+    ck_assert(g.kind == Verdict::Kind::kGrant);
+    const uint32_t nodes[2] = {0, 1};
+    Topology topo(nodes, 2);
+    std::vector<int32_t> v(16, 1);
+    Block b{0, 0, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, true, 0, 16, 16, 32, v.data()};
+    ck_assert(pool.contribute(g.lease[0], topo, b) == SegOutcome::kStored);
+    ck_assert(pool.busy(g.lease[0]));
+    const uint32_t seg = g.lease[0];
+    sched.on_call_done(1, 0, g.lease);
+    ck_assert(!pool.busy(seg));
+    ck_assert_uint_eq(pool.free_segs(), 2);
+    ck_assert_uint_eq(pool.buffers().free_count(), pool.buffers().allocated());
+}
+END_TEST
+
+// Behind the Aggregator, as ina-switchd runs it.
+START_TEST(test_free_seg_in_the_aggregator)
+{
+    FakeSink sink;
+    Aggregator agg(small_config(4),
+                   [](SegPool &pool) { return std::make_unique<FreeSegScheduler>(pool); }, sink);
+    Members a(2), b(2);
+    // make_job wants a Rig; do it by hand here.
+    auto job = [&](Members &m, uint32_t window) {
+        ina_proto_hdr_t c;
+        ina_proto_init(&c, INA_PROTO_JOB_CREATE);
+        c.count = 2;
+        c.window = static_cast<uint16_t>(window);
+        const uint32_t ids[2] = {0, 1};
+        agg.job_create(m[0], c, ids);
+        const uint32_t jid = sink.events.back().jid;
+        for (uint32_t r = 0; r < 2; ++r) {
+            ina_proto_hdr_t j;
+            ina_proto_init(&j, INA_PROTO_JOB_JOIN);
+            j.jid = jid;
+            j.rank = r;
+            agg.job_join(m[r], j);
+        }
+        sink.events.clear();
+        return jid;
+    };
+    const uint32_t ja = job(a, 4);
+    const uint32_t jb = job(b, 2);
+    std::vector<int32_t> v(4, 7);
+    auto blk = [&](uint32_t jid, uint32_t rank, uint64_t mid, uint32_t window) {
+        return block_hdr(jid, rank, mid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                         0, 4, 4, 4, true);
+    };
+    agg.block(a[0], blk(ja, 0, 0, 4), v.data()); // A: granted, the whole pool
+    ck_assert_uint_eq(sink.count(Event::Kind::kDecision), 2);
+    ck_assert(sink.events[0].d.grant && sink.events[1].d.grant);
+    sink.events.clear();
+    agg.block(b[1], blk(jb, 1, 0, 2), v.data()); // B: denied for both members
+    ck_assert_uint_eq(sink.count(Event::Kind::kDecision), 2);
+    for (const Event &e : sink.events) {
+        ck_assert(!e.d.grant);
+        ck_assert_int_eq(e.d.status, INA_PROTO_ERR_NO_RESOURCES);
+    }
+    ck_assert(!agg.wants_tick()); // the free-Seg policy never defers
+    sink.events.clear();
+    agg.block(a[1], blk(ja, 1, 0, 4), v.data()); // A completes, its lease returns
+    ck_assert_uint_eq(sink.count(Event::Kind::kResult), 2);
+    ck_assert_uint_eq(agg.pool().free_segs(), 4);
+    sink.events.clear();
+    agg.block(b[0], blk(jb, 0, 1, 2), v.data()); // B's next call: granted
+    ck_assert(sink.events[0].d.grant);
+    agg.member_lost(b[1]); // aborted: its lease returns too
+    ck_assert_uint_eq(agg.pool().free_segs(), 4);
+    ck_assert_uint_eq(agg.counters().calls_granted, 2);
+    ck_assert_uint_eq(agg.counters().calls_denied, 1);
+    ck_assert_uint_eq(agg.counters().calls_aborted, 1);
+}
+END_TEST
+
+int main()
+{
+    Suite *s = suite_create("agent_sched");
+    TCase *tc = tcase_create("free_seg");
+    tcase_add_test(tc, test_free_seg_grant_deny);
+    tcase_add_test(tc, test_free_seg_abort_returns_busy_segs);
+    tcase_add_test(tc, test_free_seg_in_the_aggregator);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}

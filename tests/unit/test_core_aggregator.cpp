@@ -1,0 +1,752 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// Unit tests of the aggregation core driven directly, with a recording Sink
+// and a scheduler the test steers: members' blocks in shuffled orders (exact
+// integers, floats bit-identical to a rank-order reference), who gets a
+// payload and who an ACK, duplicates, foreign members, a member lost in the
+// middle of a call, the same DENY for every member, Defer then Grant (kept
+// blocks replayed, on a tick or when a lease comes back), Defer then Deny,
+// the bound on kept blocks, the scheduler's hooks, and leases and buffers
+// back in their pools at the end.
+#include <check.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "aggregator.h"
+#include "core_fakes.h"
+#include "ina_proto.h"
+
+using namespace core_test;
+
+namespace {
+
+// Everything back: every Seg free, every payload buffer on its free list.
+void expect_pool_whole(const Rig &rig)
+{
+    ck_assert_uint_eq(rig.agg.pool().free_segs(), rig.agg.pool().size());
+    ck_assert_uint_eq(rig.agg.pool().buffers().free_count(), rig.agg.pool().buffers().allocated());
+}
+
+std::vector<std::vector<std::byte>> int_data(uint32_t nranks, uint64_t total, uint32_t seed)
+{
+    std::mt19937 rng(seed);
+    std::vector<std::vector<std::byte>> d;
+    for (uint32_t r = 0; r < nranks; ++r) {
+        std::vector<int32_t> v(total);
+        for (auto &x : v) {
+            x = static_cast<int32_t>(rng());
+        }
+        d.push_back(bytes_of(v));
+    }
+    return d;
+}
+
+std::vector<int32_t> int_sum(const std::vector<std::vector<std::byte>> &d, uint64_t total)
+{
+    std::vector<uint32_t> acc(total, 0); // wrapping arithmetic
+    for (const auto &b : d) {
+        for (uint64_t i = 0; i < total; ++i) {
+            int32_t x;
+            std::memcpy(&x, b.data() + i * sizeof(x), sizeof(x));
+            acc[i] += static_cast<uint32_t>(x);
+        }
+    }
+    std::vector<int32_t> out(total);
+    std::memcpy(out.data(), acc.data(), total * sizeof(int32_t));
+    return out;
+}
+
+// Values over many magnitudes and both signs: the sum depends on the order.
+template <typename T> std::vector<std::vector<std::byte>> fp_data(uint32_t nranks, uint64_t total,
+                                                                  uint32_t seed)
+{
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> mant(-1.0, 1.0);
+    std::uniform_int_distribution<int> expo(-30, 30);
+    std::vector<std::vector<std::byte>> d;
+    for (uint32_t r = 0; r < nranks; ++r) {
+        std::vector<T> v(total);
+        for (auto &x : v) {
+            x = static_cast<T>(std::ldexp(mant(rng), expo(rng)));
+        }
+        d.push_back(bytes_of(v));
+    }
+    return d;
+}
+
+// ((d0 + d1) + d2) + ...: rank order.
+template <typename T>
+std::vector<std::byte> fp_rank_order_sum(const std::vector<std::vector<std::byte>> &d,
+                                         uint64_t total)
+{
+    std::vector<T> acc(total);
+    std::memcpy(acc.data(), d[0].data(), total * sizeof(T));
+    for (size_t r = 1; r < d.size(); ++r) {
+        for (uint64_t i = 0; i < total; ++i) {
+            T x;
+            std::memcpy(&x, d[r].data() + i * sizeof(T), sizeof(T));
+            volatile T s = acc[i] + x; // no contraction, no reassociation
+            acc[i] = s;
+        }
+    }
+    return bytes_of(acc);
+}
+
+} // namespace
+
+// Integer SUM over members on two nodes, a partial last block, many random
+// interleavings of the members' blocks (each member keeps its window).
+START_TEST(test_int_sum_any_interleaving)
+{
+    const std::vector<uint32_t> nodes = {5, 5, 9, 9, 9};
+    const uint32_t n = 5, window = 3, seg_count = 16;
+    const uint64_t total = 16 * 7 + 5;
+    for (uint32_t seed = 1; seed <= 60; ++seed) {
+        Rig rig;
+        Members m(n);
+        const uint32_t jid = make_job(rig, m.ptrs(), nodes, window);
+        auto data = int_data(n, total, seed);
+        const auto ref = bytes_of(int_sum(data, total));
+        CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                    seg_count, total, data, std::vector<bool>(n, true));
+        std::mt19937 rng(seed);
+        ck_assert_uint_eq(sim.run(rng), n * sim.nblocks());
+        ck_assert(sim.all_decided());
+        ck_assert(sim.complete());
+        for (uint32_t r = 0; r < n; ++r) {
+            ck_assert(sim.granted(r));
+            ck_assert(sim.result(r) == ref);
+        }
+        ck_assert(rig.sink.events.empty()); // nothing else was said
+        const Counters &c = rig.agg.counters();
+        ck_assert_uint_eq(c.blocks_in, n * sim.nblocks());
+        ck_assert_uint_eq(c.calls_granted, 1);
+        ck_assert_uint_eq(c.duplicate, 0);
+        ck_assert_uint_eq(rig.sched->asked.size(), 1);
+        ck_assert_uint_eq(rig.sched->done.size(), 1);
+        ck_assert_uint_eq(rig.sched->done[0].lease_size, window);
+        expect_pool_whole(rig);
+    }
+}
+END_TEST
+
+// Floating SUM: whatever order the blocks arrive in, every member gets the
+// rank-order sum, bit for bit.
+template <typename T> void check_fp_rank_order(unsigned dtype)
+{
+    const std::vector<uint32_t> nodes = {1, 2, 3, 1, 2, 3};
+    const uint32_t n = 6, window = 2, seg_count = 8;
+    const uint64_t total = 8 * 5 + 3;
+    for (uint32_t seed = 1; seed <= 60; ++seed) {
+        Rig rig;
+        Members m(n);
+        const uint32_t jid = make_job(rig, m.ptrs(), nodes, window);
+        auto data = fp_data<T>(n, total, seed);
+        const auto ref = fp_rank_order_sum<T>(data, total);
+        CallSim sim(rig, m.ptrs(), jid, 7, window, INA_COLL_ALLREDUCE, INA_OP_SUM, dtype,
+                    seg_count, total, data, std::vector<bool>(n, true));
+        std::mt19937 rng(seed * 7919);
+        sim.run(rng);
+        ck_assert(sim.complete());
+        for (uint32_t r = 0; r < n; ++r) {
+            ck_assert_int_eq(std::memcmp(sim.result(r).data(), ref.data(), ref.size()), 0);
+        }
+        expect_pool_whole(rig);
+    }
+}
+
+START_TEST(test_float_sum_rank_order_bit_identical)
+{
+    check_fp_rank_order<float>(INA_DT_FLOAT);
+    check_fp_rank_order<double>(INA_DT_DOUBLE);
+}
+END_TEST
+
+// REDUCE: the payload only to the member that asked (the root), an ACK to
+// everybody else; references on the result buffer only for payload sends.
+START_TEST(test_payload_to_askers_ack_to_others)
+{
+    const uint32_t n = 4, window = 2, seg_count = 32;
+    const uint64_t total = 32 * 3;
+    Rig rig;
+    rig.sink.hold_refs = true; // sends still in flight
+    Members m(n);
+    const uint32_t jid = make_job(rig, m.ptrs(), {0, 0, 1, 1}, window);
+    auto data = int_data(n, total, 3);
+    std::vector<bool> want = {false, false, true, false};
+    CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_REDUCE, INA_OP_SUM, INA_DT_INT32,
+                seg_count, total, data, want);
+    std::mt19937 rng(3);
+    sim.run(rng);
+    ck_assert(sim.complete());
+    ck_assert(sim.result(2) == bytes_of(int_sum(data, total)));
+    ck_assert_uint_eq(rig.sink.held.size(), sim.nblocks()); // one per payload send
+    // Segs are free at once; the buffers wait for their sends.
+    ck_assert_uint_eq(rig.agg.pool().free_segs(), rig.agg.pool().size());
+    ck_assert_uint_lt(rig.agg.pool().buffers().free_count(), rig.agg.pool().buffers().allocated());
+    rig.sink.held.clear();
+    expect_pool_whole(rig);
+}
+END_TEST
+
+// A second contribution of a rank to a block (before or after the block
+// completed, or to a finished call) changes nothing and is only counted.
+START_TEST(test_duplicates)
+{
+    const uint32_t n = 3, window = 2, seg_count = 4;
+    const uint64_t total = 8; // two blocks
+    Rig rig;
+    Members m(n);
+    const uint32_t jid = make_job(rig, m.ptrs(), {0, 1, 2}, window);
+    auto data = int_data(n, total, 11);
+    CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                seg_count, total, data, std::vector<bool>(n, true));
+    sim.send(0); // rank 0, sid 0
+    ck_assert(sim.all_decided());
+    rig.agg.block(m[0], sim.header(0, 0), sim.payload(0, 0)); // again, block still open
+    ck_assert_uint_eq(rig.agg.counters().duplicate, 1);
+    ck_assert(rig.sink.events.empty());
+    sim.send(1);
+    sim.send(2); // sid 0 complete
+    ck_assert_uint_eq(sim.results_heard(), 3);
+    rig.agg.block(m[1], sim.header(1, 0), sim.payload(1, 0)); // its RESULT went out already
+    ck_assert_uint_eq(rig.agg.counters().duplicate, 2);
+    ck_assert(rig.sink.events.empty());
+    std::mt19937 rng(1);
+    sim.run(rng);
+    ck_assert(sim.complete());
+    ck_assert(sim.result(0) == bytes_of(int_sum(data, total)));
+    rig.agg.block(m[2], sim.header(2, 1), sim.payload(2, 1)); // the call is over
+    ck_assert_uint_eq(rig.agg.counters().duplicate, 3);
+    ck_assert(rig.sink.events.empty());
+    ck_assert_uint_eq(rig.agg.counters().rejected[INA_PROTO_ERR_MISMATCH], 0);
+    expect_pool_whole(rig);
+}
+END_TEST
+
+// A block from a handle that is not (jid, rank) never touches the job: the
+// sender gets an ERROR, the call of the real members goes on undisturbed.
+START_TEST(test_foreign_members)
+{
+    const uint32_t window = 2, seg_count = 4;
+    const uint64_t total = 8;
+    Rig rig;
+    Members a(2), b(2);
+    Member stranger;
+    const uint32_t ja = make_job(rig, a.ptrs(), {0, 1}, window);
+    const uint32_t jb = make_job(rig, b.ptrs(), {0, 1}, window);
+    ck_assert_uint_ne(ja, jb);
+    auto data = int_data(2, total, 5);
+    CallSim sim(rig, a.ptrs(), ja, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                seg_count, total, data, {true, true});
+
+    // A member of job B, a member of job A posing as the other rank, a
+    // handle that joined nothing.
+    Member *forgers[] = {&b[0], &a[1], &stranger};
+    for (Member *f : forgers) {
+        rig.agg.block(*f, sim.header(0, 0), sim.payload(1, 0));
+        ck_assert_uint_eq(rig.sink.events.size(), 1);
+        const Event &e = rig.sink.events.back();
+        ck_assert(e.kind == Event::Kind::kError);
+        ck_assert_ptr_eq(e.to, f);
+        ck_assert_int_eq(e.status, INA_PROTO_ERR_NOT_MEMBER);
+        ck_assert_uint_eq(e.hdr.jid, ja);
+        ck_assert_uint_eq(e.hdr.type, INA_PROTO_BLOCK);
+        rig.sink.events.clear();
+    }
+    ck_assert_uint_eq(rig.agg.counters().foreign, 3);
+    ck_assert_uint_eq(rig.agg.counters().rejected[INA_PROTO_ERR_NOT_MEMBER], 3);
+    ck_assert(rig.sched->asked.empty()); // not even a call record
+    ck_assert(sim.nobody_decided());
+
+    // An unknown job.
+    ina_proto_hdr_t h = sim.header(0, 0);
+    h.jid = 999;
+    rig.agg.block(a[0], h, sim.payload(0, 0));
+    ck_assert(rig.sink.events.back().kind == Event::Kind::kError);
+    ck_assert_int_eq(rig.sink.events.back().status, INA_PROTO_ERR_NO_JOB);
+    rig.sink.events.clear();
+
+    std::mt19937 rng(2);
+    sim.run(rng);
+    ck_assert(sim.complete());
+    ck_assert(sim.result(0) == bytes_of(int_sum(data, total)));
+    ck_assert(sim.result(1) == sim.result(0));
+    ck_assert(rig.sink.events.empty());
+    expect_pool_whole(rig);
+}
+END_TEST
+
+// A member lost in the middle of a call: the call can never complete, every
+// other member gets an ERROR for it at once, its lease goes back.
+START_TEST(test_member_lost_mid_call)
+{
+    const uint32_t n = 3, window = 2, seg_count = 4;
+    const uint64_t total = 16; // four blocks
+    Rig rig;
+    rig.sink.hold_refs = true;
+    Members m(n);
+    const uint32_t jid = make_job(rig, m.ptrs(), {0, 1, 2}, window);
+    auto data = int_data(n, total, 9);
+    CallSim sim(rig, m.ptrs(), jid, 4, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                seg_count, total, data, std::vector<bool>(n, true));
+    sim.send(0);
+    sim.send(0);
+    sim.send(1);
+    sim.send(1);
+    sim.send(2); // sid 0 complete, sid 1 waits for rank 2
+    ck_assert_uint_eq(sim.results_heard(), 3);
+    ck_assert_uint_eq(rig.agg.pool().free_segs(), rig.agg.pool().size() - window);
+
+    rig.agg.member_lost(m[2]);
+    ck_assert_uint_eq(rig.sink.events.size(), 2);
+    for (const Event &e : rig.sink.events) {
+        ck_assert(e.kind == Event::Kind::kError);
+        ck_assert(e.to == &m[0] || e.to == &m[1]);
+        ck_assert_int_eq(e.status, INA_PROTO_ERR_NOT_MEMBER);
+        ck_assert_uint_eq(e.hdr.type, INA_PROTO_BLOCK);
+        ck_assert_uint_eq(e.hdr.jid, jid);
+        ck_assert_uint_eq(e.hdr.mid, 4);
+        ck_assert_uint_eq(e.hdr.rank, e.to == &m[0] ? 0 : 1);
+    }
+    ck_assert(rig.sink.events[0].to != rig.sink.events[1].to);
+    rig.sink.events.clear();
+    ck_assert_uint_eq(rig.agg.counters().calls_aborted, 1);
+    ck_assert_uint_eq(rig.sched->done.size(), 1);
+    ck_assert_uint_eq(rig.sched->done[0].lease_size, window);
+    // A late block of the aborted call is dropped without a word.
+    rig.agg.block(m[0], sim.header(0, 2), sim.payload(0, 2));
+    ck_assert(rig.sink.events.empty());
+    rig.sink.held.clear();
+    expect_pool_whole(rig);
+    // The survivors leave: the job is freed.
+    leave(rig, m[0], jid, 0);
+    ck_assert_uint_eq(rig.agg.live_jobs(), 1);
+    leave(rig, m[1], jid, 1);
+    ck_assert_uint_eq(rig.agg.live_jobs(), 0);
+    ck_assert_uint_eq(rig.sched->freed.size(), 1);
+    ck_assert_uint_eq(rig.sched->freed[0], jid);
+    ck_assert(rig.sink.events.empty());
+}
+END_TEST
+
+// A denied call: every member hears the same DENY exactly once, whoever sent
+// first and whatever they send after; the next call may be granted.
+START_TEST(test_deny_same_for_everybody)
+{
+    const uint32_t seg_count = 4;
+    const uint64_t total = 12;
+    Rig rig(small_config(4));
+    Members a(2), b(3);
+    const uint32_t ja = make_job(rig, a.ptrs(), {0, 1}, 4);
+    const uint32_t jb = make_job(rig, b.ptrs(), {0, 1, 2}, 2);
+    auto da = int_data(2, total, 1);
+    auto db = int_data(3, total, 2);
+    CallSim simA(rig, a.ptrs(), ja, 0, 4, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                 seg_count, total, da, {true, true});
+    simA.send(0); // A takes the whole pool
+    ck_assert(simA.all_decided() && simA.granted(0));
+
+    CallSim simB(rig, b.ptrs(), jb, 0, 2, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                 seg_count, total, db, {true, true, true});
+    simB.send(1);
+    ck_assert(simB.all_decided());
+    for (uint32_t r = 0; r < 3; ++r) {
+        ck_assert(!simB.granted(r));
+    }
+    ck_assert_int_eq(simB.deny_status(), INA_PROTO_ERR_NO_RESOURCES);
+    std::mt19937 rng(4);
+    simB.run(rng); // the others' first windows: dropped silently
+    ck_assert(rig.sink.events.empty());
+    ck_assert_uint_eq(rig.agg.counters().calls_denied, 1);
+    ck_assert_uint_eq(rig.agg.counters().denied_blocks, 6);
+    ck_assert_uint_eq(simB.results_heard(), 0);
+
+    simA.run(rng);
+    ck_assert(simA.complete());
+    expect_pool_whole(rig);
+    // The next call of B finds the pool free.
+    CallSim simB1(rig, b.ptrs(), jb, 1, 2, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                  seg_count, total, db, {true, true, true});
+    simB1.run(rng);
+    ck_assert(simB1.complete());
+    ck_assert(simB1.result(2) == bytes_of(int_sum(db, total)));
+    // A policy's own reason reaches every member too.
+    rig.sched->mode = TestScheduler::Mode::kDeny;
+    rig.sched->deny_status = INA_PROTO_ERR_UNSUPPORTED;
+    CallSim simB2(rig, b.ptrs(), jb, 2, 2, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                  seg_count, total, db, {true, true, true});
+    simB2.run(rng);
+    ck_assert(simB2.all_decided());
+    ck_assert_int_eq(simB2.deny_status(), INA_PROTO_ERR_UNSUPPORTED);
+    ck_assert(rig.sink.events.empty());
+    expect_pool_whole(rig);
+}
+END_TEST
+
+// Defer, then Grant at a tick: the kept blocks are replayed in the Segs and
+// the result is exact (floats: still rank order).
+START_TEST(test_defer_then_grant_on_tick)
+{
+    const std::vector<uint32_t> nodes = {0, 0, 1, 1};
+    const uint32_t n = 4, window = 2, seg_count = 8;
+    const uint64_t total = 8 * 5;
+    for (uint32_t seed = 1; seed <= 20; ++seed) {
+        Rig rig;
+        Members m(n);
+        const uint32_t jid = make_job(rig, m.ptrs(), nodes, window);
+        rig.sched->mode = TestScheduler::Mode::kDefer;
+        auto data = fp_data<float>(n, total, seed);
+        const auto ref = fp_rank_order_sum<float>(data, total);
+        CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_FLOAT,
+                    seg_count, total, data, std::vector<bool>(n, true));
+        std::mt19937 rng(seed);
+        ck_assert_uint_eq(sim.run(rng), n * window); // first windows, then stuck
+        ck_assert(sim.nobody_decided());
+        ck_assert(rig.sink.events.empty());
+        ck_assert_uint_eq(rig.agg.counters().calls_deferred, 1);
+        ck_assert_uint_eq(rig.agg.counters().kept_blocks, n * window);
+        ck_assert_uint_eq(rig.agg.deferred_calls(), 1);
+        ck_assert(rig.agg.wants_tick());
+        ck_assert_uint_eq(rig.sched->asked.size(), 1); // asked once, at the first block
+        ck_assert_uint_eq(rig.agg.pool().free_segs(), rig.agg.pool().size());
+
+        rig.agg.tick(Clock::now()); // still deferred
+        ck_assert_uint_eq(rig.sched->ticks, 1);
+        ck_assert_uint_eq(rig.sched->asked.size(), 2);
+        ck_assert_uint_eq(rig.sched->asked[1].asked, 1);
+        ck_assert(rig.sink.events.empty());
+
+        rig.sched->mode = TestScheduler::Mode::kFree;
+        rig.agg.tick(Clock::now());
+        sim.drain();
+        ck_assert(sim.all_decided());
+        ck_assert_uint_eq(sim.results_heard(), n * window); // the replayed blocks completed
+        ck_assert(!rig.agg.wants_tick());
+        ck_assert_uint_eq(rig.agg.kept_bytes(), 0);
+        sim.run(rng);
+        ck_assert(sim.complete());
+        for (uint32_t r = 0; r < n; ++r) {
+            ck_assert(sim.granted(r));
+            ck_assert_int_eq(std::memcmp(sim.result(r).data(), ref.data(), ref.size()), 0);
+        }
+        ck_assert(rig.sink.events.empty());
+        ck_assert_uint_eq(rig.agg.counters().calls_granted, 1);
+        ck_assert_uint_eq(rig.sched->done.size(), 1);
+        ck_assert_uint_eq(rig.sched->done[0].lease_size, window);
+        expect_pool_whole(rig);
+    }
+}
+END_TEST
+
+// A call deferred because the pool is taken is asked again when a lease
+// comes back, without any tick, and granted then.
+START_TEST(test_defer_until_a_lease_returns)
+{
+    const uint32_t seg_count = 4;
+    const uint64_t total = 20;
+    Rig rig(small_config(4));
+    rig.sched->mode = TestScheduler::Mode::kFreeOrDefer;
+    Members a(2), b(3);
+    const uint32_t ja = make_job(rig, a.ptrs(), {0, 1}, 4);
+    const uint32_t jb = make_job(rig, b.ptrs(), {0, 1, 2}, 2);
+    auto da = int_data(2, total, 1);
+    auto db = int_data(3, total, 2);
+    CallSim simA(rig, a.ptrs(), ja, 0, 4, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                 seg_count, total, da, {true, true});
+    CallSim simB(rig, b.ptrs(), jb, 0, 2, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                 seg_count, total, db, {true, true, true});
+    simA.send(0);
+    ck_assert(simA.all_decided());
+    std::mt19937 rng(8);
+    ck_assert_uint_eq(simB.run(rng), 6); // deferred: the first windows are kept
+    ck_assert(simB.nobody_decided());
+    ck_assert_uint_eq(rig.agg.deferred_calls(), 1);
+    simA.run(rng); // A completes; its lease returns; B is granted and replayed
+    ck_assert(simA.complete());
+    simB.drain();
+    ck_assert(simB.all_decided());
+    ck_assert(simB.granted(0));
+    ck_assert_uint_eq(simB.results_heard(), 6);
+    simB.run(rng);
+    ck_assert(simB.complete());
+    ck_assert(simB.result(1) == bytes_of(int_sum(db, total)));
+    ck_assert_int_eq(rig.sched->ticks, 0);
+    ck_assert_uint_eq(rig.agg.deferred_calls(), 0);
+    ck_assert(rig.sink.events.empty());
+    expect_pool_whole(rig);
+}
+END_TEST
+
+// Defer, then Deny: every member hears the DENY once, the kept blocks and
+// every later block are dropped, the scheduler hears the call is over.
+START_TEST(test_defer_then_deny)
+{
+    const uint32_t n = 3, window = 2, seg_count = 4;
+    const uint64_t total = 16;
+    Rig rig;
+    Members m(n);
+    const uint32_t jid = make_job(rig, m.ptrs(), {0, 1, 2}, window);
+    rig.sched->mode = TestScheduler::Mode::kDefer;
+    auto data = int_data(n, total, 4);
+    CallSim sim(rig, m.ptrs(), jid, 3, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                seg_count, total, data, std::vector<bool>(n, true));
+    sim.send(2);
+    sim.send(0);
+    sim.send(2);
+    ck_assert(sim.nobody_decided());
+    rig.sched->mode = TestScheduler::Mode::kDeny;
+    rig.sched->deny_status = INA_PROTO_ERR_NO_RESOURCES;
+    rig.agg.tick(Clock::now());
+    sim.drain();
+    ck_assert(sim.all_decided());
+    for (uint32_t r = 0; r < n; ++r) {
+        ck_assert(!sim.granted(r));
+    }
+    ck_assert_int_eq(sim.deny_status(), INA_PROTO_ERR_NO_RESOURCES);
+    ck_assert_uint_eq(rig.agg.counters().denied_blocks, 3);
+    std::mt19937 rng(1);
+    sim.run(rng); // the rest of the first windows: dropped
+    ck_assert(rig.sink.events.empty());
+    ck_assert_uint_eq(sim.results_heard(), 0);
+    ck_assert_uint_eq(rig.agg.counters().denied_blocks, 6);
+    ck_assert_uint_eq(rig.agg.deferred_calls(), 0);
+    ck_assert_uint_eq(rig.agg.kept_bytes(), 0);
+    ck_assert_uint_eq(rig.sched->done.size(), 0); // it denied the call itself
+    expect_pool_whole(rig);
+}
+END_TEST
+
+// No room to keep more blocks of deferred calls: the call is denied for
+// everybody, the scheduler hears it is over.
+START_TEST(test_defer_keep_bound)
+{
+    const uint32_t n = 3, window = 2, seg_count = 64;
+    const uint64_t total = 256;
+    AggregatorConfig cfg = small_config();
+    cfg.keep_bytes = 3 * (seg_count * sizeof(int32_t) + sizeof(KeptBlock));
+    Rig rig(cfg);
+    Members m(n);
+    const uint32_t jid = make_job(rig, m.ptrs(), {0, 1, 2}, window);
+    rig.sched->mode = TestScheduler::Mode::kDefer;
+    auto data = int_data(n, total, 4);
+    CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                seg_count, total, data, std::vector<bool>(n, true));
+    sim.send(0);
+    sim.send(1);
+    sim.send(2);
+    ck_assert(sim.nobody_decided());
+    ck_assert_uint_eq(rig.agg.counters().kept_blocks, 3);
+    sim.send(0); // does not fit
+    ck_assert(sim.all_decided());
+    ck_assert(!sim.granted(0));
+    ck_assert_int_eq(sim.deny_status(), INA_PROTO_ERR_NO_RESOURCES);
+    ck_assert_uint_eq(rig.agg.counters().denied_blocks, 4);
+    ck_assert_uint_eq(rig.agg.kept_bytes(), 0);
+    ck_assert(!rig.agg.wants_tick());
+    ck_assert_uint_eq(rig.sched->done.size(), 1);
+    ck_assert_uint_eq(rig.sched->done[0].lease_size, 0);
+    ck_assert(rig.sink.events.empty());
+}
+END_TEST
+
+// A member lost while its call is deferred: the others get an ERROR (as for a
+// granted call), the kept blocks go.
+START_TEST(test_defer_then_member_lost)
+{
+    const uint32_t n = 3, window = 2, seg_count = 4;
+    const uint64_t total = 16;
+    Rig rig;
+    Members m(n);
+    const uint32_t jid = make_job(rig, m.ptrs(), {0, 1, 2}, window);
+    rig.sched->mode = TestScheduler::Mode::kDefer;
+    auto data = int_data(n, total, 4);
+    CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                seg_count, total, data, std::vector<bool>(n, true));
+    std::mt19937 rng(1);
+    sim.run(rng);
+    rig.agg.member_lost(m[1]);
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kError), 2);
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kError, &m[0]), 1);
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kError, &m[2]), 1);
+    ck_assert_uint_eq(rig.sink.events.size(), 2);
+    ck_assert_uint_eq(rig.agg.counters().calls_aborted, 1);
+    ck_assert_uint_eq(rig.agg.deferred_calls(), 0);
+    ck_assert_uint_eq(rig.agg.kept_bytes(), 0);
+    ck_assert_uint_eq(rig.sched->done.size(), 1);
+    ck_assert_uint_eq(rig.sched->done[0].lease_size, 0);
+    rig.sink.events.clear();
+    rig.sched->mode = TestScheduler::Mode::kFree;
+    rig.agg.tick(Clock::now());
+    ck_assert(rig.sink.events.empty()); // nothing left to decide
+    expect_pool_whole(rig);
+}
+END_TEST
+
+// What the scheduler is told: jobs created (with their shape) and freed,
+// every call asked with its parameters, every lease given back.
+START_TEST(test_scheduler_hooks)
+{
+    Rig rig(small_config(16));
+    Members m(5);
+    Member lonely;
+    const uint32_t jid = make_job(rig, m.ptrs(), {4, 4, 8, 8, 8}, 100); // window clamped
+    ck_assert_uint_eq(rig.sched->created.size(), 1);
+    const JobInfo &ji = rig.sched->created[0];
+    ck_assert_uint_eq(ji.jid, jid);
+    ck_assert_uint_eq(ji.nmembers, 5);
+    ck_assert_uint_eq(ji.nnodes, 2);
+    ck_assert_uint_eq(ji.window, 8);
+    ck_assert_uint_eq(rig.agg.max_window(), 8);
+
+    auto data = int_data(5, 40, 1);
+    std::mt19937 rng(1);
+    for (uint64_t mid = 0; mid < 3; ++mid) {
+        CallSim sim(rig, m.ptrs(), jid, mid, 8, INA_COLL_ALLREDUCE, INA_OP_MAX, INA_DT_INT32, 4,
+                    40, data, std::vector<bool>(5, true));
+        sim.run(rng);
+        ck_assert(sim.complete());
+    }
+    ck_assert_uint_eq(rig.sched->asked.size(), 3);
+    const CallRequest &q = rig.sched->asked[2];
+    ck_assert_uint_eq(q.jid, jid);
+    ck_assert_uint_eq(q.mid, 2);
+    ck_assert_uint_eq(q.window, 8);
+    ck_assert_uint_eq(q.total, 40);
+    ck_assert_uint_eq(q.coll, INA_COLL_ALLREDUCE);
+    ck_assert_uint_eq(q.op, INA_OP_MAX);
+    ck_assert_uint_eq(q.dtype, INA_DT_INT32);
+    ck_assert_uint_eq(q.nmembers, 5);
+    ck_assert_uint_eq(q.asked, 0);
+    ck_assert_uint_eq(rig.sched->done.size(), 3);
+    for (uint64_t mid = 0; mid < 3; ++mid) {
+        ck_assert_uint_eq(rig.sched->done[mid].mid, mid);
+        ck_assert_uint_eq(rig.sched->done[mid].lease_size, 8);
+    }
+    // A job whose creator goes before anybody joined is freed with it.
+    ina_proto_hdr_t c;
+    ina_proto_init(&c, INA_PROTO_JOB_CREATE);
+    c.count = 2;
+    c.window = 2;
+    const uint32_t ids[2] = {0, 0};
+    rig.agg.job_create(lonely, c, ids);
+    ck_assert_uint_eq(rig.sched->created.size(), 2);
+    const uint32_t orphan = rig.sink.events.back().jid;
+    rig.agg.member_lost(lonely);
+    ck_assert_uint_eq(rig.sched->freed.size(), 1);
+    ck_assert_uint_eq(rig.sched->freed[0], orphan);
+    // Everybody leaves: freed.
+    for (uint32_t r = 0; r < 5; ++r) {
+        leave(rig, m[r], jid, r);
+    }
+    ck_assert_uint_eq(rig.sched->freed.size(), 2);
+    ck_assert_uint_eq(rig.sched->freed[1], jid);
+    ck_assert_uint_eq(rig.agg.live_jobs(), 0);
+    ck_assert_uint_eq(rig.agg.counters().jobs_created, 2);
+    ck_assert_uint_eq(rig.agg.counters().jobs_freed, 2);
+    expect_pool_whole(rig);
+}
+END_TEST
+
+// A job freed with a granted call in flight and one deferred: both end, the
+// lease and the kept blocks go back.
+START_TEST(test_job_freed_with_open_calls)
+{
+    Rig rig(small_config(4));
+    rig.sched->mode = TestScheduler::Mode::kFreeOrDefer;
+    Members m(2);
+    const uint32_t jid = make_job(rig, m.ptrs(), {0, 1}, 4);
+    auto data = int_data(2, 16, 1);
+    CallSim s0(rig, m.ptrs(), jid, 0, 4, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, 4, 16,
+               data, {true, true});
+    CallSim s1(rig, m.ptrs(), jid, 1, 4, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, 4, 16,
+               data, {true, true});
+    s0.send(0);
+    s1.send(0); // no Segs left: deferred
+    s1.send(1);
+    ck_assert_uint_eq(rig.agg.deferred_calls(), 1);
+    rig.agg.member_lost(m[0]);
+    rig.agg.member_lost(m[1]);
+    ck_assert_uint_eq(rig.agg.live_jobs(), 0);
+    ck_assert_uint_eq(rig.agg.deferred_calls(), 0);
+    ck_assert_uint_eq(rig.agg.kept_bytes(), 0);
+    ck_assert_uint_eq(rig.sched->done.size(), 2);
+    ck_assert_uint_eq(rig.sched->freed.size(), 1);
+    expect_pool_whole(rig);
+}
+END_TEST
+
+// BARRIER: one empty block, a RESULT without a buffer for everybody.
+START_TEST(test_barrier)
+{
+    const uint32_t n = 3;
+    Rig rig;
+    Members m(n);
+    const uint32_t jid = make_job(rig, m.ptrs(), {0, 0, 1}, 2);
+    for (uint32_t r = 0; r < n; ++r) {
+        ina_proto_hdr_t h = block_hdr(jid, r, 0, 0, 2, INA_COLL_BARRIER, INA_OP_REPLACE,
+                                      INA_DT_UINT8, 0, 0, 0, 0, true);
+        rig.agg.block(m[r], h, nullptr);
+    }
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kDecision), n);
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kResult), n);
+    for (const Event &e : rig.sink.events) {
+        if (e.kind == Event::Kind::kResult) {
+            ck_assert(!e.has_buffer);
+            ck_assert(e.payload.empty());
+        }
+    }
+    ck_assert_uint_eq(rig.sched->done.size(), 1);
+    expect_pool_whole(rig);
+}
+END_TEST
+
+// Refusals the transport makes go through the same counting.
+START_TEST(test_reject_counts_and_tells)
+{
+    Rig rig;
+    Member x;
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_BLOCK);
+    h.jid = 3;
+    rig.agg.reject(&x, h, INA_PROTO_ERR_MALFORMED, "test");
+    rig.agg.reject(nullptr, h, INA_PROTO_ERR_MALFORMED, "test, nobody to tell");
+    ck_assert_uint_eq(rig.agg.counters().rejected[INA_PROTO_ERR_MALFORMED], 2);
+    ck_assert_uint_eq(rig.sink.events.size(), 1);
+    ck_assert_ptr_eq(rig.sink.events[0].to, &x);
+    ck_assert_int_eq(rig.sink.events[0].status, INA_PROTO_ERR_MALFORMED);
+}
+END_TEST
+
+int main()
+{
+    Suite *s = suite_create("core_aggregator");
+    TCase *tc = tcase_create("aggregator");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_int_sum_any_interleaving);
+    tcase_add_test(tc, test_float_sum_rank_order_bit_identical);
+    tcase_add_test(tc, test_payload_to_askers_ack_to_others);
+    tcase_add_test(tc, test_duplicates);
+    tcase_add_test(tc, test_foreign_members);
+    tcase_add_test(tc, test_member_lost_mid_call);
+    tcase_add_test(tc, test_deny_same_for_everybody);
+    tcase_add_test(tc, test_defer_then_grant_on_tick);
+    tcase_add_test(tc, test_defer_until_a_lease_returns);
+    tcase_add_test(tc, test_defer_then_deny);
+    tcase_add_test(tc, test_defer_keep_bound);
+    tcase_add_test(tc, test_defer_then_member_lost);
+    tcase_add_test(tc, test_scheduler_hooks);
+    tcase_add_test(tc, test_job_freed_with_open_calls);
+    tcase_add_test(tc, test_barrier);
+    tcase_add_test(tc, test_reject_counts_and_tells);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
