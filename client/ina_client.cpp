@@ -67,7 +67,15 @@ void Client::log(int level, const char *fmt, ...) const
 int Client::connect(const char *addr, std::string &err)
 {
     const std::string a(addr != nullptr ? addr : "");
-    int rc = UcxChannel::open(a, want_thread_, *this, channel_, err);
+    return start(
+        [&a](ChannelEvents &events, bool serialized, std::unique_ptr<Channel> &out,
+             std::string &why) { return UcxChannel::open(a, serialized, events, out, why); },
+        a, err);
+}
+
+int Client::start(const ChannelFactory &open, const std::string &a, std::string &err)
+{
+    int rc = open(*this, want_thread_, channel_, err);
     if (rc != INA_OK) {
         return rc;
     }
@@ -551,6 +559,20 @@ ina_cqe_t invalid_cqe()
 }
 
 } // namespace
+
+int ina::client::connect_over(const ina_client_config_t &cfg, const Client::ChannelFactory &open,
+                              const std::string &peer, ina_client_t **out, std::string &err)
+{
+    *out = nullptr;
+    return guard(__func__, [&] {
+        auto c = std::make_unique<ina_client_t>(cfg);
+        int r = c->impl.start(open, peer, err);
+        if (r == INA_OK) {
+            *out = c.release();
+        }
+        return r;
+    });
+}
 
 extern "C" {
 

@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -56,9 +57,16 @@ public:
     Client(const Client &) = delete;
     Client &operator=(const Client &) = delete;
 
+    // Opens a channel to the agent at `peer` (serialized: the progress
+    // thread will share it), reporting to `events`.
+    using ChannelFactory = std::function<int(ChannelEvents &events, bool serialized,
+                                             std::unique_ptr<Channel> &out, std::string &err)>;
+
+    // A UcxChannel to "host:port", then start().
+    int connect(const char *addr, std::string &err);
     // Channel, HELLO/HELLO_ACK, then the progress thread if configured.
     // Returns INA_OK or an error with the reason in err.
-    int connect(const char *addr, std::string &err);
+    int start(const ChannelFactory &open, const std::string &peer, std::string &err);
 
     // Serialises the entry points with the progress thread.
     std::mutex &mutex() { return mutex_; }
@@ -335,6 +343,15 @@ private:
     std::deque<Call *> active_;                    // posted, not retired, MID order
     std::map<uint64_t, Early> early_;              // by MID
 };
+
+} // namespace ina::client
+
+namespace ina::client {
+
+// ina_client_connect over a channel of the caller's making (a test's
+// in-process link, a node stage): the C API then works as over UCX.
+int connect_over(const ina_client_config_t &cfg, const Client::ChannelFactory &open,
+                 const std::string &peer, ina_client_t **out, std::string &err);
 
 } // namespace ina::client
 

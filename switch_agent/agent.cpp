@@ -272,7 +272,7 @@ void Agent::receive(Peer *peer, const ina_proto_hdr_t &h, const void *header,
         agg_.reject(nullptr, h, INA_PROTO_ERR_MALFORMED, "no reply endpoint");
         return;
     }
-    dispatch(*peer, h, data);
+    core::serve(agg_, *this, *peer, h, data);
 }
 
 void Agent::on_send_done(void *request, ucs_status_t status, void *user_data)
@@ -281,41 +281,6 @@ void Agent::on_send_done(void *request, ucs_status_t status, void *user_data)
     --ctx->agent->sends_in_flight_;
     ctx->agent->finish_send(ctx, status);
     ucp_request_free(request);
-}
-
-// ---------------------------------------------------------------- dispatch
-
-void Agent::dispatch(Peer &peer, const ina_proto_hdr_t &h, const void *data)
-{
-    switch (h.type) {
-    case INA_PROTO_HELLO:
-        on_hello(peer);
-        break;
-    case INA_PROTO_JOB_CREATE:
-        agg_.job_create(peer, h, data);
-        break;
-    case INA_PROTO_JOB_JOIN:
-        agg_.job_join(peer, h);
-        break;
-    case INA_PROTO_JOB_LEAVE:
-        agg_.job_leave(peer, h);
-        break;
-    case INA_PROTO_BLOCK:
-        agg_.block(peer, h, data);
-        break;
-    default: // agent-to-client types have no business here
-        agg_.reject(&peer, h, INA_PROTO_ERR_MALFORMED, "not a client-to-agent message");
-        break;
-    }
-}
-
-void Agent::on_hello(Peer &peer)
-{
-    ina_proto_hdr_t ack;
-    ina_proto_init(&ack, INA_PROTO_HELLO_ACK);
-    ack.count = agg_.max_window();
-    ack.arg = agg_.seg_bytes();
-    queue(peer, ack);
 }
 
 // ---------------------------------------------------------------- deferred work
@@ -405,7 +370,7 @@ void Agent::drop_peer(Peer &peer)
 
 // ---------------------------------------------------------------- the core's Sink
 
-void Agent::queue(core::Member &to, const ina_proto_hdr_t &h, core::BufRef payload, size_t len)
+void Agent::send(core::Member &to, const ina_proto_hdr_t &h, core::BufRef payload, size_t len)
 {
     if (send_free_.empty()) {
         send_store_.push_back(std::make_unique<SendCtx>());
@@ -444,95 +409,6 @@ void Agent::finish_send(SendCtx *ctx, ucs_status_t status)
     ctx->payload.reset();
     ctx->peer = nullptr;
     send_free_.push_back(ctx);
-}
-
-void Agent::job_created(core::Member &to, const ina_proto_hdr_t &req, uint32_t jid,
-                        uint32_t window)
-{
-    ina_proto_hdr_t r;
-    ina_proto_init(&r, INA_PROTO_JOB_CREATED);
-    r.jid = jid;
-    r.window = static_cast<uint16_t>(window);
-    r.count = req.count;
-    r.arg = req.arg;
-    queue(to, r);
-}
-
-void Agent::job_joined(core::Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status)
-{
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_JOB_JOINED);
-    h.status = static_cast<uint8_t>(status);
-    h.jid = req.jid;
-    h.rank = req.rank;
-    h.mid = req.mid;
-    h.sid = req.sid;
-    h.arg = req.arg;
-    queue(to, h);
-}
-
-void Agent::decision(core::Member &to, uint32_t rank, const core::Decision &d)
-{
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, d.grant ? INA_PROTO_GRANT : INA_PROTO_DENY);
-    h.status = static_cast<uint8_t>(d.status);
-    h.jid = d.jid;
-    h.mid = d.mid;
-    h.window = static_cast<uint16_t>(d.window);
-    h.rank = rank;
-    queue(to, h);
-}
-
-namespace {
-
-// The RESULT of block `blk` to `rank` (count and flags set by the caller).
-ina_proto_hdr_t result_hdr(const ina_proto_hdr_t &blk, uint32_t rank)
-{
-    ina_proto_hdr_t r;
-    ina_proto_init(&r, INA_PROTO_RESULT);
-    r.coll = blk.coll;
-    r.op = blk.op;
-    r.dtype = blk.dtype;
-    r.window = blk.window;
-    r.jid = blk.jid;
-    r.sid = blk.sid;
-    r.mid = blk.mid;
-    r.seg = blk.seg;
-    r.seg_count = blk.seg_count;
-    r.arg = blk.arg;
-    r.rank = rank;
-    return r;
-}
-
-} // namespace
-
-void Agent::result(core::Member &to, uint32_t rank, const ina_proto_hdr_t &blk,
-                   core::BufRef payload, size_t len)
-{
-    ina_proto_hdr_t r = result_hdr(blk, rank);
-    r.count = blk.seg_count;
-    queue(to, r, std::move(payload), len);
-}
-
-void Agent::ack(core::Member &to, uint32_t rank, const ina_proto_hdr_t &blk)
-{
-    ina_proto_hdr_t r = result_hdr(blk, rank);
-    r.flags = INA_PROTO_F_ACK_ONLY; // count 0: the ACK of the member's block, no payload
-    queue(to, r);
-}
-
-void Agent::error(core::Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status,
-                  const char *why)
-{
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_ERROR);
-    h.status = static_cast<uint8_t>(status);
-    h.op = req.type;
-    h.jid = req.jid;
-    h.rank = req.rank;
-    h.mid = req.mid;
-    h.sid = req.sid;
-    queue(to, h);
 }
 
 // ---------------------------------------------------------------- counters

@@ -20,6 +20,7 @@
 #include "aggregator.h"
 #include "ina_proto.h"
 #include "ina_ucx.h"
+#include "wire.h"
 
 namespace ina {
 
@@ -48,7 +49,7 @@ struct Peer : core::Member {
     bool dead = false;
 };
 
-class Agent final : private core::Sink {
+class Agent final : private core::WireSink {
 public:
     Agent(const AgentConfig &cfg, const core::Aggregator::SchedulerFactory &make_scheduler);
     ~Agent() override;
@@ -95,24 +96,10 @@ private:
     // First look at every message: transport checks, ina_proto_check, then dispatch.
     void receive(Peer *peer, const ina_proto_hdr_t &h, const void *header, size_t header_length,
                  const void *data, size_t length, uint64_t recv_attr);
-    void dispatch(Peer &peer, const ina_proto_hdr_t &h, const void *data);
-    void on_hello(Peer &peer);
 
-    // core::Sink: what the core says, queued for service().
-    void job_created(core::Member &to, const ina_proto_hdr_t &req, uint32_t jid,
-                     uint32_t window) override;
-    void job_joined(core::Member &to, const ina_proto_hdr_t &req,
-                    ina_proto_status_t status) override;
-    void decision(core::Member &to, uint32_t rank, const core::Decision &d) override;
-    void result(core::Member &to, uint32_t rank, const ina_proto_hdr_t &blk,
-                core::BufRef payload, size_t len) override;
-    void ack(core::Member &to, uint32_t rank, const ina_proto_hdr_t &blk) override;
-    void error(core::Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status,
-               const char *why) override;
-
-    // Queue a message, with a payload reference (or none).
-    void queue(core::Member &to, const ina_proto_hdr_t &h, core::BufRef payload = {},
-               size_t len = 0);
+    // core::WireSink: every message the core says, queued for service().
+    void send(core::Member &to, const ina_proto_hdr_t &h, core::BufRef payload,
+              size_t len) override;
     void finish_send(SendCtx *ctx, ucs_status_t status);
 
     AgentConfig cfg_;

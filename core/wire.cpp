@@ -1,0 +1,125 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+#include "wire.h"
+
+namespace ina::core {
+
+namespace {
+
+// The RESULT of block `blk` to `rank` (count and flags set by the caller).
+ina_proto_hdr_t result_hdr(const ina_proto_hdr_t &blk, uint32_t rank)
+{
+    ina_proto_hdr_t r;
+    ina_proto_init(&r, INA_PROTO_RESULT);
+    r.coll = blk.coll;
+    r.op = blk.op;
+    r.dtype = blk.dtype;
+    r.window = blk.window;
+    r.jid = blk.jid;
+    r.sid = blk.sid;
+    r.mid = blk.mid;
+    r.seg = blk.seg;
+    r.seg_count = blk.seg_count;
+    r.arg = blk.arg;
+    r.rank = rank;
+    return r;
+}
+
+} // namespace
+
+void WireSink::job_created(Member &to, const ina_proto_hdr_t &req, uint32_t jid,
+                           uint32_t window)
+{
+    ina_proto_hdr_t r;
+    ina_proto_init(&r, INA_PROTO_JOB_CREATED);
+    r.jid = jid;
+    r.window = static_cast<uint16_t>(window);
+    r.count = req.count;
+    r.arg = req.arg;
+    send(to, r, {}, 0);
+}
+
+void WireSink::job_joined(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status)
+{
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_JOB_JOINED);
+    h.status = static_cast<uint8_t>(status);
+    h.jid = req.jid;
+    h.rank = req.rank;
+    h.mid = req.mid;
+    h.sid = req.sid;
+    h.arg = req.arg;
+    send(to, h, {}, 0);
+}
+
+void WireSink::decision(Member &to, uint32_t rank, const Decision &d)
+{
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, d.grant ? INA_PROTO_GRANT : INA_PROTO_DENY);
+    h.status = static_cast<uint8_t>(d.status);
+    h.jid = d.jid;
+    h.mid = d.mid;
+    h.window = static_cast<uint16_t>(d.window);
+    h.rank = rank;
+    send(to, h, {}, 0);
+}
+
+void WireSink::result(Member &to, uint32_t rank, const ina_proto_hdr_t &blk, BufRef payload,
+                      size_t len)
+{
+    ina_proto_hdr_t r = result_hdr(blk, rank);
+    r.count = blk.seg_count;
+    send(to, r, std::move(payload), len);
+}
+
+void WireSink::ack(Member &to, uint32_t rank, const ina_proto_hdr_t &blk)
+{
+    ina_proto_hdr_t r = result_hdr(blk, rank);
+    r.flags = INA_PROTO_F_ACK_ONLY; // count 0: the ACK of the member's block, no payload
+    send(to, r, {}, 0);
+}
+
+void WireSink::error(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status,
+                     const char *)
+{
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_ERROR);
+    h.status = static_cast<uint8_t>(status);
+    h.op = req.type;
+    h.jid = req.jid;
+    h.rank = req.rank;
+    h.mid = req.mid;
+    h.sid = req.sid;
+    send(to, h, {}, 0);
+}
+
+void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &h,
+           const void *payload)
+{
+    switch (h.type) {
+    case INA_PROTO_HELLO: {
+        ina_proto_hdr_t ack;
+        ina_proto_init(&ack, INA_PROTO_HELLO_ACK);
+        ack.count = agg.max_window();
+        ack.arg = agg.seg_bytes();
+        out.send(from, ack, {}, 0);
+        break;
+    }
+    case INA_PROTO_JOB_CREATE:
+        agg.job_create(from, h, payload);
+        break;
+    case INA_PROTO_JOB_JOIN:
+        agg.job_join(from, h);
+        break;
+    case INA_PROTO_JOB_LEAVE:
+        agg.job_leave(from, h);
+        break;
+    case INA_PROTO_BLOCK:
+        agg.block(from, h, payload);
+        break;
+    default: // agent-to-client types have no business here
+        agg.reject(&from, h, INA_PROTO_ERR_MALFORMED, "not a client-to-agent message");
+        break;
+    }
+}
+
+} // namespace ina::core

@@ -1,0 +1,45 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// The aggregation core on the wire: what every transport that speaks the ina
+// protocol to members (ina-switchd over UCX; an in-process link in the tests;
+// later a node stage or an agent's uplink) shares.
+//   WireSink  a Sink that turns each thing the core says into one protocol
+//             message (common/ina_proto.h) and hands it to send();
+//   serve()   routes one validated message from a member into the core.
+#ifndef INA_CORE_WIRE_H
+#define INA_CORE_WIRE_H
+
+#include <cstddef>
+
+#include "aggregator.h"
+#include "ina_proto.h"
+#include "sink.h"
+
+namespace ina::core {
+
+class WireSink : public Sink {
+public:
+    // One message to `to`; `payload` (empty: none) stays referenced until the
+    // transport has sent its `len` bytes.
+    virtual void send(Member &to, const ina_proto_hdr_t &h, BufRef payload, size_t len) = 0;
+
+    void job_created(Member &to, const ina_proto_hdr_t &req, uint32_t jid,
+                     uint32_t window) final;
+    void job_joined(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status) final;
+    void decision(Member &to, uint32_t rank, const Decision &d) final;
+    void result(Member &to, uint32_t rank, const ina_proto_hdr_t &blk, BufRef payload,
+                size_t len) final;
+    void ack(Member &to, uint32_t rank, const ina_proto_hdr_t &blk) final;
+    void error(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status,
+               const char *why) final;
+};
+
+// A message from `from` that passed ina_proto_check: HELLO is answered with
+// the aggregator's window and Seg size, JOB_CREATE/JOIN/LEAVE and BLOCK go to
+// the aggregator, anything else is refused. May throw std::bad_alloc.
+void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &h,
+           const void *payload);
+
+} // namespace ina::core
+
+#endif
