@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Block geometry of one offloaded collective call, without any UCX: how the
 // call's result vector is cut into blocks (SIDs), what this rank sends for
 // each block, and where each block's RESULT lands in its receive buffer.

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Sliding send window of one offloaded call (the RESULT of a block is its
 // ACK), without any transport:
 // which block (SID) may go out next and which received RESULTs are fresh,

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Wire protocol helpers: the single validator both sides run on every
 // received message (see ina_proto.h for the message flow and the collectives).
 #include "ina_proto.h"

@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * ina wire protocol: the ONE definition shared by the Open MPI component
  * (ompi_coll_ina) and the aggregation agent (switch_agent / ina-switchd).
  *

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Reduce kernels: one loop per (op, element type), reached through a table.
 //
 // Every element is read and written with fixed-size memcpys: that is legal

@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * Reduce kernels shared by the agent (which reduces Segs) and the tests.
  *
  * Semantics (the reference every test checks against):

@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * ina_allreduce_demo: the "main job" of the README. A plain MPI program (it
  * knows nothing of ina): MPI_Allreduce of floats with MPI_SUM over a range of
  * sizes, each result verified against a reference every rank computes on its

@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * ina_bench: an OSU-style collective benchmark (our own code). It is plain
  * MPI and prints the same table whichever coll component runs it, so one
  * script can run it through ina and through Open MPI's own collectives and

@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * coll/ina: in-network aggregation for Open MPI 4.1 collectives.
  *
  * The component offloads MPI_Allreduce, Reduce, Bcast, Barrier, Allgather,

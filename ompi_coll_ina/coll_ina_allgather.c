@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * MPI_Allgather and MPI_Iallgather through the aggregation agent: the result
  * vector is the members' chunks concatenated; each member streams its chunk
  * into its place and receives every block. Contiguous datatypes move as

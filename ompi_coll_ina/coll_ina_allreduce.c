@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * MPI_Allreduce and MPI_Iallreduce through the aggregation agent, with a
  * per-call fallback to the collective ina replaced (coll_ina_request.c says
  * why every fallback decision is the same on all ranks).

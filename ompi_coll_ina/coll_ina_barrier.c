@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * MPI_Barrier and MPI_Ibarrier through the aggregation agent: one empty
  * block, completed when every member's credit arrived; its result is the
  * release of every member.

@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * MPI_Bcast and MPI_Ibcast through the aggregation agent: the root streams
  * its bytes, the others send credits and receive every block. Any datatype
  * whose `count` elements lie contiguous in memory moves as bytes.

@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * coll/ina component: MCA parameters, open/close, MPI_T performance
  * variables, and the process-wide connection to the aggregation agent.
  */

@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * MPI predefined datatype / op -> wire ina_proto_dtype_t / ina_proto_op_t,
  * and the contiguity test of the data-moving collectives.
  *

@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * `--mca coll ina` alone must run any MPI program, but ina implements only
  * a few collectives while Open MPI 4.1's selection (mca_coll_base_comm_select)
  * fails a communicator unless every blocking, non-blocking and persistent

@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * coll/ina module: selection (init_query, comm_query), enable with saved
  * fallbacks, and the per-communicator job descriptor at the agent.
  */

@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * MPI_Reduce and MPI_Ireduce through the aggregation agent: every member
  * streams its data, only the root asks for the result blocks (the others
  * get ACK-only results), with a per-call fallback to the saved collective.

@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * MPI_Reduce_scatter_block and MPI_Reduce_scatter through the aggregation
  * agent: every member streams the whole input vector, and receives only the
  * blocks that overlap its part of the reduced vector.

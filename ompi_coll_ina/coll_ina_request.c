@@ -1,4 +1,6 @@
 /*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
  * Running one collective call through the engine, blocking or not, and the
  * request machinery of the non-blocking forms (modelled on coll/ucc: an
  * ompi_request_t subclass from a free list, completed by a progress

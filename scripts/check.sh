@@ -1,4 +1,5 @@
 #!/bin/bash
+# Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 # Set up (scripts/setup.sh), then run every test: Check unit tests, agent
 # tests with a real ina-switchd, MPI integration tests (make check).
 set -uo pipefail

@@ -1,4 +1,5 @@
 #!/bin/bash
+# Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 # The main job: set up (scripts/setup.sh), then run an unchanged MPI program,
 # MPI_Allreduce of floats over a range of sizes, through ina (`--mca coll ina`,
 # the agent is started for you) and through Open MPI's own collectives, in

@@ -1,4 +1,5 @@
 #!/bin/bash
+# Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 # Installs what ina needs from Debian 12's packages, builds it out of tree in
 # build/, and installs it (as root: ina-switchd into /usr/local/bin, the
 # component into Open MPI's own component dir; otherwise under $HOME, see

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Reduce-kernel throughput of the agent (ina_reduce, common/ina_reduce.h) on
 // one core, next to memcpy of the same buffers measured in the same run, so
 // that "float sum = X% of memcpy" can be read off directly (kernels.sh prints

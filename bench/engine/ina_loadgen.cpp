@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // ina_loadgen: load generator for ina-switchd without MPI. It plays P ranks
 // (processes, one client connection each) in J jobs (every process is a
 // member of every job), runs N float-sum allreduces of S bytes on each job

@@ -1,4 +1,5 @@
 #!/bin/sh
+# Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 # Run ina_kernel_bench and print a Markdown table: every reduce kernel's
 # throughput as a percentage of memcpy of the same size, measured in the same
 # run. Bytes are memory traffic: memcpy counts src read + dst written (2x the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 # Sweep ina_loadgen over procs x jobs x sizes x modes, REPEAT runs each, and
 # print a Markdown table of the medians (a shared or small machine makes single
 # runs noisy) plus each configuration's blocks/s relative to the first job

@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash
 # Emulated fabric for bench/fabric/run.sh: sourced, not run.
 #

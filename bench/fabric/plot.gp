@@ -1,3 +1,4 @@
+# Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 # Plot of bench/fabric/run.sh results. Variables (gnuplot -e):
 #   csv: system,bytes,avg_usec,busbw_MBps    png: output file
 #   systems: names in csv, space-separated    link_MBps: measured link rate

@@ -1,4 +1,5 @@
 #!/bin/bash
+# Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 # Per-rank launcher used by run.sh as mpirun's program: runs the rest of the
 # command line inside the network namespace of this rank's emulated host
 # (ranks are placed in blocks of INAFAB_PPN per host).

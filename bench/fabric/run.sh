@@ -1,4 +1,5 @@
 #!/bin/bash
+# Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 # Emulated-fabric benchmark: MPI_Allreduce through ina vs Open MPI's own
 # collectives, over real kernel networking between emulated hosts on this
 # machine (network namespaces, a bridge, rate-limited veth links).

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Agent test: allreduce through a real ina-switchd with 2..8 simulated ranks
 // (one UCX endpoint each), several dtype/op pairs, multi-block calls with a
 // sliding window, blocks sent in random interleavings across ranks and SIDs.

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Simulated collective calls for the agent tests: what each simulated rank
 // sends for every block of a call (protocol v2) and what it must get back,
 // and a driver that runs several calls of one job at once, blocks interleaved

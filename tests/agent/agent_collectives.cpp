@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Agent test: every collective kind of protocol v2 through a real ina-switchd,
 // on jobs of 2..8 simulated ranks (3 ranks per node, window 3), blocks in
 // random interleavings across ranks and SIDs:

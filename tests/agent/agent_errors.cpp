@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Agent test: the agent rejects bad input and keeps serving everybody else.
 // - malformed messages (bad magic, truncated header, wrong version, bad dtype,
 //   payload length mismatch, seg != sid % window, unsupported op, wrong

@@ -1,3 +1,4 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 #include "agent_harness.h"
 
 #include <fcntl.h>

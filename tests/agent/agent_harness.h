@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Test harness for the agent tests: spawns ina-switchd ($INA_SWITCHD) on an
 // ephemeral loopback port and talks the raw wire protocol to it through UCX
 // (one worker, one endpoint per simulated rank). Every wait has a deadline and

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Agent test: daemon lifecycle and job bookkeeping.
 // - command line: --help exits 0, bad arguments exit 2 with a message;
 // - 1000 jobs created, used (one exact 2-block call each) and left in turn:

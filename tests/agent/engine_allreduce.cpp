@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // The client engine (libina_client) against a real ina-switchd ($INA_SWITCHD):
 // the agent is started with ina_agent_spawn, K processes (2, 3, 4, 8) each
 // connect their own client, rank 0 creates the job and hands its parameters

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Every offloadable collective through the client engine (libina_client) and a
 // real ina-switchd ($INA_SWITCHD). K processes (2, 3, 4, 8) each connect a
 // client and join two jobs: A (window 16, 8 KiB blocks) and B (window 4,

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // The client engine's failure paths against a real ina-switchd ($INA_SWITCHD):
 //  1. DENY (the scheduler's answer): a 4-Seg agent; job A (2 ranks) holds the whole pool
 //     while job B (1 rank) calls: B is denied; A's calls denied earlier are

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // One allreduce of more than 2^31 elements and more than 2 GiB per rank
 // through ina-switchd ($INA_SWITCHD), in place, on 2 processes. Needs about
 // 5 GiB of memory and a few tens of seconds, so it runs only when

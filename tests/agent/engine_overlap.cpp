@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Overlap through the engine's progress thread (config progress_thread): a
 // rank that computes between post and wait must not hold the others back.
 // K processes (2, 4) post two non-blocking calls of many windows each (an

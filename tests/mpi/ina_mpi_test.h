@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Shared helpers of the MPI integration tests: the predefined types and ops
 // under test, deterministic inputs every rank can regenerate for every other
 // rank, an independent reference reduction (scalar, rank order, written here

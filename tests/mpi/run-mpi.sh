@@ -1,4 +1,5 @@
 #!/bin/bash
+# Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 # Runs one MPI test scenario (a *.test file: shell variables NP, MODE, PROG,
 # ARGS, and optionally EXPECT_FAIL, EXPECT_OUTPUT, EXTRA_MCA) through mpirun
 # with the component and the daemon from the build tree, then checks that no

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // A job that dies with MPI_Abort in the middle of its work must leave no
 // ina-switchd behind (the runner checks the process table afterwards).
 #include "ina_mpi_test.h"

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // MPI_Allreduce through ina: every predefined C integer and floating type ×
 // every op MPI defines for it × counts (0, 1, odd, multi-block, large) ×
 // in-place. Each result is checked element by element against the rank-order

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Every collective ina offloads besides Allreduce: Reduce (roots first, last,
 // middle), Bcast (same roots), Barrier, Allgather, Reduce_scatter_block and
 // Reduce_scatter (uneven parts), blocking and in place where MPI allows it.

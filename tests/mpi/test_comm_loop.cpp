@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Communicator churn must not leak agent resources: 1000 communicators alive
 // at once, each used in turn (every one gets its own job at the agent), then
 // 1000 dup/use/free cycles. Every call is checked and must be offloaded.

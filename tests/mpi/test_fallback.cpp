@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Calls ina must not offload fall back per call to Open MPI's own algorithms,
 // give correct values, and are counted as fallbacks: a user-defined op on a
 // predefined type, on a contiguous derived type and on a non-contiguous

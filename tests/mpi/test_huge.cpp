@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // An MPI_Allreduce whose byte size exceeds 2 GiB (int count, 8-byte type),
 // in place, through ina: every element checked (exact small integers).
 #include "ina_mpi_test.h"

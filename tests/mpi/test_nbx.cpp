@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // The NBX pattern (Hoefler et al.): synchronous sends to a few peers, then
 // MPI_Ibarrier once they completed, while receiving whatever arrives. Legal
 // MPI that deadlocks if the non-blocking barrier does not progress for real,

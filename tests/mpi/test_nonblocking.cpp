@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Non-blocking collectives offloaded for real: several outstanding on one
 // communicator (Iallreduce, Ireduce, Iallgather, Ibcast, Ibarrier) completed
 // together, mixed with blocking calls, and on two communicators at once,

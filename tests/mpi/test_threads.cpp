@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // MPI_THREAD_MULTIPLE: two threads run collectives on two communicators at
 // the same time. ina's decision (docs/ARCHITECTURE.md): a process initialised with
 // MPI_THREAD_MULTIPLE does not offload (the engine serves one caller at a

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // The whole predefined type × op matrix of MPI_Allreduce: every pair MPI defines is run and checked bit for bit
 // against a reference computed here; every pair ina documents as offloaded
 // must raise the offloaded counter, every other one the fallback counter —

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Unit tests of the aggregation core's parts (core/): Seg pool leases,
 // Rank/Node bitmaps, rank-ordered float reduction, the placing collectives
 // (BCAST, ALLGATHER, BARRIER) and their consistency rules, who wants the

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Unit tests of the block geometry of every offloadable collective
 // (ina::CallGeometry): which slice of its buffer a rank sends for block sid,
 // with which flags, and where each block's RESULT lands.

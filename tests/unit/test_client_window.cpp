@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Unit tests of the client's sliding send window (ina::SendWindow: a block's RESULT is its ACK):
 // a simple model of an agent acknowledges blocks in various orders and the
 // tests check, against values computed independently here, that no more than

@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Unit tests of the wire protocol (common/ina_proto.h, v2): header layout,
 // init, the (op, dtype) and collective tables, the validator's acceptance of
 // every message form of every collective and every rejection it promises, a

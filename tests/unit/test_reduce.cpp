@@ -1,3 +1,5 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
 // Unit tests of the reduce kernels (common/ina_reduce.h) against a scalar
 // reference written here: every dtype x op, many lengths and alignments,
 // wrap-around, tie and NaN rules, complex arithmetic, MINLOC/MAXLOC pairs,
