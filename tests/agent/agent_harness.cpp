@@ -388,30 +388,6 @@ void Client::fence(size_t ep)
     hello(ep, &max_window, &seg_bytes);
 }
 
-ina_proto_hdr_t block_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint32_t sid,
-                          uint32_t window, unsigned coll, unsigned op, unsigned dtype,
-                          uint32_t offset, uint32_t count, uint32_t seg_count, uint64_t total,
-                          bool want_result)
-{
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_BLOCK);
-    h.jid = jid;
-    h.rank = rank;
-    h.mid = mid;
-    h.sid = sid;
-    h.window = static_cast<uint16_t>(window);
-    h.seg = sid % window;
-    h.coll = static_cast<uint8_t>(coll);
-    h.op = static_cast<uint8_t>(op);
-    h.dtype = static_cast<uint8_t>(dtype);
-    h.offset = offset;
-    h.count = count;
-    h.seg_count = seg_count;
-    h.arg = total;
-    h.flags = want_result ? INA_PROTO_F_WANT_RESULT : 0;
-    return h;
-}
-
 ina_proto_hdr_t allreduce_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint32_t sid,
                               uint32_t window, unsigned op, unsigned dtype, uint32_t count,
                               uint64_t total)

@@ -18,6 +18,7 @@
 #include <ucp/api/ucp.h>
 
 #include "ina_proto.h"
+#include "ina_test_proto.h"
 #include "ina_ucx.h"
 
 namespace ina_test {
@@ -115,13 +116,7 @@ private:
     std::vector<Msg> inbox_;
 };
 
-// Header of a BLOCK message (protocol v2): `count` elements of payload at
-// element `offset` of block `sid`, which holds `seg_count` elements of a
-// result vector of `total`; count 0 is a CREDIT.
-ina_proto_hdr_t block_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint32_t sid,
-                          uint32_t window, unsigned coll, unsigned op, unsigned dtype,
-                          uint32_t offset, uint32_t count, uint32_t seg_count, uint64_t total,
-                          bool want_result);
+// block_hdr(): tests/ina_test_proto.h (count 0 is a CREDIT).
 // The common case: an ALLREDUCE block carrying the whole block, WANT_RESULT.
 ina_proto_hdr_t allreduce_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint32_t sid,
                               uint32_t window, unsigned op, unsigned dtype, uint32_t count,

@@ -23,6 +23,7 @@
 
 #include "aggregator.h"
 #include "ina_proto.h"
+#include "ina_test_proto.h"
 
 namespace core_test {
 
@@ -217,22 +218,8 @@ inline ina_proto_hdr_t block_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint
                                  uint32_t offset, uint32_t count, uint32_t seg_count,
                                  uint64_t total, bool want)
 {
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_BLOCK);
-    h.jid = jid;
-    h.rank = rank;
-    h.mid = mid;
-    h.sid = sid;
-    h.window = static_cast<uint16_t>(window);
-    h.seg = sid % window;
-    h.coll = static_cast<uint8_t>(coll);
-    h.op = static_cast<uint8_t>(op);
-    h.dtype = static_cast<uint8_t>(dtype);
-    h.offset = offset;
-    h.count = count;
-    h.seg_count = seg_count;
-    h.arg = total;
-    h.flags = want ? INA_PROTO_F_WANT_RESULT : 0;
+    ina_proto_hdr_t h = ina_test::block_hdr(jid, rank, mid, sid, window, coll, op, dtype, offset,
+                                            count, seg_count, total, want);
     expect_valid(h, static_cast<size_t>(count) * ina_proto_dtype_size(dtype));
     return h;
 }
