@@ -33,7 +33,7 @@ std::runtime_error ucs_error(const char *what, ucs_status_t st)
 
 } // namespace
 
-Agent::Agent(const AgentConfig &cfg, const core::Aggregator::SchedulerFactory &make_scheduler)
+Agent::Agent(const AgentConfig &cfg, const agg::Aggregator::SchedulerFactory &make_scheduler)
     : cfg_(cfg), agg_(cfg.core, make_scheduler, *this)
 {
 }
@@ -155,7 +155,7 @@ int Agent::run(int signal_fd)
         int timeout = -1;
         if (agg_.wants_tick()) {
             auto left = std::chrono::ceil<std::chrono::milliseconds>(next_tick_ -
-                                                                     core::Clock::now());
+                                                                     agg::Clock::now());
             timeout = static_cast<int>(std::max<std::chrono::milliseconds::rep>(left.count(), 0));
         }
         struct epoll_event evs[2];
@@ -178,11 +178,11 @@ int Agent::run(int signal_fd)
 void Agent::tick()
 {
     if (!agg_.wants_tick()) {
-        next_tick_ = core::Clock::time_point{};
+        next_tick_ = agg::Clock::time_point{};
         return;
     }
-    const core::Clock::time_point now = core::Clock::now();
-    if (next_tick_ == core::Clock::time_point{}) {
+    const agg::Clock::time_point now = agg::Clock::now();
+    if (next_tick_ == agg::Clock::time_point{}) {
         next_tick_ = now + agg_.tick_interval(); // deferral just began
         return;
     }
@@ -272,7 +272,7 @@ void Agent::receive(Peer *peer, const ina_proto_hdr_t &h, const void *header,
         agg_.reject(nullptr, h, INA_PROTO_ERR_MALFORMED, "no reply endpoint");
         return;
     }
-    core::serve(agg_, *this, *peer, h, data);
+    agg::serve(agg_, *this, *peer, h, data);
 }
 
 void Agent::on_send_done(void *request, ucs_status_t status, void *user_data)
@@ -370,7 +370,7 @@ void Agent::drop_peer(Peer &peer)
 
 // ---------------------------------------------------------------- the core's Sink
 
-void Agent::send(core::Member &to, const ina_proto_hdr_t &h, core::BufRef payload, size_t len)
+void Agent::send(agg::Member &to, const ina_proto_hdr_t &h, agg::BufRef payload, size_t len)
 {
     if (send_free_.empty()) {
         send_store_.push_back(std::make_unique<SendCtx>());
@@ -415,7 +415,7 @@ void Agent::finish_send(SendCtx *ctx, ucs_status_t status)
 
 void Agent::log_counters() const
 {
-    const core::Counters &c = agg_.counters();
+    const agg::Counters &c = agg_.counters();
     const TransportCounters &t = counters_;
     INA_INFO("counters: msgs_in=%" PRIu64 " blocks_in=%" PRIu64 " results_out=%" PRIu64
              " acks_out=%" PRIu64 " result_bytes_out=%" PRIu64 " grants_out=%" PRIu64

@@ -2,7 +2,7 @@
 //
 // ina-switchd's transport: the UCX listener and endpoints, the event loop,
 // the send queue, and the dispatch of received messages (parsed and validated
-// here) into the aggregation core (core::Aggregator), whose Sink it is: what
+// here) into the aggregation core (agg::Aggregator), whose Sink it is: what
 // the core says becomes a queued UCX active message. Single-threaded: every
 // UCX callback runs inside ucp_worker_progress() on the loop's thread.
 #ifndef INA_AGENT_AGENT_H
@@ -27,10 +27,10 @@ namespace ina {
 struct AgentConfig {
     std::string host = "0.0.0.0";
     uint16_t port = 17300;
-    core::AggregatorConfig core; // pool size, Seg size, largest window
+    agg::AggregatorConfig core; // pool size, Seg size, largest window
 };
 
-// What the transport counts (the core counts the rest: core::Counters).
+// What the transport counts (the core counts the rest: agg::Counters).
 struct TransportCounters {
     uint64_t msgs_in = 0;
     uint64_t results_out = 0;      // RESULTs carrying the block (WANT_RESULT members)
@@ -44,14 +44,14 @@ struct TransportCounters {
 };
 
 // A connected client endpoint; the core knows it as a Member.
-struct Peer : core::Member {
+struct Peer : agg::Member {
     ucp_ep_h ep = nullptr;
     bool dead = false;
 };
 
-class Agent final : private core::WireSink {
+class Agent final : private agg::WireSink {
 public:
-    Agent(const AgentConfig &cfg, const core::Aggregator::SchedulerFactory &make_scheduler);
+    Agent(const AgentConfig &cfg, const agg::Aggregator::SchedulerFactory &make_scheduler);
     ~Agent() override;
     Agent(const Agent &) = delete;
     Agent &operator=(const Agent &) = delete;
@@ -63,7 +63,7 @@ public:
     // Serve until signal_fd (a signalfd) becomes readable. Returns the signal.
     int run(int signal_fd);
 
-    const core::Counters &counters() const { return agg_.counters(); }
+    const agg::Counters &counters() const { return agg_.counters(); }
     const TransportCounters &transport_counters() const { return counters_; }
     size_t live_jobs() const { return agg_.live_jobs(); }
     void log_counters() const;
@@ -75,7 +75,7 @@ private:
         Agent *agent = nullptr;
         Peer *peer = nullptr;
         ina_proto_hdr_t hdr;
-        core::BufRef payload; // a reference on a result buffer, or none
+        agg::BufRef payload; // a reference on a result buffer, or none
         size_t len = 0;
     };
 
@@ -97,8 +97,8 @@ private:
     void receive(Peer *peer, const ina_proto_hdr_t &h, const void *header, size_t header_length,
                  const void *data, size_t length, uint64_t recv_attr);
 
-    // core::WireSink: every message the core says, queued for service().
-    void send(core::Member &to, const ina_proto_hdr_t &h, core::BufRef payload,
+    // agg::WireSink: every message the core says, queued for service().
+    void send(agg::Member &to, const ina_proto_hdr_t &h, agg::BufRef payload,
               size_t len) override;
     void finish_send(SendCtx *ctx, ucs_status_t status);
 
@@ -113,11 +113,11 @@ private:
     std::vector<Peer *> dying_;                  // error seen, close after the next flush
     std::vector<ucp_conn_request_h> conn_reqs_;  // accept outside the callback
     uint64_t next_peer_id_ = 1;
-    core::Clock::time_point next_tick_{};
+    agg::Clock::time_point next_tick_{};
 
     // Declared before the sends, whose payload references point into its
     // pool: destroyed after them.
-    core::Aggregator agg_;
+    agg::Aggregator agg_;
 
     std::vector<std::unique_ptr<SendCtx>> send_store_; // owns every SendCtx
     std::vector<SendCtx *> send_free_;

@@ -93,7 +93,7 @@ bool write_all(int fd, const std::string &s)
 
 int main(int argc, char **argv)
 {
-    ina::core::log_set_tag("ina-switchd");
+    ina::agg::log_set_tag("ina-switchd");
     ina::AgentConfig cfg;
     int ready_fd = -1;
     enum { kListen = 1, kSegs, kSegSize, kMaxWindow, kLogLevel, kReadyFd, kHelp };
@@ -133,11 +133,11 @@ int main(int argc, char **argv)
             cfg.core.max_window = static_cast<uint32_t>(v);
             break;
         case kLogLevel: {
-            ina::core::LogLevel lvl;
-            if (!ina::core::log_parse_level(optarg, &lvl)) {
+            ina::agg::LogLevel lvl;
+            if (!ina::agg::log_parse_level(optarg, &lvl)) {
                 bad_arg("--log-level wants error|warn|info|debug, got '%s'", optarg);
             }
-            ina::core::log_set_level(lvl);
+            ina::agg::log_set_level(lvl);
             break;
         }
         case kReadyFd:
@@ -175,7 +175,7 @@ int main(int argc, char **argv)
 
     int rc = 0;
     try {
-        ina::Agent agent(cfg, [](ina::core::SegPool &pool) {
+        ina::Agent agent(cfg, [](ina::agg::SegPool &pool) {
             return std::make_unique<ina::sched::FreeSegScheduler>(pool);
         });
         agent.start();

@@ -7,13 +7,13 @@
 
 namespace ina::sched {
 
-core::Verdict FreeSegScheduler::decide(const core::CallRequest &req)
+agg::Verdict FreeSegScheduler::decide(const agg::CallRequest &req)
 {
     std::vector<uint32_t> lease;
     if (pool_.acquire(req.window, lease)) {
-        return core::Verdict::grant(std::move(lease));
+        return agg::Verdict::grant(std::move(lease));
     }
-    return core::Verdict::deny(INA_PROTO_ERR_NO_RESOURCES);
+    return agg::Verdict::deny(INA_PROTO_ERR_NO_RESOURCES);
 }
 
 void FreeSegScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &lease)

@@ -4,7 +4,7 @@
 // free, else deny at once (the denied call runs the host algorithm right away
 // instead of waiting). It never defers and needs no clock. Other policies
 // (time-division, scores) go next to it in this folder, behind the interface
-// the aggregation core asks (core/scheduler.h).
+// the aggregation core asks (aggregation/scheduler.h).
 #ifndef INA_SCHED_FREE_SEG_H
 #define INA_SCHED_FREE_SEG_H
 
@@ -16,15 +16,15 @@
 
 namespace ina::sched {
 
-class FreeSegScheduler final : public core::Scheduler {
+class FreeSegScheduler final : public agg::Scheduler {
 public:
-    explicit FreeSegScheduler(core::SegPool &pool) : pool_(pool) {}
+    explicit FreeSegScheduler(agg::SegPool &pool) : pool_(pool) {}
 
-    core::Verdict decide(const core::CallRequest &req) override;
+    agg::Verdict decide(const agg::CallRequest &req) override;
     void on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &lease) override;
 
 private:
-    core::SegPool &pool_;
+    agg::SegPool &pool_;
 };
 
 } // namespace ina::sched

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "aggregator.h"
-#include "core_fakes.h"
+#include "aggregation_fakes.h"
 #include "sched/free_seg.h"
 
-using namespace core_test;
+using namespace agg_test;
 using ina::sched::FreeSegScheduler;
 
 START_TEST(test_free_seg_grant_deny)

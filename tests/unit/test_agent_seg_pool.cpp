@@ -1,10 +1,10 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
-// Unit tests of the aggregation core's parts (core/): Seg pool leases,
+// Unit tests of the aggregation core's parts (aggregation/): Seg pool leases,
 // Rank/Node bitmaps, rank-ordered float reduction, the placing collectives
 // (BCAST, ALLGATHER, BARRIER) and their consistency rules, who wants the
 // result, and per-MID call bookkeeping. (The scheduler's tests are in
-// test_agent_sched.cpp, the Aggregator's in test_core_aggregator.cpp.)
+// test_agent_sched.cpp, the Aggregator's in test_aggregator.cpp.)
 #include <check.h>
 
 #include <algorithm>
@@ -17,7 +17,7 @@
 #include "job.h"
 #include "seg_pool.h"
 
-using namespace ina::core;
+using namespace ina::agg;
 
 namespace {
 

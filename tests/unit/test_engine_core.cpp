@@ -1,8 +1,8 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
 // The client engine and the aggregation core joined without any transport:
-// every client talks to one in-process core::Aggregator through a Channel
-// (client/channel.h) whose post() hands the message to core::serve() and whose
+// every client talks to one in-process agg::Aggregator through a Channel
+// (client/channel.h) whose post() hands the message to agg::serve() and whose
 // progress() delivers what the core's WireSink queued for that member. This
 // is the layering a node stage uses (the engine's calls over a channel, the
 // same core that ina-switchd runs); here it checks that the two layers alone
@@ -34,24 +34,24 @@ struct Msg {
     std::vector<std::byte> payload;
 };
 
-struct LoopMember final : ina::core::Member {
+struct LoopMember final : ina::agg::Member {
     std::deque<Msg> inbox;
 };
 
 // The in-process "agent": an Aggregator whose messages land in the members' inboxes.
-class Hub final : public ina::core::WireSink {
+class Hub final : public ina::agg::WireSink {
 public:
     explicit Hub(uint32_t seg_bytes)
         : agg_(config(seg_bytes),
-               [](ina::core::SegPool &pool) {
+               [](ina::agg::SegPool &pool) {
                    return std::make_unique<ina::sched::FreeSegScheduler>(pool);
                },
                *this)
     {
     }
-    ina::core::Aggregator &agg() { return agg_; }
+    ina::agg::Aggregator &agg() { return agg_; }
 
-    void send(ina::core::Member &to, const ina_proto_hdr_t &h, ina::core::BufRef payload,
+    void send(ina::agg::Member &to, const ina_proto_hdr_t &h, ina::agg::BufRef payload,
               size_t len) override
     {
         Msg m{h, {}};
@@ -63,15 +63,15 @@ public:
     }
 
 private:
-    static ina::core::AggregatorConfig config(uint32_t seg_bytes)
+    static ina::agg::AggregatorConfig config(uint32_t seg_bytes)
     {
-        ina::core::AggregatorConfig c;
+        ina::agg::AggregatorConfig c;
         c.segs = 64;
         c.seg_bytes = seg_bytes;
         c.max_window = 4;
         return c;
     }
-    ina::core::Aggregator agg_;
+    ina::agg::Aggregator agg_;
 };
 
 class LoopChannel final : public Channel {
@@ -97,7 +97,7 @@ public:
             return Posted::failed;
         }
         // The core reduces or copies the payload before it returns.
-        ina::core::serve(hub_.agg(), hub_, member_, hdr, payload);
+        ina::agg::serve(hub_.agg(), hub_, member_, hdr, payload);
         return Posted::done;
     }
     bool arm() override { return member_.inbox.empty(); }
@@ -284,7 +284,7 @@ START_TEST(test_leases_back_after_calls)
             ck_assert(v[r][round] == 10.0 * (kRanks - 1) + round);
         }
     }
-    const ina::core::SegPool &pool = g.hub.agg().pool();
+    const ina::agg::SegPool &pool = g.hub.agg().pool();
     ck_assert_uint_eq(pool.free_segs(), pool.size());
     ck_assert_uint_eq(g.hub.agg().counters().calls_granted, 3);
 }

@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "aggregator.h"
-#include "core_fakes.h"
+#include "aggregation_fakes.h"
 #include "ina_proto.h"
 
-using namespace core_test;
+using namespace agg_test;
 
 namespace {
 

@@ -7,8 +7,8 @@
 // ALLGATHER: the gather in the switch) and clear their Rank bit (and their
 // Node bit when the node's last rank arrived); an empty Node bitmap means
 // complete. The Seg also records which members want the completed block.
-#ifndef INA_CORE_SEG_POOL_H
-#define INA_CORE_SEG_POOL_H
+#ifndef INA_AGG_SEG_POOL_H
+#define INA_AGG_SEG_POOL_H
 
 #include <cstddef>
 #include <cstdint>
@@ -18,7 +18,7 @@
 
 #include "ina_proto.h"
 
-namespace ina::core {
+namespace ina::agg {
 
 constexpr uint32_t kNoIndex = UINT32_MAX;
 
@@ -222,6 +222,6 @@ private:
     BufferPool buffers_;
 };
 
-} // namespace ina::core
+} // namespace ina::agg
 
 #endif

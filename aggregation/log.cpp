@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace ina::core {
+namespace ina::agg {
 
 namespace {
 // Single-threaded users: plain globals are enough.
@@ -48,4 +48,4 @@ void log_msg(LogLevel level, const char *fmt, ...)
     std::fprintf(stderr, "%s\n", line);
 }
 
-} // namespace ina::core
+} // namespace ina::agg

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <iterator>
 
-namespace ina::core {
+namespace ina::agg {
 
 Job::Job(uint32_t jid, uint32_t window, const uint32_t *node_ids, uint32_t nmembers,
          const Member *creator)
@@ -84,4 +84,4 @@ std::vector<uint64_t> Job::abort_open_calls()
     return mids;
 }
 
-} // namespace ina::core
+} // namespace ina::agg

@@ -13,7 +13,7 @@
 
 #include "log.h"
 
-namespace ina::core {
+namespace ina::agg {
 
 Aggregator::Aggregator(const AggregatorConfig &cfg, const SchedulerFactory &make_scheduler,
                        Sink &sink)
@@ -494,4 +494,4 @@ void Aggregator::send_result(Job &job, const ina_proto_hdr_t &blk, uint32_t seg)
     }
 }
 
-} // namespace ina::core
+} // namespace ina::agg

@@ -1,13 +1,13 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
-// Test doubles for driving the aggregation core (core::Aggregator) without a
+// Test doubles for driving the aggregation core (agg::Aggregator) without a
 // transport: a Sink that records everything the core says, a scheduler whose
 // answers the test sets, header builders that produce messages the wire
 // validator accepts, and a simulation of members that send blocks the way a
 // client does (the first window at once, block sid + window only after the
 // RESULT of block sid), in an order the test picks.
-#ifndef INA_TEST_CORE_FAKES_H
-#define INA_TEST_CORE_FAKES_H
+#ifndef INA_TEST_AGGREGATION_FAKES_H
+#define INA_TEST_AGGREGATION_FAKES_H
 
 #include <check.h>
 
@@ -25,9 +25,9 @@
 #include "ina_proto.h"
 #include "ina_test_proto.h"
 
-namespace core_test {
+namespace agg_test {
 
-using namespace ina::core;
+using namespace ina::agg;
 
 struct Event {
     enum class Kind { kCreated, kJoined, kDecision, kResult, kAck, kError };
@@ -453,6 +453,6 @@ template <typename T> std::vector<std::byte> bytes_of(const std::vector<T> &v)
     return b;
 }
 
-} // namespace core_test
+} // namespace agg_test
 
 #endif

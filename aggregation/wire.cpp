@@ -1,7 +1,7 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 #include "wire.h"
 
-namespace ina::core {
+namespace ina::agg {
 
 namespace {
 
@@ -122,4 +122,4 @@ void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &
     }
 }
 
-} // namespace ina::core
+} // namespace ina::agg

@@ -3,10 +3,10 @@
 // Leveled logging to stderr for the aggregation core and the programs around
 // it: one line per event, "<tag>[<level>]: ...", so that operators can grep
 // and tests can parse the exit counters. Single-threaded users only.
-#ifndef INA_CORE_LOG_H
-#define INA_CORE_LOG_H
+#ifndef INA_AGG_LOG_H
+#define INA_AGG_LOG_H
 
-namespace ina::core {
+namespace ina::agg {
 
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 
@@ -21,17 +21,17 @@ void log_set_tag(const char *tag);
 
 void log_msg(LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-} // namespace ina::core
+} // namespace ina::agg
 
 #define INA_LOG(level, ...)                                                                  \
     do {                                                                                     \
-        if (::ina::core::log_enabled(level)) {                                               \
-            ::ina::core::log_msg(level, __VA_ARGS__);                                        \
+        if (::ina::agg::log_enabled(level)) {                                               \
+            ::ina::agg::log_msg(level, __VA_ARGS__);                                        \
         }                                                                                    \
     } while (0)
-#define INA_ERROR(...) INA_LOG(::ina::core::LogLevel::kError, __VA_ARGS__)
-#define INA_WARN(...) INA_LOG(::ina::core::LogLevel::kWarn, __VA_ARGS__)
-#define INA_INFO(...) INA_LOG(::ina::core::LogLevel::kInfo, __VA_ARGS__)
-#define INA_DEBUG(...) INA_LOG(::ina::core::LogLevel::kDebug, __VA_ARGS__)
+#define INA_ERROR(...) INA_LOG(::ina::agg::LogLevel::kError, __VA_ARGS__)
+#define INA_WARN(...) INA_LOG(::ina::agg::LogLevel::kWarn, __VA_ARGS__)
+#define INA_INFO(...) INA_LOG(::ina::agg::LogLevel::kInfo, __VA_ARGS__)
+#define INA_DEBUG(...) INA_LOG(::ina::agg::LogLevel::kDebug, __VA_ARGS__)
 
 #endif

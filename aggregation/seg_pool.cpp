@@ -10,7 +10,7 @@
 
 #include "ina_reduce.h"
 
-namespace ina::core {
+namespace ina::agg {
 
 namespace {
 constexpr size_t kAlign = 64; // cache line: the kernels stream through these
@@ -342,4 +342,4 @@ uint32_t SegPool::take_result(uint32_t seg)
     return buf;
 }
 
-} // namespace ina::core
+} // namespace ina::agg

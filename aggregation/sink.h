@@ -6,8 +6,8 @@
 // callback into the core from inside it. Messages to one member are emitted
 // in the order the member must see them (a GRANT before the RESULTs of the
 // call, the RESULT of a block before anything about a later block).
-#ifndef INA_CORE_SINK_H
-#define INA_CORE_SINK_H
+#ifndef INA_AGG_SINK_H
+#define INA_AGG_SINK_H
 
 #include <cstddef>
 #include <cstdint>
@@ -16,7 +16,7 @@
 #include "job.h"
 #include "seg_pool.h"
 
-namespace ina::core {
+namespace ina::agg {
 
 // A call's decision, as every member of the job hears it (once per member).
 struct Decision {
@@ -54,6 +54,6 @@ public:
                        const char *why) = 0;
 };
 
-} // namespace ina::core
+} // namespace ina::agg
 
 #endif

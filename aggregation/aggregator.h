@@ -7,8 +7,8 @@
 // node-level stage (ranks of one node reducing in shared memory) or a leaf
 // agent with an uplink can drive it the same way with their own members and
 // sink. Single-threaded: one caller at a time.
-#ifndef INA_CORE_AGGREGATOR_H
-#define INA_CORE_AGGREGATOR_H
+#ifndef INA_AGG_AGGREGATOR_H
+#define INA_AGG_AGGREGATOR_H
 
 #include <cstddef>
 #include <cstdint>
@@ -24,7 +24,7 @@
 #include "seg_pool.h"
 #include "sink.h"
 
-namespace ina::core {
+namespace ina::agg {
 
 struct AggregatorConfig {
     uint32_t segs = 1024;       // Seg units in the pool
@@ -130,6 +130,6 @@ private:
     bool seen_reject_[INA_PROTO_STATUS_MAX + 1] = {}; // first of each reason logs at warn
 };
 
-} // namespace ina::core
+} // namespace ina::agg
 
 #endif

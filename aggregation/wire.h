@@ -6,8 +6,8 @@
 //   WireSink  a Sink that turns each thing the core says into one protocol
 //             message (common/ina_proto.h) and hands it to send();
 //   serve()   routes one validated message from a member into the core.
-#ifndef INA_CORE_WIRE_H
-#define INA_CORE_WIRE_H
+#ifndef INA_AGG_WIRE_H
+#define INA_AGG_WIRE_H
 
 #include <cstddef>
 
@@ -15,7 +15,7 @@
 #include "ina_proto.h"
 #include "sink.h"
 
-namespace ina::core {
+namespace ina::agg {
 
 class WireSink : public Sink {
 public:
@@ -40,6 +40,6 @@ public:
 void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &h,
            const void *payload);
 
-} // namespace ina::core
+} // namespace ina::agg
 
 #endif

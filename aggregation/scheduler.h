@@ -8,8 +8,8 @@
 // on_call_done. Policies live with the program that runs them (the agent's are
 // in switch_agent/sched/); a stage that needs no policy passes its own trivial
 // one. The interface is here so that the core depends on nothing above it.
-#ifndef INA_CORE_SCHEDULER_H
-#define INA_CORE_SCHEDULER_H
+#ifndef INA_AGG_SCHEDULER_H
+#define INA_AGG_SCHEDULER_H
 
 #include <chrono>
 #include <cstdint>
@@ -18,7 +18,7 @@
 
 #include "ina_proto.h"
 
-namespace ina::core {
+namespace ina::agg {
 
 class SegPool;
 
@@ -96,6 +96,6 @@ public:
     virtual std::chrono::milliseconds tick_interval() const { return std::chrono::milliseconds(1); }
 };
 
-} // namespace ina::core
+} // namespace ina::agg
 
 #endif

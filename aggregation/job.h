@@ -4,8 +4,8 @@
 // (opaque handles of the transport) and the state of its offloaded calls (one
 // per MID): decision, lease, which SID each Seg of the lease serves next
 // (older SIDs are duplicates), progress, and the forgetting of old calls.
-#ifndef INA_CORE_JOB_H
-#define INA_CORE_JOB_H
+#ifndef INA_AGG_JOB_H
+#define INA_AGG_JOB_H
 
 #include <cstddef>
 #include <cstdint>
@@ -16,7 +16,7 @@
 #include "ina_proto.h"
 #include "seg_pool.h"
 
-namespace ina::core {
+namespace ina::agg {
 
 class Aggregator;
 
@@ -125,6 +125,6 @@ private:
     std::map<uint64_t, Call> calls_;
 };
 
-} // namespace ina::core
+} // namespace ina::agg
 
 #endif
