@@ -172,7 +172,11 @@ void UcxChannel::on_ep_error(void *arg, ucp_ep_h, ucs_status_t status)
 
 void UcxChannel::on_send_done(void *request, ucs_status_t status, void *user_data)
 {
-    static_cast<SendOp *>(user_data)->done(status == UCS_OK);
+    try {
+        static_cast<SendOp *>(user_data)->done(status == UCS_OK);
+    } catch (...) {
+        // done() only counts and logs; nothing to undo if that failed.
+    }
     ucp_request_free(request);
 }
 
