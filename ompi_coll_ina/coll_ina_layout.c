@@ -1,0 +1,89 @@
+/*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The node layout of a communicator as pure functions (see coll_ina_layout.h).
+ */
+#include <stdlib.h>
+
+#include "coll_ina_layout.h"
+
+int ina_layout_test_key(int node_size, uint32_t world_rank, uint64_t *key)
+{
+    if (node_size <= 0) {
+        return -1;
+    }
+    *key = ina_layout_key(INA_LAYOUT_KEY_TEST, world_rank / (uint32_t) node_size);
+    return 0;
+}
+
+typedef struct ina_layout_entry {
+    uint64_t key;
+    int index; /* the member */
+} ina_layout_entry_t;
+
+/* By key, then by member: the first entry of each run of equal keys is the
+ * key's first appearance. */
+static int ina_layout_by_key(const void *a, const void *b)
+{
+    const ina_layout_entry_t *x = (const ina_layout_entry_t *) a;
+    const ina_layout_entry_t *y = (const ina_layout_entry_t *) b;
+
+    if (x->key != y->key) {
+        return x->key < y->key ? -1 : 1;
+    }
+    return x->index < y->index ? -1 : (x->index > y->index);
+}
+
+int ina_layout_number(const uint64_t *keys, int n, uint32_t *node_of)
+{
+    ina_layout_entry_t *e;
+    uint32_t nnodes = 0;
+    int i, first = 0;
+
+    if (n <= 0) {
+        return 0;
+    }
+    e = malloc(sizeof(*e) * (size_t) n);
+    if (NULL == e) {
+        return -1;
+    }
+    for (i = 0; i < n; ++i) {
+        e[i].key = keys[i];
+        e[i].index = i;
+    }
+    qsort(e, (size_t) n, sizeof(*e), ina_layout_by_key);
+    /* Mark each member with the first member of its key... */
+    for (i = 0; i < n; ++i) {
+        if (0 == i || e[i].key != e[i - 1].key) {
+            first = e[i].index;
+        }
+        node_of[e[i].index] = (uint32_t) first;
+    }
+    free(e);
+    /* ...then number those firsts in rank order: a member that is the first
+     * of its key opens the next node, the others take their first's id
+     * (already numbered, it has a lower rank). */
+    for (i = 0; i < n; ++i) {
+        if (node_of[i] == (uint32_t) i) {
+            node_of[i] = nnodes++;
+        } else {
+            node_of[i] = node_of[node_of[i]];
+        }
+    }
+    return (int) nnodes;
+}
+
+int ina_layout_local_ranks(const uint32_t *node_of, int n, int rank, int *local)
+{
+    int i, count = 0;
+
+    if (rank < 0 || rank >= n) {
+        return 0;
+    }
+    for (i = 0; i < n; ++i) {
+        if (node_of[i] == node_of[rank]) {
+            local[count++] = i;
+        }
+    }
+    return count;
+}
