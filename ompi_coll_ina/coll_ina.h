@@ -76,6 +76,7 @@ typedef struct mca_coll_ina_component_t {
     bool required;
     int timeout_ms;
     size_t min_bytes;
+    int test_node_size;   /* tests only: > 0 pretends world ranks [0, K) are node 0, ... */
 
     int output;           /* opal_output stream, verbosity = verbose */
     bool explicitly_selected; /* the coll selection string names ina */
@@ -141,6 +142,16 @@ typedef struct mca_coll_ina_module_t {
     mca_coll_base_module_iallgather_fn_t previous_iallgather;
     mca_coll_base_module_t *previous_iallgather_module;
 
+    /* Node layout of this communicator, computed by every member at module
+     * enable from what Open MPI knows about the procs, without
+     * communication (coll_ina_module.c): node_of[r] is member r's dense node
+     * id (0..nnodes-1 by first appearance in rank order), local_ranks[] the
+     * members on this rank's node in rank order (this rank included). */
+    uint32_t *node_of;
+    int nnodes;
+    int *local_ranks;
+    int nlocal;
+
     /* Job descriptor of this communicator. */
     mca_coll_ina_job_state_t job_state;
     ina_job_t *job;
@@ -196,6 +207,10 @@ void mca_coll_ina_count_fallback(mca_coll_ina_module_t *module, mca_coll_ina_kin
                                  mca_coll_ina_fallback_reason_t reason, const char *detail);
 const char *mca_coll_ina_fallback_reason_name(mca_coll_ina_fallback_reason_t reason);
 const char *mca_coll_ina_kind_name(mca_coll_ina_kind_t kind);
+/* The members of the module's communicator on this rank's node (this rank
+ * included), in rank order: what the node stage reduces among. Known from
+ * module enable on; no communication. Sets *n; NULL before enable. */
+const int *mca_coll_ina_local_ranks(const mca_coll_ina_module_t *module, int *n);
 
 /* coll_ina_request.c: running one call through the engine.
  * Try to offload the call `desc` of `bytes` result bytes. *fallback true:

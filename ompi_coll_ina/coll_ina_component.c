@@ -147,6 +147,15 @@ static int ina_register(void)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_READONLY, &c->min_bytes);
 
+    c->test_node_size = 0;
+    (void) mca_base_component_var_register(v, "test_node_size",
+        "For tests only: K > 0 makes the component group the members of a "
+        "communicator into nodes as if world ranks [0, K) ran on node 0, [K, 2K) on "
+        "node 1, ... (the agent's Node bitmap, the node layout pvars), whatever "
+        "node they run on; 0 (default): the node ids of Open MPI's runtime",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->test_node_size);
+
     ina_progress_thread = true;
     (void) mca_base_component_var_register(v, "progress_thread",
         "Run an engine thread that keeps non-blocking offloaded calls moving while "
@@ -552,10 +561,60 @@ static int ina_pvar_notify(struct mca_base_pvar_t *pvar, mca_base_pvar_event_t e
     return OPAL_SUCCESS;
 }
 
+/* The node layout of a communicator, as ina computed it (coll_ina_module.c):
+ * fixed for its life, so SIZE class variables read directly. */
+typedef struct ina_layout_pvar_def {
+    const char *name;
+    const char *desc;
+    bool local; /* this rank's node's members, else the number of nodes */
+} ina_layout_pvar_def_t;
+
+static const ina_layout_pvar_def_t ina_layout_pvar_defs[] = {
+    {"job_nodes", "Nodes the members of this communicator sit on, as ina grouped them "
+                  "(the Node bitmap of its job at the agent)", false},
+    {"local_ranks", "Members of this communicator on this rank's node, this rank "
+                    "included (what the node stage reduces among)", true},
+};
+
+static int ina_layout_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *obj)
+{
+    const ina_layout_pvar_def_t *def = (const ina_layout_pvar_def_t *) pvar->ctx;
+    mca_coll_ina_module_t *m = ina_comm_module((ompi_communicator_t *) obj);
+    unsigned long long *out = (unsigned long long *) value;
+
+    /* 0: ina is not enabled on this communicator. */
+    *out = NULL == m ? 0 : (unsigned long long) (def->local ? m->nlocal : m->nnodes);
+    return OPAL_SUCCESS;
+}
+
+static int ina_layout_pvar_notify(struct mca_base_pvar_t *pvar, mca_base_pvar_event_t event,
+                                  void *obj, int *count)
+{
+    (void) pvar;
+    (void) obj;
+    if (MCA_BASE_PVAR_HANDLE_BIND == event) {
+        *count = 1;
+    }
+    return OPAL_SUCCESS;
+}
+
 int mca_coll_ina_pvars_register(void)
 {
     size_t i;
     int rc;
+
+    for (i = 0; i < sizeof(ina_layout_pvar_defs) / sizeof(ina_layout_pvar_defs[0]); ++i) {
+        rc = mca_base_component_pvar_register(
+            &mca_coll_ina_component.super.collm_version, ina_layout_pvar_defs[i].name,
+            ina_layout_pvar_defs[i].desc, OPAL_INFO_LVL_4, MCA_BASE_PVAR_CLASS_SIZE,
+            MCA_BASE_VAR_TYPE_UNSIGNED_LONG_LONG, NULL, MCA_BASE_VAR_BIND_MPI_COMM,
+            MCA_BASE_PVAR_FLAG_READONLY | MCA_BASE_PVAR_FLAG_CONTINUOUS,
+            ina_layout_pvar_get, NULL, ina_layout_pvar_notify,
+            (void *) &ina_layout_pvar_defs[i]);
+        if (rc < 0) {
+            return rc;
+        }
+    }
 
     for (i = 0; i < sizeof(ina_pvar_defs) / sizeof(ina_pvar_defs[0]); ++i) {
         rc = mca_base_component_pvar_register(

@@ -6,19 +6,23 @@
  */
 #include "ompi_config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
+#include "ompi/group/group.h"
 #include "ompi/proc/proc.h"
 #include "ompi/mca/coll/coll.h"
 #include "ompi/mca/coll/base/base.h"
-#include "opal/class/opal_hash_table.h"
+#include "opal/mca/hwloc/hwloc-internal.h"
+#include "opal/mca/pmix/pmix.h"
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
 
 #include "coll_ina.h"
+#include "coll_ina_layout.h"
 
 static const char *const ina_reason_names[MCA_COLL_INA_FB_COUNT] = {
     [MCA_COLL_INA_FB_UNSUPPORTED] = "unsupported",
@@ -69,6 +73,10 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
 #define INA_CLEAR_PREVIOUS(fn) m->previous_##fn = NULL; m->previous_##fn##_module = NULL;
     INA_FOREACH_SLOT(INA_CLEAR_PREVIOUS)
 #undef INA_CLEAR_PREVIOUS
+    m->node_of = NULL;
+    m->nnodes = 0;
+    m->local_ranks = NULL;
+    m->nlocal = 0;
     m->job_state = MCA_COLL_INA_JOB_NONE;
     m->job = NULL;
     memset(&m->job_params, 0, sizeof(m->job_params));
@@ -115,6 +123,10 @@ static void ina_module_destruct(mca_coll_ina_module_t *m)
     }
     INA_FOREACH_SLOT(INA_RELEASE_PREVIOUS)
 #undef INA_RELEASE_PREVIOUS
+    free(m->node_of);
+    m->node_of = NULL;
+    free(m->local_ranks);
+    m->local_ranks = NULL;
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_ina_module_t, mca_coll_base_module_t,
@@ -134,6 +146,7 @@ int mca_coll_ina_init_query(bool enable_progress_threads, bool enable_mpi_thread
     return OMPI_SUCCESS;
 }
 
+static int ina_layout_setup(mca_coll_ina_module_t *m);
 static int ina_job_setup(mca_coll_ina_module_t *m);
 
 /* Save the lower-priority provider of one collective and retain its module. */
@@ -160,6 +173,12 @@ static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
     /* All or nothing: a failure leaves what was retained to the destructor,
      * which runs when the base releases the module. */
     INA_FOREACH_SLOT(INA_SAVE_PREVIOUS)
+
+    /* Local and identical on every member: no communication. */
+    rc = ina_layout_setup(m);
+    if (OMPI_SUCCESS != rc) {
+        return rc;
+    }
 
     if (mca_coll_ina_component.thread_multiple) {
         /* Every call falls back (see init_query): no agent, no job, and no
@@ -230,41 +249,95 @@ mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *
     return &m->super;
 }
 
-/* Node id of every member: members on one host share an id, numbered by
- * first appearance of the host name in rank order. */
-static int ina_node_ids(ompi_communicator_t *comm, int size, uint32_t *node_of)
-{
-    opal_hash_table_t hosts;
-    uint32_t next = 0;
-    int i, rc = OMPI_SUCCESS;
+/* ---- node layout ------------------------------------------------------ */
 
-    OBJ_CONSTRUCT(&hosts, opal_hash_table_t);
-    if (OPAL_SUCCESS != opal_hash_table_init(&hosts, 64)) {
-        OBJ_DESTRUCT(&hosts);
+/* Which node member `rank` of `comm` is on, as a raw key for
+ * ina_layout_number. What is used, in order:
+ *  1. coll_ina_test_node_size = K > 0 (tests only): world rank / K, the
+ *     world rank being the proc's rank in its own job (its vpid);
+ *  2. Open MPI's node id of the proc: the runtime's OPAL_PMIX_NODEID (the
+ *     id Open MPI's own topo/treematch groups procs by). It is job-level
+ *     data the runtime hands every process at startup, so it is read with
+ *     OPAL_MODEX_RECV_VALUE_OPTIONAL: from the local store, never a round
+ *     trip to the server, never a collective;
+ *  3. without a node id, locality relative to this process
+ *     (OPAL_PROC_ON_LOCAL_NODE of the proc's flags, what MPI_COMM_TYPE_SHARED
+ *     uses): a proc on this node shares this process's key, any other proc is
+ *     put on a node of its own. Then each rank knows its own node right but
+ *     ranks may disagree on how the remote procs group (a runtime without
+ *     node ids is not expected with Open MPI 4.1's ORTE).
+ * Host names are not used: they need not be unique or consistent. */
+static uint64_t ina_member_node_key(ompi_communicator_t *comm, int rank, int my_rank,
+                                    uint64_t my_key, bool *from_runtime)
+{
+    opal_process_name_t name = ompi_group_get_proc_name(comm->c_local_group, rank);
+    uint32_t nodeid = 0, *pnodeid = &nodeid;
+    ompi_proc_t *proc;
+    uint64_t key;
+    int rc;
+
+    *from_runtime = false;
+    if (0 == ina_layout_test_key(mca_coll_ina_component.test_node_size, name.vpid, &key)) {
+        return key;
+    }
+    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_NODEID, &name, &pnodeid, OPAL_UINT32);
+    if (OPAL_SUCCESS == rc) {
+        *from_runtime = true;
+        return ina_layout_key(INA_LAYOUT_KEY_NODEID, nodeid);
+    }
+    if (rank == my_rank) {
+        return my_key;
+    }
+    /* Open MPI creates the procs of this node at MPI_Init: one that does
+     * not exist yet is remote. */
+    proc = ompi_group_peer_lookup_existing(comm->c_local_group, rank);
+    if (NULL != proc && OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+        return my_key;
+    }
+    return ina_layout_key(INA_LAYOUT_KEY_ALONE, (uint32_t) rank);
+}
+
+/* The node layout of the module's communicator (see the module struct). */
+static int ina_layout_setup(mca_coll_ina_module_t *m)
+{
+    uint64_t *keys, my_key;
+    int i, from_runtime = 0;
+    bool runtime;
+
+    keys = malloc(sizeof(*keys) * (size_t) m->size);
+    m->node_of = malloc(sizeof(*m->node_of) * (size_t) m->size);
+    m->local_ranks = malloc(sizeof(*m->local_ranks) * (size_t) m->size);
+    if (NULL == keys || NULL == m->node_of || NULL == m->local_ranks) {
+        free(keys);
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    for (i = 0; i < size; ++i) {
-        ompi_proc_t *proc = ompi_comm_peer_lookup(comm, i);
-        const char *host = opal_get_proc_hostname(&proc->super);
-        void *id = NULL;
-
-        if (NULL == host) {
-            host = "";
-        }
-        if (OPAL_SUCCESS == opal_hash_table_get_value_ptr(&hosts, host, strlen(host), &id)) {
-            node_of[i] = (uint32_t) (uintptr_t) id;
-            continue;
-        }
-        node_of[i] = next;
-        if (OPAL_SUCCESS != opal_hash_table_set_value_ptr(&hosts, host, strlen(host),
-                                                          (void *) (uintptr_t) next)) {
-            rc = OMPI_ERR_OUT_OF_RESOURCE;
-            break;
-        }
-        ++next;
+    /* This process's key first: its local peers without a node id share it. */
+    my_key = ina_member_node_key(m->comm, m->rank, m->rank,
+                                 ina_layout_key(INA_LAYOUT_KEY_ALONE, (uint32_t) m->rank),
+                                 &runtime);
+    for (i = 0; i < m->size; ++i) {
+        keys[i] = i == m->rank ? my_key
+                               : ina_member_node_key(m->comm, i, m->rank, my_key, &runtime);
+        from_runtime += runtime;
     }
-    OBJ_DESTRUCT(&hosts);
-    return rc;
+    m->nnodes = ina_layout_number(keys, m->size, m->node_of);
+    free(keys);
+    if (m->nnodes < 0) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    m->nlocal = ina_layout_local_ranks(m->node_of, m->size, m->rank, m->local_ranks);
+    INA_VERBOSE(10, "cid %d rank %d: %d ranks on %d nodes, %d on mine (node ids from %s)",
+                m->cid, m->rank, m->size, m->nnodes, m->nlocal,
+                mca_coll_ina_component.test_node_size > 0 ? "coll_ina_test_node_size"
+                : from_runtime == m->size ? "the runtime"
+                : "the runtime and locality");
+    return OMPI_SUCCESS;
+}
+
+const int *mca_coll_ina_local_ranks(const mca_coll_ina_module_t *module, int *n)
+{
+    *n = module->nlocal;
+    return module->local_ranks;
 }
 
 /* What rank 0 broadcasts: the job every member joins, or ok = 0. */
@@ -280,22 +353,18 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     ina_client_t *client = mca_coll_ina_client();
     ina_job_announce_t announce;
-    uint32_t *node_of = NULL;
     int joined = 0, all_joined = 0, rc;
 
     memset(&announce, 0, sizeof(announce));
     if (0 == m->rank && NULL != client) {
-        node_of = malloc(sizeof(*node_of) * (size_t) m->size);
-        if (NULL != node_of && OMPI_SUCCESS == ina_node_ids(m->comm, m->size, node_of)) {
-            rc = ina_job_create(client, (uint32_t) m->size, node_of, (uint32_t) c->window,
-                                (uint32_t) c->block_size, &announce.params);
-            announce.ok = (INA_OK == rc);
-            if (INA_OK != rc) {
-                INA_VERBOSE(5, "cid %d: the agent refused a job of %d members (rc %d)",
-                            m->cid, m->size, rc);
-            }
+        /* The agent's Node bitmap: the layout every member computed too. */
+        rc = ina_job_create(client, (uint32_t) m->size, m->node_of, (uint32_t) c->window,
+                            (uint32_t) c->block_size, &announce.params);
+        announce.ok = (INA_OK == rc);
+        if (INA_OK != rc) {
+            INA_VERBOSE(5, "cid %d: the agent refused a job of %d members on %d nodes (rc %d)",
+                        m->cid, m->size, m->nnodes, rc);
         }
-        free(node_of);
     }
     /* Every rank is inside the same collective call: agree with the saved
      * collectives of this communicator. */
