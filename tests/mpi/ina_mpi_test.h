@@ -79,11 +79,12 @@ class Counters {
     Counters(const Counters &) = delete;
     Counters &operator=(const Counters &) = delete;
 
-    // Value of pvar `name` bound to `comm`; -1 if the component did not register it.
-    long long read(const char *name, MPI_Comm comm)
+    // Value of pvar `name` (of class `cls`) bound to `comm`; -1 if the
+    // component did not register it.
+    long long read(const char *name, MPI_Comm comm, int cls = MPI_T_PVAR_CLASS_COUNTER)
     {
         int index;
-        if (MPI_T_pvar_get_index(name, MPI_T_PVAR_CLASS_COUNTER, &index) != MPI_SUCCESS) {
+        if (MPI_T_pvar_get_index(name, cls, &index) != MPI_SUCCESS) {
             return -1;
         }
         MPI_T_pvar_handle handle;
@@ -98,6 +99,13 @@ class Counters {
     }
     long long offloaded(MPI_Comm comm) { return read("coll_ina_offloaded_calls", comm); }
     long long fallbacks(MPI_Comm comm) { return read("coll_ina_fallback_calls", comm); }
+    // The node layout ina computed for `comm`: its nodes, and its members on
+    // this rank's node.
+    long long nodes(MPI_Comm comm) { return read("coll_ina_job_nodes", comm, MPI_T_PVAR_CLASS_SIZE); }
+    long long local_ranks(MPI_Comm comm)
+    {
+        return read("coll_ina_local_ranks", comm, MPI_T_PVAR_CLASS_SIZE);
+    }
 
   private:
     MPI_T_pvar_session session_;
