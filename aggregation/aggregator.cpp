@@ -65,7 +65,8 @@ void Aggregator::job_create(Member &from, const ina_proto_hdr_t &h, const void *
         next_jid_ = 1; // JID 0 means "none"
     }
     ++counters_.jobs_created;
-    INA_DEBUG("job %u created: %u members, window %u", jid, h.count, window);
+    INA_DEBUG("job %u created: %u members on %u nodes, window %u", jid, h.count, info.nnodes,
+              window);
     scheduler_->on_job_created(info);
     sink_.job_created(from, h, jid, window);
 }
