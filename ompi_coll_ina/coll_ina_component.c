@@ -277,7 +277,10 @@ static void ina_warn_unreachable(const char *addr, const char *why)
 
 /* Embedded agent: rank 0 of MPI_COMM_WORLD starts ina-switchd. It listens on
  * loopback when the whole job shares rank 0's node, else on every interface
- * and is advertised under rank 0's host name. Writes "" on failure. */
+ * and is advertised under rank 0's host name. Writes "" on failure.
+ * Which address reaches the agent depends on where the processes really
+ * run: Open MPI's locality decides, not the module's node layout, which
+ * coll_ina_test_node_size may spread over pretend nodes. */
 static void ina_spawn_embedded(ompi_communicator_t *world, char *addr, size_t addrlen)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
