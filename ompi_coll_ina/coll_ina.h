@@ -70,6 +70,7 @@ typedef struct mca_coll_ina_component_t {
     bool enable;
     char *agent;          /* "auto" or host:port */
     char *agent_path;     /* ina-switchd started when agent is "auto" */
+    char *agent_bind;     /* its --bind (core:N, numa:N, ..., none) */
     int agent_segs;
     int block_size;
     int window;

@@ -107,6 +107,13 @@ static int ina_register(void)
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_READONLY, &c->agent_path);
 
+    c->agent_bind = "none";
+    (void) mca_base_component_var_register(v, "agent_bind",
+        "Where the embedded agent runs (ina-switchd --bind): core:N, numa:N, package:N "
+        "or pu:N, a logical index as lstopo numbers them, or none",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->agent_bind);
+
     c->agent_segs = 1024;
     (void) mca_base_component_var_register(v, "agent_segs",
         "Number of Seg buffer units of the embedded agent",
@@ -285,7 +292,7 @@ static void ina_spawn_embedded(ompi_communicator_t *world, char *addr, size_t ad
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     char segs[16], err[256] = "", spawned[256] = "";
-    const char *args[] = {"--segs", segs, NULL};
+    const char *args[] = {"--segs", segs, "--bind", c->agent_bind, NULL};
     bool one_node = true;
     const char *colon;
     int i, pid = -1;

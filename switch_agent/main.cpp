@@ -15,6 +15,7 @@
 #include <string>
 
 #include "agent.h"
+#include "bind.h"
 #include "ina_ucx.h"
 #include "log.h"
 #include "sched/free_seg.h"
@@ -31,6 +32,9 @@ void usage(FILE *out)
                  "  --seg-size BYTES     bytes per Seg (default 65536, at most %u)\n"
                  "  --max-window N       largest lease/window granted (default 64, at most %u)\n"
                  "  --log-level LEVEL    error|warn|info|debug (default warn)\n"
+                 "  --bind WHERE         core:N, numa:N, package:N or pu:N (logical index,\n"
+                 "                       as lstopo numbers them): run there, and for a NUMA\n"
+                 "                       node keep the Seg pool in its memory (default none)\n"
                  "  --ready-fd N         once listening, write \"HOST:PORT\\n\" to fd N\n"
                  "                       and close it\n"
                  "  --help               this text\n",
@@ -96,7 +100,8 @@ int main(int argc, char **argv)
     ina::agg::log_set_tag("ina-switchd");
     ina::AgentConfig cfg;
     int ready_fd = -1;
-    enum { kListen = 1, kSegs, kSegSize, kMaxWindow, kLogLevel, kReadyFd, kHelp };
+    std::string bind = "none";
+    enum { kListen = 1, kSegs, kSegSize, kMaxWindow, kLogLevel, kReadyFd, kBind, kHelp };
     static const struct option opts[] = {
         {"listen", required_argument, nullptr, kListen},
         {"segs", required_argument, nullptr, kSegs},
@@ -104,6 +109,7 @@ int main(int argc, char **argv)
         {"max-window", required_argument, nullptr, kMaxWindow},
         {"log-level", required_argument, nullptr, kLogLevel},
         {"ready-fd", required_argument, nullptr, kReadyFd},
+        {"bind", required_argument, nullptr, kBind},
         {"help", no_argument, nullptr, kHelp},
         {nullptr, 0, nullptr, 0}};
     opterr = 0;
@@ -146,6 +152,9 @@ int main(int argc, char **argv)
             }
             ready_fd = static_cast<int>(v);
             break;
+        case kBind:
+            bind = optarg;
+            break;
         case kHelp:
             usage(stdout);
             return 0;
@@ -155,6 +164,17 @@ int main(int argc, char **argv)
     }
     if (optind < argc) {
         bad_arg("unexpected argument '%s'", argv[optind]);
+    }
+
+    // Bind first: the Seg pool is allocated (first touched) by the agent below.
+    std::string where;
+    std::string why;
+    if (!ina::bind_process(bind, where, why)) {
+        std::fprintf(stderr, "ina-switchd: %s\n", why.c_str());
+        return 2;
+    }
+    if (bind != "none") {
+        INA_INFO("%s", where.c_str());
     }
 
     // Block the signals before UCX starts any thread, so they are only ever

@@ -1,0 +1,22 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// Binding ina-switchd to a part of the machine with hwloc, so that on a
+// shared host it keeps a core (or a NUMA node, or a package) of its own and
+// its Seg pool lands in that memory. Spec: "core:N", "numa:N", "package:N"
+// or "pu:N" with N a logical index (as `lstopo` numbers them), or "none".
+#ifndef INA_AGENT_BIND_H
+#define INA_AGENT_BIND_H
+
+#include <string>
+
+namespace ina {
+
+// Bind this process (every thread, now and later) to `spec`'s CPUs and, for
+// a NUMA node, its memory. True on success with a line for the log in
+// `where`; false with the reason in `err` (unknown spec, no such object,
+// binding refused by the system).
+bool bind_process(const std::string &spec, std::string &where, std::string &err);
+
+} // namespace ina
+
+#endif
