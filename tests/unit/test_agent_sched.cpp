@@ -6,6 +6,7 @@
 // taken is denied for every member; leases come back on completion, abort
 // and job free).
 #include <check.h>
+#include "check_main.h"
 
 #include <algorithm>
 #include <memory>
@@ -145,15 +146,8 @@ END_TEST
 
 int main()
 {
-    Suite *s = suite_create("agent_sched");
-    TCase *tc = tcase_create("free_seg");
-    tcase_add_test(tc, test_free_seg_grant_deny);
-    tcase_add_test(tc, test_free_seg_abort_returns_busy_segs);
-    tcase_add_test(tc, test_free_seg_in_the_aggregator);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return ina_test::run_suite("agent_sched", "free_seg",
+                               {test_free_seg_grant_deny,
+                                test_free_seg_abort_returns_busy_segs,
+                                test_free_seg_in_the_aggregator});
 }

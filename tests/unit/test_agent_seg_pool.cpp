@@ -6,6 +6,7 @@
 // result, and per-MID call bookkeeping. (The scheduler's tests are in
 // test_agent_sched.cpp, the Aggregator's in test_aggregator.cpp.)
 #include <check.h>
+#include "check_main.h"
 
 #include <algorithm>
 #include <cstring>
@@ -536,22 +537,15 @@ END_TEST
 
 int main()
 {
-    Suite *s = suite_create("agent_core");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_lease_release_exhaustion);
-    tcase_add_test(tc, test_bitmaps_several_ranks_per_node);
-    tcase_add_test(tc, test_ordered_float_sum_all_permutations);
-    tcase_add_test(tc, test_ordered_double_sum_all_permutations);
-    tcase_add_test(tc, test_job_membership_and_retire);
-    tcase_add_test(tc, test_job_abort_open_calls);
-    tcase_add_test(tc, test_want_result_bits);
-    tcase_add_test(tc, test_bcast_rules);
-    tcase_add_test(tc, test_allgather_pieces);
-    tcase_add_test(tc, test_barrier_block);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return ina_test::run_suite("agent_core", "core",
+                               {test_lease_release_exhaustion,
+                                test_bitmaps_several_ranks_per_node,
+                                test_ordered_float_sum_all_permutations,
+                                test_ordered_double_sum_all_permutations,
+                                test_job_membership_and_retire,
+                                test_job_abort_open_calls,
+                                test_want_result_bits,
+                                test_bcast_rules,
+                                test_allgather_pieces,
+                                test_barrier_block});
 }

@@ -9,6 +9,7 @@
 // the bound on kept blocks, the scheduler's hooks, and leases and buffers
 // back in their pools at the end.
 #include <check.h>
+#include "check_main.h"
 
 #include <cmath>
 #include <cstring>
@@ -724,29 +725,21 @@ END_TEST
 
 int main()
 {
-    Suite *s = suite_create("core_aggregator");
-    TCase *tc = tcase_create("aggregator");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_int_sum_any_interleaving);
-    tcase_add_test(tc, test_float_sum_rank_order_bit_identical);
-    tcase_add_test(tc, test_payload_to_askers_ack_to_others);
-    tcase_add_test(tc, test_duplicates);
-    tcase_add_test(tc, test_foreign_members);
-    tcase_add_test(tc, test_member_lost_mid_call);
-    tcase_add_test(tc, test_deny_same_for_everybody);
-    tcase_add_test(tc, test_defer_then_grant_on_tick);
-    tcase_add_test(tc, test_defer_until_a_lease_returns);
-    tcase_add_test(tc, test_defer_then_deny);
-    tcase_add_test(tc, test_defer_keep_bound);
-    tcase_add_test(tc, test_defer_then_member_lost);
-    tcase_add_test(tc, test_scheduler_hooks);
-    tcase_add_test(tc, test_job_freed_with_open_calls);
-    tcase_add_test(tc, test_barrier);
-    tcase_add_test(tc, test_reject_counts_and_tells);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return ina_test::run_suite("aggregator", "aggregator",
+                               {test_int_sum_any_interleaving,
+                                test_float_sum_rank_order_bit_identical,
+                                test_payload_to_askers_ack_to_others,
+                                test_duplicates,
+                                test_foreign_members,
+                                test_member_lost_mid_call,
+                                test_deny_same_for_everybody,
+                                test_defer_then_grant_on_tick,
+                                test_defer_until_a_lease_returns,
+                                test_defer_then_deny,
+                                test_defer_keep_bound,
+                                test_defer_then_member_lost,
+                                test_scheduler_hooks,
+                                test_job_freed_with_open_calls,
+                                test_barrier,
+                                test_reject_counts_and_tells}, 60);
 }

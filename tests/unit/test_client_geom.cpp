@@ -14,6 +14,7 @@
 // at most once inside it). Explicit cases pin the arithmetic for uneven
 // recvcounts, chunks straddling blocks and calls beyond 2^32 bytes.
 #include <check.h>
+#include "check_main.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -544,20 +545,13 @@ START_TEST(test_refused_shapes)
 }
 END_TEST
 
-int main(void)
+int main()
 {
-    Suite *s = suite_create("client_geom");
-    TCase *tc = tcase_create("geometry");
-    tcase_add_test(tc, test_model_random);
-    tcase_add_test(tc, test_reduce_scatter_uneven);
-    tcase_add_test(tc, test_allgather_straddle);
-    tcase_add_test(tc, test_roots_and_barrier);
-    tcase_add_test(tc, test_huge);
-    tcase_add_test(tc, test_refused_shapes);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return ina_test::run_suite("client_geom", "geometry",
+                               {test_model_random,
+                                test_reduce_scatter_uneven,
+                                test_allgather_straddle,
+                                test_roots_and_barrier,
+                                test_huge,
+                                test_refused_shapes});
 }

@@ -7,6 +7,7 @@
 // previous block's RESULT and send completion, and a recycled window starts
 // clean. Block geometry is tested in test_client_geom.cpp.
 #include <check.h>
+#include "check_main.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -205,20 +206,13 @@ START_TEST(test_reuse_and_large_sids)
 }
 END_TEST
 
-int main(void)
+int main()
 {
-    Suite *s = suite_create("client_window");
-    TCase *tc = tcase_create("window");
-    tcase_add_test(tc, test_empty_and_single);
-    tcase_add_test(tc, test_in_order_window_bound);
-    tcase_add_test(tc, test_out_of_order_acks);
-    tcase_add_test(tc, test_slot_needs_send_completion);
-    tcase_add_test(tc, test_random_orders);
-    tcase_add_test(tc, test_reuse_and_large_sids);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return ina_test::run_suite("client_window", "window",
+                               {test_empty_and_single,
+                                test_in_order_window_bound,
+                                test_out_of_order_acks,
+                                test_slot_needs_send_completion,
+                                test_random_orders,
+                                test_reuse_and_large_sids});
 }

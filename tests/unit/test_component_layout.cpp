@@ -6,6 +6,7 @@
 // layouts written out by hand and, for random keys, against a reference
 // numbering computed here with a map.
 #include <check.h>
+#include "check_main.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -154,19 +155,12 @@ START_TEST(test_random_against_reference)
 }
 END_TEST
 
-int main(void)
+int main()
 {
-    Suite *s = suite_create("component_layout");
-    TCase *tc = tcase_create("layout");
-    tcase_add_test(tc, test_dense_first_appearance);
-    tcase_add_test(tc, test_kinds_do_not_collide);
-    tcase_add_test(tc, test_override_rule);
-    tcase_add_test(tc, test_local_ranks);
-    tcase_add_test(tc, test_random_against_reference);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return ina_test::run_suite("component_layout", "layout",
+                               {test_dense_first_appearance,
+                                test_kinds_do_not_collide,
+                                test_override_rule,
+                                test_local_ranks,
+                                test_random_against_reference});
 }

@@ -22,6 +22,7 @@
 
 // Last: Check defines a macro fail(), a name the engine uses.
 #include <check.h>
+#include "check_main.h"
 
 namespace {
 
@@ -292,17 +293,10 @@ END_TEST
 
 } // namespace
 
-int main(void)
+int main()
 {
-    Suite *s = suite_create("engine_core");
-    TCase *tc = tcase_create("in-process");
-    tcase_add_test(tc, test_allreduce_float_exact);
-    tcase_add_test(tc, test_reduce_scatter_and_bcast);
-    tcase_add_test(tc, test_leases_back_after_calls);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return ina_test::run_suite("engine_core", "in-process",
+                               {test_allreduce_float_exact,
+                                test_reduce_scatter_and_bcast,
+                                test_leases_back_after_calls});
 }

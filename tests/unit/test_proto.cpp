@@ -7,6 +7,7 @@
 #include "ina_proto.h"
 
 #include <check.h>
+#include "check_main.h"
 
 #include <climits>
 #include <cstdint>
@@ -995,35 +996,28 @@ END_TEST
 
 int main()
 {
-    Suite *s = suite_create("ina_proto");
-    TCase *tc = tcase_create("proto");
-    tcase_add_test(tc, test_layout);
-    tcase_add_test(tc, test_init);
-    tcase_add_test(tc, test_dtype_size_and_pairs);
-    tcase_add_test(tc, test_accepts_every_type);
-    tcase_add_test(tc, test_accepts_every_coll_form);
-    tcase_add_test(tc, test_accepts_unaligned_header);
-    tcase_add_test(tc, test_rejects_common_fields);
-    tcase_add_test(tc, test_other_version_header_size);
-    tcase_add_test(tc, test_control_payload);
-    tcase_add_test(tc, test_control_block_fields);
-    tcase_add_test(tc, test_grant);
-    tcase_add_test(tc, test_job_create);
-    tcase_add_test(tc, test_block_window_seg);
-    tcase_add_test(tc, test_job_member_rank);
-    tcase_add_test(tc, test_data_coll_op_dtype);
-    tcase_add_test(tc, test_data_seg_count_payload);
-    tcase_add_test(tc, test_block_reduction_whole);
-    tcase_add_test(tc, test_block_offsets);
-    tcase_add_test(tc, test_block_flags);
-    tcase_add_test(tc, test_barrier);
-    tcase_add_test(tc, test_result_count_flags);
-    tcase_add_test(tc, test_fuzz);
-    tcase_add_test(tc, test_names);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return ina_test::run_suite("ina_proto", "proto",
+                               {test_layout,
+                                test_init,
+                                test_dtype_size_and_pairs,
+                                test_accepts_every_type,
+                                test_accepts_every_coll_form,
+                                test_accepts_unaligned_header,
+                                test_rejects_common_fields,
+                                test_other_version_header_size,
+                                test_control_payload,
+                                test_control_block_fields,
+                                test_grant,
+                                test_job_create,
+                                test_block_window_seg,
+                                test_job_member_rank,
+                                test_data_coll_op_dtype,
+                                test_data_seg_count_payload,
+                                test_block_reduction_whole,
+                                test_block_offsets,
+                                test_block_flags,
+                                test_barrier,
+                                test_result_count_flags,
+                                test_fuzz,
+                                test_names});
 }
