@@ -30,6 +30,7 @@
 #include "opal/threads/mutex.h"
 
 #include "ina_client.h"
+#include "ina_node.h"
 
 BEGIN_C_DECLS
 
@@ -61,6 +62,13 @@ typedef enum mca_coll_ina_job_state {
     MCA_COLL_INA_JOB_DISABLED  /* setup failed on some rank: always fall back */
 } mca_coll_ina_job_state_t;
 
+/* The node stage's shared-memory group of a communicator. */
+typedef enum mca_coll_ina_node_state {
+    MCA_COLL_INA_NODE_NONE = 0,   /* not opened yet */
+    MCA_COLL_INA_NODE_READY,      /* opened by every local rank */
+    MCA_COLL_INA_NODE_UNAVAILABLE /* could not be: host algorithms (same on every rank) */
+} mca_coll_ina_node_state_t;
+
 typedef struct mca_coll_ina_component_t {
     mca_coll_base_component_2_0_0_t super;
 
@@ -78,6 +86,10 @@ typedef struct mca_coll_ina_component_t {
     int timeout_ms;
     size_t min_bytes;
     int test_node_size;   /* tests only: > 0 pretends world ranks [0, K) are node 0, ... */
+    bool node_stage;      /* one-node communicators run in shared memory (coll_ina_node.c) */
+    size_t node_segment_bytes;
+    size_t node_chunk_bytes;
+    size_t node_small_bytes;
 
     int output;           /* opal_output stream, verbosity = verbose */
     bool explicitly_selected; /* the coll selection string names ina */
@@ -153,6 +165,15 @@ typedef struct mca_coll_ina_module_t {
     int *local_ranks;
     int nlocal;
 
+    /* Node stage (coll_ina_node.c). node_only: every member is on this node
+     * and the node stage is on, so the whole collective runs in shared
+     * memory and the communicator has no job at the agent. The group is
+     * opened at the first call that needs it (every member makes that call:
+     * no communication at enable). */
+    bool node_only;
+    mca_coll_ina_node_state_t node_state;
+    ina_node_group_t *node_group;
+
     /* Job descriptor of this communicator. */
     mca_coll_ina_job_state_t job_state;
     ina_job_t *job;
@@ -161,6 +182,7 @@ typedef struct mca_coll_ina_module_t {
     /* Counters (read through MPI_T pvars bound to the communicator). */
     unsigned long long offloaded_calls;
     unsigned long long offloaded_by_kind[MCA_COLL_INA_KIND_COUNT];
+    unsigned long long node_only_calls; /* of offloaded_calls: done by the node stage alone */
     unsigned long long fallback_calls;
     unsigned long long fallback_by_reason[MCA_COLL_INA_FB_COUNT];
 
@@ -190,6 +212,7 @@ OBJ_CLASS_DECLARATION(mca_coll_ina_module_t);
 typedef struct mca_coll_ina_req_t {
     ompi_request_t super;
     ina_call_t *call;              /* the engine's work request; NULL once done */
+    ina_node_op_t *node_op;        /* or the node stage's call; NULL once done */
     mca_coll_ina_module_t *module; /* retained until completion */
     mca_coll_ina_kind_t kind;      /* for messages */
     bool freed;                    /* MPI_Request_free before completion */
@@ -231,6 +254,14 @@ int mca_coll_ina_progress(void);
 int mca_coll_ina_request_done(mca_coll_ina_module_t *module, ompi_request_t **request);
 /* Release the request machinery (component close). */
 void mca_coll_ina_requests_fini(void);
+
+/* coll_ina_node.c: the node stage of a one-node communicator. */
+/* The module's shared-memory group (module->node_only), opened at the
+ * first call that needs it; NULL and *why if it cannot be (the same on
+ * every local rank: the caller falls back). */
+ina_node_group_t *mca_coll_ina_node_group(mca_coll_ina_module_t *module, const char **why);
+/* Close the module's group (module destructor). */
+void mca_coll_ina_node_fini(mca_coll_ina_module_t *module);
 
 /* coll_ina_component.c: the process-wide agent connection. */
 /* Resolve the agent address on MPI_COMM_WORLD (embedded agent: rank 0 spawns

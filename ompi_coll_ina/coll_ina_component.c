@@ -163,6 +163,34 @@ static int ina_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
         MCA_BASE_VAR_SCOPE_READONLY, &c->test_node_size);
 
+    c->node_stage = true;
+    (void) mca_base_component_var_register(v, "node_stage",
+        "Node stage: a communicator whose members all run on one node runs every "
+        "offloadable collective in shared memory among its ranks, without the agent",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->node_stage);
+
+    c->node_segment_bytes = 4u << 20;
+    (void) mca_base_component_var_register(v, "node_segment_bytes",
+        "Most bytes of the shared-memory segment of one communicator on one node (it "
+        "holds two steps of every local rank's contribution and of the result)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->node_segment_bytes);
+
+    c->node_chunk_bytes = 128u << 10;
+    (void) mca_base_component_var_register(v, "node_chunk_bytes",
+        "Bytes per local rank and step of the node stage (lowered to fit "
+        "coll_ina_node_segment_bytes)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->node_chunk_bytes);
+
+    c->node_small_bytes = 2048;
+    (void) mca_base_component_var_register(v, "node_small_bytes",
+        "Node-stage steps of at most this many bytes are reduced whole by every rank "
+        "(one synchronisation); larger ones are reduce-scattered among the local ranks",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->node_small_bytes);
+
     ina_progress_thread = true;
     (void) mca_base_component_var_register(v, "progress_thread",
         "Run an engine thread that keeps non-blocking offloaded calls moving while "
@@ -497,12 +525,15 @@ static mca_coll_ina_module_t *ina_comm_module(ompi_communicator_t *comm)
 typedef struct ina_pvar_def {
     const char *name;
     const char *desc;
-    int reason; /* -1: offloaded, -2: fallback total, else a fallback reason; */
+    int reason; /* -1: offloaded, -2: fallback total, -3: node only, else a fallback reason */
     int kind;   /* with -1: a collective's offloaded counter, or -1 for all */
 } ina_pvar_def_t;
 
 static const ina_pvar_def_t ina_pvar_defs[] = {
-    {"offloaded_calls", "Calls of this communicator offloaded to the agent", -1, -1},
+    {"offloaded_calls", "Calls of this communicator offloaded (to the agent, or done by "
+                        "the node stage alone)", -1, -1},
+    {"node_only_calls", "Offloaded calls of this communicator done by the node stage "
+                        "alone (shared memory, no agent)", -3, -1},
     {"fallback_calls", "Offloadable-kind calls of this communicator that ran the host "
                        "algorithm (all reasons)", -2, -1},
     {"fallback_unsupported", "Fallbacks: datatype, op or layout not offloadable",
@@ -553,6 +584,8 @@ static int ina_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *o
         *out = def->kind < 0 ? m->offloaded_calls : m->offloaded_by_kind[def->kind];
     } else if (-2 == def->reason) {
         *out = m->fallback_calls;
+    } else if (-3 == def->reason) {
+        *out = m->node_only_calls;
     } else {
         *out = m->fallback_by_reason[def->reason];
     }

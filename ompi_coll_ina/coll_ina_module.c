@@ -77,11 +77,15 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->nnodes = 0;
     m->local_ranks = NULL;
     m->nlocal = 0;
+    m->node_only = false;
+    m->node_state = MCA_COLL_INA_NODE_NONE;
+    m->node_group = NULL;
     m->job_state = MCA_COLL_INA_JOB_NONE;
     m->job = NULL;
     memset(&m->job_params, 0, sizeof(m->job_params));
     m->offloaded_calls = 0;
     memset(m->offloaded_by_kind, 0, sizeof(m->offloaded_by_kind));
+    m->node_only_calls = 0;
     m->fallback_calls = 0;
     memset(m->fallback_by_reason, 0, sizeof(m->fallback_by_reason));
     m->in_fallback = 0;
@@ -91,11 +95,12 @@ static void ina_module_destruct(mca_coll_ina_module_t *m)
 {
     if (mca_coll_ina_component.verbose >= 1 && 0 == m->rank) {
         opal_output(mca_coll_ina_component.output,
-                    "coll:ina: communicator cid %d (%d ranks): offloaded %llu (allreduce %llu, "
+                    "coll:ina: communicator cid %d (%d ranks): offloaded %llu (node only %llu; "
+                    "allreduce %llu, "
                     "reduce %llu, bcast %llu, barrier %llu, allgather %llu, reduce_scatter %llu), "
                     "fallback %llu (unsupported %llu, below threshold %llu, denied %llu, "
                     "unreachable %llu)",
-                    m->cid, m->size, m->offloaded_calls,
+                    m->cid, m->size, m->offloaded_calls, m->node_only_calls,
                     m->offloaded_by_kind[MCA_COLL_INA_ALLREDUCE],
                     m->offloaded_by_kind[MCA_COLL_INA_REDUCE],
                     m->offloaded_by_kind[MCA_COLL_INA_BCAST],
@@ -112,6 +117,7 @@ static void ina_module_destruct(mca_coll_ina_module_t *m)
         mca_coll_ina_comm_keyval_free();
     }
     /* Non-blocking calls retain the module, so none is in flight here. */
+    mca_coll_ina_node_fini(m);
     if (NULL != m->job) {
         ina_job_leave(m->job);
         m->job = NULL;
@@ -180,10 +186,23 @@ static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
         return rc;
     }
 
+    /* Every member on this node: the node stage is the whole collective
+     * (SEEDS S1), no job at the agent. Decided from the layout, so alike on
+     * every member. */
+    m->node_only = 1 == m->nnodes && mca_coll_ina_component.node_stage &&
+                   !mca_coll_ina_component.thread_multiple;
+
     if (mca_coll_ina_component.thread_multiple) {
         /* Every call falls back (see init_query): no agent, no job, and no
          * engine use from concurrent communicator creations. */
         m->job_state = MCA_COLL_INA_JOB_DISABLED;
+    } else if (m->node_only) {
+        /* The world on one node: no communicator of this job will need the
+         * agent, so none is started or connected. The node group is opened
+         * at the first call, without communication here. */
+        m->job_state = MCA_COLL_INA_JOB_DISABLED;
+        INA_VERBOSE(10, "cid %d: %d ranks on this node only: node stage, no agent job",
+                    m->cid, m->size);
     } else {
         if (&ompi_mpi_comm_world.comm == comm) {
             rc = mca_coll_ina_agent_setup_world(m);

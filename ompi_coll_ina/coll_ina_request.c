@@ -117,6 +117,7 @@ static mca_coll_ina_req_t *ina_req_get(mca_coll_ina_module_t *m)
     req->super.req_cancel = ina_req_cancel;
     req->super.req_mpi_object.comm = m->comm;
     req->call = NULL;
+    req->node_op = NULL;
     req->module = m;
     req->kind = MCA_COLL_INA_ALLREDUCE;
     req->freed = false;
@@ -224,7 +225,16 @@ int mca_coll_ina_progress(void)
     OBJ_CONSTRUCT(&done, opal_list_t);
     /* First collect what finished (each test also progresses the engine). */
     OPAL_LIST_FOREACH_SAFE(req, next, &c->outstanding, mca_coll_ina_req_t) {
-        if (ina_call_test(req->call, &cqe)) {
+        if (NULL != req->node_op) {
+            /* Shared memory only: it cannot fail once posted. */
+            if (ina_node_test(req->node_op)) {
+                opal_list_remove_item(&c->outstanding, &req->super.super.super);
+                ina_node_op_free(req->node_op);
+                req->node_op = NULL;
+                req->super.req_status.MPI_ERROR = MPI_SUCCESS;
+                opal_list_append(&done, &req->super.super.super);
+            }
+        } else if (ina_call_test(req->call, &cqe)) {
             opal_list_remove_item(&c->outstanding, &req->super.super.super);
             ina_call_free(req->call);
             req->call = NULL;
@@ -247,15 +257,21 @@ int mca_coll_ina_progress(void)
     return completed;
 }
 
-static int ina_req_start(mca_coll_ina_req_t *req, mca_coll_ina_kind_t kind, ina_call_t *call)
+/* Put a started call (an engine call, or a node-stage call) on the
+ * outstanding list that mca_coll_ina_progress completes. */
+static int ina_req_start(mca_coll_ina_req_t *req, mca_coll_ina_kind_t kind, ina_call_t *call,
+                         ina_node_op_t *node_op)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
 
     req->call = call;
+    req->node_op = node_op;
     req->kind = kind;
-    /* The engine's thread (coll_ina_progress_thread) moves it while the
-     * application computes; completion stays ours, in mca_coll_ina_progress. */
-    ina_call_background(call);
+    if (NULL != call) {
+        /* The engine's thread (coll_ina_progress_thread) moves it while the
+         * application computes; completion stays ours, in mca_coll_ina_progress. */
+        ina_call_background(call);
+    }
     opal_list_append(&c->outstanding, &req->super.super.super);
     if (!c->progress_registered) {
         int rc = opal_progress_register(mca_coll_ina_progress);
@@ -286,6 +302,51 @@ static void ina_wait(ina_call_t *call, ina_cqe_t *cqe)
     }
 }
 
+/* The call of a one-node communicator: the node stage is all of it. It
+ * moves while this rank is in MPI (the blocking wait below, or
+ * mca_coll_ina_progress from opal_progress for a non-blocking one). */
+static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
+                        const ina_coll_desc_t *desc, ompi_request_t **request, bool *fallback)
+{
+    mca_coll_ina_req_t *req = NULL;
+    ina_node_group_t *group;
+    ina_node_op_t *op = NULL;
+    const char *why = NULL;
+    ina_status_t erc;
+
+    group = mca_coll_ina_node_group(m, &why);
+    if (NULL == group) {
+        if (mca_coll_ina_component.required) {
+            return ina_required_error(m, why);
+        }
+        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, why, fallback);
+    }
+    if (NULL != request && NULL == (req = ina_req_get(m))) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    erc = ina_node_post(group, desc, &op);
+    if (INA_OK != erc) {
+        /* Arguments the component checked already, or no memory for the
+         * call's record: an error, never a partial fallback. */
+        if (NULL != req) {
+            ina_req_discard(req);
+        }
+        return INA_ERR_NOMEM == erc ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_ERR_BAD_PARAM;
+    }
+    ++m->offloaded_calls;
+    ++m->offloaded_by_kind[kind];
+    ++m->node_only_calls;
+    if (NULL != req) {
+        *request = &req->super;
+        return ina_req_start(req, kind, NULL, op);
+    }
+    while (!ina_node_test(op)) {
+        opal_progress();
+    }
+    ina_node_op_free(op);
+    return OMPI_SUCCESS;
+}
+
 int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
                      const ina_coll_desc_t *desc, size_t bytes, const char *unsupported,
                      ompi_request_t **request, bool *fallback)
@@ -312,6 +373,9 @@ int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     }
     if (MCA_COLL_INA_BARRIER != kind && bytes < c->min_bytes) {
         return ina_fallback(m, kind, MCA_COLL_INA_FB_THRESHOLD, "coll_ina_min_bytes", fallback);
+    }
+    if (m->node_only) {
+        return ina_try_node(m, kind, desc, request, fallback);
     }
     if (MCA_COLL_INA_JOB_READY != m->job_state) {
         if (c->required) {
@@ -352,7 +416,7 @@ int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     ++m->offloaded_by_kind[kind];
     if (NULL != req) {
         *request = &req->super;
-        return ina_req_start(req, kind, call);
+        return ina_req_start(req, kind, call, NULL);
     }
     ina_wait(call, &cqe);
     ina_call_free(call);

@@ -1,0 +1,89 @@
+/*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The node stage (SEEDS S1, first level): the ranks of one communicator
+ * that share a node combine their contributions through one POSIX
+ * shared-memory segment. For a communicator whose members are all on one
+ * node this is the whole collective; the agent is never involved.
+ *
+ * A group is the local ranks of one communicator; every rank of the group
+ * opens it with the same name and nlocal, without any communication: the
+ * first to arrive creates and reserves the segment, the others attach, and
+ * the name is unlinked as soon as the last local rank attached (so a killed
+ * job leaves nothing in /dev/shm once its groups are set up).
+ *
+ * Calls are posted in the communicator's call order (MPI requires every
+ * rank to issue a communicator's collectives in the same order) and run one
+ * after the other, cut into steps of at most chunk_bytes per rank. Nothing
+ * blocks: ina_node_test advances the group as far as the other ranks allow
+ * and says whether the call completed.
+ *
+ * Reduction order (floats bit-identical on every rank, run after run): the
+ * contributions of local ranks 0, 1, ..., nlocal-1 are folded left to right,
+ * ((c0 op c1) op c2) ..., whatever rank computes a piece; that is the order
+ * the agent uses across ranks too. Large steps spread the work: local rank
+ * k folds shard k of the step (a node-level reduce-scatter), then every
+ * rank copies the whole result out (a node-level allgather).
+ *
+ * Threading: one caller at a time per group.
+ */
+#ifndef INA_NODE_H
+#define INA_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ina_client.h" /* ina_status_t, ina_coll_desc_t */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ina_node_group ina_node_group_t;
+typedef struct ina_node_op ina_node_op_t;
+
+typedef struct ina_node_config {
+    const char *name;        /* shm_open name ("/ina-..."), the same on every local rank */
+    uint32_t nlocal;         /* ranks in the group (>= 1) */
+    uint32_t index;          /* this rank's place among them, 0..nlocal-1 */
+    size_t chunk_bytes;      /* per rank and step; a multiple of 64 (ina_node_chunk_bytes) */
+    size_t small_bytes;      /* steps of at most this many bytes: every rank folds the
+                                whole step itself (one synchronisation instead of two) */
+    int attach_timeout_ms;   /* how long to wait for the creator to reserve the memory */
+} ina_node_config_t;
+
+/* Bytes of the segment of a group of nlocal ranks with steps of chunk_bytes. */
+size_t ina_node_segment_bytes(uint32_t nlocal, size_t chunk_bytes);
+/* The largest step (a multiple of 64, at most chunk_max) whose segment fits
+ * in segment_max bytes; 0 if none does. */
+size_t ina_node_chunk_bytes(uint32_t nlocal, size_t segment_max, size_t chunk_max);
+
+/* Open (create or attach) the group's segment. INA_ERR_NOMEM: the memory
+ * could not be reserved (e.g. /dev/shm is full); every rank of the group
+ * sees the same outcome. Other errors carry a reason in err. */
+ina_status_t ina_node_group_open(const ina_node_config_t *cfg, ina_node_group_t **out,
+                                 char *err, size_t errlen);
+/* Unmap the segment and remove its name if still there. No call may be in
+ * flight. */
+void ina_node_group_close(ina_node_group_t *group);
+/* Path of the segment's file while it may exist (for the runtime's cleanup
+ * at abort), e.g. "/dev/shm/ina-...". */
+const char *ina_node_group_path(const ina_node_group_t *group);
+
+/* Post one call, as described in ina_client.h (ina_coll_desc_t), with roots
+ * and recvcounts indexed by local rank. Nothing moves until ina_node_test. */
+ina_status_t ina_node_post(ina_node_group_t *group, const ina_coll_desc_t *desc,
+                           ina_node_op_t **out);
+/* Advance the group's calls as far as the other ranks allow; nonzero when
+ * `op` completed. */
+int ina_node_test(ina_node_op_t *op);
+/* Advance the group's calls; nonzero if any step moved. */
+int ina_node_progress(ina_node_group_t *group);
+/* Release a completed call. */
+void ina_node_op_free(ina_node_op_t *op);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* INA_NODE_H */

@@ -1,0 +1,467 @@
+/*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The node stage's calls in shared memory (ina_node.h): where a node's
+ * contributions are combined.
+ *
+ * Segment layout (one per group):
+ *   SegmentHeader                      one cache line
+ *   RankLine[nlocal]                   one cache line per local rank
+ *   slot[2][nlocal][chunk]             each rank's contribution to a step
+ *   result[2][chunk]                   the step's result (or the bcast data)
+ * Steps are numbered 1, 2, ... across all calls of the group, alike on every
+ * rank (calls come in the same order, and a call's steps depend only on its
+ * arguments, which MPI requires to match). Step s uses buffer set s % 2, so
+ * a rank may fill step s+1 while another still reads step s.
+ *
+ * Every rank publishes, per step s, in its own line:
+ *   arrived  = s  its contribution is in its slot (bcast: the root's data)
+ *   reduced  = s  its shard of the result is folded (large reductions)
+ *   released = s  it is done reading step s's buffers
+ * A rank writes into set s % 2 only when every rank released s - 2. Every
+ * rank sets released for every step, whatever its role.
+ */
+#include "ina_node.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "ina_proto.h"
+#include "ina_reduce.h"
+#include "shm_segment.h"
+
+namespace ina::node {
+
+namespace {
+
+struct alignas(64) RankLine {
+    std::atomic<uint64_t> arrived;
+    std::atomic<uint64_t> reduced;
+    std::atomic<uint64_t> released;
+};
+
+constexpr size_t kPage = 4096;
+
+size_t data_offset(uint32_t nlocal)
+{
+    size_t end = sizeof(SegmentHeader) + sizeof(RankLine) * nlocal;
+    return (end + kPage - 1) / kPage * kPage;
+}
+
+enum class Phase { Free, In, Arrived, Reduce, Reduced, Out };
+
+bool is_reduction(unsigned coll)
+{
+    return coll == INA_COLL_ALLREDUCE || coll == INA_COLL_REDUCE ||
+           coll == INA_COLL_REDUCE_SCATTER;
+}
+
+} // namespace
+
+} // namespace ina::node
+
+using ina::node::Phase;
+using ina::node::RankLine;
+using ina::node::is_reduction;
+
+struct ina_node_group {
+    ina::node::Segment seg;
+    uint32_t L = 0, me = 0;
+    size_t chunk = 0, small = 0;
+    RankLine *lines = nullptr;
+    char *data = nullptr;
+    uint64_t last_step = 0; // the number of the latest step begun
+    std::deque<ina_node_op *> queue;
+
+    char *slot(uint64_t s, uint32_t i) const { return data + ((s & 1) * L + i) * chunk; }
+    char *result(uint64_t s) const { return data + (2 * static_cast<size_t>(L) + (s & 1)) * chunk; }
+
+    bool all_arrived(uint64_t s) const
+    {
+        for (uint32_t i = 0; i < L; ++i) {
+            if (lines[i].arrived.load(std::memory_order_acquire) < s) {
+                return false;
+            }
+        }
+        return true;
+    }
+    bool all_reduced(uint64_t s) const
+    {
+        for (uint32_t i = 0; i < L; ++i) {
+            if (lines[i].reduced.load(std::memory_order_acquire) < s) {
+                return false;
+            }
+        }
+        return true;
+    }
+    bool all_released(uint64_t s) const
+    {
+        for (uint32_t i = 0; i < L; ++i) {
+            if (lines[i].released.load(std::memory_order_acquire) < s) {
+                return false;
+            }
+        }
+        return true;
+    }
+    int progress();
+};
+
+struct ina_node_op {
+    ina_node_group *g = nullptr;
+    ina_coll_desc_t d{};
+    size_t es = 1;          // bytes per element stepped over
+    uint64_t total = 0;     // elements (bytes for bcast/allgather) cut into steps
+    uint64_t per_step = 0;  // elements per step
+    uint64_t nsteps = 0, k = 0;
+    uint64_t my_lo = 0, my_hi = 0; // reduce_scatter: this rank's elements
+    uint64_t s = 0;         // the current step's number
+    Phase phase = Phase::Free;
+    bool done = false;
+
+    uint64_t off() const { return k * per_step; }
+    uint64_t len() const { return std::min(per_step, total - off()); }
+    bool small() const { return len() * es <= g->small; }
+
+    // Fold elements [lo, hi) of the step (relative to its start) of every
+    // rank's slot, in local rank order, into dst.
+    void fold(char *dst, uint64_t lo, uint64_t hi) const
+    {
+        if (hi <= lo) {
+            return;
+        }
+        size_t bytes = (hi - lo) * es;
+        std::memcpy(dst, g->slot(s, 0) + lo * es, bytes);
+        for (uint32_t i = 1; i < g->L; ++i) {
+            ina_reduce(d.op, d.dtype, dst, g->slot(s, i) + lo * es, hi - lo);
+        }
+    }
+    // The part of this step that is this rank's (reduce_scatter), as
+    // [lo, hi) relative to the step's start; empty if none.
+    void my_part(uint64_t &lo, uint64_t &hi) const
+    {
+        uint64_t a = std::max(off(), my_lo), b = std::min(off() + len(), my_hi);
+        lo = a - off();
+        hi = b > a ? b - off() : lo;
+    }
+    char *rbuf_at_elem(uint64_t global) const
+    {
+        return static_cast<char *>(d.rbuf) + global * es;
+    }
+
+    void begin_step()
+    {
+        s = ++g->last_step;
+        phase = Phase::Free;
+    }
+    void end_step()
+    {
+        g->lines[g->me].released.store(s, std::memory_order_release);
+        if (++k == nsteps) {
+            done = true;
+        } else {
+            begin_step();
+        }
+    }
+    bool advance();
+};
+
+// Run the call's current step as far as the other ranks allow; true if it
+// moved.
+bool ina_node_op::advance()
+{
+    ina_node_group &G = *g;
+    const uint32_t me = G.me, L = G.L;
+    RankLine &mine = G.lines[me];
+    bool moved = false;
+
+    while (!done) {
+        switch (phase) {
+        case Phase::Free: {
+            // Writers wait until every rank is done with this set's previous use.
+            bool writes = d.coll == INA_COLL_BCAST ? me == d.root : d.coll != INA_COLL_BARRIER;
+            if (writes && s > 2 && !G.all_released(s - 2)) {
+                return moved;
+            }
+            phase = Phase::In;
+            [[fallthrough]];
+        }
+        case Phase::In: {
+            const uint64_t o = off(), n = len();
+            if (d.coll == INA_COLL_BCAST) {
+                if (me == d.root) {
+                    std::memcpy(G.result(s), rbuf_at_elem(o), n);
+                    mine.arrived.store(s, std::memory_order_release);
+                    end_step(); // the root reads nothing back
+                    moved = true;
+                    continue;
+                }
+            } else if (d.coll == INA_COLL_ALLGATHER) {
+                const char *src = d.sbuf != nullptr
+                                      ? static_cast<const char *>(d.sbuf)
+                                      : static_cast<const char *>(d.rbuf) + me * d.count;
+                std::memcpy(G.slot(s, me), src + o, n);
+                mine.arrived.store(s, std::memory_order_release);
+            } else if (d.coll == INA_COLL_BARRIER) {
+                mine.arrived.store(s, std::memory_order_release);
+            } else {
+                std::memcpy(G.slot(s, me), static_cast<const char *>(d.sbuf) + o * es, n * es);
+                mine.arrived.store(s, std::memory_order_release);
+                if (d.coll == INA_COLL_REDUCE && me != d.root && small()) {
+                    end_step(); // the root folds it all
+                    moved = true;
+                    continue;
+                }
+            }
+            moved = true;
+            phase = Phase::Arrived;
+            [[fallthrough]];
+        }
+        case Phase::Arrived: {
+            bool ready = d.coll == INA_COLL_BCAST
+                             ? G.lines[d.root].arrived.load(std::memory_order_acquire) >= s
+                             : G.all_arrived(s);
+            if (!ready) {
+                return moved;
+            }
+            moved = true;
+            phase = is_reduction(d.coll) && !small() ? Phase::Reduce : Phase::Out;
+            continue;
+        }
+        case Phase::Reduce: {
+            // Node-level reduce-scatter: this rank folds shard `me` of the step.
+            const uint64_t n = len();
+            const uint64_t lo = n * me / L, hi = n * (me + 1) / L;
+            fold(G.result(s) + lo * es, lo, hi);
+            mine.reduced.store(s, std::memory_order_release);
+            moved = true;
+            if (d.coll == INA_COLL_REDUCE && me != d.root) {
+                end_step();
+                continue;
+            }
+            phase = Phase::Reduced;
+            [[fallthrough]];
+        }
+        case Phase::Reduced:
+            if (!G.all_reduced(s)) {
+                return moved;
+            }
+            moved = true;
+            phase = Phase::Out;
+            [[fallthrough]];
+        case Phase::Out: {
+            const uint64_t o = off(), n = len();
+            const bool sm = small();
+            switch (d.coll) {
+            case INA_COLL_ALLREDUCE:
+            case INA_COLL_REDUCE:
+                if (sm) {
+                    fold(rbuf_at_elem(o), 0, n);
+                } else {
+                    std::memcpy(rbuf_at_elem(o), G.result(s), n * es);
+                }
+                break;
+            case INA_COLL_REDUCE_SCATTER: {
+                uint64_t lo, hi;
+                my_part(lo, hi);
+                char *dst = rbuf_at_elem(o + lo - my_lo);
+                if (sm) {
+                    fold(dst, lo, hi);
+                } else if (hi > lo) {
+                    std::memcpy(dst, G.result(s) + lo * es, (hi - lo) * es);
+                }
+                break;
+            }
+            case INA_COLL_BCAST:
+                std::memcpy(rbuf_at_elem(o), G.result(s), n);
+                break;
+            case INA_COLL_ALLGATHER:
+                for (uint32_t i = 0; i < L; ++i) {
+                    if (i != me || d.sbuf != nullptr) {
+                        std::memcpy(static_cast<char *>(d.rbuf) + i * d.count + o,
+                                    G.slot(s, i), n);
+                    }
+                }
+                break;
+            default: // barrier: nothing to move
+                break;
+            }
+            moved = true;
+            end_step();
+            continue;
+        }
+        }
+    }
+    return moved;
+}
+
+int ina_node_group::progress()
+{
+    int moved = 0;
+    while (!queue.empty()) {
+        ina_node_op *op = queue.front();
+        if (op->s == 0) {
+            op->begin_step();
+        }
+        moved |= op->advance() ? 1 : 0;
+        if (!op->done) {
+            break;
+        }
+        queue.pop_front();
+    }
+    return moved;
+}
+
+extern "C" {
+
+size_t ina_node_segment_bytes(uint32_t nlocal, size_t chunk_bytes)
+{
+    return ina::node::data_offset(nlocal) + 2 * (static_cast<size_t>(nlocal) + 1) * chunk_bytes;
+}
+
+size_t ina_node_chunk_bytes(uint32_t nlocal, size_t segment_max, size_t chunk_max)
+{
+    size_t head = ina::node::data_offset(nlocal);
+    if (nlocal == 0 || segment_max <= head) {
+        return 0;
+    }
+    size_t chunk = std::min(chunk_max, (segment_max - head) / (2 * (static_cast<size_t>(nlocal) + 1)));
+    return chunk / 64 * 64;
+}
+
+ina_status_t ina_node_group_open(const ina_node_config_t *cfg, ina_node_group_t **out,
+                                 char *err, size_t errlen)
+{
+    auto say = [&](const std::string &why) {
+        if (err != nullptr && errlen > 0) {
+            std::snprintf(err, errlen, "%s", why.c_str());
+        }
+    };
+    if (cfg == nullptr || out == nullptr || cfg->name == nullptr || cfg->nlocal == 0 ||
+        cfg->index >= cfg->nlocal || cfg->chunk_bytes < 64 || cfg->chunk_bytes % 64 != 0) {
+        say("invalid node group configuration");
+        return INA_ERR_INVALID;
+    }
+    try {
+        auto g = std::make_unique<ina_node_group>();
+        std::string why;
+        size_t bytes = ina_node_segment_bytes(cfg->nlocal, cfg->chunk_bytes);
+        auto r = g->seg.open(cfg->name, bytes, cfg->nlocal, cfg->attach_timeout_ms, why);
+        if (r != ina::node::Segment::Result::Ok) {
+            say(why);
+            return r == ina::node::Segment::Result::NoMemory ? INA_ERR_NOMEM : INA_ERR_UNREACHABLE;
+        }
+        g->L = cfg->nlocal;
+        g->me = cfg->index;
+        g->chunk = cfg->chunk_bytes;
+        g->small = cfg->small_bytes;
+        char *base = static_cast<char *>(g->seg.base());
+        g->lines = reinterpret_cast<RankLine *>(base + sizeof(ina::node::SegmentHeader));
+        g->data = base + ina::node::data_offset(cfg->nlocal);
+        *out = g.release();
+        return INA_OK;
+    } catch (const std::bad_alloc &) {
+        say("out of memory");
+        return INA_ERR_NOMEM;
+    } catch (const std::exception &e) {
+        say(e.what());
+        return INA_ERR_INVALID;
+    }
+}
+
+void ina_node_group_close(ina_node_group_t *group)
+{
+    delete group;
+}
+
+const char *ina_node_group_path(const ina_node_group_t *group)
+{
+    return group->seg.path().c_str();
+}
+
+ina_status_t ina_node_post(ina_node_group_t *g, const ina_coll_desc_t *desc, ina_node_op_t **out)
+{
+    if (g == nullptr || desc == nullptr || out == nullptr) {
+        return INA_ERR_INVALID;
+    }
+    const ina_coll_desc_t &d = *desc;
+    bool rooted = d.coll == INA_COLL_REDUCE || d.coll == INA_COLL_BCAST;
+    if ((rooted && d.root >= g->L) || (d.coll == INA_COLL_REDUCE_SCATTER && d.recvcounts == nullptr)) {
+        return INA_ERR_INVALID;
+    }
+    try {
+        auto op = std::make_unique<ina_node_op>();
+        op->g = g;
+        op->d = d;
+        switch (d.coll) {
+        case INA_COLL_ALLREDUCE:
+        case INA_COLL_REDUCE:
+        case INA_COLL_REDUCE_SCATTER:
+            if (!ina_proto_op_valid(d.op, d.dtype) || d.op == INA_OP_REPLACE) {
+                return INA_ERR_INVALID;
+            }
+            op->es = ina_proto_dtype_size(d.dtype);
+            op->total = d.count;
+            if (d.coll == INA_COLL_REDUCE_SCATTER) {
+                op->total = 0;
+                for (uint32_t i = 0; i < g->L; ++i) {
+                    if (i == g->me) {
+                        op->my_lo = op->total;
+                        op->my_hi = op->total + d.recvcounts[i];
+                    }
+                    op->total += d.recvcounts[i];
+                }
+                op->d.recvcounts = nullptr; // not needed any more, and may go
+            }
+            break;
+        case INA_COLL_BCAST:
+        case INA_COLL_ALLGATHER:
+            op->es = 1;
+            op->total = d.count;
+            break;
+        case INA_COLL_BARRIER:
+            op->es = 1;
+            op->total = 1;
+            break;
+        default:
+            return INA_ERR_INVALID;
+        }
+        op->per_step = g->chunk / op->es;
+        op->nsteps = op->total == 0 ? 0 : (op->total + op->per_step - 1) / op->per_step;
+        if (op->nsteps == 0) {
+            op->done = true; // moves nothing, on every rank alike
+        } else {
+            g->queue.push_back(op.get());
+        }
+        *out = op.release();
+        return INA_OK;
+    } catch (const std::bad_alloc &) {
+        return INA_ERR_NOMEM;
+    }
+}
+
+int ina_node_test(ina_node_op_t *op)
+{
+    if (!op->done) {
+        op->g->progress();
+    }
+    return op->done ? 1 : 0;
+}
+
+int ina_node_progress(ina_node_group_t *group)
+{
+    return group->progress();
+}
+
+void ina_node_op_free(ina_node_op_t *op)
+{
+    delete op;
+}
+
+} // extern "C"

@@ -1,0 +1,118 @@
+/*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The node stage of a communicator whose members all run on this node: its
+ * shared-memory group (node/ina_node.h), opened without communication.
+ *
+ * Every local rank derives the segment's name from what all of them know
+ * alike: the user, the job, the communicator's context id and the world
+ * names of its members. The group is opened at the first call that runs
+ * the node stage, which every member makes (collectives are called by all,
+ * in one order), so module enable does no collective work; the first rank
+ * to get there creates the segment, the others attach, and the name is
+ * removed when the last one attached. The file's path is registered with
+ * the runtime first, so a job killed before that leaves nothing behind.
+ *
+ * A context id is reused only after every member freed the communicator
+ * that had it, and the name goes when the last member attached: two live
+ * groups never share a name.
+ */
+#include "ompi_config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ompi/communicator/communicator.h"
+#include "ompi/group/group.h"
+#include "ompi/proc/proc.h"
+#include "opal/mca/pmix/pmix.h"
+#include "opal/util/proc.h"
+
+#include "coll_ina.h"
+
+/* FNV-1a over the world names of the members, so that communicators with
+ * the same context id and different members (disjoint splits) differ. */
+static uint64_t ina_members_hash(ompi_communicator_t *comm, int size)
+{
+    uint64_t h = 1469598103934665603ull;
+    int r;
+
+    for (r = 0; r < size; ++r) {
+        opal_process_name_t name = ompi_group_get_proc_name(comm->c_local_group, r);
+        const unsigned char *p = (const unsigned char *) &name;
+        size_t i;
+        for (i = 0; i < sizeof(name); ++i) {
+            h = (h ^ p[i]) * 1099511628211ull;
+        }
+    }
+    return h;
+}
+
+static const char *ina_node_open(mca_coll_ina_module_t *m)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    static char why[256];
+    char name[128], path[160];
+    ina_node_config_t cfg;
+    ina_status_t rc;
+    size_t chunk;
+
+    chunk = ina_node_chunk_bytes((uint32_t) m->nlocal, c->node_segment_bytes, c->node_chunk_bytes);
+    if (0 == chunk) {
+        snprintf(why, sizeof(why), "coll_ina_node_segment_bytes %zu is too small for %d ranks",
+                 c->node_segment_bytes, m->nlocal);
+        return why;
+    }
+    snprintf(name, sizeof(name), "/ina-%u-%x-%d-%016llx", (unsigned) getuid(),
+             (unsigned) OMPI_PROC_MY_NAME->jobid, m->cid,
+             (unsigned long long) ina_members_hash(m->comm, m->size));
+    /* Before the file exists: if the job dies before every rank attached,
+     * the runtime removes it. */
+    snprintf(path, sizeof(path), "/dev/shm%s", name);
+    if (NULL != opal_pmix.register_cleanup) {
+        (void) opal_pmix.register_cleanup(path, false, false, false);
+    }
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.name = name;
+    cfg.nlocal = (uint32_t) m->nlocal;
+    cfg.index = (uint32_t) m->rank; /* one node: local index = rank */
+    cfg.chunk_bytes = chunk;
+    cfg.small_bytes = c->node_small_bytes;
+    cfg.attach_timeout_ms = c->timeout_ms;
+    rc = ina_node_group_open(&cfg, &m->node_group, why, sizeof(why));
+    if (INA_OK != rc) {
+        m->node_group = NULL;
+        return why;
+    }
+    INA_VERBOSE(10, "cid %d: node stage in %s (%d ranks, steps of %zu bytes, %zu bytes)",
+                m->cid, name, m->nlocal, chunk, ina_node_segment_bytes(cfg.nlocal, chunk));
+    return NULL;
+}
+
+ina_node_group_t *mca_coll_ina_node_group(mca_coll_ina_module_t *m, const char **why)
+{
+    if (MCA_COLL_INA_NODE_NONE == m->node_state) {
+        const char *err = ina_node_open(m);
+        if (NULL != err) {
+            /* Every local rank sees the same outcome (shm_segment.h). */
+            INA_VERBOSE(1, "cid %d: no node stage, host algorithms for good: %s", m->cid, err);
+            m->node_state = MCA_COLL_INA_NODE_UNAVAILABLE;
+        } else {
+            m->node_state = MCA_COLL_INA_NODE_READY;
+        }
+    }
+    if (MCA_COLL_INA_NODE_READY != m->node_state) {
+        *why = "no shared-memory segment for the node stage";
+        return NULL;
+    }
+    return m->node_group;
+}
+
+void mca_coll_ina_node_fini(mca_coll_ina_module_t *m)
+{
+    if (NULL != m->node_group) {
+        ina_node_group_close(m->node_group);
+        m->node_group = NULL;
+    }
+}
