@@ -99,6 +99,9 @@ class Counters {
     }
     long long offloaded(MPI_Comm comm) { return read("coll_ina_offloaded_calls", comm); }
     long long fallbacks(MPI_Comm comm) { return read("coll_ina_fallback_calls", comm); }
+    // Calls of `comm` completed by the node stage alone (shared memory among
+    // the ranks of one node, no agent); each also counts in offloaded().
+    long long node_only(MPI_Comm comm) { return read("coll_ina_node_only_calls", comm); }
     // The node layout ina computed for `comm`: its nodes, and its members on
     // this rank's node.
     long long nodes(MPI_Comm comm) { return read("coll_ina_job_nodes", comm, MPI_T_PVAR_CLASS_SIZE); }
@@ -107,9 +110,138 @@ class Counters {
         return read("coll_ina_local_ranks", comm, MPI_T_PVAR_CLASS_SIZE);
     }
 
+    // Value of the integer or boolean control variable (MCA parameter) `name`;
+    // -1 if it does not exist or is of another type.
+    static long long cvar(const char *name)
+    {
+        int index;
+        if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS) {
+            return -1;
+        }
+        char vname[256], desc[1024];
+        int vlen = sizeof(vname), dlen = sizeof(desc), verbosity, bind, scope;
+        MPI_Datatype dt;
+        MPI_T_enum et;
+        // Open MPI gives a bool parameter as MPI_C_BOOL (one C bool).
+        if (MPI_T_cvar_get_info(index, vname, &vlen, &verbosity, &dt, &et, desc, &dlen, &bind,
+                                &scope) != MPI_SUCCESS ||
+            (dt != MPI_C_BOOL && dt != MPI_INT && dt != MPI_UNSIGNED)) {
+            return -1;
+        }
+        MPI_T_cvar_handle handle;
+        int count = 0;
+        if (MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) != MPI_SUCCESS || count != 1) {
+            return -1;
+        }
+        union {
+            unsigned char bytes[16]; // first: {} zeroes all of it
+            int i;
+            unsigned u;
+        } value{};
+        int rc = MPI_T_cvar_read(handle, &value);
+        MPI_T_cvar_handle_free(&handle);
+        if (rc != MPI_SUCCESS) {
+            return -1;
+        }
+        if (dt == MPI_C_BOOL) {
+            return value.bytes[0] != 0;
+        }
+        return dt == MPI_INT ? static_cast<long long>(value.i) : static_cast<long long>(value.u);
+    }
+
   private:
     MPI_T_pvar_session session_;
     bool open_ = true;
+};
+
+// Prints `note` once per process, on MPI_COMM_WORLD rank 0 only.
+inline void note_once(bool &printed, const char *note)
+{
+    if (printed) {
+        return;
+    }
+    printed = true;
+    int r;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    if (r == 0) {
+        std::printf("note: %s\n", note);
+        std::fflush(stdout);
+    }
+}
+
+// Which level of ina did the work of a communicator. Every offloaded call
+// counts in coll_ina_offloaded_calls; a communicator whose members ina puts
+// on one node (coll_ina_job_nodes == 1) is served by the node stage alone
+// (shared memory, no agent), so its calls count in coll_ina_node_only_calls
+// too, unless coll_ina_node_stage is 0; a communicator over several nodes
+// goes to the agent and never counts there.
+//
+//   WorkLevel level(counters, comm);       // baseline: the counters now
+//   MPI_Allreduce(..., comm); MPI_Bcast(..., comm);
+//   checks += level.expect(2, "Allreduce+Bcast");
+//
+// A build without the node_only pvar (before the node stage) gets the
+// offloaded part checked and a printed note that the level was not.
+class WorkLevel {
+  public:
+    WorkLevel(Counters &c, MPI_Comm comm) : c_(c), comm_(comm)
+    {
+        nodes_ = c_.nodes(comm_);
+        stage_ = Counters::cvar("coll_ina_node_stage");
+        rebase();
+        have_pvar_ = node_only_ >= 0;
+        // A component that counts node-only calls has the switch too.
+        INA_CHECK(!have_pvar_ || stage_ >= 0,
+                  "pvar coll_ina_node_only_calls but no readable MCA parameter coll_ina_node_stage");
+    }
+
+    // Take the counters as they are now as the baseline, e.g. after calls
+    // that are not under test (the collectives inside MPI_Win_allocate_shared).
+    void rebase()
+    {
+        offloaded_ = c_.offloaded(comm_);
+        node_only_ = c_.node_only(comm_);
+    }
+
+    // Whether this communicator's calls are for the node stage alone (false
+    // in a build without it).
+    bool node_only_expected() const { return have_pvar_ && stage_ != 0 && nodes_ == 1; }
+
+    // The calls since the baseline were exactly n offloaded ones, at the
+    // level this communicator calls for: node_only rose by n on one node
+    // (node stage on) and by 0 otherwise. Moves the baseline to now.
+    // Returns the number of checks made, for the test's count.
+    int expect(long long n, const char *what)
+    {
+        long long off = c_.offloaded(comm_), node = c_.node_only(comm_);
+        int made = 1;
+        INA_CHECK(off == offloaded_ + n, "%s: coll_ina_offloaded_calls %lld -> %lld, want +%lld",
+                  what, offloaded_, off, n);
+        if (!have_pvar_ && node < 0) {
+            static bool printed = false;
+            note_once(printed, "no pvar coll_ina_node_only_calls: which level (node stage or "
+                               "agent) did the work is not checked");
+        } else {
+            long long want = node_only_expected() ? n : 0;
+            made += 2;
+            INA_CHECK(nodes_ >= 1, "%s: coll_ina_job_nodes %lld", what, nodes_);
+            INA_CHECK(node == node_only_ + want,
+                      "%s: coll_ina_node_only_calls %lld -> %lld, want +%lld (%lld node(s), "
+                      "node stage %s)",
+                      what, node_only_, node, want, nodes_, stage_ != 0 ? "on" : "off");
+        }
+        offloaded_ = off;
+        node_only_ = node;
+        return made;
+    }
+
+  private:
+    Counters &c_;
+    MPI_Comm comm_;
+    long long nodes_;
+    long long stage_; // coll_ina_node_stage: 1, 0, or -1 (no such parameter)
+    bool have_pvar_;
+    long long offloaded_ = 0, node_only_ = 0;
 };
 
 // ------------------------------------------------------------------ ops

@@ -3,7 +3,8 @@
 # Runs one MPI test scenario (a *.test file: shell variables NP, MODE, PROG,
 # ARGS, and optionally EXPECT_FAIL, EXPECT_OUTPUT, EXTRA_MCA) through mpirun
 # with the component and the daemon from the build tree, then checks that no
-# ina-switchd was left behind. The build tree comes first in the component
+# ina-switchd and no shared-memory segment of the node stage (/dev/shm/ina-*)
+# was left behind. The build tree comes first in the component
 # path: of two components with one name Open MPI keeps the first it finds, so
 # an installed copy cannot shadow the one under test.
 #   MODE=alone    --mca coll ina            (ina is the only coll component)
@@ -29,15 +30,29 @@ esac
 # shellcheck disable=SC2206
 args+=($EXTRA_MCA)
 
+# The node stage's segments present before the run are not this job's.
+shm_segments() { find /dev/shm -maxdepth 1 -name 'ina-*' 2>/dev/null | sort; }
+shm_new() { comm -13 <(printf '%s\n' "$shm_before") <(shm_segments) | sed '/^$/d'; }
+# Whether a live process has segment $1 open or mapped (a job running beside
+# this one: its segment is not ours to judge or remove).
+shm_in_use() {
+  grep -qsF -- "$1" /proc/[0-9]*/maps && return 0
+  [ -n "$(find /proc/[0-9]*/fd -maxdepth 1 -lname "$1" -print -quit 2>/dev/null)" ]
+}
+shm_before=$(shm_segments)
+
 echo "+ $mpirun ${args[*]} ./$PROG $ARGS"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
+start=$SECONDS
 # shellcheck disable=SC2086
 timeout -k 10 "$TIMEOUT" "$mpirun" "${args[@]}" "./$PROG" $ARGS >"$out" 2>&1
 rc=$?
 cat "$out"
 status=0
-if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+# 137 is also mpirun's own status when a rank died of SIGKILL: a timeout
+# only if the time ran out.
+if [ "$rc" = 124 ] || { [ "$rc" = 137 ] && [ $((SECONDS - start)) -ge "$TIMEOUT" ]; }; then
   echo "FAIL: timed out after ${TIMEOUT}s"; status=1
 elif [ "$EXPECT_FAIL" = 1 ] && [ "$rc" = 0 ]; then
   echo "FAIL: the job was expected to fail"; status=1
@@ -54,5 +69,22 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
 done
 if pgrep -af "^$daemon"; then
   echo "FAIL: ina-switchd left running"; pkill -9 -f "^$daemon"; status=1
+fi
+# No stale segment: a killed job's runtime removes them at its end; give it a
+# moment too. What is left is removed, so the next scenarios start clean.
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  [ -z "$(shm_new)" ] && break
+  sleep 0.5
+done
+stale=()
+while IFS= read -r f; do
+  if shm_in_use "$f"; then
+    echo "note: $f appeared during the run but a live process uses it (another job?): left alone"
+  else
+    stale+=("$f")
+  fi
+done < <(shm_new)
+if [ ${#stale[@]} -gt 0 ]; then
+  echo "FAIL: shared-memory segment left behind: ${stale[*]}"; rm -f -- "${stale[@]}"; status=1
 fi
 exit $status
