@@ -177,7 +177,7 @@ static int ina_register(void)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_READONLY, &c->node_segment_bytes);
 
-    c->node_chunk_bytes = 128u << 10;
+    c->node_chunk_bytes = 256u << 10;
     (void) mca_base_component_var_register(v, "node_chunk_bytes",
         "Bytes per local rank and step of the node stage (lowered to fit "
         "coll_ina_node_segment_bytes)",
