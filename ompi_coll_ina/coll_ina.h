@@ -62,6 +62,15 @@ typedef enum mca_coll_ina_job_state {
     MCA_COLL_INA_JOB_DISABLED  /* setup failed on some rank: always fall back */
 } mca_coll_ina_job_state_t;
 
+/* A communicator's node stage has two groups, each opened at the first
+ * call that needs it: a small one for calls that fit in one small step
+ * (barriers, latency-bound calls: most communicators never need more), and
+ * the large one (coll_ina_node_segment_bytes) for the rest. Which one a call
+ * uses depends only on its size, so it is the same on every rank; each
+ * group runs its calls in order. */
+#define MCA_COLL_INA_NODE_TIERS 2
+#define MCA_COLL_INA_NODE_SMALL_CHUNK 8192
+
 /* The node stage's shared-memory group of a communicator. */
 typedef enum mca_coll_ina_node_state {
     MCA_COLL_INA_NODE_NONE = 0,   /* not opened yet */
@@ -171,8 +180,8 @@ typedef struct mca_coll_ina_module_t {
      * opened at the first call that needs it (every member makes that call:
      * no communication at enable). */
     bool node_only;
-    mca_coll_ina_node_state_t node_state;
-    ina_node_group_t *node_group;
+    mca_coll_ina_node_state_t node_state[MCA_COLL_INA_NODE_TIERS];
+    ina_node_group_t *node_group[MCA_COLL_INA_NODE_TIERS];
 
     /* Job descriptor of this communicator. */
     mca_coll_ina_job_state_t job_state;
@@ -256,10 +265,11 @@ int mca_coll_ina_request_done(mca_coll_ina_module_t *module, ompi_request_t **re
 void mca_coll_ina_requests_fini(void);
 
 /* coll_ina_node.c: the node stage of a one-node communicator. */
-/* The module's shared-memory group (module->node_only), opened at the
- * first call that needs it; NULL and *why if it cannot be (the same on
- * every local rank: the caller falls back). */
-ina_node_group_t *mca_coll_ina_node_group(mca_coll_ina_module_t *module, const char **why);
+/* The module's shared-memory group (module->node_only) for a call of
+ * `bytes` bytes, opened at the first call that needs it; NULL and *why if
+ * it cannot be (the same on every local rank: the caller falls back). */
+ina_node_group_t *mca_coll_ina_node_group(mca_coll_ina_module_t *module, size_t bytes,
+                                          const char **why);
 /* Close the module's group (module destructor). */
 void mca_coll_ina_node_fini(mca_coll_ina_module_t *module);
 

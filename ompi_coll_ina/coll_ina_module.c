@@ -78,8 +78,10 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->local_ranks = NULL;
     m->nlocal = 0;
     m->node_only = false;
-    m->node_state = MCA_COLL_INA_NODE_NONE;
-    m->node_group = NULL;
+    for (int t = 0; t < MCA_COLL_INA_NODE_TIERS; ++t) {
+        m->node_state[t] = MCA_COLL_INA_NODE_NONE;
+        m->node_group[t] = NULL;
+    }
     m->job_state = MCA_COLL_INA_JOB_NONE;
     m->job = NULL;
     memset(&m->job_params, 0, sizeof(m->job_params));

@@ -12,6 +12,8 @@
  * to get there creates the segment, the others attach, and the name is
  * removed when the last one attached. The file's path is registered with
  * the runtime first, so a job killed before that leaves nothing behind.
+ * Two groups per communicator (coll_ina.h): a small one for calls of one
+ * small step, and the large one, each opened when a call first needs it.
  *
  * A context id is reused only after every member freed the communicator
  * that had it, and the name goes when the last member attached: two live
@@ -49,7 +51,7 @@ static uint64_t ina_members_hash(ompi_communicator_t *comm, int size)
     return h;
 }
 
-static const char *ina_node_open(mca_coll_ina_module_t *m)
+static const char *ina_node_open(mca_coll_ina_module_t *m, int tier)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     static char why[256];
@@ -58,15 +60,21 @@ static const char *ina_node_open(mca_coll_ina_module_t *m)
     ina_status_t rc;
     size_t chunk;
 
-    chunk = ina_node_chunk_bytes((uint32_t) m->nlocal, c->node_segment_bytes, c->node_chunk_bytes);
-    if (0 == chunk) {
-        snprintf(why, sizeof(why), "coll_ina_node_segment_bytes %zu is too small for %d ranks",
-                 c->node_segment_bytes, m->nlocal);
-        return why;
+    if (0 == tier) {
+        chunk = MCA_COLL_INA_NODE_SMALL_CHUNK;
+    } else {
+        chunk = ina_node_chunk_bytes((uint32_t) m->nlocal, c->node_segment_bytes,
+                                     c->node_chunk_bytes);
+        if (0 == chunk) {
+            snprintf(why, sizeof(why),
+                     "coll_ina_node_segment_bytes %zu is too small for %d ranks",
+                     c->node_segment_bytes, m->nlocal);
+            return why;
+        }
     }
-    snprintf(name, sizeof(name), "/ina-%u-%x-%d-%016llx", (unsigned) getuid(),
+    snprintf(name, sizeof(name), "/ina-%u-%x-%d-%016llx-%c", (unsigned) getuid(),
              (unsigned) OMPI_PROC_MY_NAME->jobid, m->cid,
-             (unsigned long long) ina_members_hash(m->comm, m->size));
+             (unsigned long long) ina_members_hash(m->comm, m->size), 0 == tier ? 's' : 'l');
     /* Before the file exists: if the job dies before every rank attached,
      * the runtime removes it. */
     snprintf(path, sizeof(path), "/dev/shm%s", name);
@@ -80,9 +88,9 @@ static const char *ina_node_open(mca_coll_ina_module_t *m)
     cfg.chunk_bytes = chunk;
     cfg.small_bytes = c->node_small_bytes;
     cfg.attach_timeout_ms = c->timeout_ms;
-    rc = ina_node_group_open(&cfg, &m->node_group, why, sizeof(why));
+    rc = ina_node_group_open(&cfg, &m->node_group[tier], why, sizeof(why));
     if (INA_OK != rc) {
-        m->node_group = NULL;
+        m->node_group[tier] = NULL;
         return why;
     }
     INA_VERBOSE(10, "cid %d: node stage in %s (%d ranks, steps of %zu bytes, %zu bytes)",
@@ -90,29 +98,35 @@ static const char *ina_node_open(mca_coll_ina_module_t *m)
     return NULL;
 }
 
-ina_node_group_t *mca_coll_ina_node_group(mca_coll_ina_module_t *m, const char **why)
+ina_node_group_t *mca_coll_ina_node_group(mca_coll_ina_module_t *m, size_t bytes,
+                                          const char **why)
 {
-    if (MCA_COLL_INA_NODE_NONE == m->node_state) {
-        const char *err = ina_node_open(m);
+    int tier = bytes <= MCA_COLL_INA_NODE_SMALL_CHUNK ? 0 : 1;
+
+    if (MCA_COLL_INA_NODE_NONE == m->node_state[tier]) {
+        const char *err = ina_node_open(m, tier);
         if (NULL != err) {
             /* Every local rank sees the same outcome (shm_segment.h). */
-            INA_VERBOSE(1, "cid %d: no node stage, host algorithms for good: %s", m->cid, err);
-            m->node_state = MCA_COLL_INA_NODE_UNAVAILABLE;
+            INA_VERBOSE(1, "cid %d: no %s node segment, host algorithms for such calls: %s",
+                        m->cid, 0 == tier ? "small" : "large", err);
+            m->node_state[tier] = MCA_COLL_INA_NODE_UNAVAILABLE;
         } else {
-            m->node_state = MCA_COLL_INA_NODE_READY;
+            m->node_state[tier] = MCA_COLL_INA_NODE_READY;
         }
     }
-    if (MCA_COLL_INA_NODE_READY != m->node_state) {
+    if (MCA_COLL_INA_NODE_READY != m->node_state[tier]) {
         *why = "no shared-memory segment for the node stage";
         return NULL;
     }
-    return m->node_group;
+    return m->node_group[tier];
 }
 
 void mca_coll_ina_node_fini(mca_coll_ina_module_t *m)
 {
-    if (NULL != m->node_group) {
-        ina_node_group_close(m->node_group);
-        m->node_group = NULL;
+    for (int t = 0; t < MCA_COLL_INA_NODE_TIERS; ++t) {
+        if (NULL != m->node_group[t]) {
+            ina_node_group_close(m->node_group[t]);
+            m->node_group[t] = NULL;
+        }
     }
 }

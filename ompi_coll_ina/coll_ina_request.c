@@ -306,7 +306,8 @@ static void ina_wait(ina_call_t *call, ina_cqe_t *cqe)
  * moves while this rank is in MPI (the blocking wait below, or
  * mca_coll_ina_progress from opal_progress for a non-blocking one). */
 static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
-                        const ina_coll_desc_t *desc, ompi_request_t **request, bool *fallback)
+                        const ina_coll_desc_t *desc, size_t bytes, ompi_request_t **request,
+                        bool *fallback)
 {
     mca_coll_ina_req_t *req = NULL;
     ina_node_group_t *group;
@@ -314,7 +315,7 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     const char *why = NULL;
     ina_status_t erc;
 
-    group = mca_coll_ina_node_group(m, &why);
+    group = mca_coll_ina_node_group(m, bytes, &why);
     if (NULL == group) {
         if (mca_coll_ina_component.required) {
             return ina_required_error(m, why);
@@ -337,8 +338,13 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     ++m->offloaded_by_kind[kind];
     ++m->node_only_calls;
     if (NULL != req) {
+        int rc = ina_req_start(req, kind, NULL, op);
         *request = &req->super;
-        return ina_req_start(req, kind, NULL, op);
+        /* Copy in the first step now, so that the other ranks can go on
+         * with it while this one computes; completion is still reported
+         * by mca_coll_ina_progress. */
+        (void) ina_node_test(op);
+        return rc;
     }
     while (!ina_node_test(op)) {
         opal_progress();
@@ -375,7 +381,7 @@ int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
         return ina_fallback(m, kind, MCA_COLL_INA_FB_THRESHOLD, "coll_ina_min_bytes", fallback);
     }
     if (m->node_only) {
-        return ina_try_node(m, kind, desc, request, fallback);
+        return ina_try_node(m, kind, desc, bytes, request, fallback);
     }
     if (MCA_COLL_INA_JOB_READY != m->job_state) {
         if (c->required) {
