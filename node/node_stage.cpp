@@ -83,28 +83,11 @@ struct ina_node_group {
     char *slot(uint64_t s, uint32_t i) const { return data + ((s & 1) * L + i) * chunk; }
     char *result(uint64_t s) const { return data + (2 * static_cast<size_t>(L) + (s & 1)) * chunk; }
 
-    bool all_arrived(uint64_t s) const
+    // Whether every rank's counter `field` has reached step s.
+    bool all_reached(std::atomic<uint64_t> RankLine::*field, uint64_t s) const
     {
         for (uint32_t i = 0; i < L; ++i) {
-            if (lines[i].arrived.load(std::memory_order_acquire) < s) {
-                return false;
-            }
-        }
-        return true;
-    }
-    bool all_reduced(uint64_t s) const
-    {
-        for (uint32_t i = 0; i < L; ++i) {
-            if (lines[i].reduced.load(std::memory_order_acquire) < s) {
-                return false;
-            }
-        }
-        return true;
-    }
-    bool all_released(uint64_t s) const
-    {
-        for (uint32_t i = 0; i < L; ++i) {
-            if (lines[i].released.load(std::memory_order_acquire) < s) {
+            if ((lines[i].*field).load(std::memory_order_acquire) < s) {
                 return false;
             }
         }
@@ -186,7 +169,7 @@ bool ina_node_op::advance()
         case Phase::Free: {
             // Writers wait until every rank is done with this set's previous use.
             bool writes = d.coll == INA_COLL_BCAST ? me == d.root : d.coll != INA_COLL_BARRIER;
-            if (writes && s > 2 && !G.all_released(s - 2)) {
+            if (writes && s > 2 && !G.all_reached(&RankLine::released, s - 2)) {
                 return moved;
             }
             phase = Phase::In;
@@ -226,7 +209,7 @@ bool ina_node_op::advance()
         case Phase::Arrived: {
             bool ready = d.coll == INA_COLL_BCAST
                              ? G.lines[d.root].arrived.load(std::memory_order_acquire) >= s
-                             : G.all_arrived(s);
+                             : G.all_reached(&RankLine::arrived, s);
             if (!ready) {
                 return moved;
             }
@@ -249,7 +232,7 @@ bool ina_node_op::advance()
             [[fallthrough]];
         }
         case Phase::Reduced:
-            if (!G.all_reduced(s)) {
+            if (!G.all_reached(&RankLine::reduced, s)) {
                 return moved;
             }
             moved = true;
