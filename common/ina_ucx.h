@@ -17,6 +17,8 @@
 
 #include <ucp/api/ucp.h>
 
+#include "unique_fd.h"
+
 namespace ina::ucx {
 
 struct ContextDeleter {
@@ -36,31 +38,7 @@ using Worker = std::unique_ptr<ucp_worker, WorkerDeleter>;
 using Listener = std::unique_ptr<ucp_listener, ListenerDeleter>;
 using Addrinfo = std::unique_ptr<addrinfo, AddrinfoDeleter>;
 
-// Owns a file descriptor.
-class UniqueFd {
-public:
-    explicit UniqueFd(int fd = -1) noexcept : fd_(fd) {}
-    ~UniqueFd() { reset(); }
-    UniqueFd(const UniqueFd &) = delete;
-    UniqueFd &operator=(const UniqueFd &) = delete;
-    int get() const noexcept { return fd_; }
-    void reset(int fd = -1) noexcept
-    {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-        fd_ = fd;
-    }
-    int release() noexcept
-    {
-        int fd = fd_;
-        fd_ = -1;
-        return fd;
-    }
-
-private:
-    int fd_;
-};
+using UniqueFd = ina::UniqueFd; // common/unique_fd.h
 
 // "what: <UCX's words>".
 std::string status_message(const char *what, ucs_status_t st);

@@ -66,9 +66,10 @@ ina_status_t ina_node_group_open(const ina_node_config_t *cfg, ina_node_group_t 
 /* Unmap the segment and remove its name if still there. No call may be in
  * flight. */
 void ina_node_group_close(ina_node_group_t *group);
-/* Path of the segment's file while it may exist (for the runtime's cleanup
- * at abort), e.g. "/dev/shm/ina-...". */
-const char *ina_node_group_path(const ina_node_group_t *group);
+/* The file of the segment named `name` while its name exists (Linux:
+ * /dev/shm/...), for the runtime's cleanup of a job that dies before every
+ * rank attached. 0, or -1 if buf is too short. */
+int ina_node_shm_path(const char *name, char *buf, size_t len);
 
 /* Post one call, as described in ina_client.h (ina_coll_desc_t), with roots
  * and recvcounts indexed by local rank. Nothing moves until ina_node_test. */

@@ -363,9 +363,10 @@ void ina_node_group_close(ina_node_group_t *group)
     delete group;
 }
 
-const char *ina_node_group_path(const ina_node_group_t *group)
+int ina_node_shm_path(const char *name, char *buf, size_t len)
 {
-    return group->seg.path().c_str();
+    int n = std::snprintf(buf, len, "/dev/shm%s", name);
+    return n >= 0 && static_cast<size_t>(n) < len ? 0 : -1;
 }
 
 ina_status_t ina_node_post(ina_node_group_t *g, const ina_coll_desc_t *desc, ina_node_op_t **out)

@@ -5,6 +5,8 @@
  */
 #include "shm_segment.h"
 
+#include "unique_fd.h"
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -17,16 +19,6 @@
 namespace ina::node {
 
 namespace {
-
-struct Fd {
-    int fd = -1;
-    ~Fd()
-    {
-        if (fd >= 0) {
-            ::close(fd);
-        }
-    }
-};
 
 std::string errno_text(const char *what, int e)
 {
@@ -46,36 +38,35 @@ Segment::Result Segment::open(const std::string &name, size_t bytes, uint32_t ex
         return Result::Error;
     }
     name_ = name;
-    path_ = "/dev/shm" + name;
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
 
-    Fd f;
+    UniqueFd f;
     bool creator = false;
     size_t map_bytes = bytes;
-    f.fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (f.fd >= 0) {
+    f.reset(::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600));
+    if (f.get() >= 0) {
         creator = true;
-        int rc = ::posix_fallocate(f.fd, 0, static_cast<off_t>(bytes));
+        int rc = ::posix_fallocate(f.get(), 0, static_cast<off_t>(bytes));
         if (rc != 0) {
             // Give up, and say so to the others: a file of just the header,
             // marked "given up"; they still attach and count, so the last
             // one removes the name.
             err = errno_text("reserving the node segment (posix_fallocate)", rc);
-            if (::ftruncate(f.fd, sizeof(SegmentHeader)) != 0) {
+            if (::ftruncate(f.get(), sizeof(SegmentHeader)) != 0) {
                 return Result::Error; // the others time out: an error everywhere
             }
             map_bytes = sizeof(SegmentHeader);
         }
     } else if (errno == EEXIST) {
-        f.fd = ::shm_open(name.c_str(), O_RDWR, 0600);
-        if (f.fd < 0) {
+        f.reset(::shm_open(name.c_str(), O_RDWR, 0600));
+        if (f.get() < 0) {
             err = errno_text("attaching the node segment", errno);
             return Result::Error;
         }
         // Wait for the creator's verdict: full size, or just the header.
         for (;;) {
             struct stat st;
-            if (::fstat(f.fd, &st) != 0) {
+            if (::fstat(f.get(), &st) != 0) {
                 err = errno_text("fstat of the node segment", errno);
                 return Result::Error;
             }
@@ -100,7 +91,7 @@ Segment::Result Segment::open(const std::string &name, size_t bytes, uint32_t ex
         return Result::Error;
     }
 
-    void *p = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, 0);
+    void *p = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.get(), 0);
     if (p == MAP_FAILED) {
         err = errno_text("mmap of the node segment", errno);
         return Result::Error;

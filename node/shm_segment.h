@@ -53,11 +53,9 @@ class Segment {
 
     void *base() const { return base_; }
     size_t size() const { return bytes_; }
-    // Where the file lives while its name exists (Linux: /dev/shm).
-    const std::string &path() const { return path_; }
 
   private:
-    std::string name_, path_;
+    std::string name_;
     void *base_ = nullptr;
     size_t bytes_ = 0;
 };

@@ -77,8 +77,7 @@ static const char *ina_node_open(mca_coll_ina_module_t *m, int tier)
              (unsigned long long) ina_members_hash(m->comm, m->size), 0 == tier ? 's' : 'l');
     /* Before the file exists: if the job dies before every rank attached,
      * the runtime removes it. */
-    snprintf(path, sizeof(path), "/dev/shm%s", name);
-    if (NULL != opal_pmix.register_cleanup) {
+    if (0 == ina_node_shm_path(name, path, sizeof(path)) && NULL != opal_pmix.register_cleanup) {
         (void) opal_pmix.register_cleanup(path, false, false, false);
     }
     memset(&cfg, 0, sizeof(cfg));

@@ -227,20 +227,22 @@ int mca_coll_ina_progress(void)
     OPAL_LIST_FOREACH_SAFE(req, next, &c->outstanding, mca_coll_ina_req_t) {
         if (NULL != req->node_op) {
             /* Shared memory only: it cannot fail once posted. */
-            if (ina_node_test(req->node_op)) {
-                opal_list_remove_item(&c->outstanding, &req->super.super.super);
-                ina_node_op_free(req->node_op);
-                req->node_op = NULL;
-                req->super.req_status.MPI_ERROR = MPI_SUCCESS;
-                opal_list_append(&done, &req->super.super.super);
+            if (!ina_node_test(req->node_op)) {
+                continue;
             }
-        } else if (ina_call_test(req->call, &cqe)) {
-            opal_list_remove_item(&c->outstanding, &req->super.super.super);
+            ina_node_op_free(req->node_op);
+            req->node_op = NULL;
+            req->super.req_status.MPI_ERROR = MPI_SUCCESS;
+        } else {
+            if (!ina_call_test(req->call, &cqe)) {
+                continue;
+            }
             ina_call_free(req->call);
             req->call = NULL;
             req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
-            opal_list_append(&done, &req->super.super.super);
         }
+        opal_list_remove_item(&c->outstanding, &req->super.super.super);
+        opal_list_append(&done, &req->super.super.super);
     }
     if (opal_list_is_empty(&c->outstanding) && c->progress_registered) {
         /* Allowed from inside a progress callback (opal_progress.c). */

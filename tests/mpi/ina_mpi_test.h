@@ -154,21 +154,6 @@ class Counters {
     bool open_ = true;
 };
 
-// Prints `note` once per process, on MPI_COMM_WORLD rank 0 only.
-inline void note_once(bool &printed, const char *note)
-{
-    if (printed) {
-        return;
-    }
-    printed = true;
-    int r;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    if (r == 0) {
-        std::printf("note: %s\n", note);
-        std::fflush(stdout);
-    }
-}
-
 // Which level of ina did the work of a communicator. Every offloaded call
 // counts in coll_ina_offloaded_calls; a communicator whose members ina puts
 // on one node (coll_ina_job_nodes == 1) is served by the node stage alone
@@ -189,10 +174,8 @@ class WorkLevel {
         nodes_ = c_.nodes(comm_);
         stage_ = Counters::cvar("coll_ina_node_stage");
         rebase();
-        have_pvar_ = node_only_ >= 0;
-        // A component that counts node-only calls has the switch too.
-        INA_CHECK(!have_pvar_ || stage_ >= 0,
-                  "pvar coll_ina_node_only_calls but no readable MCA parameter coll_ina_node_stage");
+        INA_CHECK(node_only_ >= 0, "no pvar coll_ina_node_only_calls");
+        INA_CHECK(stage_ >= 0, "no readable MCA parameter coll_ina_node_stage");
     }
 
     // Take the counters as they are now as the baseline, e.g. after calls
@@ -203,9 +186,8 @@ class WorkLevel {
         node_only_ = c_.node_only(comm_);
     }
 
-    // Whether this communicator's calls are for the node stage alone (false
-    // in a build without it).
-    bool node_only_expected() const { return have_pvar_ && stage_ != 0 && nodes_ == 1; }
+    // Whether this communicator's calls are for the node stage alone.
+    bool node_only_expected() const { return stage_ != 0 && nodes_ == 1; }
 
     // The calls since the baseline were exactly n offloaded ones, at the
     // level this communicator calls for: node_only rose by n on one node
@@ -214,25 +196,17 @@ class WorkLevel {
     int expect(long long n, const char *what)
     {
         long long off = c_.offloaded(comm_), node = c_.node_only(comm_);
-        int made = 1;
+        long long want = node_only_expected() ? n : 0;
         INA_CHECK(off == offloaded_ + n, "%s: coll_ina_offloaded_calls %lld -> %lld, want +%lld",
                   what, offloaded_, off, n);
-        if (!have_pvar_ && node < 0) {
-            static bool printed = false;
-            note_once(printed, "no pvar coll_ina_node_only_calls: which level (node stage or "
-                               "agent) did the work is not checked");
-        } else {
-            long long want = node_only_expected() ? n : 0;
-            made += 2;
-            INA_CHECK(nodes_ >= 1, "%s: coll_ina_job_nodes %lld", what, nodes_);
-            INA_CHECK(node == node_only_ + want,
-                      "%s: coll_ina_node_only_calls %lld -> %lld, want +%lld (%lld node(s), "
-                      "node stage %s)",
-                      what, node_only_, node, want, nodes_, stage_ != 0 ? "on" : "off");
-        }
+        INA_CHECK(nodes_ >= 1, "%s: coll_ina_job_nodes %lld", what, nodes_);
+        INA_CHECK(node == node_only_ + want,
+                  "%s: coll_ina_node_only_calls %lld -> %lld, want +%lld (%lld node(s), "
+                  "node stage %s)",
+                  what, node_only_, node, want, nodes_, stage_ != 0 ? "on" : "off");
         offloaded_ = off;
         node_only_ = node;
-        return made;
+        return 3;
     }
 
   private:
@@ -240,7 +214,6 @@ class WorkLevel {
     MPI_Comm comm_;
     long long nodes_;
     long long stage_; // coll_ina_node_stage: 1, 0, or -1 (no such parameter)
-    bool have_pvar_;
     long long offloaded_ = 0, node_only_ = 0;
 };
 
