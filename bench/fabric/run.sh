@@ -231,8 +231,14 @@ sys_args() {
     tuned) args=(--mca coll ^ina) ;;
     ring) args=(--mca coll ^ina --mca coll_tuned_use_dynamic_rules 1
         --mca coll_tuned_allreduce_algorithm 4) ;;
+    # The emulated hosts are network namespaces of one machine, which Open
+    # MPI's runtime reports as one node: coll_ina_test_node_size tells ina the
+    # emulated layout (ranks in blocks of ppn per host, as rank.sh places
+    # them), or its node stage would serve the whole job in shared memory
+    # and no byte would cross the emulated links.
     ina) args=(--mca mca_base_component_path "$compdir:SYS_DEFAULT" --mca coll ina
         --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT"
+        --mca coll_ina_test_node_size "$ppn"
         --mca coll_ina_required 1 --mca coll_ina_verbose 1) ;;
     esac
 }
