@@ -10,7 +10,9 @@
 //   BCAST  `count` bytes;   ALLGATHER  nmembers * count bytes (rank r's chunk
 //   at r * count);   BARRIER  empty, but exactly one block (sid 0, 0 elements).
 // Block sid covers [sid * per_block, min((sid + 1) * per_block, total)) with
-// per_block = block_bytes / element size.
+// per_block = block_bytes / element size. A staged call (plan_total) gives its
+// total directly and is cut the same way; its caller decides what each member
+// sends and asks for, block by block.
 //
 // All offsets are 64-bit: a call may exceed 2^32 bytes; only the positions
 // inside one block (at most INA_PROTO_MAX_SEG_BYTES) are 32-bit.
@@ -112,15 +114,32 @@ public:
             break;
         }
         shape_.recvcounts = nullptr; // the caller's array: read only while planning
-        if (total_ > SIZE_MAX / s.elem_size) {
+        return cut();
+    }
+
+    // Plan a staged call (ina_job_post_staged): the result vector of `total`
+    // elements is given, not derived from the members' buffers; it is cut
+    // into blocks exactly as plan() cuts the same total (BARRIER: total 0,
+    // one block). What each member sends and asks for is the caller's choice:
+    // send(), wants() and result() do not apply to such a plan. Returns false
+    // as plan() does, and for a BARRIER whose total is not 0.
+    bool plan_total(unsigned coll, size_t elem_size, uint64_t total, uint32_t block_bytes)
+    {
+        shape_ = CallShape{};
+        shape_.coll = coll;
+        shape_.elem_size = elem_size;
+        shape_.count = total;
+        shape_.block_bytes = block_bytes;
+        part_first_ = 0;
+        part_count_ = 0;
+        total_ = total;
+        nblocks_ = 0;
+        if (coll >= INA_COLL_COUNT || elem_size == 0 || block_bytes < elem_size ||
+            (coll == INA_COLL_BARRIER && total != 0)) {
             return false;
         }
-        if (s.coll == INA_COLL_BARRIER) {
-            nblocks_ = 1;
-        } else {
-            nblocks_ = total_ / per_block_ + (total_ % per_block_ != 0 ? 1 : 0);
-        }
-        return nblocks_ <= UINT32_MAX;
+        per_block_ = block_bytes / elem_size;
+        return cut();
     }
 
     // Elements of the result vector (the wire's `arg`).
@@ -244,6 +263,20 @@ public:
     }
 
 private:
+    // Cut total_ into blocks of per_block_ (BARRIER: one empty block).
+    bool cut()
+    {
+        if (total_ > SIZE_MAX / shape_.elem_size) {
+            return false;
+        }
+        if (shape_.coll == INA_COLL_BARRIER) {
+            nblocks_ = 1;
+        } else {
+            nblocks_ = total_ / per_block_ + (total_ % per_block_ != 0 ? 1 : 0);
+        }
+        return nblocks_ <= UINT32_MAX;
+    }
+
     struct Span {
         uint64_t first;
         uint64_t count;
