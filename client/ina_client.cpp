@@ -254,7 +254,7 @@ void Client::round(bool by_caller)
         seen_events_ = events_;
         stall_since_ = now;
     }
-    if (!busy()) {
+    if (!busy()) { // a staged call waiting for its caller's block is not busy
         stall_since_ = now;
         return;
     }
@@ -757,6 +757,66 @@ ina_status_t ina_job_post(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_
         *outcome = cqe.outcome;
         return rc;
     }));
+}
+
+ina_status_t ina_job_post_staged(ina_job_t *job, const ina_staged_desc_t *desc,
+                                 ina_call_t **call, ina_outcome_t *outcome)
+{
+    if (call != nullptr) {
+        *call = nullptr;
+    }
+    if (outcome != nullptr) {
+        *outcome = INA_OFFLOADED;
+    }
+    if (job == nullptr || desc == nullptr || call == nullptr || outcome == nullptr) {
+        return INA_ERR_INVALID;
+    }
+    return static_cast<ina_status_t>(guard(__func__, [&] {
+        EntryLock lock(job->impl.client());
+        ina_cqe_t cqe;
+        int rc = job->impl.post_staged(*desc, call, &cqe);
+        *outcome = cqe.outcome;
+        return rc;
+    }));
+}
+
+int ina_call_decision(ina_call_t *call, ina_cqe_t *cqe)
+{
+    if (call == nullptr || call->state() == Call::State::free) {
+        if (cqe != nullptr) { // programming error: report it rather than spin
+            *cqe = invalid_cqe();
+        }
+        return 1;
+    }
+    int rc = guard(__func__, [&] {
+        EntryLock lock(call->job()->client());
+        if (call->state() == Call::State::active) {
+            if (Client *c = call->job()->client()) {
+                c->progress();
+            }
+        }
+        if (call->state() == Call::State::retired) {
+            if (cqe != nullptr) {
+                *cqe = call->cqe();
+            }
+            return 1;
+        }
+        if (!call->decided()) {
+            return 0;
+        }
+        if (cqe != nullptr) {
+            *cqe = call->decision_cqe();
+        }
+        return 1;
+    });
+    if (rc < 0) { // the engine failed: report it as the decision
+        if (cqe != nullptr) {
+            *cqe = call->cqe();
+            cqe->rc = static_cast<ina_status_t>(rc);
+        }
+        return 1;
+    }
+    return rc;
 }
 
 void ina_call_background(ina_call_t *call)

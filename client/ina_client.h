@@ -9,12 +9,17 @@
  * the ACK of its block; a call's completion is its CQE (docs/ARCHITECTURE.md,
  * "Vocabulary").
  *
+ * A staged call (ina_job_post_staged) is the same work request whose
+ * blocks the caller produces and whose RESULTs it takes through callbacks,
+ * block by block (the node stage's calls to the agent).
+ *
  * Threading: one caller at a time per ina_client_t (the component serialises).
  * With progress_thread the engine runs one thread of its own that keeps
  * background calls (ina_call_background) moving while the caller computes;
  * every entry point then serialises with it on the client's mutex. That
- * thread never calls back into the caller: a call it completed is seen
- * completed by the caller's next ina_call_test/ina_call_wait.
+ * thread never calls back into the caller (but for the callbacks of staged
+ * calls, ina_stage_ops_t): a call it completed is seen completed by the
+ * caller's next ina_call_test/ina_call_wait.
  */
 #ifndef INA_CLIENT_H
 #define INA_CLIENT_H
@@ -185,6 +190,78 @@ ina_status_t ina_call_wait(ina_call_t *call, ina_cqe_t *cqe);
  * error: the engine logs it and completes the call first, so that nothing
  * writes into its buffers after this returns. */
 void ina_call_free(ina_call_t *call);
+
+/* A staged call: the caller produces each block when it is ready and takes
+ * each block's RESULT; the engine keeps the MID, window, verdict and CQE as
+ * for any call. The result vector has `total` elements of wire `dtype`, cut
+ * into the job's blocks like any call (ina_geometry.h); BARRIER: total 0,
+ * one block of 0 elements (op and dtype are ignored, as for ina_job_post).
+ * The callbacks run inside the engine (from ina_call_test, ina_call_decision,
+ * ina_call_wait and any other entry that progresses the client, or on the
+ * engine's progress thread (config progress_thread) while another call is in
+ * the background): they must not call into the engine and must only touch
+ * memory that is safe for that (e.g. atomics). */
+typedef struct ina_stage_block {
+    const void *data;  /* element 0 of the block (the payload is data + offset
+                          elements, count elements); ignored when count is 0.
+                          The payload must stay readable until the block's
+                          result callback, or until the call completes */
+    uint32_t offset;   /* element offset of the payload in the block */
+    uint32_t count;    /* payload elements; 0: a CREDIT */
+    int want_result;   /* nonzero: INA_PROTO_F_WANT_RESULT */
+} ina_stage_block_t;
+
+typedef struct ina_stage_ops {
+    void *arg;
+    /* What this member sends for block sid: 1 with *b filled, or 0 while it
+     * is not ready (asked again at the next progress). Asked in SID order,
+     * once the window has room for sid. The block must be what the wire
+     * allows (ina_proto.h, "Collectives"): offset + count <= the block's
+     * elements, and for ALLREDUCE/REDUCE/REDUCE_SCATTER the whole block
+     * (offset 0, count = the block's elements); anything else is a
+     * programming error that fails the call (INA_ERR_PROTO, status
+     * INA_PROTO_ERR_MALFORMED) without sending it. */
+    int (*block)(void *arg, uint64_t sid, ina_stage_block_t *b);
+    /* The RESULT of block sid arrived (it is the ACK of our block): data
+     * holds its `count` elements (valid during the callback only), or is
+     * NULL with count 0 for an ACK only (want_result was 0) and for
+     * BARRIER's empty block. Called once per block of a call that completes
+     * OK (at most once on one that fails), in arrival order (not
+     * necessarily SID order). */
+    void (*result)(void *arg, uint64_t sid, const void *data, uint32_t count);
+} ina_stage_ops_t;
+
+typedef struct ina_staged_desc {
+    unsigned coll;   /* ina_proto_coll_t */
+    unsigned op;     /* ina_proto_op_t */
+    unsigned dtype;  /* ina_proto_dtype_t */
+    uint64_t total;  /* elements of the result vector */
+    ina_stage_ops_t ops;
+} ina_staged_desc_t;
+
+/* Post a staged call: consumes the job's next MID (unless it moves nothing:
+ * total 0 and not BARRIER, which completes at once) and sends the blocks
+ * that are ready. It does NOT wait for the agent's decision (the first
+ * block may not be ready yet): see ina_call_decision. *outcome as
+ * ina_job_post: a verdict already known (an early DENY) or an agent gone
+ * before anything was sent returns a fallback outcome with *call NULL.
+ * Test (or wait) the call to completion and free it as any call. A staged
+ * call waiting for its caller's next block with nothing in flight is not
+ * waiting on the agent: it never counts toward progress_timeout_ms. So
+ * ina_call_wait, ina_call_free of an outstanding call and ina_job_leave
+ * wait as long as the blocks take to become ready; ina_call_wait sleeps up
+ * to 10 ms between asks, the progress thread up to 100 ms (poll with
+ * ina_call_test when the producer is elsewhere). */
+ina_status_t ina_job_post_staged(ina_job_t *job, const ina_staged_desc_t *desc,
+                                 ina_call_t **call, ina_outcome_t *outcome);
+
+/* Progress once without blocking; 1 once the agent's decision on the call
+ * is known: cqe->rc INA_OK with outcome INA_OFFLOADED (granted: the call
+ * goes on, test it to completion), or a fallback outcome (denied / agent
+ * lost before anything was sent: nothing more is sent; test it until it
+ * completes, then free it), or an error rc; 0 while undecided. Works on
+ * ordinary calls too (and on completed ones: their CQE). */
+int ina_call_decision(ina_call_t *call, ina_cqe_t *cqe);
 
 /* Blocking convenience: post + wait + free. Unlike ina_job_post it does not
  * wait for the GRANT before streaming (a blocking call needs no ordering

@@ -6,10 +6,14 @@
 //   Job     one communicator's job descriptor: MIDs, early verdicts, and its
 //           outstanding calls in MID order;
 //   Call    one offloaded collective (a work request, WR): its block
-//           geometry, its sliding window (S0) and its CQE.
+//           geometry, its sliding window (S0) and its CQE. A staged call
+//           (ina_job_post_staged) is the same Call whose blocks come from the
+//           caller's ops.block and whose RESULTs go to its ops.result
+//           instead of sbuf/rbuf: one branch per block on the ordinary path.
 //
 // Channel callbacks only record what happened (a RESULT is copied straight into
-// the user's buffer, a slot is acked, a verdict remembered); every send is
+// the user's buffer, or handed to a staged call's ops.result, a slot is acked,
+// a verdict remembered); every send is
 // posted from Client::progress(), which the caller's test/wait loops run, and,
 // with the optional progress thread, that thread while background calls are
 // outstanding. Every entry point and the thread hold Client::mutex() around
@@ -204,6 +208,10 @@ public:
     // Arm a call for `mid` (the geometry is planned, the buffers checked).
     void start(uint64_t mid, const CallGeometry &geom, const ina_coll_desc_t &d, unsigned op,
                unsigned dtype, bool granted);
+    // Arm a staged call for `mid` (geometry from CallGeometry::plan_total):
+    // blocks come from ops.block, RESULTs go to ops.result.
+    void start_staged(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned op,
+                      unsigned dtype, const ina_stage_ops_t &ops, bool granted);
     // A call that moves nothing: complete at once, without a MID.
     void start_empty();
 
@@ -217,7 +225,14 @@ public:
     // Nothing more will happen: every RESULT arrived or the call failed, and
     // no send still reads the user's buffer.
     bool finished() const;
+    // Not finished and waiting on the agent or the transport (the
+    // no-progress clock runs): any such call, except a staged one with
+    // nothing in flight, which waits on its caller's next block.
+    bool busy() const;
     const ina_cqe_t &cqe() const { return cqe_; }
+    // The CQE as the decision left it (decided() holds): granted, or the
+    // failure's outcome/error. A retired call's cqe() is its final word.
+    ina_cqe_t decision_cqe() const;
     // Driven by the progress thread between the caller's entries.
     bool background() const { return background_; }
     void set_background() { background_ = true; }
@@ -245,10 +260,18 @@ private:
         void done(bool ok) override;
     };
 
+    // What became of the next block.
+    enum class Post { sent, not_ready, failed, refused };
+
+    void arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned op, unsigned dtype,
+             bool granted);
     void fail(Fail f, uint8_t status);
     // The CQE of a call that failed: an error, or a fallback outcome.
     void fill_failure(ina_cqe_t &cqe) const;
-    bool post_block(Client &client);
+    Post post_block(Client &client);
+    // A staged block as ops.block returned it is one the wire allows.
+    bool stage_block_ok(uint64_t sid, const ina_stage_block_t &b) const;
+    void on_staged_result(const ina_proto_hdr_t &h, const void *data, size_t length);
 
     Job *const job_;
     SendWindow window_;
@@ -265,7 +288,9 @@ private:
     bool granted_ = false;
     bool sends_dropped_ = false;
     bool background_ = false;
-    uint64_t applied_ = 0;         // RESULTs written into rbuf
+    bool staged_ = false;          // blocks and RESULTs go through ops_
+    ina_stage_ops_t ops_{};
+    uint64_t applied_ = 0;         // RESULTs written into rbuf (staged: handed over)
     Fail fail_ = Fail::none;
     uint8_t status_ = INA_PROTO_OK;
     ina_cqe_t cqe_{};
@@ -303,6 +328,9 @@ public:
     // agent's GRANT/DENY of its MID is known and end the call at once on a
     // DENY. Returns cqe->rc; *out is set when the call is offloaded.
     int post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_cqe_t *cqe);
+    // Post a staged call (see ina_job_post_staged): never waits for the
+    // decision. Returns cqe->rc; *out is set unless the post fell back.
+    int post_staged(const ina_staged_desc_t &d, ina_call **out, ina_cqe_t *cqe);
     // Give a retired (or never started) call back to the free list.
     void release(Call *call);
 
@@ -331,6 +359,12 @@ private:
     };
 
     ina_call *acquire();
+    // What post and post_staged share once the geometry is planned: MID,
+    // early verdicts, start(c, mid, granted), the first window, and with
+    // wait_decision the decision. Defined in ina_job.cpp, used there only.
+    template <typename Start>
+    int launch(const CallGeometry &g, bool wait_decision, ina_call **out, ina_cqe_t *cqe,
+               Start start);
     Call *find(uint64_t mid);
     void remember(const ina_proto_hdr_t &h);
 

@@ -2,7 +2,10 @@
 //
 // Jobs and calls of the client engine (ina_engine.h): posting a collective as
 // a work request, streaming its blocks through the sliding window (the RESULT
-// of a block is its ACK), placing RESULTs, and the CQE.
+// of a block is its ACK), placing RESULTs, and the CQE. A staged call takes
+// each block from the caller's ops.block when it is ready (the pump stops at
+// the first one that is not) and hands each RESULT to ops.result; MIDs,
+// window, verdicts and CQE are the same code as for any call.
 #include <algorithm>
 #include <cstring>
 
@@ -45,10 +48,7 @@ Call::Call(Job *job, uint32_t window) : job_(job), window_(window), slots_(windo
 void Call::start(uint64_t mid, const CallGeometry &geom, const ina_coll_desc_t &d, unsigned op,
                  unsigned dtype, bool granted)
 {
-    state_ = State::active;
-    mid_ = mid;
-    geom_ = geom;
-    esz_ = ina_proto_dtype_size(dtype);
+    arm(mid, geom, d.coll, op, dtype, granted);
     rbuf_ = static_cast<uint8_t *>(d.rbuf);
     switch (d.coll) {
     case INA_COLL_BCAST:
@@ -78,6 +78,29 @@ void Call::start(uint64_t mid, const CallGeometry &geom, const ina_coll_desc_t &
     writes_input_ = (d.coll == INA_COLL_ALLREDUCE || d.coll == INA_COLL_REDUCE ||
                      d.coll == INA_COLL_REDUCE_SCATTER) &&
                     d.sbuf == d.rbuf;
+}
+
+void Call::start_staged(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned op,
+                        unsigned dtype, const ina_stage_ops_t &ops, bool granted)
+{
+    arm(mid, geom, coll, op, dtype, granted);
+    staged_ = true;
+    ops_ = ops;
+    // The caller's memory, not the engine's: what a failure leaves there is
+    // the caller's to judge (the CQE says whether it may fall back).
+    src_ = nullptr;
+    rbuf_ = nullptr;
+    writes_input_ = false;
+}
+
+void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned op, unsigned dtype,
+               bool granted)
+{
+    state_ = State::active;
+    mid_ = mid;
+    geom_ = geom;
+    esz_ = ina_proto_dtype_size(dtype);
+    staged_ = false;
     any_sent_ = false;
     granted_ = granted;
     sends_dropped_ = false;
@@ -95,7 +118,7 @@ void Call::start(uint64_t mid, const CallGeometry &geom, const ina_coll_desc_t &
     tmpl_.rank = job_->rank();
     tmpl_.mid = mid;
     tmpl_.window = static_cast<uint16_t>(job_->window());
-    tmpl_.coll = static_cast<uint8_t>(d.coll);
+    tmpl_.coll = static_cast<uint8_t>(coll);
     tmpl_.op = static_cast<uint8_t>(op);
     tmpl_.dtype = static_cast<uint8_t>(dtype);
     tmpl_.arg = geom.total();
@@ -105,6 +128,7 @@ void Call::start_empty()
 {
     state_ = State::retired;
     background_ = false;
+    staged_ = false;
     geom_ = CallGeometry{};
     window_.start(0);
     fail_ = Fail::none;
@@ -118,6 +142,30 @@ bool Call::finished() const
         return true;
     }
     return window_.sends_pending() == 0 && (window_.complete() || fail_ != Fail::none);
+}
+
+bool Call::busy() const
+{
+    if (finished()) {
+        return false;
+    }
+    // A staged call whose every sent block is acked (and sent) waits for its
+    // caller's next block, not for the agent: a slow producer is no reason
+    // to give up on a healthy agent.
+    return !staged_ || window_.in_flight() > 0 || window_.sends_pending() > 0;
+}
+
+ina_cqe_t Call::decision_cqe() const
+{
+    ina_cqe_t cqe = cqe_;
+    if (fail_ != Fail::none) {
+        fill_failure(cqe);
+    } else {
+        cqe.rc = INA_OK;
+        cqe.outcome = INA_OFFLOADED;
+    }
+    cqe.status = status_;
+    return cqe;
 }
 
 void Call::fail(Fail f, uint8_t status)
@@ -183,30 +231,79 @@ void Call::pump(Client &client)
         fail(Fail::lost, INA_PROTO_OK);
     }
     while (fail_ == Fail::none && window_.can_send()) {
-        if (!post_block(client)) {
+        const Post p = post_block(client);
+        if (p == Post::sent) {
+            continue;
+        }
+        if (p == Post::failed) {
             fail(Fail::lost, INA_PROTO_OK);
         }
+        break; // not ready (staged: asked again next time), or refused
     }
 }
 
-bool Call::post_block(Client &client)
+bool Call::stage_block_ok(uint64_t sid, const ina_stage_block_t &b) const
+{
+    const uint64_t n = geom_.block_count(sid);
+    if (static_cast<uint64_t>(b.offset) + b.count > n || (b.count > 0 && b.data == nullptr)) {
+        return false;
+    }
+    switch (tmpl_.coll) {
+    case INA_COLL_ALLREDUCE:
+    case INA_COLL_REDUCE:
+    case INA_COLL_REDUCE_SCATTER:
+        return b.offset == 0 && b.count == n; // reductions take whole blocks
+    default:
+        return true;
+    }
+}
+
+Call::Post Call::post_block(Client &client)
 {
     const uint64_t sid = window_.next_sid();
     const uint32_t slot = window_.slot_of(sid);
-    const BlockSend b = geom_.send(sid);
+    uint32_t offset, count;
+    bool want;
+    const void *payload;
+    if (!staged_) {
+        const BlockSend b = geom_.send(sid);
+        offset = b.offset;
+        count = b.count;
+        want = b.want_result;
+        // Straight from the user's buffer: no copy.
+        payload = b.count > 0 ? src_ + b.src : nullptr;
+    } else {
+        ina_stage_block_t b{};
+        if (ops_.block(ops_.arg, sid, &b) == 0) {
+            return Post::not_ready;
+        }
+        if (!stage_block_ok(sid, b)) {
+            // A programming error of the caller: never put it on the wire.
+            client.log(0, "job %u mid %llu sid %llu: staged block (offset %u, count %u, data %s) "
+                          "does not fit the %s block of %u elements; failing the call",
+                       tmpl_.jid, static_cast<unsigned long long>(mid_),
+                       static_cast<unsigned long long>(sid), b.offset, b.count,
+                       b.data != nullptr ? "set" : "NULL", ina_proto_coll_name(tmpl_.coll),
+                       geom_.block_count(sid));
+            fail(Fail::rejected, INA_PROTO_ERR_MALFORMED);
+            return Post::refused;
+        }
+        offset = b.offset;
+        count = b.count;
+        want = b.want_result != 0;
+        payload = b.count > 0 ? static_cast<const uint8_t *>(b.data) + b.offset * esz_ : nullptr;
+    }
     SlotCtx &sc = slots_[slot];
     sc.hdr = tmpl_;
     sc.hdr.sid = static_cast<uint32_t>(sid);
     sc.hdr.seg = slot;
     sc.hdr.seg_count = geom_.block_count(sid);
-    sc.hdr.offset = b.offset;
-    sc.hdr.count = b.count; // 0: a CREDIT
-    sc.hdr.flags = b.want_result ? INA_PROTO_F_WANT_RESULT : 0;
+    sc.hdr.offset = offset;
+    sc.hdr.count = count; // 0: a CREDIT
+    sc.hdr.flags = want ? INA_PROTO_F_WANT_RESULT : 0; // read back by a staged RESULT
 
     window_.on_sent();
-    // Straight from the user's buffer: no copy.
-    const void *payload = b.count > 0 ? src_ + b.src : nullptr;
-    switch (client.channel().post(sc.hdr, payload, b.count * esz_, &sc)) {
+    switch (client.channel().post(sc.hdr, payload, count * esz_, &sc)) {
     case Channel::Posted::done:
         window_.on_send_done(slot);
         break;
@@ -214,12 +311,12 @@ bool Call::post_block(Client &client)
         window_.on_send_done(slot);
         client.log(1, "job %u mid %llu sid %llu: send failed", tmpl_.jid,
                    static_cast<unsigned long long>(mid_), static_cast<unsigned long long>(sid));
-        return false;
+        return Post::failed;
     case Channel::Posted::pending:
         break;
     }
     any_sent_ = true;
-    return true;
+    return Post::sent;
 }
 
 void Call::SlotCtx::done(bool ok)
@@ -252,6 +349,10 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
         return;
     }
     granted_ = true; // a RESULT means the agent aggregates this call
+    if (staged_) {
+        on_staged_result(h, data, length);
+        return;
+    }
     if (geom_.wants(sid)) {
         const size_t bytes = static_cast<size_t>(h.seg_count) * esz_;
         if (h.seg_count > 0 && ((h.flags & INA_PROTO_F_ACK_ONLY) != 0 || length != bytes)) {
@@ -272,6 +373,30 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
     }
     // The RESULT, with or without payload, is the ACK of our block (S0).
     window_.on_ack(sid);
+}
+
+void Call::on_staged_result(const ina_proto_hdr_t &h, const void *data, size_t length)
+{
+    // A fresh RESULT: the slot still holds the header of this very block,
+    // with the caller's want_result in its flags.
+    const uint64_t sid = h.sid;
+    const bool want = (slots_[window_.slot_of(sid)].hdr.flags & INA_PROTO_F_WANT_RESULT) != 0;
+    const void *payload = nullptr;
+    uint32_t count = 0;
+    if (want && h.seg_count > 0) {
+        const size_t bytes = static_cast<size_t>(h.seg_count) * esz_;
+        if ((h.flags & INA_PROTO_F_ACK_ONLY) != 0 || length != bytes) {
+            job_->client()->log(1, "job %u mid %llu sid %u: RESULT without the requested payload",
+                                h.jid, static_cast<unsigned long long>(h.mid), h.sid);
+            fail(Fail::rejected, INA_PROTO_ERR_MALFORMED);
+            return;
+        }
+        payload = data;
+        count = h.seg_count;
+        ++applied_;
+    }
+    ops_.result(ops_.arg, sid, payload, count);
+    window_.on_ack(sid); // the ACK of our block (S0)
 }
 
 // --------------------------------------------------------------------- Job
@@ -351,33 +476,10 @@ void Job::release(Call *call)
     free_.push_back(static_cast<ina_call *>(call));
 }
 
-int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_cqe_t *cqe)
+template <typename Start>
+int Job::launch(const CallGeometry &g, bool wait_decision, ina_call **out, ina_cqe_t *cqe,
+                Start start)
 {
-    *out = nullptr;
-    *cqe = ina_cqe_t{};
-    unsigned op = d.op;
-    unsigned dtype = d.dtype;
-    if (d.coll == INA_COLL_BARRIER) {
-        op = INA_OP_REPLACE; // carries no data: whatever the caller passed
-        dtype = INA_DT_UINT8;
-    }
-    if (d.coll >= INA_COLL_COUNT || !ina_proto_coll_valid(d.coll, op, dtype)) {
-        return cqe->rc = INA_ERR_INVALID;
-    }
-    CallShape s;
-    s.coll = d.coll;
-    s.elem_size = ina_proto_dtype_size(dtype);
-    s.count = d.count;
-    s.nmembers = params_.nmembers;
-    s.rank = rank_;
-    s.root = d.root;
-    s.recvcounts = d.recvcounts;
-    s.in_place = d.coll == INA_COLL_ALLGATHER && d.sbuf == nullptr;
-    s.block_bytes = params_.block_bytes;
-    CallGeometry g;
-    if (!g.plan(s) || (!g.empty() && !buffers_ok(d, g, rank_))) {
-        return cqe->rc = INA_ERR_INVALID;
-    }
     ina_call *c = acquire(); // before the MID: running out of memory consumes none
     if (g.empty()) {
         // Moves nothing: complete at once on every rank alike, no MID.
@@ -416,7 +518,7 @@ int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_
         cqe->outcome = INA_FALLBACK_UNREACHABLE;
         return cqe->rc = INA_OK;
     }
-    c->start(mid, g, d, op, dtype, granted);
+    start(c, mid, granted);
     active_.push_back(c);
     client_->progress(); // the first window goes out
     if (!wait_decision) {
@@ -447,6 +549,61 @@ int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_
     return cqe->rc = INA_OK;
 }
 
+int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_cqe_t *cqe)
+{
+    *out = nullptr;
+    *cqe = ina_cqe_t{};
+    unsigned op = d.op;
+    unsigned dtype = d.dtype;
+    if (d.coll == INA_COLL_BARRIER) {
+        op = INA_OP_REPLACE; // carries no data: whatever the caller passed
+        dtype = INA_DT_UINT8;
+    }
+    if (d.coll >= INA_COLL_COUNT || !ina_proto_coll_valid(d.coll, op, dtype)) {
+        return cqe->rc = INA_ERR_INVALID;
+    }
+    CallShape s;
+    s.coll = d.coll;
+    s.elem_size = ina_proto_dtype_size(dtype);
+    s.count = d.count;
+    s.nmembers = params_.nmembers;
+    s.rank = rank_;
+    s.root = d.root;
+    s.recvcounts = d.recvcounts;
+    s.in_place = d.coll == INA_COLL_ALLGATHER && d.sbuf == nullptr;
+    s.block_bytes = params_.block_bytes;
+    CallGeometry g;
+    if (!g.plan(s) || (!g.empty() && !buffers_ok(d, g, rank_))) {
+        return cqe->rc = INA_ERR_INVALID;
+    }
+    return launch(g, wait_decision, out, cqe, [&](ina_call *c, uint64_t mid, bool granted) {
+        c->start(mid, g, d, op, dtype, granted);
+    });
+}
+
+int Job::post_staged(const ina_staged_desc_t &d, ina_call **out, ina_cqe_t *cqe)
+{
+    *out = nullptr;
+    *cqe = ina_cqe_t{};
+    unsigned op = d.op;
+    unsigned dtype = d.dtype;
+    if (d.coll == INA_COLL_BARRIER) {
+        op = INA_OP_REPLACE; // carries no data: whatever the caller passed
+        dtype = INA_DT_UINT8;
+    }
+    if (d.coll >= INA_COLL_COUNT || !ina_proto_coll_valid(d.coll, op, dtype) ||
+        d.ops.block == nullptr || d.ops.result == nullptr) {
+        return cqe->rc = INA_ERR_INVALID;
+    }
+    CallGeometry g;
+    if (!g.plan_total(d.coll, ina_proto_dtype_size(dtype), d.total, params_.block_bytes)) {
+        return cqe->rc = INA_ERR_INVALID;
+    }
+    return launch(g, false, out, cqe, [&](ina_call *c, uint64_t mid, bool granted) {
+        c->start_staged(mid, g, d.coll, op, dtype, d.ops, granted);
+    });
+}
+
 void Job::drive()
 {
     for (Call *c : active_) {
@@ -461,7 +618,7 @@ void Job::drive()
 bool Job::busy() const
 {
     for (const Call *c : active_) {
-        if (!c->finished()) {
+        if (c->busy()) {
             return true;
         }
     }
