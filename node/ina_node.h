@@ -25,6 +25,20 @@
  * k folds shard k of the step (a node-level reduce-scatter), then every
  * rank copies the whole result out (a node-level allgather).
  *
+ * A communicator whose members sit on several nodes adds the agent level
+ * (SEEDS S1): the node's combined contribution crosses the node's link
+ * once per call, cut into `nstreams` streams (one agent job each, joined by
+ * local rank k < nstreams of every node as that node's member); local rank
+ * k folds stream k's part of every step, sends it, takes the agent's result
+ * back into the segment, and every local rank copies the result out. The
+ * node is one member of each stream job (the Node bitmap holds one member
+ * per node), so a call's bytes on the link are S up and S down per node,
+ * whatever the number of ranks. All streams of a call are granted or none
+ * is used: the leaders agree through the segment, since every node sees
+ * the same verdict for each stream (node_uplink.cpp). Across nodes the
+ * agent folds node partials in node order, so results are bit-identical on
+ * every rank and run to run for a given layout, not across layouts.
+ *
  * Threading: one caller at a time per group.
  */
 #ifndef INA_NODE_H
@@ -46,6 +60,19 @@ typedef struct ina_node_config {
     const char *name;        /* shm_open name ("/ina-..."), the same on every local rank */
     uint32_t nlocal;         /* ranks in the group (>= 1) */
     uint32_t index;          /* this rank's place among them, 0..nlocal-1 */
+    /* The communicator: size members, this one `rank`, node_of[r] the node
+     * (0..nnodes-1) of member r. node_of NULL: every member is in the group
+     * (size = nlocal, rank = index). Roots and recvcounts of the calls are
+     * ranks of the communicator. */
+    uint32_t size;
+    uint32_t rank;
+    const uint32_t *node_of; /* copied */
+    /* The agent level, when node_of names more than one node: */
+    uint32_t nstreams;       /* local ranks 0..nstreams-1 of every node lead a stream */
+    ina_job_t *job;          /* this rank's stream job if it leads one, else NULL; the
+                                job's member index is the node's, and every job has
+                                block_bytes and one member per node */
+    uint32_t block_bytes;
     size_t chunk_bytes;      /* per rank and step; a multiple of 64 (ina_node_chunk_bytes) */
     size_t small_bytes;      /* steps of at most this many bytes: every rank folds the
                                 whole step itself (one synchronisation instead of two) */
@@ -72,12 +99,21 @@ void ina_node_group_close(ina_node_group_t *group);
 int ina_node_shm_path(const char *name, char *buf, size_t len);
 
 /* Post one call, as described in ina_client.h (ina_coll_desc_t), with roots
- * and recvcounts indexed by local rank. Nothing moves until ina_node_test. */
+ * and recvcounts indexed by the communicator's rank. Nothing moves until
+ * ina_node_test / ina_node_decision. */
 ina_status_t ina_node_post(ina_node_group_t *group, const ina_coll_desc_t *desc,
                            ina_node_op_t **out);
+/* Advance the group's calls; 1 once every local rank knows whether `op` is
+ * offloaded, with cqe->outcome INA_OFFLOADED (test it to completion), a
+ * fallback outcome (every rank of the communicator falls back: the op is
+ * complete, free it), or an error in cqe->rc (the op is complete). A call of
+ * a one-node group is decided at once. Every rank of the communicator gets
+ * the same answer, except that an error may be a fallback elsewhere. */
+int ina_node_decision(ina_node_op_t *op, ina_cqe_t *cqe);
 /* Advance the group's calls as far as the other ranks allow; nonzero when
- * `op` completed. */
-int ina_node_test(ina_node_op_t *op);
+ * `op` completed; then cqe (if not NULL) says how: rc INA_OK with outcome
+ * INA_OFFLOADED, or the error that ended it. */
+int ina_node_test(ina_node_op_t *op, ina_cqe_t *cqe);
 /* Advance the group's calls; nonzero if any step moved. */
 int ina_node_progress(ina_node_group_t *group);
 /* Release a completed call. */

@@ -4,24 +4,13 @@
  * The node stage's calls in shared memory (ina_node.h): where a node's
  * contributions are combined.
  *
- * Segment layout (one per group):
- *   SegmentHeader                      one cache line
- *   RankLine[nlocal]                   one cache line per local rank
- *   slot[2][nlocal][chunk]             each rank's contribution to a step
- *   result[2][chunk]                   the step's result (or the bcast data)
- * Steps are numbered 1, 2, ... across all calls of the group, alike on every
- * rank (calls come in the same order, and a call's steps depend only on its
- * arguments, which MPI requires to match). Step s uses buffer set s % 2, so
- * a rank may fill step s+1 while another still reads step s.
- *
- * Every rank publishes, per step s, in its own line:
- *   arrived  = s  its contribution is in its slot (bcast: the root's data)
- *   reduced  = s  its shard of the result is folded (large reductions)
- *   released = s  it is done reading step s's buffers
- * A rank writes into set s % 2 only when every rank released s - 2. Every
- * rank sets released for every step, whatever its role.
+ * The layout of the segment and the step counters are in node_group.h.
+ * A LocalOp (every member on this node) runs one step at a time: copy in,
+ * fold (every rank all of a small step; shard k by local rank k of a large
+ * one), copy out.
  */
 #include "ina_node.h"
+#include "node_group.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -41,64 +30,12 @@ namespace ina::node {
 
 namespace {
 
-struct alignas(64) RankLine {
-    std::atomic<uint64_t> arrived;
-    std::atomic<uint64_t> reduced;
-    std::atomic<uint64_t> released;
-};
-
-constexpr size_t kPage = 4096;
-
-size_t data_offset(uint32_t nlocal)
-{
-    size_t end = sizeof(SegmentHeader) + sizeof(RankLine) * nlocal;
-    return (end + kPage - 1) / kPage * kPage;
-}
-
 enum class Phase { Free, In, Arrived, Reduce, Reduced, Out };
-
-bool is_reduction(unsigned coll)
-{
-    return coll == INA_COLL_ALLREDUCE || coll == INA_COLL_REDUCE ||
-           coll == INA_COLL_REDUCE_SCATTER;
-}
 
 } // namespace
 
-} // namespace ina::node
-
-using ina::node::Phase;
-using ina::node::RankLine;
-using ina::node::is_reduction;
-
-struct ina_node_group {
-    ina::node::Segment seg;
-    uint32_t L = 0, me = 0;
-    size_t chunk = 0, small = 0;
-    RankLine *lines = nullptr;
-    char *data = nullptr;
-    uint64_t last_step = 0; // the number of the latest step begun
-    std::deque<ina_node_op *> queue;
-
-    char *slot(uint64_t s, uint32_t i) const { return data + ((s & 1) * L + i) * chunk; }
-    char *result(uint64_t s) const { return data + (2 * static_cast<size_t>(L) + (s & 1)) * chunk; }
-
-    // Whether every rank's counter `field` has reached step s.
-    bool all_reached(std::atomic<uint64_t> RankLine::*field, uint64_t s) const
-    {
-        for (uint32_t i = 0; i < L; ++i) {
-            if ((lines[i].*field).load(std::memory_order_acquire) < s) {
-                return false;
-            }
-        }
-        return true;
-    }
-    int progress();
-};
-
-struct ina_node_op {
-    ina_node_group *g = nullptr;
-    ina_coll_desc_t d{};
+// A call of a one-node group.
+struct LocalOp final : ina_node_op {
     size_t es = 1;          // bytes per element stepped over
     uint64_t total = 0;     // elements (bytes for bcast/allgather) cut into steps
     uint64_t per_step = 0;  // elements per step
@@ -106,7 +43,6 @@ struct ina_node_op {
     uint64_t my_lo = 0, my_hi = 0; // reduce_scatter: this rank's elements
     uint64_t s = 0;         // the current step's number
     Phase phase = Phase::Free;
-    bool done = false;
 
     uint64_t off() const { return k * per_step; }
     uint64_t len() const { return std::min(per_step, total - off()); }
@@ -152,13 +88,16 @@ struct ina_node_op {
             begin_step();
         }
     }
-    bool advance();
+    bool advance() override;
 };
 
 // Run the call's current step as far as the other ranks allow; true if it
 // moved.
-bool ina_node_op::advance()
+bool LocalOp::advance()
 {
+    if (s == 0) {
+        begin_step();
+    }
     ina_node_group &G = *g;
     const uint32_t me = G.me, L = G.L;
     RankLine &mine = G.lines[me];
@@ -284,14 +223,13 @@ bool ina_node_op::advance()
     return moved;
 }
 
+} // namespace ina::node
+
 int ina_node_group::progress()
 {
     int moved = 0;
     while (!queue.empty()) {
         ina_node_op *op = queue.front();
-        if (op->s == 0) {
-            op->begin_step();
-        }
         moved |= op->advance() ? 1 : 0;
         if (!op->done) {
             break;
@@ -344,8 +282,12 @@ ina_status_t ina_node_group_open(const ina_node_config_t *cfg, ina_node_group_t 
         g->me = cfg->index;
         g->chunk = cfg->chunk_bytes;
         g->small = cfg->small_bytes;
+        if (!g->set_layout(*cfg, why)) {
+            say(why);
+            return INA_ERR_INVALID;
+        }
         char *base = static_cast<char *>(g->seg.base());
-        g->lines = reinterpret_cast<RankLine *>(base + sizeof(ina::node::SegmentHeader));
+        g->lines = reinterpret_cast<ina::node::RankLine *>(base + sizeof(ina::node::SegmentHeader));
         g->data = base + ina::node::data_offset(cfg->nlocal);
         *out = g.release();
         return INA_OK;
@@ -376,11 +318,21 @@ ina_status_t ina_node_post(ina_node_group_t *g, const ina_coll_desc_t *desc, ina
     }
     const ina_coll_desc_t &d = *desc;
     bool rooted = d.coll == INA_COLL_REDUCE || d.coll == INA_COLL_BCAST;
-    if ((rooted && d.root >= g->L) || (d.coll == INA_COLL_REDUCE_SCATTER && d.recvcounts == nullptr)) {
+    if ((rooted && d.root >= g->size) ||
+        (d.coll == INA_COLL_REDUCE_SCATTER && d.recvcounts == nullptr)) {
         return INA_ERR_INVALID;
     }
+    if (g->nnodes > 1) {
+        ina_status_t rc = INA_OK;
+        ina_node_op *op = ina::node::make_uplink_op(g, d, &rc);
+        if (op == nullptr) {
+            return rc;
+        }
+        *out = op;
+        return INA_OK;
+    }
     try {
-        auto op = std::make_unique<ina_node_op>();
+        auto op = std::make_unique<ina::node::LocalOp>();
         op->g = g;
         op->d = d;
         switch (d.coll) {
@@ -430,12 +382,32 @@ ina_status_t ina_node_post(ina_node_group_t *g, const ina_coll_desc_t *desc, ina
     }
 }
 
-int ina_node_test(ina_node_op_t *op)
+int ina_node_decision(ina_node_op_t *op, ina_cqe_t *cqe)
+{
+    if (!op->decided && !op->done) {
+        op->g->progress();
+    }
+    if (!op->decided && !op->done) {
+        return 0;
+    }
+    if (cqe != nullptr) {
+        *cqe = op->cqe;
+    }
+    return 1;
+}
+
+int ina_node_test(ina_node_op_t *op, ina_cqe_t *cqe)
 {
     if (!op->done) {
         op->g->progress();
     }
-    return op->done ? 1 : 0;
+    if (!op->done) {
+        return 0;
+    }
+    if (cqe != nullptr) {
+        *cqe = op->cqe;
+    }
+    return 1;
 }
 
 int ina_node_progress(ina_node_group_t *group)
@@ -445,7 +417,7 @@ int ina_node_progress(ina_node_group_t *group)
 
 void ina_node_op_free(ina_node_op_t *op)
 {
-    delete op;
+    delete op; // virtual: a LocalOp or an UplinkOp
 }
 
 } // extern "C"

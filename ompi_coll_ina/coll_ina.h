@@ -69,6 +69,8 @@ typedef enum mca_coll_ina_job_state {
  * uses depends only on its size, so it is the same on every rank; each
  * group runs its calls in order. */
 #define MCA_COLL_INA_NODE_TIERS 2
+/* Most streams from one node to the agent (coll_ina_node_streams). */
+#define MCA_COLL_INA_MAX_STREAMS 64
 #define MCA_COLL_INA_NODE_SMALL_CHUNK 8192
 
 /* The node stage's shared-memory group of a communicator. */
@@ -95,7 +97,9 @@ typedef struct mca_coll_ina_component_t {
     int timeout_ms;
     size_t min_bytes;
     int test_node_size;   /* tests only: > 0 pretends world ranks [0, K) are node 0, ... */
-    bool node_stage;      /* one-node communicators run in shared memory (coll_ina_node.c) */
+    bool node_stage;      /* ranks of a node combine in shared memory first (coll_ina_node.c) */
+    int node_streams;     /* streams per node to the agent (0: one per rank of the
+                             smallest node) */
     size_t node_segment_bytes;
     size_t node_chunk_bytes;
     size_t node_small_bytes;
@@ -176,10 +180,18 @@ typedef struct mca_coll_ina_module_t {
 
     /* Node stage (coll_ina_node.c). node_only: every member is on this node
      * and the node stage is on, so the whole collective runs in shared
-     * memory and the communicator has no job at the agent. The group is
-     * opened at the first call that needs it (every member makes that call:
-     * no communication at enable). */
+     * memory and the communicator has no job at the agent. node_uplink: the
+     * members span nodes and the node stage is on: the node's ranks combine
+     * in shared memory and local ranks 0..nstreams-1 of every node each
+     * carry one stream of the node's part to the agent (one job per stream,
+     * with one member per node; `job` is this rank's, NULL if it leads
+     * none). The group is opened at the first call that needs it (every
+     * member makes that call: no communication at enable). */
     bool node_only;
+    bool node_uplink;
+    int nstreams;
+    int local_index;  /* this rank's place in local_ranks */
+    int nlocal_max;   /* members on the most populated node */
     mca_coll_ina_node_state_t node_state[MCA_COLL_INA_NODE_TIERS];
     ina_node_group_t *node_group[MCA_COLL_INA_NODE_TIERS];
 

@@ -165,10 +165,19 @@ static int ina_register(void)
 
     c->node_stage = true;
     (void) mca_base_component_var_register(v, "node_stage",
-        "Node stage: a communicator whose members all run on one node runs every "
-        "offloadable collective in shared memory among its ranks, without the agent",
+        "Node stage: the ranks of a communicator that share a node combine their "
+        "contributions in shared memory, and only the node's result goes to the "
+        "agent (once per call, in coll_ina_node_streams streams); a communicator "
+        "on one node runs its collectives in shared memory alone, without the agent",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
         MCA_BASE_VAR_SCOPE_READONLY, &c->node_stage);
+
+    c->node_streams = 0;
+    (void) mca_base_component_var_register(v, "node_streams",
+        "Streams from each node to the agent, each led by one local rank (0: one per "
+        "rank of the communicator's least populated node)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->node_streams);
 
     c->node_segment_bytes = 4u << 20;
     (void) mca_base_component_var_register(v, "node_segment_bytes",
@@ -606,17 +615,30 @@ static int ina_pvar_notify(struct mca_base_pvar_t *pvar, mca_base_pvar_event_t e
 
 /* The node layout of a communicator, as ina computed it (coll_ina_module.c):
  * fixed for its life, so SIZE class variables read directly. */
+typedef enum ina_layout_what {
+    INA_LAYOUT_NODES,
+    INA_LAYOUT_LOCAL,
+    INA_LAYOUT_MEMBERS,
+    INA_LAYOUT_STREAMS
+} ina_layout_what_t;
+
 typedef struct ina_layout_pvar_def {
     const char *name;
     const char *desc;
-    bool local; /* this rank's node's members, else the number of nodes */
+    ina_layout_what_t what;
 } ina_layout_pvar_def_t;
 
 static const ina_layout_pvar_def_t ina_layout_pvar_defs[] = {
     {"job_nodes", "Nodes the members of this communicator sit on, as ina grouped them "
-                  "(the Node bitmap of its job at the agent)", false},
+                  "(the Node bitmap of its job at the agent)", INA_LAYOUT_NODES},
     {"local_ranks", "Members of this communicator on this rank's node, this rank "
-                    "included (what the node stage reduces among)", true},
+                    "included (what the node stage reduces among)", INA_LAYOUT_LOCAL},
+    {"job_members", "Members of this communicator's job(s) at the agent: its ranks, or "
+                    "with the node stage on several nodes one per node (0: no job)",
+     INA_LAYOUT_MEMBERS},
+    {"node_streams", "Streams each node of this communicator sends to the agent, each "
+                     "one job led by one local rank (0: no node stage uplink)",
+     INA_LAYOUT_STREAMS},
 };
 
 static int ina_layout_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *obj)
@@ -626,7 +648,24 @@ static int ina_layout_pvar_get(const struct mca_base_pvar_t *pvar, void *value, 
     unsigned long long *out = (unsigned long long *) value;
 
     /* 0: ina is not enabled on this communicator. */
-    *out = NULL == m ? 0 : (unsigned long long) (def->local ? m->nlocal : m->nnodes);
+    *out = 0;
+    if (NULL == m) {
+        return OPAL_SUCCESS;
+    }
+    switch (def->what) {
+    case INA_LAYOUT_NODES:
+        *out = (unsigned long long) m->nnodes;
+        break;
+    case INA_LAYOUT_LOCAL:
+        *out = (unsigned long long) m->nlocal;
+        break;
+    case INA_LAYOUT_MEMBERS:
+        *out = MCA_COLL_INA_JOB_READY == m->job_state ? m->job_params.nmembers : 0;
+        break;
+    case INA_LAYOUT_STREAMS:
+        *out = m->node_uplink ? (unsigned long long) m->nstreams : 0;
+        break;
+    }
     return OPAL_SUCCESS;
 }
 

@@ -87,3 +87,27 @@ int ina_layout_local_ranks(const uint32_t *node_of, int n, int rank, int *local)
     }
     return count;
 }
+
+void ina_layout_node_sizes(const uint32_t *node_of, int n, int nnodes, int *fewest, int *most)
+{
+    int *count, i;
+
+    *fewest = *most = 0;
+    if (n <= 0 || nnodes <= 0) {
+        return;
+    }
+    if (NULL == (count = calloc((size_t) nnodes, sizeof(*count)))) {
+        *fewest = 1; /* safe bounds: one stream, room for every member */
+        *most = n;
+        return;
+    }
+    for (i = 0; i < n; ++i) {
+        ++count[node_of[i]];
+    }
+    *fewest = count[0];
+    for (i = 0; i < nnodes; ++i) {
+        *fewest = count[i] < *fewest ? count[i] : *fewest;
+        *most = count[i] > *most ? count[i] : *most;
+    }
+    free(count);
+}

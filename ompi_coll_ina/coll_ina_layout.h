@@ -48,6 +48,10 @@ int ina_layout_number(const uint64_t *keys, int n, uint32_t *node_of);
  * local[] (room for n); returns how many. */
 int ina_layout_local_ranks(const uint32_t *node_of, int n, int rank, int *local);
 
+/* The members of the least (*fewest) and the most (*most) populated of
+ * the nnodes nodes; 0 and 0 when n or nnodes is 0. */
+void ina_layout_node_sizes(const uint32_t *node_of, int n, int nnodes, int *fewest, int *most);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,6 +6,7 @@
  */
 #include "ompi_config.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,10 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->local_ranks = NULL;
     m->nlocal = 0;
     m->node_only = false;
+    m->node_uplink = false;
+    m->nstreams = 0;
+    m->local_index = 0;
+    m->nlocal_max = 0;
     for (int t = 0; t < MCA_COLL_INA_NODE_TIERS; ++t) {
         m->node_state[t] = MCA_COLL_INA_NODE_NONE;
         m->node_group[t] = NULL;
@@ -189,10 +194,13 @@ static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
     }
 
     /* Every member on this node: the node stage is the whole collective
-     * (SEEDS S1), no job at the agent. Decided from the layout, so alike on
-     * every member. */
+     * (SEEDS S1), no job at the agent. On several nodes: the node stage,
+     * then the agent in streams. Decided from the layout, so alike on every
+     * member. */
     m->node_only = 1 == m->nnodes && mca_coll_ina_component.node_stage &&
                    !mca_coll_ina_component.thread_multiple;
+    m->node_uplink = m->nnodes > 1 && mca_coll_ina_component.node_stage &&
+                     !mca_coll_ina_component.thread_multiple;
 
     if (mca_coll_ina_component.thread_multiple) {
         /* Every call falls back (see init_query): no agent, no job, and no
@@ -322,7 +330,7 @@ static uint64_t ina_member_node_key(ompi_communicator_t *comm, int rank, int my_
 static int ina_layout_setup(mca_coll_ina_module_t *m)
 {
     uint64_t *keys, my_key;
-    int i, from_runtime = 0;
+    int i, fewest = 0, from_runtime = 0;
     bool runtime;
 
     keys = malloc(sizeof(*keys) * (size_t) m->size);
@@ -347,6 +355,17 @@ static int ina_layout_setup(mca_coll_ina_module_t *m)
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     m->nlocal = ina_layout_local_ranks(m->node_of, m->size, m->rank, m->local_ranks);
+    for (i = 0; i < m->nlocal; ++i) {
+        if (m->local_ranks[i] == m->rank) {
+            m->local_index = i;
+        }
+    }
+    ina_layout_node_sizes(m->node_of, m->size, m->nnodes, &fewest, &m->nlocal_max);
+    m->nstreams = fewest < MCA_COLL_INA_MAX_STREAMS ? fewest : MCA_COLL_INA_MAX_STREAMS;
+    if (mca_coll_ina_component.node_streams > 0 &&
+        mca_coll_ina_component.node_streams < m->nstreams) {
+        m->nstreams = mca_coll_ina_component.node_streams;
+    }
     INA_VERBOSE(10, "cid %d rank %d: %d ranks on %d nodes, %d on mine (node ids from %s)",
                 m->cid, m->rank, m->size, m->nnodes, m->nlocal,
                 mca_coll_ina_component.test_node_size > 0 ? "coll_ina_test_node_size"
@@ -361,52 +380,100 @@ const int *mca_coll_ina_local_ranks(const mca_coll_ina_module_t *module, int *n)
     return module->local_ranks;
 }
 
-/* What rank 0 broadcasts: the job every member joins, or ok = 0. */
+/* What rank 0 broadcasts: the jobs the members join (one, or one per
+ * stream), or ok = 0. */
 typedef struct ina_job_announce {
     int32_t ok;
-    ina_job_params_t params;
+    int32_t njobs;
+    ina_job_params_t params[MCA_COLL_INA_MAX_STREAMS];
 } ina_job_announce_t;
 
-/* Set up the job descriptor of the module's communicator: collective over
+/* Rank 0: create the communicator's jobs at the agent. Flat: one job whose
+ * members are the ranks (the Node bitmap from the layout). Node uplink: one
+ * job per stream whose members are the nodes (member n is node n's stream
+ * leader): the agent sees one member per node. */
+static bool ina_job_create_all(mca_coll_ina_module_t *m, ina_client_t *client,
+                               ina_job_announce_t *announce)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    uint32_t nmembers = m->node_uplink ? (uint32_t) m->nnodes : (uint32_t) m->size;
+    uint32_t *nodes = m->node_of;
+    int j, rc = INA_OK;
+
+    if (m->node_uplink) {
+        nodes = malloc(sizeof(*nodes) * nmembers);
+        if (NULL == nodes) {
+            return false;
+        }
+        for (j = 0; j < (int) nmembers; ++j) {
+            nodes[j] = (uint32_t) j;
+        }
+    }
+    for (j = 0; j < announce->njobs && INA_OK == rc; ++j) {
+        rc = ina_job_create(client, nmembers, nodes, (uint32_t) c->window,
+                            (uint32_t) c->block_size, &announce->params[j]);
+    }
+    if (nodes != m->node_of) {
+        free(nodes);
+    }
+    if (INA_OK != rc) {
+        /* Jobs created before the failure are freed by the agent when this
+         * process disconnects (nobody joins them). */
+        INA_VERBOSE(5, "cid %d: the agent refused job %d of %d (%u members, rc %d)",
+                    m->cid, j, announce->njobs, nmembers, rc);
+        return false;
+    }
+    return true;
+}
+
+/* Set up the job descriptor(s) of the module's communicator: collective over
  * it, with the saved collectives (module enable). */
 static int ina_job_setup(mca_coll_ina_module_t *m)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     ina_client_t *client = mca_coll_ina_client();
-    ina_job_announce_t announce;
-    int joined = 0, all_joined = 0, rc;
+    int njobs = m->node_uplink ? m->nstreams : 1;
+    ina_job_announce_t announce_storage, *announce = &announce_storage;
+    /* Only the jobs that exist travel. */
+    int announce_bytes = (int) (offsetof(ina_job_announce_t, params) +
+                                sizeof(ina_job_params_t) * (size_t) njobs);
+    int joined = 0, all_joined = 0, rc, mine = 0;
+    uint32_t as = (uint32_t) m->rank;
+    bool leads = true;
 
-    memset(&announce, 0, sizeof(announce));
+    memset(announce, 0, sizeof(*announce));
+    announce->njobs = njobs;
     if (0 == m->rank && NULL != client) {
-        /* The agent's Node bitmap: the layout every member computed too. */
-        rc = ina_job_create(client, (uint32_t) m->size, m->node_of, (uint32_t) c->window,
-                            (uint32_t) c->block_size, &announce.params);
-        announce.ok = (INA_OK == rc);
-        if (INA_OK != rc) {
-            INA_VERBOSE(5, "cid %d: the agent refused a job of %d members on %d nodes (rc %d)",
-                        m->cid, m->size, m->nnodes, rc);
-        }
+        announce->ok = ina_job_create_all(m, client, announce);
     }
     /* Every rank is inside the same collective call: agree with the saved
      * collectives of this communicator. */
-    rc = m->previous_bcast(&announce, (int) sizeof(announce), MPI_BYTE, 0, m->comm,
+    rc = m->previous_bcast(announce, announce_bytes, MPI_BYTE, 0, m->comm,
                            m->previous_bcast_module);
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    if (announce.ok && NULL != client) {
-        rc = ina_job_join(client, &announce.params, (uint32_t) m->rank, &m->job);
+    if (m->node_uplink) {
+        /* Local rank k < nstreams leads stream k as its node's member. */
+        leads = m->local_index < m->nstreams;
+        mine = leads ? m->local_index : 0;
+        as = m->node_of[m->rank];
+    }
+    if (!leads) {
+        joined = 1; /* nothing to join: it never talks to the agent */
+    } else if (announce->ok && NULL != client) {
+        rc = ina_job_join(client, &announce->params[mine], as, &m->job);
         joined = (INA_OK == rc);
         if (!joined) {
             m->job = NULL;
             INA_VERBOSE(5, "cid %d rank %d: joining job %u failed (rc %d)",
-                        m->cid, m->rank, announce.params.jid, rc);
+                        m->cid, m->rank, announce->params[mine].jid, rc);
         }
     }
     rc = m->previous_allreduce(&joined, &all_joined, 1, MPI_INT, MPI_MIN, m->comm,
                                m->previous_allreduce_module);
     if (OMPI_SUCCESS != rc || !all_joined) {
-        if (joined) {
+        if (NULL != m->job) {
             ina_job_leave(m->job);
             m->job = NULL;
         }
@@ -418,11 +485,14 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
                     m->cid);
         return OMPI_SUCCESS;
     }
-    m->job_params = announce.params;
+    m->job_params = announce->params[mine];
     m->job_state = MCA_COLL_INA_JOB_READY;
-    ++c->live_jobs;
-    INA_VERBOSE(10, "cid %d: joined job %u (window %u, block %u bytes, %u members)",
-                m->cid, m->job_params.jid, m->job_params.window,
-                m->job_params.block_bytes, m->job_params.nmembers);
+    if (NULL != m->job) {
+        ++c->live_jobs;
+    }
+    INA_VERBOSE(10, "cid %d: %s job %u (window %u, block %u bytes, %u members%s)",
+                m->cid, NULL != m->job ? "joined" : "leaders joined", m->job_params.jid,
+                m->job_params.window, m->job_params.block_bytes, m->job_params.nmembers,
+                m->node_uplink ? ", one per node: node stage uplink" : "");
     return OMPI_SUCCESS;
 }

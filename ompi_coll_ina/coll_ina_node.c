@@ -1,8 +1,10 @@
 /*
  * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
  *
- * The node stage of a communicator whose members all run on this node: its
- * shared-memory group (node/ina_node.h), opened without communication.
+ * The node stage of a communicator: its shared-memory group among the
+ * members on this node (node/ina_node.h), opened without communication. On
+ * one node it is the whole collective; on several, it also carries the
+ * node's part to the agent in the communicator's stream jobs.
  *
  * Every local rank derives the segment's name from what all of them know
  * alike: the user, the job, the communicator's context id and the world
@@ -63,18 +65,30 @@ static const char *ina_node_open(mca_coll_ina_module_t *m, int tier)
     if (0 == tier) {
         chunk = MCA_COLL_INA_NODE_SMALL_CHUNK;
     } else {
-        chunk = ina_node_chunk_bytes((uint32_t) m->nlocal, c->node_segment_bytes,
+        /* Sized for the most populated node, so that every node cuts a call
+         * into the same steps (the agent's streams must match). */
+        chunk = ina_node_chunk_bytes((uint32_t) m->nlocal_max, c->node_segment_bytes,
                                      c->node_chunk_bytes);
         if (0 == chunk) {
             snprintf(why, sizeof(why),
                      "coll_ina_node_segment_bytes %zu is too small for %d ranks",
-                     c->node_segment_bytes, m->nlocal);
+                     c->node_segment_bytes, m->nlocal_max);
+            return why;
+        }
+        if (m->node_uplink && chunk < (size_t) m->nstreams * m->job_params.block_bytes) {
+            snprintf(why, sizeof(why),
+                     "steps of %zu bytes (coll_ina_node_segment_bytes %zu, %d ranks) hold "
+                     "less than a %u-byte block for each of %d streams",
+                     chunk, c->node_segment_bytes, m->nlocal_max,
+                     m->job_params.block_bytes, m->nstreams);
             return why;
         }
     }
-    snprintf(name, sizeof(name), "/ina-%u-%x-%d-%016llx-%c", (unsigned) getuid(),
+    /* The node's index too: tests lay several "nodes" out on one machine. */
+    snprintf(name, sizeof(name), "/ina-%u-%x-%d-%016llx-%u%c", (unsigned) getuid(),
              (unsigned) OMPI_PROC_MY_NAME->jobid, m->cid,
-             (unsigned long long) ina_members_hash(m->comm, m->size), 0 == tier ? 's' : 'l');
+             (unsigned long long) ina_members_hash(m->comm, m->size),
+             m->node_of[m->rank], 0 == tier ? 's' : 'l');
     /* Before the file exists: if the job dies before every rank attached,
      * the runtime removes it. */
     if (0 == ina_node_shm_path(name, path, sizeof(path)) && NULL != opal_pmix.register_cleanup) {
@@ -83,7 +97,15 @@ static const char *ina_node_open(mca_coll_ina_module_t *m, int tier)
     memset(&cfg, 0, sizeof(cfg));
     cfg.name = name;
     cfg.nlocal = (uint32_t) m->nlocal;
-    cfg.index = (uint32_t) m->rank; /* one node: local index = rank */
+    cfg.index = (uint32_t) m->local_index;
+    cfg.size = (uint32_t) m->size;
+    cfg.rank = (uint32_t) m->rank;
+    cfg.node_of = m->node_of;
+    if (m->node_uplink) {
+        cfg.nstreams = (uint32_t) m->nstreams;
+        cfg.job = m->job; /* NULL unless this rank leads a stream */
+        cfg.block_bytes = m->job_params.block_bytes;
+    }
     cfg.chunk_bytes = chunk;
     cfg.small_bytes = c->node_small_bytes;
     cfg.attach_timeout_ms = c->timeout_ms;
@@ -100,7 +122,10 @@ static const char *ina_node_open(mca_coll_ina_module_t *m, int tier)
 ina_node_group_t *mca_coll_ina_node_group(mca_coll_ina_module_t *m, size_t bytes,
                                           const char **why)
 {
-    int tier = bytes <= MCA_COLL_INA_NODE_SMALL_CHUNK ? 0 : 1;
+    /* Uplink: a small call is also one agent block. */
+    int tier = bytes <= MCA_COLL_INA_NODE_SMALL_CHUNK &&
+                       (!m->node_uplink || bytes <= m->job_params.block_bytes)
+                   ? 0 : 1;
 
     if (MCA_COLL_INA_NODE_NONE == m->node_state[tier]) {
         const char *err = ina_node_open(m, tier);

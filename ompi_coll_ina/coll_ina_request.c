@@ -226,13 +226,14 @@ int mca_coll_ina_progress(void)
     /* First collect what finished (each test also progresses the engine). */
     OPAL_LIST_FOREACH_SAFE(req, next, &c->outstanding, mca_coll_ina_req_t) {
         if (NULL != req->node_op) {
-            /* Shared memory only: it cannot fail once posted. */
-            if (!ina_node_test(req->node_op)) {
+            /* Decided at post: it ends offloaded, or with an error (the
+             * agent failed in the middle of the call). */
+            if (!ina_node_test(req->node_op, &cqe)) {
                 continue;
             }
             ina_node_op_free(req->node_op);
             req->node_op = NULL;
-            req->super.req_status.MPI_ERROR = MPI_SUCCESS;
+            req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
         } else {
             if (!ina_call_test(req->call, &cqe)) {
                 continue;
@@ -304,22 +305,28 @@ static void ina_wait(ina_call_t *call, ina_cqe_t *cqe)
     }
 }
 
-/* The call of a one-node communicator: the node stage is all of it. It
- * moves while this rank is in MPI (the blocking wait below, or
- * mca_coll_ina_progress from opal_progress for a non-blocking one). */
+/* The call through the node stage: on one node it is all of it; on
+ * several, the node's part goes to the agent in the communicator's streams.
+ * It moves while this rank is in MPI (the blocking wait below, or
+ * mca_coll_ina_progress from opal_progress for a non-blocking one). Whether
+ * it is offloaded is known before this returns, like a call to the agent
+ * (every rank of the node reaches the call, then one agent round trip), so
+ * a fallback runs the host algorithm now, in program order, on every rank. */
 static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
                         const ina_coll_desc_t *desc, size_t bytes, ompi_request_t **request,
                         bool *fallback)
 {
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
     mca_coll_ina_req_t *req = NULL;
     ina_node_group_t *group;
     ina_node_op_t *op = NULL;
     const char *why = NULL;
+    ina_cqe_t cqe;
     ina_status_t erc;
 
     group = mca_coll_ina_node_group(m, bytes, &why);
     if (NULL == group) {
-        if (mca_coll_ina_component.required) {
+        if (c->required) {
             return ina_required_error(m, why);
         }
         return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, why, fallback);
@@ -336,22 +343,45 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
         }
         return INA_ERR_NOMEM == erc ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_ERR_BAD_PARAM;
     }
+    while (!ina_node_decision(op, &cqe)) {
+        opal_progress();
+    }
+    if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
+        /* Decided: the op is complete. */
+        ina_node_op_free(op);
+        if (NULL != req) {
+            ina_req_discard(req);
+        }
+        if (INA_OK != cqe.rc) {
+            return ina_failed_error(m, kind, cqe.rc, &cqe);
+        }
+        if (INA_FALLBACK_UNREACHABLE == cqe.outcome && c->required) {
+            return ina_required_error(m, "the agent is unreachable");
+        }
+        return ina_fallback(m, kind,
+                            INA_FALLBACK_DENIED == cqe.outcome ? MCA_COLL_INA_FB_DENIED
+                                                               : MCA_COLL_INA_FB_UNREACHABLE,
+                            INA_FALLBACK_DENIED == cqe.outcome ? "the agent denied the call"
+                                                               : "the agent is unreachable",
+                            fallback);
+    }
     ++m->offloaded_calls;
     ++m->offloaded_by_kind[kind];
-    ++m->node_only_calls;
+    if (m->node_only) {
+        ++m->node_only_calls;
+    }
     if (NULL != req) {
         int rc = ina_req_start(req, kind, NULL, op);
         *request = &req->super;
-        /* Copy in the first step now, so that the other ranks can go on
-         * with it while this one computes; completion is still reported
-         * by mca_coll_ina_progress. */
-        (void) ina_node_test(op);
         return rc;
     }
-    while (!ina_node_test(op)) {
+    while (!ina_node_test(op, &cqe)) {
         opal_progress();
     }
     ina_node_op_free(op);
+    if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
+        return ina_failed_error(m, kind, INA_OK != cqe.rc ? cqe.rc : INA_ERR_PROTO, &cqe);
+    }
     return OMPI_SUCCESS;
 }
 
@@ -391,6 +421,9 @@ int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
         }
         return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, "no job at the agent",
                             fallback);
+    }
+    if (m->node_uplink) {
+        return ina_try_node(m, kind, desc, bytes, request, fallback);
     }
     if (NULL != request && NULL == (req = ina_req_get(m))) {
         return OMPI_ERR_OUT_OF_RESOURCE;

@@ -109,6 +109,16 @@ class Counters {
     {
         return read("coll_ina_local_ranks", comm, MPI_T_PVAR_CLASS_SIZE);
     }
+    // What the agent sees of `comm`: the members of its job(s), and the
+    // streams each node sends (node stage over several nodes).
+    long long job_members(MPI_Comm comm)
+    {
+        return read("coll_ina_job_members", comm, MPI_T_PVAR_CLASS_SIZE);
+    }
+    long long node_streams(MPI_Comm comm)
+    {
+        return read("coll_ina_node_streams", comm, MPI_T_PVAR_CLASS_SIZE);
+    }
 
     // Value of the integer or boolean control variable (MCA parameter) `name`;
     // -1 if it does not exist or is of another type.
@@ -159,7 +169,9 @@ class Counters {
 // on one node (coll_ina_job_nodes == 1) is served by the node stage alone
 // (shared memory, no agent), so its calls count in coll_ina_node_only_calls
 // too, unless coll_ina_node_stage is 0; a communicator over several nodes
-// goes to the agent and never counts there.
+// goes to the agent and never counts there: with the node stage, the agent
+// sees one member per node (coll_ina_job_members == coll_ina_job_nodes, in
+// coll_ina_node_streams streams), else one per rank.
 //
 //   WorkLevel level(counters, comm);       // baseline: the counters now
 //   MPI_Allreduce(..., comm); MPI_Bcast(..., comm);
@@ -200,13 +212,28 @@ class WorkLevel {
         INA_CHECK(off == offloaded_ + n, "%s: coll_ina_offloaded_calls %lld -> %lld, want +%lld",
                   what, offloaded_, off, n);
         INA_CHECK(nodes_ >= 1, "%s: coll_ina_job_nodes %lld", what, nodes_);
+        if (nodes_ > 1 && n > 0) {
+            // Offloaded on several nodes: a job at the agent, and its members
+            // are the nodes (node stage) or the ranks.
+            int size = 0;
+            MPI_Comm_size(comm_, &size);
+            long long members = c_.job_members(comm_), streams = c_.node_streams(comm_);
+            long long want_members = stage_ != 0 ? nodes_ : size;
+            INA_CHECK(members == want_members,
+                      "%s: coll_ina_job_members %lld, want %lld (%lld nodes, %d ranks, node "
+                      "stage %s)", what, members, want_members, nodes_, size,
+                      stage_ != 0 ? "on" : "off");
+            INA_CHECK((stage_ != 0) == (streams >= 1 && streams <= c_.local_ranks(comm_)),
+                      "%s: coll_ina_node_streams %lld (%lld local ranks, node stage %s)", what,
+                      streams, c_.local_ranks(comm_), stage_ != 0 ? "on" : "off");
+        }
         INA_CHECK(node == node_only_ + want,
                   "%s: coll_ina_node_only_calls %lld -> %lld, want +%lld (%lld node(s), "
                   "node stage %s)",
                   what, node_only_, node, want, nodes_, stage_ != 0 ? "on" : "off");
         offloaded_ = off;
         node_only_ = node;
-        return 3;
+        return nodes_ > 1 && n > 0 ? 5 : 3;
     }
 
   private:
@@ -322,6 +349,64 @@ void reference(std::vector<T> &ref, Op op, int nranks, uint64_t seed)
             acc = apply<T>(op, acc, input<T>(op, r, i, seed));
         }
         ref[i] = acc;
+    }
+}
+
+// The order ina folds the contributions of `comm`'s ranks in (docs/
+// ARCHITECTURE.md, "Reduction order"): groups of ranks folded left to right
+// in rank order, then the groups' partials left to right. With the node
+// stage on several nodes a group is a node's ranks (nodes numbered by their
+// lowest rank); else one group of every rank (rank order). Nodes as these
+// tests lay them out without communication: coll_ina_test_node_size K > 0
+// puts world ranks [0, K) on node 0, [K, 2K) on node 1, ...; without it the
+// tests run on one machine, one node.
+inline std::vector<std::vector<int>> fold_groups(MPI_Comm comm)
+{
+    int size = 0;
+    MPI_Comm_size(comm, &size);
+    std::vector<int> ranks(size), world(size);
+    for (int r = 0; r < size; ++r) {
+        ranks[r] = r;
+    }
+    MPI_Group g, wg;
+    MPI_Comm_group(comm, &g);
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    MPI_Group_translate_ranks(g, size, ranks.data(), wg, world.data());
+    MPI_Group_free(&g);
+    MPI_Group_free(&wg);
+    const long long k = Counters::cvar("coll_ina_test_node_size");
+    const bool staged = Counters::cvar("coll_ina_node_stage") != 0;
+    std::vector<std::vector<int>> groups;
+    std::vector<long long> node_key;
+    for (int r = 0; r < size; ++r) {
+        const long long key = staged && k > 0 ? world[r] / k : 0;
+        size_t n = 0;
+        while (n < node_key.size() && node_key[n] != key) {
+            ++n;
+        }
+        if (n == node_key.size()) {
+            node_key.push_back(key);
+            groups.emplace_back();
+        }
+        groups[n].push_back(r);
+    }
+    return groups;
+}
+
+template <typename T>
+void reference(std::vector<T> &ref, Op op, MPI_Comm comm, uint64_t seed)
+{
+    const std::vector<std::vector<int>> groups = fold_groups(comm);
+    for (size_t i = 0; i < ref.size(); ++i) {
+        T total{};
+        for (size_t n = 0; n < groups.size(); ++n) {
+            T acc = input<T>(op, groups[n][0], i, seed);
+            for (size_t q = 1; q < groups[n].size(); ++q) {
+                acc = apply<T>(op, acc, input<T>(op, groups[n][q], i, seed));
+            }
+            total = n == 0 ? acc : apply<T>(op, total, acc);
+        }
+        ref[i] = total;
     }
 }
 

@@ -34,7 +34,7 @@ void run_one(MPI_Comm comm, MPI_Datatype dt, const char *tname, const OpInfo &op
 
     std::vector<T> send(count), recv(count), ref(count);
     fill_input(send, op.op, rank, seed);
-    reference(ref, op.op, size, seed);
+    reference(ref, op.op, comm, seed);
 
     int rc;
     if (in_place) {

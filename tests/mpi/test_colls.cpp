@@ -50,7 +50,7 @@ void reduce_case(Ctx &c, MPI_Datatype dt, Op op, MPI_Op mop, size_t count, int r
     std::snprintf(what, sizeof(what), "Reduce count=%zu root=%d inplace=%d", count, root, in_place);
     std::vector<T> in(count), out(count, T(7)), ref(count);
     fill_input(in, op, c.rank, seed);
-    reference(ref, op, c.size, seed);
+    reference(ref, op, c.comm, seed);
     int rc;
     if (in_place && c.rank == root) {
         out = in;
@@ -134,7 +134,7 @@ void reduce_scatter_case(Ctx &c, MPI_Datatype dt, Op op, MPI_Op mop, std::vector
                   total, in_place);
     std::vector<T> in(total), ref(total);
     fill_input(in, op, c.rank, seed);
-    reference(ref, op, c.size, seed);
+    reference(ref, op, c.comm, seed);
     std::vector<T> want(ref.begin() + mine_off, ref.begin() + mine_off + counts[c.rank]);
     std::vector<T> out(in_place ? total : counts[c.rank]);
     int rc;

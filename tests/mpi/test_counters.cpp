@@ -47,7 +47,7 @@ void round_of_calls(MPI_Comm comm, int rank, int size, int round, long long call
 
     std::vector<double> in(n), out(n), ref(n);
     fill_input(in, Op::Sum, rank, seed);
-    reference(ref, Op::Sum, size, seed);
+    reference(ref, Op::Sum, comm, seed);
     MPI_Allreduce(in.data(), out.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, comm);
     check_vec(out, ref, "Allreduce");
     ++calls[ALLREDUCE];
@@ -61,7 +61,7 @@ void round_of_calls(MPI_Comm comm, int rank, int size, int round, long long call
 
     std::vector<int> rin(n), rout(n, -1), rref(n);
     fill_input(rin, Op::Max, rank, seed + 1);
-    reference(rref, Op::Max, size, seed + 1);
+    reference(rref, Op::Max, comm, seed + 1);
     MPI_Reduce(rin.data(), rout.data(), static_cast<int>(n), MPI_INT, MPI_MAX, root, comm);
     if (rank == root) check_vec(rout, rref, "Reduce");
     ++calls[REDUCE];
@@ -90,7 +90,7 @@ void round_of_calls(MPI_Comm comm, int rank, int size, int round, long long call
 
     std::vector<long> sin(n * size), sout(n), sref(n * size);
     fill_input(sin, Op::Bxor, rank, seed + 4);
-    reference(sref, Op::Bxor, size, seed + 4);
+    reference(sref, Op::Bxor, comm, seed + 4);
     MPI_Reduce_scatter_block(sin.data(), sout.data(), static_cast<int>(n), MPI_LONG, MPI_BXOR, comm);
     check_vec(sout, std::vector<long>(sref.begin() + rank * n, sref.begin() + (rank + 1) * n),
               "Reduce_scatter_block");
@@ -105,7 +105,7 @@ void round_of_calls(MPI_Comm comm, int rank, int size, int round, long long call
     }
     std::vector<float> fin(total), fout(counts[rank]), fref(total);
     fill_input(fin, Op::Min, rank, seed + 5);
-    reference(fref, Op::Min, size, seed + 5);
+    reference(fref, Op::Min, comm, seed + 5);
     MPI_Reduce_scatter(fin.data(), fout.data(), counts.data(), MPI_FLOAT, MPI_MIN, comm);
     check_vec(fout, std::vector<float>(fref.begin() + off, fref.begin() + off + counts[rank]),
               "Reduce_scatter");

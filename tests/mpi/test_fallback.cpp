@@ -146,7 +146,7 @@ int main(int argc, char **argv)
     // 5. an offloadable call in the same communicator still offloads.
     std::vector<double> d_in(3000), d_out(3000), d_ref(3000);
     fill_input(d_in, Op::Sum, rank, 77);
-    reference(d_ref, Op::Sum, size, 77);
+    reference(d_ref, Op::Sum, comm, 77);
     MPI_Allreduce(d_in.data(), d_out.data(), 3000, MPI_DOUBLE, MPI_SUM, comm);
     size_t bad = 0;
     for (int i = 0; i < 3000; ++i) bad += !same_bits(d_out[i], d_ref[i]);

@@ -34,7 +34,7 @@ void some_collectives(MPI_Comm comm, WorkLevel &level, const char *what)
     const size_t n = 20000;
     std::vector<double> in(n), out(n), ref(n);
     fill_input(in, Op::Sum, rank, 77);
-    reference(ref, Op::Sum, size, 77);
+    reference(ref, Op::Sum, comm, 77);
     MPI_Allreduce(in.data(), out.data(), (int)n, MPI_DOUBLE, MPI_SUM, comm);
     size_t bad = 0;
     for (size_t i = 0; i < n; ++i) bad += !same_bits(out[i], ref[i]);

@@ -76,13 +76,13 @@ void check_comm(Counters &c, MPI_Comm comm, const char *what)
     long long fb_before = c.fallbacks(comm);
     std::vector<int64_t> in(n), out(n), ref(n);
     fill_input(in, Op::Sum, rank, seed);
-    reference(ref, Op::Sum, size, seed);
+    reference(ref, Op::Sum, comm, seed);
     MPI_Allreduce(in.data(), out.data(), static_cast<int>(n), MPI_INT64_T, MPI_SUM, comm);
     size_t bad = 0;
     for (size_t i = 0; i < n; ++i) bad += out[i] != ref[i];
     std::vector<double> din(n), dout(n), dref(n);
     fill_input(din, Op::Sum, rank, seed + 1);
-    reference(dref, Op::Sum, size, seed + 1);
+    reference(dref, Op::Sum, comm, seed + 1);
     MPI_Allreduce(din.data(), dout.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, comm);
     for (size_t i = 0; i < n; ++i) bad += !same_bits(dout[i], dref[i]);
     checks += 2;

@@ -53,10 +53,10 @@ int main(int argc, char **argv)
 
         std::vector<double> ar_in(n), ar_out(n), ar_ref(n);
         fill_input(ar_in, Op::Sum, rank, seed);
-        reference(ar_ref, Op::Sum, size, seed);
+        reference(ar_ref, Op::Sum, a, seed);
         std::vector<int> rd_in(4099), rd_out(4099, -1), rd_ref(4099);
         fill_input(rd_in, Op::Sum, rank, seed + 1);
-        reference(rd_ref, Op::Sum, size, seed + 1);
+        reference(rd_ref, Op::Sum, a, seed + 1);
         std::vector<int> ag_in(3001), ag_out(3001 * size), ag_ref(3001 * size);
         fill_input(ag_in, Op::Sum, rank, seed + 2);
         for (int r = 0; r < size; ++r) {
@@ -93,8 +93,8 @@ int main(int argc, char **argv)
         std::vector<float> x(20000), y(20000), xo(20000), yo(20000), xr(20000), yr(20000);
         fill_input(x, Op::Sum, rank, seed + 4);
         fill_input(y, Op::Max, rank, seed + 5);
-        reference(xr, Op::Sum, size, seed + 4);
-        reference(yr, Op::Max, size, seed + 5);
+        reference(xr, Op::Sum, a, seed + 4);
+        reference(yr, Op::Max, b, seed + 5);
         MPI_Request r2[2];
         MPI_Iallreduce(x.data(), xo.data(), 20000, MPI_FLOAT, MPI_SUM, a, &r2[0]);
         MPI_Iallreduce(y.data(), yo.data(), 20000, MPI_FLOAT, MPI_MAX, b, &r2[1]);

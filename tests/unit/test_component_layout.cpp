@@ -155,6 +155,25 @@ START_TEST(test_random_against_reference)
 }
 END_TEST
 
+// The least and most populated nodes: the stream count and the step size
+// every node of an uneven layout agrees on.
+START_TEST(test_node_sizes)
+{
+    int fewest = -1, most = -1;
+    std::vector<uint32_t> node_of = {0, 0, 0, 1, 2, 2};
+    ina_layout_node_sizes(node_of.data(), 6, 3, &fewest, &most);
+    ck_assert_int_eq(fewest, 1);
+    ck_assert_int_eq(most, 3);
+    node_of = {0, 1, 0, 1};
+    ina_layout_node_sizes(node_of.data(), 4, 2, &fewest, &most);
+    ck_assert_int_eq(fewest, 2);
+    ck_assert_int_eq(most, 2);
+    ina_layout_node_sizes(node_of.data(), 0, 0, &fewest, &most);
+    ck_assert_int_eq(fewest, 0);
+    ck_assert_int_eq(most, 0);
+}
+END_TEST
+
 int main()
 {
     return ina_test::run_suite("component_layout", "layout",
@@ -162,5 +181,6 @@ int main()
                                 test_kinds_do_not_collide,
                                 test_override_rule,
                                 test_local_ranks,
-                                test_random_against_reference});
+                                test_random_against_reference,
+                                test_node_sizes});
 }

@@ -81,7 +81,7 @@ void run(ina_node_group_t *g, const ina_coll_desc_t &d)
 {
     ina_node_op_t *op = nullptr;
     ck_assert_int_eq(ina_node_post(g, &d, &op), INA_OK);
-    while (!ina_node_test(op)) {
+    while (!ina_node_test(op, nullptr)) {
         sched_yield();
     }
     ina_node_op_free(op);
@@ -184,7 +184,7 @@ START_TEST(allreduce_int_wraps_and_many_in_flight)
         }
         // Wait in reverse order: the group runs them in posted order anyway.
         for (size_t c = calls; c-- > 0;) {
-            while (!ina_node_test(ops[c])) {
+            while (!ina_node_test(ops[c], nullptr)) {
                 sched_yield();
             }
             ina_node_op_free(ops[c]);
