@@ -8,6 +8,8 @@
 // inside one of its callbacks.
 #include "agent.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -272,6 +274,10 @@ void Agent::receive(Peer *peer, const ina_proto_hdr_t &h, const void *header,
         agg_.reject(nullptr, h, INA_PROTO_ERR_MALFORMED, "no reply endpoint");
         return;
     }
+    if (h.type == INA_PROTO_BLOCK) {
+        peer->block_bytes_in += length;
+        counters_.block_bytes_in += length;
+    }
     agg::serve(agg_, *this, *peer, h, data);
 }
 
@@ -343,6 +349,19 @@ void Agent::accept(ucp_conn_request_h req)
 {
     auto peer = std::make_unique<Peer>();
     peer->id = next_peer_id_++;
+    peer->host = "?";
+    ucp_conn_request_attr_t attr{};
+    attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
+    char ip[INET6_ADDRSTRLEN];
+    if (ucp_conn_request_query(req, &attr) == UCS_OK) {
+        const auto *sa = reinterpret_cast<const sockaddr *>(&attr.client_address);
+        const void *a = sa->sa_family == AF_INET6
+                            ? static_cast<const void *>(&reinterpret_cast<const sockaddr_in6 *>(sa)->sin6_addr)
+                            : static_cast<const void *>(&reinterpret_cast<const sockaddr_in *>(sa)->sin_addr);
+        if (inet_ntop(sa->sa_family, a, ip, sizeof(ip)) != nullptr) {
+            peer->host = ip;
+        }
+    }
     ucp_ep_params_t ep_params{};
     ep_params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST |
                            UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -365,6 +384,7 @@ void Agent::accept(ucp_conn_request_h req)
 void Agent::drop_peer(Peer &peer)
 {
     ++counters_.peers_lost;
+    host_bytes_in_[peer.host] += peer.block_bytes_in;
     agg_.member_lost(peer);
 }
 
@@ -436,6 +456,16 @@ void Agent::log_counters() const
              agg_.pool().size(), agg_.pool().buffers().allocated());
     INA_INFO("sched: calls_deferred=%" PRIu64 " kept_blocks=%" PRIu64 " deferred_live=%zu",
              c.calls_deferred, c.kept_blocks, agg_.deferred_calls());
+    std::map<std::string, uint64_t> by_host = host_bytes_in_;
+    for (const auto &kv : peers_) {
+        by_host[kv.second->host] += kv.second->block_bytes_in;
+    }
+    std::string hosts;
+    for (const auto &kv : by_host) {
+        hosts += " " + kv.first + "=" + std::to_string(kv.second);
+    }
+    INA_INFO("block bytes in: total=%" PRIu64 " by host:%s", t.block_bytes_in,
+             hosts.empty() ? " none" : hosts.c_str());
 }
 
 } // namespace ina

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -33,6 +34,7 @@ struct AgentConfig {
 // What the transport counts (the core counts the rest: agg::Counters).
 struct TransportCounters {
     uint64_t msgs_in = 0;
+    uint64_t block_bytes_in = 0;   // payload bytes of the BLOCKs received
     uint64_t results_out = 0;      // RESULTs carrying the block (WANT_RESULT members)
     uint64_t acks_out = 0;         // ACK_ONLY RESULTs (no payload)
     uint64_t result_bytes_out = 0; // payload bytes of the RESULTs sent
@@ -47,6 +49,8 @@ struct TransportCounters {
 struct Peer : agg::Member {
     ucp_ep_h ep = nullptr;
     bool dead = false;
+    std::string host;            // the client's IP address ("?" if unknown)
+    uint64_t block_bytes_in = 0; // payload bytes of its BLOCKs
 };
 
 class Agent final : private agg::WireSink {
@@ -110,6 +114,10 @@ private:
     ucx::Listener listener_;
 
     std::unordered_map<ucp_ep_h, std::unique_ptr<Peer>> peers_;
+    // BLOCK payload bytes per client host, of the peers gone so far (the
+    // live ones are added when the counters are logged): what each host's
+    // link carried up, e.g. S per call per host with the node stage.
+    std::map<std::string, uint64_t> host_bytes_in_;
     std::vector<Peer *> dying_;                  // error seen, close after the next flush
     std::vector<ucp_conn_request_h> conn_reqs_;  // accept outside the callback
     uint64_t next_peer_id_ = 1;

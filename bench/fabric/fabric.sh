@@ -158,7 +158,7 @@ fab_agent_up() {
     rm -f "$ready"
     # Clients reach the agent over TCP only (the links are what we measure).
     ip netns exec "$(fab_ns_switch)" env UCX_TLS=tcp "$bin" \
-        --listen "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" --ready-fd 3 \
+        --listen "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" --ready-fd 3 --log-level info \
         3>"$ready" </dev/null >>"$log" 2>&1 9>&- &
     echo $! >"$FAB_STATE/agent.pid"
     while ((tries-- > 0)); do

@@ -265,6 +265,10 @@ if ((run_ina)); then
     off=$({ grep -o 'offloaded [0-9]*' "$out/ina.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
     fb=$({ grep -o 'fallback [0-9]*' "$out/ina.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
     echo "run.sh: ina counters: $off calls offloaded, $fb fell back"
+    # What each host's link carried up to the agent (BLOCK payload bytes,
+    # from the agent's counters at exit): S per call per host with the node
+    # stage, ppn x S without it.
+    grep -o 'block bytes in: .*' "$out/agent.log" | sed 's/^/run.sh: agent: /' || true
 fi
 
 # Results: CSV, Markdown table (printed too), PNG plot. With --repeat, the
