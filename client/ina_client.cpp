@@ -558,6 +558,38 @@ ina_cqe_t invalid_cqe()
     return cqe;
 }
 
+// ina_call_test and ina_call_decision: progress the client once if the call
+// is outstanding, then report(call, cqe) says whether what was asked is
+// known (1, cqe filled) or not (0). A freed call and an engine failure are
+// reported as known, with the error.
+template <typename Report>
+int poll_call(const char *where, ina_call_t *call, ina_cqe_t *cqe, Report report)
+{
+    if (call == nullptr || call->state() == Call::State::free) {
+        if (cqe != nullptr) { // programming error: report it rather than spin
+            *cqe = invalid_cqe();
+        }
+        return 1;
+    }
+    int rc = guard(where, [&] {
+        EntryLock lock(call->job()->client());
+        if (call->state() == Call::State::active) {
+            if (Client *c = call->job()->client()) {
+                c->progress();
+            }
+        }
+        return report(static_cast<Call &>(*call), cqe);
+    });
+    if (rc < 0) { // the engine failed: the call ends with that error
+        if (cqe != nullptr) {
+            *cqe = call->cqe();
+            cqe->rc = static_cast<ina_status_t>(rc);
+        }
+        return 1;
+    }
+    return rc;
+}
+
 } // namespace
 
 int ina::client::connect_over(const ina_client_config_t &cfg, const Client::ChannelFactory &open,
@@ -782,41 +814,21 @@ ina_status_t ina_job_post_staged(ina_job_t *job, const ina_staged_desc_t *desc,
 
 int ina_call_decision(ina_call_t *call, ina_cqe_t *cqe)
 {
-    if (call == nullptr || call->state() == Call::State::free) {
-        if (cqe != nullptr) { // programming error: report it rather than spin
-            *cqe = invalid_cqe();
-        }
-        return 1;
-    }
-    int rc = guard(__func__, [&] {
-        EntryLock lock(call->job()->client());
-        if (call->state() == Call::State::active) {
-            if (Client *c = call->job()->client()) {
-                c->progress();
-            }
-        }
-        if (call->state() == Call::State::retired) {
-            if (cqe != nullptr) {
-                *cqe = call->cqe();
+    return poll_call(__func__, call, cqe, [](Call &c, ina_cqe_t *out) {
+        if (c.state() == Call::State::retired) {
+            if (out != nullptr) {
+                *out = c.cqe();
             }
             return 1;
         }
-        if (!call->decided()) {
+        if (!c.decided()) {
             return 0;
         }
-        if (cqe != nullptr) {
-            *cqe = call->decision_cqe();
+        if (out != nullptr) {
+            *out = c.decision_cqe();
         }
         return 1;
     });
-    if (rc < 0) { // the engine failed: report it as the decision
-        if (cqe != nullptr) {
-            *cqe = call->cqe();
-            cqe->rc = static_cast<ina_status_t>(rc);
-        }
-        return 1;
-    }
-    return rc;
 }
 
 void ina_call_background(ina_call_t *call)
@@ -834,35 +846,15 @@ void ina_call_background(ina_call_t *call)
 
 int ina_call_test(ina_call_t *call, ina_cqe_t *cqe)
 {
-    if (call == nullptr || call->state() == Call::State::free) {
-        if (cqe != nullptr) { // programming error: report it rather than spin
-            *cqe = invalid_cqe();
+    return poll_call(__func__, call, cqe, [](Call &c, ina_cqe_t *out) {
+        if (c.state() != Call::State::retired) {
+            return 0;
         }
-        return 1;
-    }
-    int rc = guard(__func__, [&] {
-        EntryLock lock(call->job()->client());
-        if (call->state() == Call::State::active) {
-            if (Client *c = call->job()->client()) {
-                c->progress();
-            }
-            if (call->state() != Call::State::retired) {
-                return 0;
-            }
-        }
-        if (cqe != nullptr) {
-            *cqe = call->cqe();
+        if (out != nullptr) {
+            *out = c.cqe();
         }
         return 1;
     });
-    if (rc < 0) { // the engine failed: the call ends with that error
-        if (cqe != nullptr) {
-            *cqe = call->cqe();
-            cqe->rc = static_cast<ina_status_t>(rc);
-        }
-        return 1;
-    }
-    return rc;
 }
 
 ina_status_t ina_call_wait(ina_call_t *call, ina_cqe_t *cqe)

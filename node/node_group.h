@@ -110,7 +110,6 @@ struct ina_node_group {
     std::vector<uint32_t> node_of;    // member -> node
     std::vector<uint32_t> order;      // node order (members by node, then rank) -> member
     std::vector<uint64_t> node_first; // node -> its first position in node order; nnodes + 1
-    std::vector<uint32_t> local_index; // member -> its index among its node's members
     uint64_t calls = 0;               // UplinkOps posted: numbers their verdicts
 
     char *slot(uint64_t s, uint32_t i) const { return data + ((s & 1) * L + i) * chunk; }

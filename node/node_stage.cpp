@@ -384,7 +384,9 @@ ina_status_t ina_node_post(ina_node_group_t *g, const ina_coll_desc_t *desc, ina
 
 int ina_node_decision(ina_node_op_t *op, ina_cqe_t *cqe)
 {
-    if (!op->decided && !op->done) {
+    // Progress even when decided at once (a LocalOp): the first step goes
+    // in now, so the other ranks can go on while this one computes.
+    if (!op->done) {
         op->g->progress();
     }
     if (!op->decided && !op->done) {

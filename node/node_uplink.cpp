@@ -80,14 +80,14 @@ bool ina_node_group::set_layout(const ina_node_config_t &cfg, std::string &why)
         node_first[n + 1] += node_first[n];
     }
     order.assign(size, 0);
-    local_index.assign(size, 0);
     std::vector<uint64_t> next(node_first.begin(), node_first.end() - 1);
+    uint64_t my_pos = 0;
     for (uint32_t r = 0; r < size; ++r) {
         uint64_t q = next[node_of[r]]++;
         order[q] = r;
-        local_index[r] = static_cast<uint32_t>(q - node_first[node_of[r]]);
+        my_pos = r == rank ? q : my_pos;
     }
-    if (node_first[node + 1] - node_first[node] != L || local_index[rank] != me) {
+    if (node_first[node + 1] - node_first[node] != L || my_pos - node_first[node] != me) {
         why = "the layout does not match the group's local ranks";
         return false;
     }

@@ -343,6 +343,7 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
         }
         return INA_ERR_NOMEM == erc ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_ERR_BAD_PARAM;
     }
+    /* Its first step goes in here too (ina_node_decision progresses). */
     while (!ina_node_decision(op, &cqe)) {
         opal_progress();
     }
