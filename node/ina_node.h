@@ -28,9 +28,10 @@
  * A communicator whose members sit on several nodes adds the agent level
  * (SEEDS S1): the node's combined contribution crosses the node's link
  * once per call, cut into `nstreams` streams (one agent job each, joined by
- * local rank k < nstreams of every node as that node's member); local rank
- * k folds stream k's part of every step, sends it, takes the agent's result
- * back into the segment, and every local rank copies the result out. The
+ * one local rank of every node as that node's member: its leader); the
+ * leader of stream k folds stream k's part of every step, sends it, takes
+ * the agent's result back into the segment, and every local rank copies
+ * the result out. The
  * node is one member of each stream job (the Node bitmap holds one member
  * per node), so a call's bytes on the link are S up and S down per node,
  * whatever the number of ranks. All streams of a call are granted or none
@@ -68,7 +69,9 @@ typedef struct ina_node_config {
     uint32_t rank;
     const uint32_t *node_of; /* copied */
     /* The agent level, when node_of names more than one node: */
-    uint32_t nstreams;       /* local ranks 0..nstreams-1 of every node lead a stream */
+    uint32_t nstreams;       /* streams, each led by one local rank of every node */
+    const uint32_t *leaders; /* nstreams entries: the local index that leads stream j on
+                                this node (copied); NULL: local ranks 0..nstreams-1 */
     ina_job_t *job;          /* this rank's stream job if it leads one, else NULL; the
                                 job's member index is the node's, and every job has
                                 block_bytes and one member per node */
@@ -77,6 +80,12 @@ typedef struct ina_node_config {
     size_t small_bytes;      /* steps of at most this many bytes: every rank folds the
                                 whole step itself (one synchronisation instead of two) */
     int attach_timeout_ms;   /* how long to wait for the creator to reserve the memory */
+    /* Placement: nlocal entries, the NUMA node (hwloc logical index) each
+     * local rank is bound to, -1 if not known; NULL: leave the pages to the
+     * kernel. The rank that creates the segment binds each rank's slots and
+     * each folding rank's share of the result area to that rank's node
+     * before it reserves the memory (numa_placement.h). */
+    const int32_t *numa;
 } ina_node_config_t;
 
 /* Bytes of the segment of a group of nlocal ranks with steps of chunk_bytes. */
@@ -90,6 +99,8 @@ size_t ina_node_chunk_bytes(uint32_t nlocal, size_t segment_max, size_t chunk_ma
  * sees the same outcome. Other errors carry a reason in err. */
 ina_status_t ina_node_group_open(const ina_node_config_t *cfg, ina_node_group_t **out,
                                  char *err, size_t errlen);
+/* What the placement of the group's segment did, in words (for logs). */
+const char *ina_node_group_placement(const ina_node_group_t *group);
 /* Unmap the segment and remove its name if still there. No call may be in
  * flight. */
 void ina_node_group_close(ina_node_group_t *group);

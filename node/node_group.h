@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "ina_node.h"
+#include "numa_placement.h"
 #include "shm_segment.h"
 
 namespace ina::node {
@@ -105,6 +106,8 @@ struct ina_node_group {
     uint32_t size = 0, rank = 0;
     uint32_t nnodes = 1, node = 0;
     uint32_t nstreams = 0;
+    std::vector<uint32_t> leader; // stream -> the local index that leads it here
+    uint32_t stream = UINT32_MAX; // the stream this rank leads, if any
     ina_job_t *job = nullptr;
     uint32_t block_bytes = 0;
     std::vector<uint32_t> node_of;    // member -> node
@@ -129,6 +132,22 @@ struct ina_node_group {
         }
         return true;
     }
+    // Whether the counter `field` of the leaders of streams [0, k) reached v.
+    bool leaders_reached(std::atomic<uint64_t> ina::node::RankLine::*field, uint64_t v,
+                         uint32_t k) const
+    {
+        for (uint32_t j = 0; j < k; ++j) {
+            if ((lines[leader[j]].*field).load(std::memory_order_acquire) < v) {
+                return false;
+            }
+        }
+        return true;
+    }
+    // Where each part of the segment belongs (numa_placement.h), from the
+    // NUMA node of each local rank (cfg.numa): slots to their writers,
+    // shares of the result area to the ranks that fold them.
+    std::vector<ina::node::Region> regions(const int32_t *numa) const;
+    std::string placement; // what the creator's placement did (logs)
     int progress();
     // The communicator's layout and the agent level from the
     // configuration (node_uplink.cpp); false with a reason if inconsistent.

@@ -256,6 +256,28 @@ size_t ina_node_chunk_bytes(uint32_t nlocal, size_t segment_max, size_t chunk_ma
     return chunk / 64 * 64;
 }
 
+std::vector<ina::node::Region> ina_node_group::regions(const int32_t *numa) const
+{
+    std::vector<ina::node::Region> out;
+    const size_t data = ina::node::data_offset(L);
+    for (uint32_t set = 0; set < 2; ++set) {
+        for (uint32_t i = 0; i < L; ++i) {
+            out.push_back({data + (set * L + i) * chunk, chunk, numa[i]});
+        }
+    }
+    // The result area: shares of one step, each folded (and, on several
+    // nodes, sent and taken back) by one rank.
+    const uint32_t shares = nnodes > 1 ? nstreams : L;
+    for (uint32_t set = 0; set < 2; ++set) {
+        const size_t area = data + (2 * static_cast<size_t>(L) + set) * chunk;
+        for (uint32_t k = 0; k < shares; ++k) {
+            const size_t lo = chunk * k / shares, hi = chunk * (k + 1) / shares;
+            out.push_back({area + lo, hi - lo, numa[nnodes > 1 ? leader[k] : k]});
+        }
+    }
+    return out;
+}
+
 ina_status_t ina_node_group_open(const ina_node_config_t *cfg, ina_node_group_t **out,
                                  char *err, size_t errlen)
 {
@@ -272,12 +294,6 @@ ina_status_t ina_node_group_open(const ina_node_config_t *cfg, ina_node_group_t 
     try {
         auto g = std::make_unique<ina_node_group>();
         std::string why;
-        size_t bytes = ina_node_segment_bytes(cfg->nlocal, cfg->chunk_bytes);
-        auto r = g->seg.open(cfg->name, bytes, cfg->nlocal, cfg->attach_timeout_ms, why);
-        if (r != ina::node::Segment::Result::Ok) {
-            say(why);
-            return r == ina::node::Segment::Result::NoMemory ? INA_ERR_NOMEM : INA_ERR_UNREACHABLE;
-        }
         g->L = cfg->nlocal;
         g->me = cfg->index;
         g->chunk = cfg->chunk_bytes;
@@ -285,6 +301,29 @@ ina_status_t ina_node_group_open(const ina_node_config_t *cfg, ina_node_group_t 
         if (!g->set_layout(*cfg, why)) {
             say(why);
             return INA_ERR_INVALID;
+        }
+        ina::node::Segment::Place place;
+        if (cfg->numa != nullptr) {
+            place = [&g, cfg](void *base, size_t bytes) {
+                std::string failed;
+                size_t n = ina::node::bind_regions(base, bytes, g->regions(cfg->numa), failed);
+                g->placement = n > 0 ? std::to_string(n) + " parts bound to their ranks' NUMA nodes"
+                                     : "not bound";
+                if (!failed.empty()) {
+                    g->placement += " (" + failed + ")";
+                }
+                return n > 0;
+            };
+        }
+        size_t bytes = ina_node_segment_bytes(cfg->nlocal, cfg->chunk_bytes);
+        auto r = g->seg.open(cfg->name, bytes, cfg->nlocal, cfg->attach_timeout_ms, why, place);
+        if (r != ina::node::Segment::Result::Ok) {
+            say(why);
+            return r == ina::node::Segment::Result::NoMemory ? INA_ERR_NOMEM : INA_ERR_UNREACHABLE;
+        }
+        if (g->placement.empty()) {
+            g->placement = cfg->numa == nullptr ? "not placed (no locality)"
+                                                : "placed by the rank that created it";
         }
         char *base = static_cast<char *>(g->seg.base());
         g->lines = reinterpret_cast<ina::node::RankLine *>(base + sizeof(ina::node::SegmentHeader));
@@ -298,6 +337,11 @@ ina_status_t ina_node_group_open(const ina_node_config_t *cfg, ina_node_group_t 
         say(e.what());
         return INA_ERR_INVALID;
     }
+}
+
+const char *ina_node_group_placement(const ina_node_group_t *group)
+{
+    return group->placement.c_str();
 }
 
 void ina_node_group_close(ina_node_group_t *group)

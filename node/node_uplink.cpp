@@ -4,7 +4,8 @@
  * The node stage of a communicator on several nodes (ina_node.h, SEEDS S1):
  * the node's ranks combine their contributions in the segment, and only the
  * node's combined contribution crosses the node's link to the agent, in K
- * streams led by local ranks 0..K-1 (the pattern NCCL's CollNet uses for
+ * streams, each led by one local rank (the leaders are spread over the
+ * node's packages by the component; the pattern NCCL's CollNet uses for
  * SHARP: node reduce-scatter, one shard per leader up and back, node
  * allgather).
  *
@@ -99,7 +100,19 @@ bool ina_node_group::set_layout(const ina_node_config_t &cfg, std::string &why)
             why = "invalid stream configuration";
             return false;
         }
-        if ((me < nstreams) != (job != nullptr)) {
+        // Stream j's leader on this node (local index); default: j.
+        leader.assign(nstreams, 0);
+        std::vector<bool> taken(L, false);
+        for (uint32_t j = 0; j < nstreams; ++j) {
+            leader[j] = cfg.leaders != nullptr ? cfg.leaders[j] : j;
+            if (leader[j] >= L || taken[leader[j]]) {
+                why = "invalid stream leaders";
+                return false;
+            }
+            taken[leader[j]] = true;
+            stream = leader[j] == me ? j : stream;
+        }
+        if ((stream != UINT32_MAX) != (job != nullptr)) {
             why = "a stream leader needs its job, and only a leader has one";
             return false;
         }
@@ -132,7 +145,7 @@ struct UplinkOp final : ina_node_op {
     uint64_t node_lo = 0, node_hi = 0;
     std::vector<std::pair<uint64_t, uint64_t>> node_parts;
 
-    // The stream this rank leads (g->me < K).
+    // The stream this rank leads (g->stream < K).
     ina_call_t *call = nullptr;
     bool call_done = false;
     ina_cqe_t call_cqe{};
@@ -161,7 +174,7 @@ struct UplinkOp final : ina_node_op {
         }
     }
 
-    bool leads() const { return g->me < K; }
+    bool leads() const { return g->stream < K; }
     uint64_t step_no(uint64_t t) const { return base + t; }
     uint64_t step_off(uint64_t t) const { return t * per_step; }
     uint64_t step_len(uint64_t t) const { return std::min(per_step, T - step_off(t)); }
@@ -169,7 +182,7 @@ struct UplinkOp final : ina_node_op {
     void part(uint64_t t, uint64_t &lo, uint64_t &hi) const
     {
         const uint64_t n = step_len(t);
-        lo = std::min<uint64_t>(g->me * G * pb, n);
+        lo = std::min<uint64_t>(g->stream * G * pb, n);
         hi = std::min(lo + G * pb, n);
     }
     uint64_t blocks_of(uint64_t t) const
@@ -211,7 +224,7 @@ struct UplinkOp final : ina_node_op {
         if (d.coll == INA_COLL_BARRIER) {
             return 1;
         }
-        const uint64_t rel = (g->me * G + k) * pb;  // in the step
+        const uint64_t rel = (g->stream * G + k) * pb; // in the step
         const uint64_t e = step_off(t) + rel;        // in the call
         const uint32_t n = static_cast<uint32_t>(std::min(pb, T - e));
         b->data = g->result(step_no(t)) + rel * es;
@@ -251,7 +264,7 @@ struct UplinkOp final : ina_node_op {
     {
         const uint64_t t = sid / G, k = sid % G;
         if (data != nullptr && count > 0 && !drain.load(std::memory_order_acquire)) {
-            std::memcpy(g->result(step_no(t)) + (g->me * G + k) * pb * es, data, count * es);
+            std::memcpy(g->result(step_no(t)) + (g->stream * G + k) * pb * es, data, count * es);
         }
         got[step_no(t) & 1].fetch_add(1, std::memory_order_acq_rel);
     }
@@ -309,8 +322,8 @@ struct UplinkOp final : ina_node_op {
             }
         }
         uint64_t worst = kVerdictGo;
-        for (uint32_t i = 0; i < K; ++i) {
-            const uint64_t x = g->lines[i].verdict.load(std::memory_order_acquire);
+        for (uint32_t j = 0; j < K; ++j) {
+            const uint64_t x = g->lines[g->leader[j]].verdict.load(std::memory_order_acquire);
             if (x <= seq * 8) {
                 return moved; // that leader has not heard yet
             }
@@ -326,8 +339,9 @@ struct UplinkOp final : ina_node_op {
     }
     bool any_error() const
     {
-        for (uint32_t i = 0; i < K; ++i) {
-            if (g->lines[i].verdict.load(std::memory_order_acquire) == seq * 8 + kVerdictError) {
+        for (uint32_t j = 0; j < K; ++j) {
+            if (g->lines[g->leader[j]].verdict.load(std::memory_order_acquire) ==
+                seq * 8 + kVerdictError) {
                 return true;
             }
         }
@@ -446,7 +460,7 @@ struct UplinkOp final : ina_node_op {
     {
         ina_node_group &G_ = *g;
         const uint64_t t = to, s = step_no(t), o = step_off(t), n = step_len(t);
-        if (!G_.all_reached(&RL::returned, s, 0, K)) {
+        if (!G_.leaders_reached(&RL::returned, s, K)) {
             return false;
         }
         char *rbuf = static_cast<char *>(d.rbuf);

@@ -5,6 +5,7 @@
  */
 #include "shm_segment.h"
 
+#include "numa_placement.h"
 #include "unique_fd.h"
 
 #include <cerrno>
@@ -30,7 +31,7 @@ using Clock = std::chrono::steady_clock;
 } // namespace
 
 Segment::Result Segment::open(const std::string &name, size_t bytes, uint32_t expected,
-                              int timeout_ms, std::string &err)
+                              int timeout_ms, std::string &err, const Place &place)
 {
     reset();
     if (bytes < sizeof(SegmentHeader) || expected == 0 || name.size() < 2 || name[0] != '/') {
@@ -43,10 +44,26 @@ Segment::Result Segment::open(const std::string &name, size_t bytes, uint32_t ex
     UniqueFd f;
     bool creator = false;
     size_t map_bytes = bytes;
+    void *p = MAP_FAILED;
     f.reset(::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600));
     if (f.get() >= 0) {
         creator = true;
+        // Placement first, on a mapping of the still empty file: the
+        // reservation allocates every page by the policy set here.
+        bool placed = false;
+        if (place) {
+            p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.get(), 0);
+            placed = p != MAP_FAILED && place(p, bytes);
+        }
         int rc = ::posix_fallocate(f.get(), 0, static_cast<off_t>(bytes));
+        if (rc != 0 && placed) {
+            unbind_all(p, bytes);
+            rc = ::posix_fallocate(f.get(), 0, static_cast<off_t>(bytes));
+        }
+        if (rc != 0 && p != MAP_FAILED) {
+            ::munmap(p, bytes);
+            p = MAP_FAILED;
+        }
         if (rc != 0) {
             // Give up, and say so to the others: a file of just the header,
             // marked "given up"; they still attach and count, so the last
@@ -91,7 +108,9 @@ Segment::Result Segment::open(const std::string &name, size_t bytes, uint32_t ex
         return Result::Error;
     }
 
-    void *p = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.get(), 0);
+    if (p == MAP_FAILED) {
+        p = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, f.get(), 0);
+    }
     if (p == MAP_FAILED) {
         err = errno_text("mmap of the node segment", errno);
         return Result::Error;

@@ -13,6 +13,12 @@
  * (not before: a process that comes late must find the same segment); the
  * runtime removes the file of a job that died before (the caller registers
  * path() for that).
+ *
+ * Placement: the creator may set where the pages go (numa_placement.h)
+ * before it reserves them: `place` gets the mapping, still without memory,
+ * and says whether it bound anything; if the reservation then fails, it is
+ * tried once more without the binding (a NUMA node may be full where the
+ * machine is not).
  */
 #ifndef INA_NODE_SHM_SEGMENT_H
 #define INA_NODE_SHM_SEGMENT_H
@@ -20,6 +26,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace ina::node {
@@ -45,10 +52,14 @@ class Segment {
     Segment(const Segment &) = delete;
     Segment &operator=(const Segment &) = delete;
 
+    // Binds parts of the fresh mapping (base, bytes); true if it bound any.
+    using Place = std::function<bool(void *base, size_t bytes)>;
+
     // Open `name` (as for shm_open) of `bytes` bytes shared by `expected`
-    // processes. On Error, `err` says why.
+    // processes; the creator runs `place` (if any) first. On Error, `err`
+    // says why.
     Result open(const std::string &name, size_t bytes, uint32_t expected, int timeout_ms,
-                std::string &err);
+                std::string &err, const Place &place = nullptr);
     void reset();
 
     void *base() const { return base_; }

@@ -97,6 +97,7 @@ typedef struct mca_coll_ina_component_t {
     int timeout_ms;
     size_t min_bytes;
     int test_node_size;   /* tests only: > 0 pretends world ranks [0, K) are node 0, ... */
+    int test_package_size; /* tests only: > 0 pretends local ranks [0, P) share package 0, ... */
     bool node_stage;      /* ranks of a node combine in shared memory first (coll_ina_node.c) */
     int node_streams;     /* streams per node to the agent (0: one per rank of the
                              smallest node) */
@@ -182,16 +183,21 @@ typedef struct mca_coll_ina_module_t {
      * and the node stage is on, so the whole collective runs in shared
      * memory and the communicator has no job at the agent. node_uplink: the
      * members span nodes and the node stage is on: the node's ranks combine
-     * in shared memory and local ranks 0..nstreams-1 of every node each
-     * carry one stream of the node's part to the agent (one job per stream,
-     * with one member per node; `job` is this rank's, NULL if it leads
-     * none). The group is opened at the first call that needs it (every
-     * member makes that call: no communication at enable). */
+     * in shared memory and nstreams local ranks of every node (the
+     * leaders, spread over the node's packages) each carry one stream of
+     * the node's part to the agent (one job per stream, with one member per
+     * node; `job` is this rank's, NULL if it leads none). The group is
+     * opened at the first call that needs it (every member makes that
+     * call: no communication at enable). */
     bool node_only;
     bool node_uplink;
     int nstreams;
     int local_index;  /* this rank's place in local_ranks */
     int nlocal_max;   /* members on the most populated node */
+    uint32_t leaders[MCA_COLL_INA_MAX_STREAMS]; /* stream -> local index of its leader */
+    int stream;       /* the stream this rank leads, -1 if none */
+    int32_t *numa_of; /* local index -> NUMA node it is bound to (-1: unknown);
+                         NULL: no placement of the segment */
     mca_coll_ina_node_state_t node_state[MCA_COLL_INA_NODE_TIERS];
     ina_node_group_t *node_group[MCA_COLL_INA_NODE_TIERS];
 

@@ -163,6 +163,14 @@ static int ina_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
         MCA_BASE_VAR_SCOPE_READONLY, &c->test_node_size);
 
+    c->test_package_size = 0;
+    (void) mca_base_component_var_register(v, "test_package_size",
+        "For tests only: P > 0 makes the node stage pick its stream leaders as if "
+        "local ranks [0, P) of each node shared package 0, [P, 2P) package 1, ...; "
+        "0 (default): the packages in Open MPI's locality of the procs",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->test_package_size);
+
     c->node_stage = true;
     (void) mca_base_component_var_register(v, "node_stage",
         "Node stage: the ranks of a communicator that share a node combine their "

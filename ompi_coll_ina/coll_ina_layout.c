@@ -4,6 +4,7 @@
  * The node layout of a communicator as pure functions (see coll_ina_layout.h).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "coll_ina_layout.h"
 
@@ -110,4 +111,64 @@ void ina_layout_node_sizes(const uint32_t *node_of, int n, int nnodes, int *fewe
         *most = count[i] > *most ? count[i] : *most;
     }
     free(count);
+}
+
+int ina_layout_locality_index(const char *locality, const char *prefix)
+{
+    size_t plen = strlen(prefix);
+    const char *f = locality;
+
+    while (NULL != f && '\0' != *f) {
+        const char *end = strchr(f, ':');
+        size_t len = NULL == end ? strlen(f) : (size_t) (end - f);
+        if (len > plen && 0 == strncmp(f, prefix, plen)) {
+            /* One index: digits only ("0-1" or "0,2" spans several). */
+            long v = 0;
+            size_t i;
+            for (i = plen; i < len; ++i) {
+                if (f[i] < '0' || f[i] > '9' || v > 1000000) {
+                    return -1;
+                }
+                v = v * 10 + (f[i] - '0');
+            }
+            return (int) v;
+        }
+        f = NULL == end ? NULL : end + 1;
+    }
+    return -1;
+}
+
+void ina_layout_stream_leaders(const int *package, int nlocal, int k, int *leaders)
+{
+    int i, j, taken = 0, unknown = 0;
+
+    for (i = 0; i < nlocal; ++i) {
+        unknown |= package[i] < 0;
+    }
+    if (unknown) {
+        for (j = 0; j < k; ++j) {
+            leaders[j] = j;
+        }
+        return;
+    }
+    /* Round r takes, for each package in order of first appearance, its
+     * r-th local rank. A package's first rank is the one with no earlier
+     * rank of the same package; its r-th, the r-th of that package. */
+    for (int round = 0; taken < k && round < nlocal; ++round) {
+        for (i = 0; i < nlocal && taken < k; ++i) {
+            int first = 1, nth = -1;
+            for (j = 0; j < i && first; ++j) {
+                first = package[j] != package[i];
+            }
+            if (!first) {
+                continue;
+            }
+            for (j = i; j < nlocal; ++j) {
+                if (package[j] == package[i] && ++nth == round) {
+                    leaders[taken++] = j;
+                    break;
+                }
+            }
+        }
+    }
 }

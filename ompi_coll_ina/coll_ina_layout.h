@@ -52,6 +52,22 @@ int ina_layout_local_ranks(const uint32_t *node_of, int n, int rank, int *local)
  * the nnodes nodes; 0 and 0 when n or nnodes is 0. */
 void ina_layout_node_sizes(const uint32_t *node_of, int n, int nnodes, int *fewest, int *most);
 
+/* From a locality string of Open MPI (PMIx key pmix.locstr, e.g.
+ * "SK0:L30:L20:L10:CR0:HT0:NM0"), the logical index of the package
+ * (prefix "SK") or NUMA node ("NM") the proc is bound to: the index if it
+ * is bound within exactly one such object, -1 otherwise (NULL string,
+ * not bound, bound across several, no such field). */
+int ina_layout_locality_index(const char *locality, const char *prefix);
+
+/* The stream leaders of a node: leaders[j] (j < k <= nlocal) is the local
+ * index that leads stream j. package[i] is the package of local rank i
+ * (-1 if unknown). The leaders go round robin over the packages (in order
+ * of their first local rank), local ranks in order within each, so that k
+ * streams spread their folding and their traffic over all of the node's
+ * packages and memory; if any package is unknown, local ranks 0..k-1.
+ * Every rank of the node computes the same leaders from the same input. */
+void ina_layout_stream_leaders(const int *package, int nlocal, int k, int *leaders);
+
 #ifdef __cplusplus
 }
 #endif

@@ -83,6 +83,8 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->nstreams = 0;
     m->local_index = 0;
     m->nlocal_max = 0;
+    m->stream = -1;
+    m->numa_of = NULL;
     for (int t = 0; t < MCA_COLL_INA_NODE_TIERS; ++t) {
         m->node_state[t] = MCA_COLL_INA_NODE_NONE;
         m->node_group[t] = NULL;
@@ -140,6 +142,8 @@ static void ina_module_destruct(mca_coll_ina_module_t *m)
     m->node_of = NULL;
     free(m->local_ranks);
     m->local_ranks = NULL;
+    free(m->numa_of);
+    m->numa_of = NULL;
 }
 
 OBJ_CLASS_INSTANCE(mca_coll_ina_module_t, mca_coll_base_module_t,
@@ -326,6 +330,50 @@ static uint64_t ina_member_node_key(ompi_communicator_t *comm, int rank, int my_
     return ina_layout_key(INA_LAYOUT_KEY_ALONE, (uint32_t) rank);
 }
 
+/* Where the members on this node sit (Open MPI's locality of each proc,
+ * or the test override for packages): the stream leaders spread over the
+ * packages, and the NUMA node of each local rank for the placement of the
+ * node segment (none if no local rank is bound to one). */
+static int ina_locality_setup(mca_coll_ina_module_t *m)
+{
+    int *package = malloc(sizeof(*package) * (size_t) m->nlocal);
+    int i, j, leaders[MCA_COLL_INA_MAX_STREAMS], numa_known = 0;
+
+    m->numa_of = malloc(sizeof(*m->numa_of) * (size_t) m->nlocal);
+    if (NULL == package || NULL == m->numa_of) {
+        free(package);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    for (i = 0; i < m->nlocal; ++i) {
+        opal_process_name_t name = ompi_group_get_proc_name(m->comm->c_local_group,
+                                                            m->local_ranks[i]);
+        char *loc = NULL;
+        int rc;
+        OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_LOCALITY_STRING, &name, &loc, OPAL_STRING);
+        if (OPAL_SUCCESS != rc) {
+            loc = NULL;
+        }
+        package[i] = mca_coll_ina_component.test_package_size > 0
+                         ? i / mca_coll_ina_component.test_package_size
+                         : ina_layout_locality_index(loc, "SK");
+        m->numa_of[i] = ina_layout_locality_index(loc, "NM");
+        numa_known += m->numa_of[i] >= 0;
+        free(loc);
+    }
+    if (0 == numa_known) {
+        free(m->numa_of);
+        m->numa_of = NULL;
+    }
+    ina_layout_stream_leaders(package, m->nlocal, m->nstreams, leaders);
+    free(package);
+    m->stream = -1;
+    for (j = 0; j < m->nstreams; ++j) {
+        m->leaders[j] = (uint32_t) leaders[j];
+        m->stream = leaders[j] == m->local_index ? j : m->stream;
+    }
+    return OMPI_SUCCESS;
+}
+
 /* The node layout of the module's communicator (see the module struct). */
 static int ina_layout_setup(mca_coll_ina_module_t *m)
 {
@@ -371,6 +419,19 @@ static int ina_layout_setup(mca_coll_ina_module_t *m)
                 mca_coll_ina_component.test_node_size > 0 ? "coll_ina_test_node_size"
                 : from_runtime == m->size ? "the runtime"
                 : "the runtime and locality");
+    if (OMPI_SUCCESS != ina_locality_setup(m)) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (m->nnodes > 1 && 0 == m->local_index) {
+        char list[MCA_COLL_INA_MAX_STREAMS * 4 + 1] = "";
+        size_t used = 0;
+        for (i = 0; i < m->nstreams && used < sizeof(list); ++i) {
+            used += (size_t) snprintf(list + used, sizeof(list) - used, "%s%u",
+                                      0 == i ? "" : ",", m->leaders[i]);
+        }
+        INA_VERBOSE(10, "cid %d node %u: stream leaders (local ranks) %s", m->cid,
+                    m->node_of[m->rank], list);
+    }
     return OMPI_SUCCESS;
 }
 
@@ -454,9 +515,9 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         return rc;
     }
     if (m->node_uplink) {
-        /* Local rank k < nstreams leads stream k as its node's member. */
-        leads = m->local_index < m->nstreams;
-        mine = leads ? m->local_index : 0;
+        /* Stream j's leader joins its job as its node's member. */
+        leads = m->stream >= 0;
+        mine = leads ? m->stream : 0;
         as = m->node_of[m->rank];
     }
     if (!leads) {

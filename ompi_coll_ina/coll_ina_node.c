@@ -103,19 +103,22 @@ static const char *ina_node_open(mca_coll_ina_module_t *m, int tier)
     cfg.node_of = m->node_of;
     if (m->node_uplink) {
         cfg.nstreams = (uint32_t) m->nstreams;
+        cfg.leaders = m->leaders;
         cfg.job = m->job; /* NULL unless this rank leads a stream */
         cfg.block_bytes = m->job_params.block_bytes;
     }
     cfg.chunk_bytes = chunk;
     cfg.small_bytes = c->node_small_bytes;
     cfg.attach_timeout_ms = c->timeout_ms;
+    cfg.numa = m->numa_of;
     rc = ina_node_group_open(&cfg, &m->node_group[tier], why, sizeof(why));
     if (INA_OK != rc) {
         m->node_group[tier] = NULL;
         return why;
     }
-    INA_VERBOSE(10, "cid %d: node stage in %s (%d ranks, steps of %zu bytes, %zu bytes)",
-                m->cid, name, m->nlocal, chunk, ina_node_segment_bytes(cfg.nlocal, chunk));
+    INA_VERBOSE(10, "cid %d: node stage in %s (%d ranks, steps of %zu bytes, %zu bytes; %s)",
+                m->cid, name, m->nlocal, chunk, ina_node_segment_bytes(cfg.nlocal, chunk),
+                ina_node_group_placement(m->node_group[tier]));
     return NULL;
 }
 

@@ -1,7 +1,7 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 #include "bind.h"
 
-#include <hwloc.h>
+#include "hwloc_handles.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -11,11 +11,6 @@
 namespace ina {
 
 namespace {
-
-struct TopologyDeleter {
-    void operator()(hwloc_topology *t) const { hwloc_topology_destroy(t); }
-};
-using Topology = std::unique_ptr<hwloc_topology, TopologyDeleter>;
 
 // "cpus 0-3": the OS indices of a set, as /proc and taskset show them.
 std::string list_of(hwloc_const_bitmap_t set)
@@ -76,7 +71,7 @@ bool bind_process(const std::string &spec, std::string &where, std::string &err)
         err = std::string("hwloc_topology_init: ") + std::strerror(errno);
         return false;
     }
-    Topology topo(raw);
+    HwlocTopology topo(raw);
     if (hwloc_topology_load(topo.get()) != 0) {
         err = std::string("hwloc_topology_load: ") + std::strerror(errno);
         return false;

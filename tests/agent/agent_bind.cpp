@@ -5,7 +5,6 @@
 // reports them (/proc/PID/status, Cpus_allowed_list) against hwloc's view of
 // the machine; an object that does not exist, or a malformed spec, is a clear
 // error and no daemon is left running.
-#include <hwloc.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,17 +14,12 @@
 #include <memory>
 #include <string>
 
+#include "hwloc_handles.h"
 #include "ina_client.h"
 
 namespace {
 
-struct TopologyDeleter {
-    void operator()(hwloc_topology *t) const { hwloc_topology_destroy(t); }
-};
-struct BitmapDeleter {
-    void operator()(hwloc_bitmap_s *b) const { hwloc_bitmap_free(b); }
-};
-using Bitmap = std::unique_ptr<hwloc_bitmap_s, BitmapDeleter>;
+using Bitmap = ina::HwlocBitmap;
 
 // The CPUs the kernel lets `pid` run on.
 Bitmap allowed_cpus(int pid)
@@ -110,7 +104,7 @@ int main()
         std::printf("FAIL: hwloc cannot load this machine's topology\n");
         return 1;
     }
-    std::unique_ptr<hwloc_topology, TopologyDeleter> topo(raw);
+    ina::HwlocTopology topo(raw);
     int failed = 0;
     const int ncores = hwloc_get_nbobjs_by_type(topo.get(), HWLOC_OBJ_CORE);
     for (int i = 0; i < ncores; ++i) {

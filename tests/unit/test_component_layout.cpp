@@ -174,6 +174,82 @@ START_TEST(test_node_sizes)
 }
 END_TEST
 
+// Open MPI's locality strings: one package / NUMA node, or -1.
+START_TEST(test_locality_index)
+{
+    const char *bound = "SK1:L30:L20:L10:CR0:HT0:NM3";
+    ck_assert_int_eq(ina_layout_locality_index(bound, "SK"), 1);
+    ck_assert_int_eq(ina_layout_locality_index(bound, "NM"), 3);
+    ck_assert_int_eq(ina_layout_locality_index("SK12:NM0", "SK"), 12);
+    // Bound across several, not bound, no such field, empty fields.
+    ck_assert_int_eq(ina_layout_locality_index("SK0-1:NM0,2", "SK"), -1);
+    ck_assert_int_eq(ina_layout_locality_index("SK0-1:NM0,2", "NM"), -1);
+    ck_assert_int_eq(ina_layout_locality_index(nullptr, "SK"), -1);
+    ck_assert_int_eq(ina_layout_locality_index("", "SK"), -1);
+    ck_assert_int_eq(ina_layout_locality_index("L30:CR0", "NM"), -1);
+    ck_assert_int_eq(ina_layout_locality_index("SK:NM", "SK"), -1);
+    ck_assert_int_eq(ina_layout_locality_index("::SK2::", "SK"), 2);
+}
+END_TEST
+
+// Stream leaders round robin over packages; local ranks in order without.
+START_TEST(test_stream_leaders)
+{
+    int leaders[8];
+    // Two packages of four (map by core): 0, 4, 1, 5.
+    std::vector<int> pk = {0, 0, 0, 0, 1, 1, 1, 1};
+    ina_layout_stream_leaders(pk.data(), 8, 4, leaders);
+    ck_assert_int_eq(leaders[0], 0);
+    ck_assert_int_eq(leaders[1], 4);
+    ck_assert_int_eq(leaders[2], 1);
+    ck_assert_int_eq(leaders[3], 5);
+    // Every rank leads when k = nlocal; packages in order of first rank
+    // (map by socket: 1 0 1 0 ...) and uneven packages.
+    pk = {1, 0, 1, 0, 1, 1};
+    ina_layout_stream_leaders(pk.data(), 6, 6, leaders);
+    const int want[] = {0, 1, 2, 3, 4, 5};
+    for (int j = 0; j < 6; ++j) {
+        ck_assert_int_eq(leaders[j], want[j]);
+    }
+    pk = {0, 0, 0, 1};
+    ina_layout_stream_leaders(pk.data(), 4, 3, leaders);
+    ck_assert_int_eq(leaders[0], 0);
+    ck_assert_int_eq(leaders[1], 3);
+    ck_assert_int_eq(leaders[2], 1);
+    // One package unknown: local ranks 0..k-1.
+    pk = {0, -1, 1, 1};
+    ina_layout_stream_leaders(pk.data(), 4, 2, leaders);
+    ck_assert_int_eq(leaders[0], 0);
+    ck_assert_int_eq(leaders[1], 1);
+    // Random layouts: k distinct local ranks, and each package leads
+    // either ceil or floor of its fair share (as many as it can).
+    std::mt19937 rng(5);
+    for (int trial = 0; trial < 500; ++trial) {
+        const int n = 1 + static_cast<int>(rng() % 8), k = 1 + static_cast<int>(rng() % n);
+        std::vector<int> p(n);
+        for (int &x : p) x = static_cast<int>(rng() % 3);
+        std::vector<int> l(k);
+        ina_layout_stream_leaders(p.data(), n, k, l.data());
+        std::vector<int> seen(n, 0);
+        std::map<int, int> per, size;
+        for (int x : l) {
+            ck_assert(x >= 0 && x < n);
+            ck_assert_int_eq(seen[x]++, 0);
+            ++per[p[x]];
+        }
+        for (int x : p) ++size[x];
+        for (const auto &kv : size) {
+            for (const auto &other : size) {
+                // A package with fewer leaders than another has no rank left.
+                if (per[kv.first] + 1 < per[other.first]) {
+                    ck_assert_int_eq(per[kv.first], kv.second);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
 int main()
 {
     return ina_test::run_suite("component_layout", "layout",
@@ -182,5 +258,7 @@ int main()
                                 test_override_rule,
                                 test_local_ranks,
                                 test_random_against_reference,
-                                test_node_sizes});
+                                test_node_sizes,
+                                test_locality_index,
+                                test_stream_leaders});
 }

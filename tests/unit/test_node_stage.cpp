@@ -8,7 +8,8 @@
 // here by plain loops in local rank order (floats bit for bit). Also the
 // segment's life: its name is gone once every rank attached, mismatched
 // parameters are an error, and memory that cannot be reserved is the same
-// "no memory" answer on every rank.
+// "no memory" answer on every rank; the segment's parts bound to the NUMA
+// nodes of the ranks that use them.
 #include "check_main.h"
 
 #include <atomic>
@@ -25,6 +26,7 @@
 
 #include "ina_node.h"
 #include "ina_proto.h"
+#include "node_group.h" // the segment's layout: where each part is placed
 
 namespace {
 
@@ -41,9 +43,10 @@ bool shm_exists(const std::string &name)
 }
 
 // Run body(rank, group) on L threads sharing one group; the groups are
-// closed after every thread finished.
+// closed after every thread finished. numa: the placement (ina_node.h).
 void with_group(uint32_t L, size_t chunk, size_t small,
-                const std::function<void(uint32_t, ina_node_group_t *)> &body)
+                const std::function<void(uint32_t, ina_node_group_t *)> &body,
+                const int32_t *numa = nullptr)
 {
     const std::string name = fresh_name();
     std::vector<ina_node_group_t *> groups(L, nullptr);
@@ -58,6 +61,7 @@ void with_group(uint32_t L, size_t chunk, size_t small,
             cfg.chunk_bytes = chunk;
             cfg.small_bytes = small;
             cfg.attach_timeout_ms = 10000;
+            cfg.numa = numa;
             char err[256] = "";
             if (ina_node_group_open(&cfg, &groups[r], err, sizeof(err)) != INA_OK) {
                 std::fprintf(stderr, "rank %u: %s\n", r, err);
@@ -396,6 +400,54 @@ START_TEST(no_memory_is_the_same_everywhere)
 }
 END_TEST
 
+// The creator binds every rank's slots and result shares to that rank's
+// NUMA node before it reserves the memory; every rank sees the policy.
+// Ranks of unknown placement (-1) stay with the default. This machine's
+// NUMA node 0 stands for all (one node is enough to see the binding).
+START_TEST(segment_parts_bound_to_their_ranks)
+{
+    const uint32_t L = 3;
+    const size_t chunk = 64 << 10;
+    const int32_t numa[L] = {0, -1, 0};
+    // Where memory binding is not allowed (a container without
+    // CAP_SYS_NICE) nothing is bound, and the segment works all the same.
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    void *probe = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+    ck_assert(probe != MAP_FAILED);
+    std::string why;
+    const bool can_bind = ina::node::bind_regions(probe, 2 * page, {{0, 2 * page, 0}}, why) == 1;
+    munmap(probe, 2 * page);
+    if (!can_bind) {
+        std::printf("note: memory binding is not available here (%s)\n", why.c_str());
+    }
+    with_group(L, chunk, 64, [&](uint32_t r, ina_node_group_t *g) {
+        for (uint64_t s = 0; s < 2; ++s) {
+            for (uint32_t i = 0; i < L; ++i) {
+                ck_assert_int_eq(ina::node::bound_numa(g->slot(s, i), chunk),
+                                 can_bind ? numa[i] : -1);
+            }
+            // Result shares: local rank k folds the k-th third.
+            ck_assert_int_eq(ina::node::bound_numa(g->result(s), 16 << 10), can_bind ? 0 : -1);
+            ck_assert_int_eq(ina::node::bound_numa(g->result(s) + chunk / 3 + 4096, 8 << 10), -1);
+        }
+        // Calls work on the placed segment.
+        std::vector<int64_t> in(20000, r + 1), out(20000, 0);
+        ina_coll_desc_t d{};
+        d.coll = INA_COLL_ALLREDUCE;
+        d.op = INA_OP_SUM;
+        d.dtype = INA_DT_INT64;
+        d.count = in.size();
+        d.sbuf = in.data();
+        d.rbuf = out.data();
+        run(g, d);
+        for (int64_t x : out) {
+            ck_assert_int_eq(x, 6);
+        }
+    }, numa);
+}
+END_TEST
+
 START_TEST(chunk_fits_the_segment)
 {
     ck_assert_uint_eq(ina_node_chunk_bytes(4, 4u << 20, 128u << 10), 128u << 10);
@@ -415,6 +467,7 @@ int main()
                                {allreduce_float_bit_exact, allreduce_int_wraps_and_many_in_flight,
                                 reduce_every_root, reduce_scatter_uneven, bcast_and_allgather,
                                 barrier_orders, mismatched_parameters_are_an_error,
-                                no_memory_is_the_same_everywhere, chunk_fits_the_segment},
+                                no_memory_is_the_same_everywhere,
+                                segment_parts_bound_to_their_ranks, chunk_fits_the_segment},
                                120);
 }
