@@ -236,6 +236,9 @@ typedef struct ina_staged_desc {
     unsigned op;     /* ina_proto_op_t */
     unsigned dtype;  /* ina_proto_dtype_t */
     uint64_t total;  /* elements of the result vector */
+    uint32_t block_bytes; /* bytes per block (the cut: SID k covers elements
+                             k * (block_bytes / size) ...); 0: the job's block;
+                             more than the job's block is invalid */
     ina_stage_ops_t ops;
 } ina_staged_desc_t;
 

@@ -26,6 +26,35 @@
 
 namespace ina {
 
+// The block size of one call: the rule the engine (and the node stage's
+// streams) cut calls by, so that every call of more than a few KiB
+// pipelines and a small one is one message each way.
+//   - a call of at most kSmallCallBytes is one block: one BLOCK up, one
+//     RESULT down; more messages would only add the agent's per-message
+//     cost (a header, a lookup, a send, a wake-up);
+//   - a larger call is cut into kPipelineBlocks blocks (blocks of at least
+//     kMinBlockBytes: 3 or 4 for 8-16 KiB), so that the first results come
+//     down while later blocks still go up (one block would move all of the
+//     call up, then all of it down);
+//   - no block is larger than the job's block (coll_ina_block_size, at most
+//     the agent's Seg): calls of more than kPipelineBlocks job blocks use
+//     job blocks, as before.
+// Blocks are multiples of 64 bytes (so of every element size) unless the
+// job's block is the bound. Every member computes the same size from the
+// same call arguments, so all members cut a call alike.
+constexpr uint64_t kSmallCallBytes = 8192;
+constexpr uint64_t kMinBlockBytes = 4096;
+constexpr uint64_t kPipelineBlocks = 4;
+
+inline uint32_t call_block_bytes(uint64_t total_bytes, uint32_t job_block)
+{
+    uint64_t b = total_bytes <= kSmallCallBytes
+                     ? kSmallCallBytes
+                     : (total_bytes + kPipelineBlocks - 1) / kPipelineBlocks;
+    b = b < kMinBlockBytes ? kMinBlockBytes : (b + 63) / 64 * 64;
+    return b < job_block ? static_cast<uint32_t>(b) : job_block;
+}
+
 // What the inputs of a call look like to the geometry.
 struct CallShape {
     unsigned coll = INA_COLL_ALLREDUCE;

@@ -573,6 +573,11 @@ int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_
     s.in_place = d.coll == INA_COLL_ALLGATHER && d.sbuf == nullptr;
     s.block_bytes = params_.block_bytes;
     CallGeometry g;
+    if (!g.plan(s)) {
+        return cqe->rc = INA_ERR_INVALID;
+    }
+    // The call's own block size, from its result vector (ina_geometry.h).
+    s.block_bytes = call_block_bytes(g.total() * s.elem_size, params_.block_bytes);
     if (!g.plan(s) || (!g.empty() && !buffers_ok(d, g, rank_))) {
         return cqe->rc = INA_ERR_INVALID;
     }
@@ -595,8 +600,11 @@ int Job::post_staged(const ina_staged_desc_t &d, ina_call **out, ina_cqe_t *cqe)
         d.ops.block == nullptr || d.ops.result == nullptr) {
         return cqe->rc = INA_ERR_INVALID;
     }
+    // The caller's cut: its block size, at most the job's (0: the job's).
+    const uint32_t block = d.block_bytes != 0 ? d.block_bytes : params_.block_bytes;
     CallGeometry g;
-    if (!g.plan_total(d.coll, ina_proto_dtype_size(dtype), d.total, params_.block_bytes)) {
+    if (block > params_.block_bytes ||
+        !g.plan_total(d.coll, ina_proto_dtype_size(dtype), d.total, block)) {
         return cqe->rc = INA_ERR_INVALID;
     }
     return launch(g, false, out, cqe, [&](ina_call *c, uint64_t mid, bool granted) {

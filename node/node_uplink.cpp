@@ -51,6 +51,7 @@
 #include <utility>
 #include <vector>
 
+#include "ina_geometry.h"
 #include "ina_proto.h"
 #include "ina_reduce.h"
 #include "node_group.h"
@@ -290,6 +291,7 @@ struct UplinkOp final : ina_node_op {
         sd.op = d.op;
         sd.dtype = d.dtype;
         sd.total = stream_total();
+        sd.block_bytes = static_cast<uint32_t>(pb * es);
         sd.ops.arg = this;
         sd.ops.block = block_cb;
         sd.ops.result = result_cb;
@@ -631,7 +633,9 @@ ina_node_op *make_uplink_op(ina_node_group *g, const ina_coll_desc_t &d, ina_sta
             *rc = INA_OK;
             return op.release();
         }
-        op->pb = g->block_bytes / op->es;
+        // Blocks by the engine's rule for the whole call (ina_geometry.h):
+        // a mid-size call travels as several blocks that pipeline.
+        op->pb = ina::call_block_bytes(op->T * op->es, g->block_bytes) / op->es;
         if (op->pb == 0) {
             *rc = INA_ERR_INVALID;
             return nullptr;

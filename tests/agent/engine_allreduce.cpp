@@ -26,6 +26,7 @@
 
 #include "engine_harness.h"
 #include "ina_client.h"
+#include "ina_geometry.h"
 #include "ina_reduce.h"
 
 namespace {
@@ -216,7 +217,9 @@ int rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
         }
         ina_cqe_t cqe;
         int rc = verdict(ina_job_allreduce(job, send, recv, cs.count, cs.dtype, cs.op, &cqe), cqe);
-        const uint64_t blocks = (bytes + p.block_bytes - 1) / p.block_bytes;
+        // Cut by the engine's per-call rule (ina_geometry.h).
+        const uint64_t block = ina::call_block_bytes(bytes, p.block_bytes);
+        const uint64_t blocks = (bytes + block - 1) / block;
         bool ok = rc == INA_OK && cqe.rc == INA_OK && cqe.blocks == blocks &&
                   (cs.count == 0 || cqe.mid == expect_mid);
         if (!ok) {

@@ -545,6 +545,43 @@ START_TEST(test_refused_shapes)
 }
 END_TEST
 
+// The per-call block size (ina::call_block_bytes): small calls one block,
+// larger ones about four that pipeline, never above the job's block.
+START_TEST(test_call_block_rule)
+{
+    using ina::call_block_bytes;
+    const uint32_t job = 65536;
+    // Up to 8 KiB: one block holds the call.
+    for (uint64_t t : {0ull, 1ull, 8ull, 4096ull, 8192ull}) {
+        ck_assert_uint_ge(call_block_bytes(t, job), t);
+    }
+    // Just above: no block below 4 KiB (3 blocks for 12 KiB).
+    ck_assert_uint_eq(call_block_bytes(8193, job), 4096);
+    ck_assert_uint_eq(call_block_bytes(12288, job), 4096);
+    // Mid sizes: four blocks, multiples of 64 bytes.
+    ck_assert_uint_eq(call_block_bytes(16384, job), 4096);
+    ck_assert_uint_eq(call_block_bytes(65536, job), 16384);
+    ck_assert_uint_eq(call_block_bytes(131072, job), 32768);
+    ck_assert_uint_eq(call_block_bytes(100000, job), 25024);
+    // Large: the job's block.
+    ck_assert_uint_eq(call_block_bytes(262144, job), job);
+    ck_assert_uint_eq(call_block_bytes(1ull << 40, job), job);
+    // A small job block is the bound even for small calls.
+    ck_assert_uint_eq(call_block_bytes(8, 16), 16);
+    ck_assert_uint_eq(call_block_bytes(20000, 48), 48);
+    // Every size: within bounds, a multiple of every element size unless it
+    // is the job's block, and a call above 8 KiB gets several blocks.
+    for (uint64_t t = 1; t < (1u << 20); t = t * 3 / 2 + 1) {
+        const uint32_t b = call_block_bytes(t, job);
+        ck_assert_uint_le(b, job);
+        ck_assert(b == job || b % 64 == 0);
+        const uint64_t nblocks = (t + b - 1) / b;
+        ck_assert(t <= 8192 ? nblocks == 1 : nblocks >= 2);
+        ck_assert_uint_le(nblocks, t <= 4 * uint64_t{job} ? 4 : t / job + 1);
+    }
+}
+END_TEST
+
 int main()
 {
     return ina_test::run_suite("client_geom", "geometry",
@@ -553,5 +590,6 @@ int main()
                                 test_allgather_straddle,
                                 test_roots_and_barrier,
                                 test_huge,
-                                test_refused_shapes});
+                                test_refused_shapes,
+                                test_call_block_rule});
 }
