@@ -122,6 +122,9 @@ int Client::start(const ChannelFactory &open, const std::string &a, std::string 
 
 void Client::thread_main()
 {
+    // The thread learns its own waits: background calls progress while the
+    // caller computes, their waits are not the caller's.
+    SpinPolicy policy(channel_->waiting().config());
     std::unique_lock<std::mutex> lk(mutex_);
     for (;;) {
         // Asleep while the caller needs no help: blocking calls and callers
@@ -130,15 +133,27 @@ void Client::thread_main()
         if (thread_stop_) {
             return;
         }
-        const uint64_t before = events_;
         round(false);
         if (!background_busy()) {
             continue;
         }
-        // Sleep on the wake-up fd with the engine unlocked, so that the
-        // caller may enter (and progress) meanwhile.
+        // Background calls wait on the agent: poll a while, unlocking
+        // between polls so that the caller may enter (and progress) meanwhile.
+        const uint64_t seen = events_;
+        const auto start = Clock::now();
+        const auto polled = [&] {
+            lk.unlock();
+            lk.lock();
+            round(false);
+            return events_ != seen || thread_stop_ || !background_busy();
+        };
+        if (spin_poll(policy.budget(true), policy.config().yield, polled)) {
+            policy.observe(Clock::now() - start);
+            continue;
+        }
+        // Sleep on the wake-up fd with the engine unlocked.
         const bool armed = channel_->arm();
-        if (!armed && events_ != before) {
+        if (!armed && events_ != seen) {
             continue; // more arrived during the round: another round
         }
         lk.unlock();
@@ -150,6 +165,7 @@ void Client::thread_main()
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
         lk.lock();
+        policy.observe(Clock::now() - start);
     }
 }
 
@@ -277,19 +293,26 @@ void Client::round(bool by_caller)
 
 void Client::progress_wait(int max_block_ms)
 {
+    // A caller waits here only for something outstanding (a call, a control
+    // reply, a close): poll for about this link's recent waits, then sleep.
+    SpinPolicy &policy = channel_->waiting();
     const uint64_t before = events_;
-    const auto spin_end = Clock::now() + kSpin;
-    do {
+    const auto start = Clock::now();
+    const auto polled = [&] {
         channel_->progress();
-        if (events_ != before) {
-            return;
-        }
-    } while (Clock::now() < spin_end);
+        return events_ != before;
+    };
+    if (spin_poll(policy.budget(true), policy.config().yield, polled)) {
+        policy.observe(Clock::now() - start);
+        return;
+    }
     if (!channel_->arm()) {
         return; // more to progress: the caller loops
     }
     pollfd pfd{channel_->wake_fd(), POLLIN, 0};
     poll(&pfd, 1, std::max(0, max_block_ms));
+    // Woken by an event, or the slice ran out: as long a wait, as good.
+    policy.observe(Clock::now() - start);
 }
 
 void Client::abandon(const char *why)
@@ -590,6 +613,25 @@ int poll_call(const char *where, ina_call_t *call, ina_cqe_t *cqe, Report report
     return rc;
 }
 
+// The link `open` makes, polled before sleeping as cfg asks (spin_us,
+// spin_yield): set before HELLO, before the progress thread starts.
+Client::ChannelFactory waiting_as(const ina_client_config_t &cfg, const Client::ChannelFactory &open)
+{
+    ina::SpinConfig waiting;
+    if (cfg.spin_us != 0) {
+        waiting.max = std::chrono::microseconds(std::max(0, cfg.spin_us));
+    }
+    waiting.yield = cfg.spin_yield != 0;
+    return [waiting, open](ina::client::ChannelEvents &events, bool serialized,
+                           std::unique_ptr<ina::client::Channel> &link, std::string &err) {
+        const int rc = open(events, serialized, link, err);
+        if (rc == INA_OK) {
+            link->waiting() = ina::SpinPolicy(waiting);
+        }
+        return rc;
+    };
+}
+
 } // namespace
 
 int ina::client::connect_over(const ina_client_config_t &cfg, const Client::ChannelFactory &open,
@@ -598,7 +640,7 @@ int ina::client::connect_over(const ina_client_config_t &cfg, const Client::Chan
     *out = nullptr;
     return guard(__func__, [&] {
         auto c = std::make_unique<ina_client_t>(cfg);
-        int r = c->impl.start(open, peer, err);
+        int r = c->impl.start(waiting_as(cfg, open), peer, err);
         if (r == INA_OK) {
             *out = c.release();
         }
@@ -620,12 +662,14 @@ ina_status_t ina_client_connect(const ina_client_config_t *cfg, ina_client_t **o
             why = "ina_client_connect: missing argument";
             return static_cast<int>(INA_ERR_INVALID);
         }
-        auto c = std::make_unique<ina_client_t>(*cfg);
-        int r = c->impl.connect(cfg->agent_addr, why);
-        if (r == INA_OK) {
-            *out = c.release();
-        }
-        return r;
+        const std::string addr(cfg->agent_addr);
+        return ina::client::connect_over(
+            *cfg,
+            [&addr](ina::client::ChannelEvents &events, bool serialized,
+                    std::unique_ptr<ina::client::Channel> &link, std::string &e) {
+                return ina::client::UcxChannel::open(addr, serialized, events, link, e);
+            },
+            addr, out, why);
     });
     if (rc == INA_ERR_NOMEM && why.empty()) {
         why = "out of memory";

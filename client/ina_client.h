@@ -72,6 +72,13 @@ typedef struct ina_client_config {
                                 (ina_call_background) between the caller's entries */
     ina_log_fn_t log_fn;     /* NULL: stderr */
     void *log_arg;
+    /* Waiting (common/spin_policy.h; last, so that a config zeroed or
+     * initialised without them waits as by default): */
+    int spin_us;             /* poll the link at most this long before sleeping on
+                                its wake-up fd, less when recent waits were short:
+                                0 the default (100 us), negative never */
+    int spin_yield;          /* nonzero: sched_yield between those polls (more
+                                processes than cores) */
 } ina_client_config_t;
 
 /* What HELLO_ACK told us. */
