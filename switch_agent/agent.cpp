@@ -36,7 +36,7 @@ std::runtime_error ucs_error(const char *what, ucs_status_t st)
 } // namespace
 
 Agent::Agent(const AgentConfig &cfg, const agg::Aggregator::SchedulerFactory &make_scheduler)
-    : cfg_(cfg), agg_(cfg.core, make_scheduler, *this)
+    : cfg_(cfg), waiting_(cfg.spin), agg_(cfg.core, make_scheduler, *this)
 {
 }
 
@@ -145,6 +145,14 @@ int Agent::run(int signal_fd)
         if (service()) {
             continue; // sends/accepts posted: progress them before sleeping
         }
+        const bool outstanding = work_outstanding();
+        const auto idle_since = agg::Clock::now();
+        if (spin(outstanding)) {
+            if (outstanding) {
+                waiting_.observe(agg::Clock::now() - idle_since);
+            }
+            continue;
+        }
         st = ucp_worker_arm(worker_.get());
         if (st == UCS_ERR_BUSY) {
             continue; // events arrived since the last progress
@@ -165,6 +173,10 @@ int Agent::run(int signal_fd)
         if (n < 0 && errno != EINTR) {
             throw std::runtime_error(std::string("epoll_wait: ") + std::strerror(errno));
         }
+        if (outstanding) {
+            // Woken by an event or a tick: either way, as long a wait.
+            waiting_.observe(agg::Clock::now() - idle_since);
+        }
         for (int i = 0; i < n; ++i) {
             if (evs[i].data.fd == signal_fd) {
                 struct signalfd_siginfo si{};
@@ -175,6 +187,17 @@ int Agent::run(int signal_fd)
             }
         }
     }
+}
+
+bool Agent::work_outstanding() const
+{
+    return agg_.pool().free_segs() < agg_.pool().size() || sends_in_flight_ > 0;
+}
+
+bool Agent::spin(bool outstanding)
+{
+    return spin_poll(waiting_.budget(outstanding), waiting_.config().yield,
+                     [this] { return ucp_worker_progress(worker_.get()) != 0; });
 }
 
 void Agent::tick()

@@ -21,6 +21,7 @@
 #include "aggregator.h"
 #include "ina_proto.h"
 #include "ina_ucx.h"
+#include "spin_policy.h"
 #include "wire.h"
 
 namespace ina {
@@ -29,6 +30,7 @@ struct AgentConfig {
     std::string host = "0.0.0.0";
     uint16_t port = 17300;
     agg::AggregatorConfig core; // pool size, Seg size, largest window
+    SpinConfig spin;            // polling before sleeping (--spin-us, --spin-yield)
 };
 
 // What the transport counts (the core counts the rest: agg::Counters).
@@ -96,6 +98,12 @@ private:
     void drop_peer(Peer &peer);
     // The scheduler's clock, while the core has deferred calls.
     void tick();
+    // Whether a wait now is for something due soon: a granted call holds
+    // Segs (its other members' blocks come within a round trip), or sends
+    // are completing. Otherwise the agent sleeps at once.
+    bool work_outstanding() const;
+    // Poll the worker for up to the policy's budget; whether anything came.
+    bool spin(bool outstanding);
 
     // First look at every message: transport checks, ina_proto_check, then dispatch.
     void receive(Peer *peer, const ina_proto_hdr_t &h, const void *header, size_t header_length,
@@ -122,6 +130,7 @@ private:
     std::vector<ucp_conn_request_h> conn_reqs_;  // accept outside the callback
     uint64_t next_peer_id_ = 1;
     agg::Clock::time_point next_tick_{};
+    SpinPolicy waiting_; // learns the waits that began with work outstanding
 
     // Declared before the sends, whose payload references point into its
     // pool: destroyed after them.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,8 +38,13 @@ void usage(FILE *out)
                  "                       node keep the Seg pool in its memory (default none)\n"
                  "  --ready-fd N         once listening, write \"HOST:PORT\\n\" to fd N\n"
                  "                       and close it\n"
+                 "  --spin-us N          while calls are open, poll at most N us (less\n"
+                 "                       when recent waits were short) before sleeping\n"
+                 "                       on the event fd; 0 never polls (default %d)\n"
+                 "  --spin-yield         sched_yield between those polls (more processes\n"
+                 "                       than cores)\n"
                  "  --help               this text\n",
-                 INA_PROTO_MAX_SEG_BYTES, INA_PROTO_MAX_WINDOW);
+                 INA_PROTO_MAX_SEG_BYTES, INA_PROTO_MAX_WINDOW, ina::kDefaultSpinUs);
 }
 
 [[noreturn]] void bad_arg(const char *fmt, const char *what)
@@ -101,7 +107,18 @@ int main(int argc, char **argv)
     ina::AgentConfig cfg;
     int ready_fd = -1;
     std::string bind = "none";
-    enum { kListen = 1, kSegs, kSegSize, kMaxWindow, kLogLevel, kReadyFd, kBind, kHelp };
+    enum {
+        kListen = 1,
+        kSegs,
+        kSegSize,
+        kMaxWindow,
+        kLogLevel,
+        kReadyFd,
+        kBind,
+        kSpinUs,
+        kSpinYield,
+        kHelp
+    };
     static const struct option opts[] = {
         {"listen", required_argument, nullptr, kListen},
         {"segs", required_argument, nullptr, kSegs},
@@ -110,6 +127,8 @@ int main(int argc, char **argv)
         {"log-level", required_argument, nullptr, kLogLevel},
         {"ready-fd", required_argument, nullptr, kReadyFd},
         {"bind", required_argument, nullptr, kBind},
+        {"spin-us", required_argument, nullptr, kSpinUs},
+        {"spin-yield", no_argument, nullptr, kSpinYield},
         {"help", no_argument, nullptr, kHelp},
         {nullptr, 0, nullptr, 0}};
     opterr = 0;
@@ -154,6 +173,15 @@ int main(int argc, char **argv)
             break;
         case kBind:
             bind = optarg;
+            break;
+        case kSpinUs:
+            if (!parse_uint(optarg, 0, 1000000, &v)) {
+                bad_arg("--spin-us wants 0..1000000 microseconds, got '%s'", optarg);
+            }
+            cfg.spin.max = std::chrono::microseconds(v);
+            break;
+        case kSpinYield:
+            cfg.spin.yield = true;
             break;
         case kHelp:
             usage(stdout);
