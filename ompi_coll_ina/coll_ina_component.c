@@ -20,6 +20,7 @@
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/mca/base/mca_base_pvar.h"
 #include "opal/mca/hwloc/hwloc-internal.h"
+#include "opal/runtime/opal_progress.h"
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
@@ -45,6 +46,9 @@ static int ina_close(void);
 /* coll_ina_progress_thread: kept here rather than in the component struct,
  * it is read only when the client connects. */
 static bool ina_progress_thread = true;
+/* coll_ina_spin_us: likewise, read when the client connects and when rank 0
+ * starts the embedded agent. */
+static int ina_spin_us = 100;
 
 mca_coll_ina_component_t mca_coll_ina_component = {
     .super = {
@@ -216,6 +220,16 @@ static int ina_register(void)
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_READONLY, &ina_progress_thread);
 
+    ina_spin_us = 100;
+    (void) mca_base_component_var_register(v, "spin_us",
+        "Microseconds a rank (and the embedded agent) polls for the agent's reply "
+        "before sleeping on the event fd, while calls are outstanding; less when "
+        "recent waits were short, none when they were longer. 0: never poll, "
+        "always sleep. Polls yield the CPU under mpi_yield_when_idle (or when "
+        "Open MPI finds the node oversubscribed)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &ina_spin_us);
+
     return mca_coll_ina_pvars_register();
 }
 
@@ -327,6 +341,24 @@ static void ina_warn_unreachable(const char *addr, const char *why)
                    c->required ? "fail with an MPI error" : "use the host algorithms");
 }
 
+/* Whether waiting must leave the CPU to others between polls: Open MPI's
+ * mpi_yield_when_idle as the user set it, or as Open MPI set it for an
+ * oversubscribed node (it may do so only late in MPI_Init). */
+static bool ina_yield_when_idle(void)
+{
+    const bool *set = NULL;
+    int idx = mca_base_var_find("ompi", "mpi", NULL, "yield_when_idle");
+
+    if (opal_progress_yield_when_idle) {
+        return true;
+    }
+    if (idx >= 0 && OPAL_SUCCESS == mca_base_var_get_value(idx, &set, NULL, NULL) &&
+        NULL != set) {
+        return *set;
+    }
+    return false;
+}
+
 /* Embedded agent: rank 0 of MPI_COMM_WORLD starts ina-switchd. It listens on
  * loopback when the whole job shares rank 0's node, else on every interface
  * and is advertised under rank 0's host name. Writes "" on failure.
@@ -336,8 +368,9 @@ static void ina_warn_unreachable(const char *addr, const char *why)
 static void ina_spawn_embedded(ompi_communicator_t *world, char *addr, size_t addrlen)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
-    char segs[16], err[256] = "", spawned[256] = "";
-    const char *args[] = {"--segs", segs, "--bind", c->agent_bind, NULL};
+    char segs[16], spin[16], err[256] = "", spawned[256] = "";
+    const char *args[] = {"--segs", segs, "--bind", c->agent_bind, "--spin-us", spin,
+                          ina_yield_when_idle() ? "--spin-yield" : NULL, NULL};
     bool one_node = true;
     const char *colon;
     int i, pid = -1;
@@ -350,6 +383,7 @@ static void ina_spawn_embedded(ompi_communicator_t *world, char *addr, size_t ad
         }
     }
     snprintf(segs, sizeof(segs), "%d", c->agent_segs);
+    snprintf(spin, sizeof(spin), "%d", ina_spin_us > 0 ? ina_spin_us : 0);
     addr[0] = '\0';
     if (INA_OK != ina_agent_spawn(c->agent_path, one_node ? "127.0.0.1" : "0.0.0.0",
                                   args, spawned, sizeof(spawned), &pid, err, sizeof(err))) {
@@ -434,6 +468,8 @@ ina_client_t *mca_coll_ina_client(void)
     cfg.progress_thread = ina_progress_thread && !c->thread_multiple;
     cfg.log_fn = ina_engine_log;
     cfg.log_arg = NULL;
+    cfg.spin_us = ina_spin_us > 0 ? ina_spin_us : -1; /* the engine's 0 is its default */
+    cfg.spin_yield = ina_yield_when_idle();
     rc = ina_client_connect(&cfg, &c->client, err, sizeof(err));
     if (INA_OK != rc) {
         c->client = NULL;
