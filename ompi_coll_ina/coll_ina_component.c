@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mpi.h"
 #include "ompi/version.h"
@@ -341,22 +342,32 @@ static void ina_warn_unreachable(const char *addr, const char *why)
                    c->required ? "fail with an MPI error" : "use the host algorithms");
 }
 
+/* More processes on this node than CPUs once the agent is counted (Open
+ * MPI does not know it): this rank, its local peers, and maybe the agent.
+ * Blocking calls poll in opal_progress (coll_ina_request.c), so there the
+ * agent's own polling would hold the core a rank needs, and the other way
+ * round. */
+static bool ina_node_oversubscribed(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+    return cpus > 0 && (long) opal_process_info.num_local_peers + 2 > cpus;
+}
+
 /* Whether waiting must leave the CPU to others between polls: Open MPI's
  * mpi_yield_when_idle as the user set it, or as Open MPI set it for an
- * oversubscribed node (it may do so only late in MPI_Init). */
+ * oversubscribed node (it may do so only late in MPI_Init), or a node
+ * oversubscribed by the agent. */
 static bool ina_yield_when_idle(void)
 {
     const bool *set = NULL;
     int idx = mca_base_var_find("ompi", "mpi", NULL, "yield_when_idle");
 
-    if (opal_progress_yield_when_idle) {
+    if (opal_progress_yield_when_idle || ina_node_oversubscribed()) {
         return true;
     }
-    if (idx >= 0 && OPAL_SUCCESS == mca_base_var_get_value(idx, &set, NULL, NULL) &&
-        NULL != set) {
-        return *set;
-    }
-    return false;
+    return idx >= 0 && OPAL_SUCCESS == mca_base_var_get_value(idx, &set, NULL, NULL) &&
+           NULL != set && *set;
 }
 
 /* Embedded agent: rank 0 of MPI_COMM_WORLD starts ina-switchd. It listens on
@@ -383,7 +394,10 @@ static void ina_spawn_embedded(ompi_communicator_t *world, char *addr, size_t ad
         }
     }
     snprintf(segs, sizeof(segs), "%d", c->agent_segs);
-    snprintf(spin, sizeof(spin), "%d", ina_spin_us > 0 ? ina_spin_us : 0);
+    /* Measured on 2 cores, 2 ranks: an agent that polls there only slows the
+     * ranks that poll in opal_progress (docs/PERFORMANCE.md, "Waiting"). */
+    snprintf(spin, sizeof(spin), "%d",
+             ina_spin_us > 0 && !ina_node_oversubscribed() ? ina_spin_us : 0);
     addr[0] = '\0';
     if (INA_OK != ina_agent_spawn(c->agent_path, one_node ? "127.0.0.1" : "0.0.0.0",
                                   args, spawned, sizeof(spawned), &pid, err, sizeof(err))) {
