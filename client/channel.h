@@ -14,7 +14,6 @@
 #include <cstddef>
 
 #include "ina_proto.h"
-#include "spin_policy.h"
 
 namespace ina::client {
 
@@ -69,15 +68,6 @@ public:
     // completes with ok == false). closed() tells when the link is gone.
     virtual void close(bool force) = 0;
     virtual bool closed() const = 0;
-
-    // How long a waiter polls this link before arming (common/spin_policy.h):
-    // it learns this link's waits, so it lives with the link; whoever opens
-    // the link sets its bound (the default until then). Used under the
-    // owner's lock, like every verb but signal().
-    SpinPolicy &waiting() { return waiting_; }
-
-private:
-    SpinPolicy waiting_;
 };
 
 } // namespace ina::client

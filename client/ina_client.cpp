@@ -29,6 +29,17 @@ namespace {
 // event that does not fire the wake-up fd.
 constexpr int kThreadSliceMs = 100;
 
+// The waiting the configuration asks for (spin_us, spin_yield).
+SpinConfig spin_config(const ina_client_config_t &cfg)
+{
+    SpinConfig w;
+    if (cfg.spin_us != 0) {
+        w.max = std::chrono::microseconds(std::max(0, cfg.spin_us));
+    }
+    w.yield = cfg.spin_yield != 0;
+    return w;
+}
+
 } // namespace
 
 // ------------------------------------------------------------------ Client
@@ -37,7 +48,7 @@ Client::Client(const ina_client_config_t &cfg)
     : connect_timeout_ms_(cfg.connect_timeout_ms > 0 ? cfg.connect_timeout_ms : 10000),
       progress_timeout_ms_(cfg.progress_timeout_ms > 0 ? cfg.progress_timeout_ms : 30000),
       verbose_(cfg.verbose), want_thread_(cfg.progress_thread != 0), log_fn_(cfg.log_fn),
-      log_arg_(cfg.log_arg), stall_since_(Clock::now()),
+      log_arg_(cfg.log_arg), waiting_(spin_config(cfg)), stall_since_(Clock::now()),
       last_round_(stall_since_)
 {
 }
@@ -124,7 +135,7 @@ void Client::thread_main()
 {
     // The thread learns its own waits: background calls progress while the
     // caller computes, their waits are not the caller's.
-    SpinPolicy policy(channel_->waiting().config());
+    SpinPolicy policy(waiting_.config());
     std::unique_lock<std::mutex> lk(mutex_);
     for (;;) {
         // Asleep while the caller needs no help: blocking calls and callers
@@ -295,7 +306,7 @@ void Client::progress_wait(int max_block_ms)
 {
     // A caller waits here only for something outstanding (a call, a control
     // reply, a close): poll for about this link's recent waits, then sleep.
-    SpinPolicy &policy = channel_->waiting();
+    SpinPolicy &policy = waiting_;
     const uint64_t before = events_;
     const auto start = Clock::now();
     const auto polled = [&] {
@@ -613,25 +624,6 @@ int poll_call(const char *where, ina_call_t *call, ina_cqe_t *cqe, Report report
     return rc;
 }
 
-// The link `open` makes, polled before sleeping as cfg asks (spin_us,
-// spin_yield): set before HELLO, before the progress thread starts.
-Client::ChannelFactory waiting_as(const ina_client_config_t &cfg, const Client::ChannelFactory &open)
-{
-    ina::SpinConfig waiting;
-    if (cfg.spin_us != 0) {
-        waiting.max = std::chrono::microseconds(std::max(0, cfg.spin_us));
-    }
-    waiting.yield = cfg.spin_yield != 0;
-    return [waiting, open](ina::client::ChannelEvents &events, bool serialized,
-                           std::unique_ptr<ina::client::Channel> &link, std::string &err) {
-        const int rc = open(events, serialized, link, err);
-        if (rc == INA_OK) {
-            link->waiting() = ina::SpinPolicy(waiting);
-        }
-        return rc;
-    };
-}
-
 } // namespace
 
 int ina::client::connect_over(const ina_client_config_t &cfg, const Client::ChannelFactory &open,
@@ -640,7 +632,7 @@ int ina::client::connect_over(const ina_client_config_t &cfg, const Client::Chan
     *out = nullptr;
     return guard(__func__, [&] {
         auto c = std::make_unique<ina_client_t>(cfg);
-        int r = c->impl.start(waiting_as(cfg, open), peer, err);
+        int r = c->impl.start(open, peer, err);
         if (r == INA_OK) {
             *out = c.release();
         }
@@ -662,14 +654,12 @@ ina_status_t ina_client_connect(const ina_client_config_t *cfg, ina_client_t **o
             why = "ina_client_connect: missing argument";
             return static_cast<int>(INA_ERR_INVALID);
         }
-        const std::string addr(cfg->agent_addr);
-        return ina::client::connect_over(
-            *cfg,
-            [&addr](ina::client::ChannelEvents &events, bool serialized,
-                    std::unique_ptr<ina::client::Channel> &link, std::string &e) {
-                return ina::client::UcxChannel::open(addr, serialized, events, link, e);
-            },
-            addr, out, why);
+        auto c = std::make_unique<ina_client_t>(*cfg);
+        int r = c->impl.connect(cfg->agent_addr, why);
+        if (r == INA_OK) {
+            *out = c.release();
+        }
+        return r;
     });
     if (rc == INA_ERR_NOMEM && why.empty()) {
         why = "out of memory";

@@ -39,6 +39,7 @@
 #include "ina_client.h"
 #include "ina_geometry.h"
 #include "ina_window.h"
+#include "spin_policy.h"
 
 namespace ina::client {
 
@@ -46,7 +47,6 @@ using Clock = std::chrono::steady_clock;
 
 // Spin on ucp_worker_progress this long before arming the wake-up fd: short,
 // because ranks and the agent share few cores.
-constexpr auto kSpin = std::chrono::microseconds(30);
 // Upper bound of one poll() sleep, so that deadlines are re-checked.
 constexpr int kPollSliceMs = 10;
 // Remembered verdicts of MIDs not started yet (the agent decides ahead of us).
@@ -183,6 +183,10 @@ private:
 
     // No-progress detection (see progress()).
     uint64_t seen_events_ = 0;
+    // How long the caller polls before sleeping (common/spin_policy.h): it
+    // learns the waits of this client's link; the progress thread keeps its
+    // own (its waits are the background calls').
+    SpinPolicy waiting_;
     Clock::time_point stall_since_;
     Clock::time_point last_round_;
 
