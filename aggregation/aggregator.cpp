@@ -319,7 +319,7 @@ void Aggregator::reask()
             // Granted: the blocks go through the path they would have taken
             // had the call been granted at once, in their arrival order.
             for (KeptBlock &b : kept) {
-                apply(job, *call, *b.from, b.hdr, b.data.data());
+                apply(job, *call, *b.from, b.hdr, b.data.data(), nullptr);
             }
         }
     } while (lease_back_ && !deferred_.empty());
@@ -328,14 +328,15 @@ void Aggregator::reask()
 
 // ---------------------------------------------------------------- block path
 
-void Aggregator::block(Member &from, const ina_proto_hdr_t &h, const void *payload)
+void Aggregator::block(Member &from, const ina_proto_hdr_t &h, const void *payload, BufRef *own)
 {
     ++counters_.blocks_in;
-    handle_block(from, h, payload);
+    handle_block(from, h, payload, own);
     settle();
 }
 
-void Aggregator::handle_block(Member &from, const ina_proto_hdr_t &h, const void *payload)
+void Aggregator::handle_block(Member &from, const ina_proto_hdr_t &h, const void *payload,
+                              BufRef *own)
 {
     auto it = jobs_.find(h.jid);
     if (it == jobs_.end()) {
@@ -379,7 +380,7 @@ void Aggregator::handle_block(Member &from, const ina_proto_hdr_t &h, const void
         keep(job, *call, h.mid, from, h, payload);
         return;
     }
-    apply(job, *call, from, h, payload);
+    apply(job, *call, from, h, payload, own);
 }
 
 void Aggregator::keep(Job &job, Call &call, uint64_t mid, Member &from, const ina_proto_hdr_t &h,
@@ -414,7 +415,7 @@ void Aggregator::keep(Job &job, Call &call, uint64_t mid, Member &from, const in
 }
 
 void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t &h,
-                       const void *payload)
+                       const void *payload, BufRef *own)
 {
     if (!call.granted) {
         ++counters_.denied_blocks; // every member was told; drop silently
@@ -431,7 +432,7 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
     uint32_t seg = call.lease[h.seg];
     const bool want = (h.flags & INA_PROTO_F_WANT_RESULT) != 0;
     Block b{h.rank, h.sid,  h.coll,      h.op,  h.dtype,
-            want,   h.offset, h.count, h.seg_count, h.arg, payload};
+            want,   h.offset, h.count, h.seg_count, h.arg, payload, own};
     switch (pool_.contribute(seg, job.topology(), b)) {
     case SegOutcome::kStored:
         return;

@@ -73,7 +73,10 @@ public:
     void job_create(Member &from, const ina_proto_hdr_t &h, const void *node_ids);
     void job_join(Member &from, const ina_proto_hdr_t &h);
     void job_leave(Member &from, const ina_proto_hdr_t &h);
-    void block(Member &from, const ina_proto_hdr_t &h, const void *payload);
+    // `own`: the buffer of this pool the payload was received into, if it
+    // was (the Seg may keep it instead of copying; see Block::own).
+    void block(Member &from, const ina_proto_hdr_t &h, const void *payload,
+               BufRef *own = nullptr);
     // The member is gone (connection lost): it leaves every job it joined,
     // jobs it created that nobody joined are freed. The handle may be
     // destroyed afterwards.
@@ -99,11 +102,12 @@ public:
 private:
     Verdict::Kind decide(Job &job, Call &call, uint64_t mid);
     void announce(Job &job, uint64_t mid, const Decision &d);
-    void handle_block(Member &from, const ina_proto_hdr_t &h, const void *payload);
+    void handle_block(Member &from, const ina_proto_hdr_t &h, const void *payload, BufRef *own);
     void keep(Job &job, Call &call, uint64_t mid, Member &from, const ina_proto_hdr_t &h,
               const void *payload);
     // The block path of a granted call (live or replayed).
-    void apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t &h, const void *payload);
+    void apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t &h, const void *payload,
+               BufRef *own);
     void send_result(Job &job, const ina_proto_hdr_t &blk, uint32_t seg);
     // The call is over: its lease (or, deferred, its kept blocks) goes back.
     void end_call(uint32_t jid, uint64_t mid, Call &call);

@@ -148,7 +148,7 @@ bool coll_reduces(unsigned coll)
     return coll == INA_COLL_ALLREDUCE || coll == INA_COLL_REDUCE || coll == INA_COLL_REDUCE_SCATTER;
 }
 
-void SegPool::init(Seg &s, const Topology &topo, const Block &b)
+void SegPool::init(Seg &s, const Topology &topo, const Block &b, uint32_t adopt)
 {
     // Bookkeeping first, the buffer last: if anything throws, the Seg is
     // still not busy, i.e. empty. assign() keeps the capacity, so nothing is
@@ -176,7 +176,7 @@ void SegPool::init(Seg &s, const Topology &topo, const Block &b)
     if (b.coll == INA_COLL_ALLGATHER) {
         s.placed_bits.assign((b.seg_count + 63) / 64, 0);
     }
-    s.buf = b.seg_count > 0 ? buffers_.get() : kNoIndex;
+    s.buf = adopt != kNoIndex ? adopt : b.seg_count > 0 ? buffers_.get() : kNoIndex;
     s.busy = true;
 }
 
@@ -204,7 +204,9 @@ void SegPool::fold(Seg &s, const void *src)
 {
     std::byte *dst = buffers_.data(s.buf);
     if (s.next_rank == 0) {
-        std::memcpy(dst, src, s.seg_count * ina_proto_dtype_size(s.dtype));
+        if (dst != src) { // else the Seg adopted the received buffer
+            std::memcpy(dst, src, s.seg_count * ina_proto_dtype_size(s.dtype));
+        }
     } else {
         ina_reduce(s.op, s.dtype, dst, src, s.seg_count);
     }
@@ -217,8 +219,10 @@ void SegPool::place(Seg &s, const Block &b)
         return; // a CREDIT: takes part, brings nothing
     }
     const size_t esz = ina_proto_dtype_size(s.dtype);
-    std::memcpy(buffers_.data(s.buf) + static_cast<size_t>(b.offset) * esz, b.data,
-                static_cast<size_t>(b.count) * esz);
+    std::byte *dst = buffers_.data(s.buf) + static_cast<size_t>(b.offset) * esz;
+    if (dst != b.data) { // else the Seg adopted the root's received buffer
+        std::memcpy(dst, b.data, static_cast<size_t>(b.count) * esz);
+    }
     s.placed += b.count;
     if (s.coll == INA_COLL_ALLGATHER) {
         set_range(s.placed_bits, b.offset, b.offset + b.count);
@@ -282,17 +286,26 @@ SegOutcome SegPool::contribute(uint32_t seg, const Topology &topo, const Block &
     }
     // An early block (ordered mode) needs a staging buffer: take it (and a
     // fresh Seg's buffer) before any state changes, so running out of memory
-    // leaves the Seg consistent.
+    // leaves the Seg consistent. A block received into a buffer of this pool
+    // brings its own: the Seg keeps that one rather than copy out of it.
     const bool ordered =
         fresh ? coll_reduces(b.coll) && !ina_reduce_order_free(b.op, b.dtype) : s.ordered;
     const bool early = ordered && b.rank != (fresh ? 0 : s.next_rank);
-    const uint32_t stage = early ? buffers_.get() : kNoIndex;
+    const bool owned = b.own != nullptr && *b.own && b.count > 0 &&
+                       b.own->data() == static_cast<const std::byte *>(b.data);
+    // Whole-block data that initialises a fresh Seg: the first reduction
+    // contribution, or the BCAST root's block.
+    const bool first = fresh && (coll_reduces(b.coll) ? !early : b.coll == INA_COLL_BCAST);
+    const uint32_t stage = !early ? kNoIndex : owned ? b.own->release() : buffers_.get();
+    const uint32_t adopt = owned && first ? b.own->release() : kNoIndex;
     if (fresh) {
         try {
-            init(s, topo, b);
+            init(s, topo, b, adopt);
         } catch (...) {
-            if (stage != kNoIndex) {
-                buffers_.unref(stage);
+            for (uint32_t idx : {stage, adopt}) {
+                if (idx != kNoIndex) {
+                    buffers_.unref(idx);
+                }
             }
             throw;
         }
@@ -320,8 +333,11 @@ SegOutcome SegPool::contribute(uint32_t seg, const Topology &topo, const Block &
             buffers_.unref(st);
         }
     } else {
-        // Early: park a copy until the ranks before it arrived.
-        std::memcpy(buffers_.data(stage), b.data, static_cast<size_t>(b.seg_count) * esz);
+        // Early: park it (a copy, or the received buffer itself) until the
+        // ranks before it arrived.
+        if (buffers_.data(stage) != b.data) {
+            std::memcpy(buffers_.data(stage), b.data, static_cast<size_t>(b.seg_count) * esz);
+        }
         s.staged[b.rank] = stage;
     }
 

@@ -93,8 +93,19 @@ public:
         pool_->ref(idx_);
         return BufRef(*pool_, idx_);
     }
+    // Hand the reference over to the caller (who now owes its unref): the
+    // index, and this one is empty (kNoIndex if it was empty already).
+    uint32_t release() noexcept
+    {
+        if (pool_ == nullptr) {
+            return kNoIndex;
+        }
+        pool_ = nullptr;
+        return idx_;
+    }
     explicit operator bool() const noexcept { return pool_ != nullptr; }
     const std::byte *data() const noexcept { return pool_ ? pool_->data(idx_) : nullptr; }
+    std::byte *data() noexcept { return pool_ ? pool_->data(idx_) : nullptr; }
     uint32_t index() const noexcept { return pool_ ? idx_ : UINT32_MAX; }
 
 private:
@@ -130,6 +141,11 @@ struct Block {
     uint32_t seg_count; // elements of the whole block
     uint64_t total;     // elements of the call's result vector
     const void *data;
+    // The buffer `data` lies in, when the transport received the payload into
+    // a buffer of this pool (a zero-copy receive): the Seg may keep it
+    // instead of copying from it (as the block's first contribution, a staged
+    // early one, or a BCAST root's block). Empty or null: data is borrowed.
+    BufRef *own = nullptr;
 };
 
 // Whether coll reduces members' data (else it places bytes: BCAST/ALLGATHER/BARRIER).
@@ -212,7 +228,8 @@ private:
 
     // The collective's rule for one piece, against the Seg's current state.
     SegOutcome check_piece(const Seg &s, bool fresh, uint32_t nranks, const Block &b) const;
-    void init(Seg &s, const Topology &topo, const Block &b);
+    // `adopt`: a buffer (already holding b's data) to use as the Seg's.
+    void init(Seg &s, const Topology &topo, const Block &b, uint32_t adopt);
     void reset(Seg &s);
     void fold(Seg &s, const void *src); // apply the next contribution in order
     void place(Seg &s, const Block &b);

@@ -93,14 +93,20 @@ void WireSink::error(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t 
 }
 
 void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &h,
-           const void *payload)
+           const void *payload, BufRef *own)
 {
     switch (h.type) {
     case INA_PROTO_HELLO: {
+        uint64_t rndv_blocks = 0;
+        if (ina_proto_status_t st = out.hello(from, h, &rndv_blocks); st != INA_PROTO_OK) {
+            agg.reject(&from, h, st, "HELLO refused by the transport");
+            break;
+        }
         ina_proto_hdr_t ack;
         ina_proto_init(&ack, INA_PROTO_HELLO_ACK);
         ack.count = agg.max_window();
         ack.arg = agg.seg_bytes();
+        ack.mid = rndv_blocks;
         out.send(from, ack, {}, 0);
         break;
     }
@@ -114,7 +120,7 @@ void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &
         agg.job_leave(from, h);
         break;
     case INA_PROTO_BLOCK:
-        agg.block(from, h, payload);
+        agg.block(from, h, payload, own);
         break;
     default: // agent-to-client types have no business here
         agg.reject(&from, h, INA_PROTO_ERR_MALFORMED, "not a client-to-agent message");

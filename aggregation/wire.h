@@ -22,6 +22,20 @@ public:
     // One message to `to`; `payload` (empty: none) stays referenced until the
     // transport has sent its `len` bytes.
     virtual void send(Member &to, const ina_proto_hdr_t &h, BufRef payload, size_t len) = 0;
+    // A member said HELLO (`h.count`: its stream segment; `h.arg`: from what
+    // size on it takes RESULT payloads by rendezvous, 0 never). Returns OK
+    // and, in *rndv_blocks, from what size on this transport takes BLOCK
+    // payloads by rendezvous (0: never), for the HELLO_ACK; or why the
+    // member cannot be served (it then gets an ERROR). A transport without
+    // rendezvous or segments keeps the default.
+    virtual ina_proto_status_t hello(Member &from, const ina_proto_hdr_t &h,
+                                     uint64_t *rndv_blocks)
+    {
+        (void) from;
+        (void) h;
+        *rndv_blocks = 0;
+        return INA_PROTO_OK;
+    }
 
     void job_created(Member &to, const ina_proto_hdr_t &req, uint32_t jid,
                      uint32_t window) final;
@@ -36,9 +50,11 @@ public:
 
 // A message from `from` that passed ina_proto_check: HELLO is answered with
 // the aggregator's window and Seg size, JOB_CREATE/JOIN/LEAVE and BLOCK go to
-// the aggregator, anything else is refused. May throw std::bad_alloc.
+// the aggregator, anything else is refused. `own`: the pool buffer a BLOCK's
+// payload was received into, if it was (Aggregator::block). May throw
+// std::bad_alloc.
 void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &h,
-           const void *payload);
+           const void *payload, BufRef *own = nullptr);
 
 } // namespace ina::agg
 

@@ -28,6 +28,26 @@ public:
     virtual void on_lost(const char *why) = 0;
     // A message was dropped (malformed, or not for a client): why, for the log.
     virtual void on_dropped(const char *why) = 0;
+
+    // Rendezvous: a message whose header passed ina_proto_check and whose
+    // `len` payload bytes are still at the sender. Return where they should
+    // land when the owner has their final place (a RESULT straight into the
+    // user's buffer; on_landed follows, exactly once), or null: the channel
+    // lands them in a buffer of its own and then calls on_message.
+    virtual void *on_rndv(const ina_proto_hdr_t &h, size_t len)
+    {
+        (void) h;
+        (void) len;
+        return nullptr;
+    }
+    // What on_rndv placed at `dst` has landed (ok), or never will (!ok).
+    virtual void on_landed(const ina_proto_hdr_t &h, void *dst, size_t len, bool ok)
+    {
+        (void) h;
+        (void) dst;
+        (void) len;
+        (void) ok;
+    }
 };
 
 // One send in flight: the header and payload must stay valid until done()
@@ -55,6 +75,10 @@ public:
     virtual bool progress() = 0;
     virtual Posted post(const ina_proto_hdr_t &hdr, const void *payload, size_t len,
                         SendOp *op) = 0;
+    // From the handshake on: payloads of at least `bytes` go by rendezvous,
+    // the peer fetching them where they belong (0: everything eager). A link
+    // without rendezvous ignores it.
+    virtual void set_rndv_bytes(size_t bytes) { (void) bytes; }
 
     // Sleeping: arm() returns false when events are already pending (progress
     // again); true when a poll() on wake_fd() will wake at the next one.

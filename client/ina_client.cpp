@@ -47,7 +47,9 @@ SpinConfig spin_config(const ina_client_config_t &cfg)
 Client::Client(const ina_client_config_t &cfg)
     : connect_timeout_ms_(cfg.connect_timeout_ms > 0 ? cfg.connect_timeout_ms : 10000),
       progress_timeout_ms_(cfg.progress_timeout_ms > 0 ? cfg.progress_timeout_ms : 30000),
-      verbose_(cfg.verbose), want_thread_(cfg.progress_thread != 0), log_fn_(cfg.log_fn),
+      verbose_(cfg.verbose), want_thread_(cfg.progress_thread != 0),
+      rndv_bytes_(static_cast<uint64_t>(std::max(0, cfg.rndv_bytes))),
+      log_fn_(cfg.log_fn),
       log_arg_(cfg.log_arg), waiting_(spin_config(cfg)), stall_since_(Clock::now()),
       last_round_(stall_since_)
 {
@@ -92,6 +94,8 @@ int Client::start(const ChannelFactory &open, const std::string &a, std::string 
     }
     ina_proto_hdr_t hello;
     ina_proto_init(&hello, INA_PROTO_HELLO);
+    hello.count = ucx::kStreamSegBytes; // the channel's UCX context runs with it
+    hello.arg = rndv_bytes_;
     ina_proto_hdr_t ack{};
     rc = request(hello, nullptr, 0, INA_PROTO_HELLO_ACK, connect_timeout_ms_, &ack);
     if (rc != INA_OK) {
@@ -113,8 +117,12 @@ int Client::start(const ChannelFactory &open, const std::string &a, std::string 
     }
     info_.max_window = ack.count;
     info_.seg_bytes = static_cast<uint32_t>(ack.arg);
-    log(10, "connected to %s: max window %u, seg %u bytes", a.c_str(), info_.max_window,
-        info_.seg_bytes);
+    // The agent's word on blocks (0 from an agent without rendezvous).
+    channel_->set_rndv_bytes(ack.mid);
+    log(10, "connected to %s: max window %u, seg %u bytes, rendezvous: blocks from %llu B, "
+            "results from %llu B (0 = never)",
+        a.c_str(), info_.max_window, info_.seg_bytes, static_cast<unsigned long long>(ack.mid),
+        static_cast<unsigned long long>(rndv_bytes_));
     if (want_thread_) {
         // The thread takes no signal: the application's handlers (and
         // alarm(), SIGCHLD, ...) keep running on the threads it knows.
@@ -461,6 +469,24 @@ void Client::detach(Job *job)
     auto it = jobs_.find(job->jid());
     if (it != jobs_.end() && it->second == job) {
         jobs_.erase(it);
+    }
+}
+
+void *Client::on_rndv(const ina_proto_hdr_t &h, size_t len)
+{
+    if (h.type != INA_PROTO_RESULT) {
+        return nullptr;
+    }
+    auto it = jobs_.find(h.jid);
+    return it == jobs_.end() ? nullptr : it->second->landing(h, len);
+}
+
+void Client::on_landed(const ina_proto_hdr_t &h, void *dst, size_t len, bool ok)
+{
+    ++events_;
+    auto it = jobs_.find(h.jid);
+    if (it != jobs_.end()) { // a job leaves only when its calls finished
+        it->second->on_landed(h, dst, len, ok);
     }
 }
 

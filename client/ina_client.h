@@ -79,6 +79,10 @@ typedef struct ina_client_config {
                                 0 the default (100 us), negative never */
     int spin_yield;          /* nonzero: sched_yield between those polls (more
                                 processes than cores) */
+    int rndv_bytes;          /* RESULT payloads of at least this many bytes come
+                                by rendezvous, straight into the receive buffer
+                                where they can; 0 (the default) never: every
+                                RESULT eager (see docs/RDMA.md) */
 } ina_client_config_t;
 
 /* What HELLO_ACK told us. */

@@ -160,11 +160,14 @@ private:
     void on_message(const ina_proto_hdr_t &h, const void *data, size_t length) override;
     void on_dropped(const char *why) override;
     void on_lost(const char *why) override;
+    void *on_rndv(const ina_proto_hdr_t &h, size_t len) override;
+    void on_landed(const ina_proto_hdr_t &h, void *dst, size_t len, bool ok) override;
 
     const int connect_timeout_ms_;
     const int progress_timeout_ms_;
     const int verbose_;
     const bool want_thread_;
+    const uint64_t rndv_bytes_; // HELLO: RESULTs this big come by rendezvous (0: never)
     const ina_log_fn_t log_fn_;
     void *const log_arg_;
 
@@ -249,6 +252,12 @@ public:
     void drop_sends();
 
     void on_result(const ina_proto_hdr_t &h, const void *data, size_t length);
+    // Rendezvous RESULT: where in the user's buffer its payload lands, when
+    // it is this rank's whole block in one piece (else null: it comes
+    // through on_result from the channel's buffer). A non-null answer is
+    // followed by exactly one on_landed; the call does not finish before.
+    void *landing(const ina_proto_hdr_t &h, size_t length);
+    void on_landed(const ina_proto_hdr_t &h, void *dst, size_t length, bool ok);
     void on_grant() { granted_ = true; }
     void on_deny(uint8_t status) { fail(Fail::denied, status); }
     void on_error(uint8_t status) { fail(Fail::rejected, status); }
@@ -295,6 +304,8 @@ private:
     bool staged_ = false;          // blocks and RESULTs go through ops_
     ina_stage_ops_t ops_{};
     uint64_t applied_ = 0;         // RESULTs written into rbuf (staged: handed over)
+    uint32_t landing_ = 0;         // rendezvous RESULTs landing in rbuf right now
+    bool landed_any_ = false;      // a rendezvous RESULT was aimed at rbuf
     Fail fail_ = Fail::none;
     uint8_t status_ = INA_PROTO_OK;
     ina_cqe_t cqe_{};
@@ -350,6 +361,8 @@ public:
 
     // Called from the client's AM handler.
     void on_result(const ina_proto_hdr_t &h, const void *data, size_t length);
+    void *landing(const ina_proto_hdr_t &h, size_t length);
+    void on_landed(const ina_proto_hdr_t &h, void *dst, size_t length, bool ok);
     void on_grant(const ina_proto_hdr_t &h);
     void on_deny(const ina_proto_hdr_t &h);
     void on_error(const ina_proto_hdr_t &h);

@@ -106,6 +106,8 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     sends_dropped_ = false;
     background_ = false;
     applied_ = 0;
+    landing_ = 0;
+    landed_any_ = false;
     fail_ = Fail::none;
     status_ = INA_PROTO_OK;
     window_.start(geom.nblocks());
@@ -138,6 +140,9 @@ void Call::start_empty()
 
 bool Call::finished() const
 {
+    if (landing_ > 0) {
+        return false; // UCX is still writing into the user's buffer
+    }
     if (sends_dropped_) {
         return true;
     }
@@ -180,7 +185,7 @@ void Call::fill_failure(ina_cqe_t &cqe) const
 {
     // In place, rbuf already holding some results is no longer the input:
     // the caller cannot fall back to a host algorithm.
-    const bool input_gone = writes_input_ && applied_ > 0;
+    const bool input_gone = writes_input_ && (applied_ > 0 || landed_any_);
     cqe.rc = INA_OK;
     cqe.outcome = INA_OFFLOADED;
     switch (fail_) {
@@ -366,13 +371,47 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
         const auto *in = static_cast<const uint8_t *>(data);
         for (unsigned i = 0; i < r.npieces; ++i) {
             const BlockResult::Piece &pc = r.piece[i];
-            std::memcpy(rbuf_ + pc.dst, in + static_cast<size_t>(pc.from) * esz_,
-                        static_cast<size_t>(pc.count) * esz_);
+            const uint8_t *from = in + static_cast<size_t>(pc.from) * esz_;
+            if (from != rbuf_ + pc.dst) { // else it landed there (rendezvous)
+                std::memcpy(rbuf_ + pc.dst, from, static_cast<size_t>(pc.count) * esz_);
+            }
         }
         applied_ += r.npieces > 0 ? 1 : 0;
     }
     // The RESULT, with or without payload, is the ACK of our block (S0).
     window_.on_ack(sid);
+}
+
+void *Call::landing(const ina_proto_hdr_t &h, size_t length)
+{
+    const uint64_t sid = h.sid;
+    if (staged_ || fail_ != Fail::none || sid >= geom_.nblocks() || h.coll != tmpl_.coll ||
+        h.op != tmpl_.op || h.dtype != tmpl_.dtype || h.seg_count != geom_.block_count(sid) ||
+        h.seg_count == 0 || (h.flags & INA_PROTO_F_ACK_ONLY) != 0 ||
+        length != static_cast<size_t>(h.seg_count) * esz_ ||
+        window_.classify(sid) != SendWindow::Ack::fresh || !geom_.wants(sid)) {
+        return nullptr; // on_result decides, from the channel's copy
+    }
+    const BlockResult r = geom_.result(sid);
+    if (r.npieces != 1 || r.piece[0].from != 0 || r.piece[0].count != h.seg_count) {
+        return nullptr; // cut into pieces (REDUCE_SCATTER): copied out as before
+    }
+    ++landing_;
+    landed_any_ = true; // from now on rbuf may hold part of this block
+    return rbuf_ + r.piece[0].dst;
+}
+
+void Call::on_landed(const ina_proto_hdr_t &h, void *dst, size_t length, bool ok)
+{
+    --landing_;
+    if (!ok) {
+        // The block this rank needs never came whole: the call cannot complete.
+        job_->client()->log(1, "job %u mid %llu sid %u: RESULT payload lost in transfer",
+                            h.jid, static_cast<unsigned long long>(h.mid), h.sid);
+        fail(Fail::lost, INA_PROTO_OK);
+        return;
+    }
+    on_result(h, dst, length); // finds it in place: nothing to copy
 }
 
 void Call::on_staged_result(const ina_proto_hdr_t &h, const void *data, size_t length)
@@ -683,6 +722,21 @@ void Job::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
         return;
     }
     c->on_result(h, data, length);
+}
+
+void *Job::landing(const ina_proto_hdr_t &h, size_t length)
+{
+    Call *c = find(h.mid);
+    return c == nullptr ? nullptr : c->landing(h, length);
+}
+
+void Job::on_landed(const ina_proto_hdr_t &h, void *dst, size_t length, bool ok)
+{
+    // The call cannot have finished (nor its MID been forgotten) while a
+    // landing was in flight.
+    if (Call *c = find(h.mid)) {
+        c->on_landed(h, dst, length, ok);
+    }
 }
 
 void Job::on_grant(const ina_proto_hdr_t &h)

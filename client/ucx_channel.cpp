@@ -25,7 +25,7 @@ int UcxChannel::open(const std::string &addr, bool serialized, ChannelEvents &ev
     }
     std::unique_ptr<UcxChannel> ch(new UcxChannel(events));
     ucs_status_t st =
-        ucx::make_context(UCP_FEATURE_AM | UCP_FEATURE_WAKEUP, "ina-client", ch->context_);
+        ucx::make_context(UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP, "ina-client", ch->context_);
     if (st != UCS_OK) {
         err = ucx::status_message("ucp_init", st);
         return INA_ERR_UNREACHABLE;
@@ -73,6 +73,11 @@ UcxChannel::~UcxChannel()
         ucx::close_ep_detached(ep_, true);
         ep_ = nullptr;
     }
+    // Receives still in flight end (as failed) once the endpoint is gone;
+    // their callbacks need this object, so wait for them, boundedly.
+    for (int spins = 0; landing_ > 0 && spins < 100000; ++spins) {
+        ucp_worker_progress(worker_.get());
+    }
     if (close_req_ != nullptr && ucp_request_check_status(close_req_) != UCS_INPROGRESS) {
         ucp_request_free(close_req_);
     }
@@ -94,7 +99,9 @@ Channel::Posted UcxChannel::post(const ina_proto_hdr_t &hdr, const void *payload
     ucp_request_param_t p{};
     p.op_attr_mask =
         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-    p.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+    p.flags = UCP_AM_SEND_FLAG_REPLY | (rndv_bytes_ != 0 && len >= rndv_bytes_
+                                            ? UCP_AM_SEND_FLAG_RNDV
+                                            : UCP_AM_SEND_FLAG_EAGER);
     p.cb.send = &UcxChannel::on_send_done;
     p.user_data = op;
     ucs_status_ptr_t req =
@@ -186,13 +193,6 @@ ucs_status_t UcxChannel::on_am(void *arg, const void *header, size_t header_leng
     auto *self = static_cast<UcxChannel *>(arg);
     try {
         char why[128];
-        if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-            // The agent sends eagerly; a rendezvous message is not ours to
-            // fetch (returning UCS_OK drops it).
-            std::snprintf(why, sizeof(why), "a rendezvous message (%zu bytes)", length);
-            self->events_.on_dropped(why);
-            return UCS_OK;
-        }
         if (ina_proto_status_t st = ina_proto_check(header, header_length, length);
             st != INA_PROTO_OK) {
             std::snprintf(why, sizeof(why), "a bad message: %s (header %zu bytes, payload %zu)",
@@ -202,6 +202,10 @@ ucs_status_t UcxChannel::on_am(void *arg, const void *header, size_t header_leng
         }
         ina_proto_hdr_t h;
         std::memcpy(&h, header, sizeof(h));
+        if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+            self->land(h, data, length); // UCX owns the descriptor from here
+            return UCS_OK;
+        }
         self->events_.on_message(h, data, length);
     } catch (const std::exception &e) {
         // A message we could not take may belong to a call: its result would
@@ -213,6 +217,78 @@ ucs_status_t UcxChannel::on_am(void *arg, const void *header, size_t header_leng
         }
     }
     return UCS_OK; // consumed (copied) inside the callback
+}
+
+void UcxChannel::land(const ina_proto_hdr_t &h, void *desc, size_t len)
+{
+    if (landing_free_.empty()) {
+        landing_free_.reserve(landings_.size() + 1); // giving one back never allocates
+        landings_.push_back(std::make_unique<Landing>());
+        landing_free_.push_back(landings_.back().get());
+    }
+    Landing *l = landing_free_.back();
+    void *dst = events_.on_rndv(h, len);
+    if (dst == nullptr) {
+        l->scratch.resize(len); // keeps its capacity from message to message
+    }
+    landing_free_.pop_back();
+    l->ch = this;
+    l->hdr = h;
+    l->dst = dst;
+    l->len = len;
+    ++landing_;
+    ucp_request_param_t p{};
+    p.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    p.cb.recv_am = &UcxChannel::on_recv_done;
+    p.user_data = l;
+    p.memory_type = UCS_MEMORY_TYPE_HOST;
+    ucs_status_ptr_t r = ucp_am_recv_data_nbx(worker_.get(), desc,
+                                              dst != nullptr ? dst : l->scratch.data(), len, &p);
+    if (r == nullptr) {
+        landed(l, true);
+    } else if (UCS_PTR_IS_ERR(r)) {
+        landed(l, false);
+    }
+}
+
+void UcxChannel::landed(Landing *l, bool ok)
+{
+    struct Recycle {
+        UcxChannel *ch;
+        Landing *l;
+        ~Recycle()
+        {
+            --ch->landing_;
+            ch->landing_free_.push_back(l);
+        }
+    } recycle{this, l};
+    if (l->dst != nullptr) {
+        events_.on_landed(l->hdr, l->dst, l->len, ok);
+    } else if (ok) {
+        events_.on_message(l->hdr, l->scratch.data(), l->len);
+    } else {
+        char why[128];
+        std::snprintf(why, sizeof(why), "a %s whose rendezvous payload never arrived",
+                      ina_proto_type_name(l->hdr.type));
+        events_.on_dropped(why);
+    }
+}
+
+void UcxChannel::on_recv_done(void *request, ucs_status_t status, size_t, void *user_data)
+{
+    auto *l = static_cast<Landing *>(user_data);
+    UcxChannel *self = l->ch;
+    try {
+        self->landed(l, status == UCS_OK);
+    } catch (const std::exception &e) {
+        self->lost_ = true; // as on_am: a RESULT we could not take
+        try {
+            self->events_.on_lost(e.what());
+        } catch (...) {
+        }
+    }
+    ucp_request_free(request);
 }
 
 } // namespace ina::client

@@ -17,8 +17,21 @@
  *   window  blocks a rank may have in flight; equals the lease size (S0).
  *
  * Message flow:
- *   HELLO       c->a  first message on a new endpoint.
- *   HELLO_ACK   a->c  count = max window (Segs per lease), arg = Seg size in bytes.
+ *   HELLO       c->a  first message on a new endpoint. count = the client's stream
+ *                     segment (bytes UCX's TCP transport sends and receives in one
+ *                     fragment, ina::ucx::kStreamSegBytes): the agent refuses a
+ *                     HELLO whose value differs from its own (ERROR MISMATCH),
+ *                     since a peer with a smaller one cannot receive its messages.
+ *                     arg = rendezvous threshold
+ *                     for RESULTs: payloads of at least arg bytes the agent sends
+ *                     with UCP_AM_SEND_FLAG_RNDV, and the client receives them
+ *                     straight into their destination (ucp_am_recv_data_nbx);
+ *                     0 = eager only.
+ *   HELLO_ACK   a->c  count = max window (Segs per lease), arg = Seg size in bytes,
+ *                     mid = rendezvous threshold for BLOCKs: payloads of at least
+ *                     mid bytes the client sends by rendezvous, and the agent
+ *                     receives them straight into a Seg buffer; 0 = eager only.
+ *               Every other message is eager.
  *   JOB_CREATE  c->a  count = number of members, window = requested window,
  *                     arg = cookie, payload = uint32_t node_id[count]
  *                     (members with equal node_id share a node: Node/Rank bitmaps).
@@ -77,7 +90,7 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 2u
+#define INA_PROTO_VERSION 3u /* 3: HELLO agrees rendezvous and stream segments */
 
 /* UCX active-message ids. */
 #define INA_PROTO_AM_TO_AGENT  17u

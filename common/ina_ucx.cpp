@@ -22,6 +22,14 @@ ucs_status_t make_context(uint64_t features, const char *name, Context &out) noe
         return st;
     }
     std::unique_ptr<ucp_config_t, ConfigDeleter> config(raw);
+    // Transport options pass through to UCT; a UCX without TCP ignores them.
+    const std::string seg = std::to_string(kStreamSegBytes);
+    for (const char *key : {"TX_SEG_SIZE", "RX_SEG_SIZE"}) {
+        st = ucp_config_modify(config.get(), key, seg.c_str());
+        if (st != UCS_OK && st != UCS_ERR_NO_ELEM) {
+            return st;
+        }
+    }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
     params.features = features;

@@ -43,7 +43,17 @@ using UniqueFd = ina::UniqueFd; // common/unique_fd.h
 // "what: <UCX's words>".
 std::string status_message(const char *what, ucs_status_t st);
 
-// A UCP context with `features`, configured from the environment (UCX_*).
+// The largest fragment UCX's byte-stream transports (TCP) send and receive,
+// set the same in every ina context: a block of the default Seg size (64
+// KiB) and its headers travel as one fragment, which UCX hands over in place
+// instead of reassembling it by a copy. UCX requires a receiver's segment to
+// be at least its sender's (else the receiver aborts), so the agent and its
+// clients must agree: each says its value in HELLO / HELLO_ACK and a
+// mismatch is refused before any large message (docs/ARCHITECTURE.md).
+constexpr uint32_t kStreamSegBytes = 66 * 1024;
+
+// A UCP context with `features`, configured from the environment (UCX_*),
+// except the stream segment size, which is always kStreamSegBytes.
 ucs_status_t make_context(uint64_t features, const char *name, Context &out) noexcept;
 // A worker of `ctx` in `mode` (SINGLE: one thread; SERIALIZED: several, one at a time).
 ucs_status_t make_worker(ucp_context_h ctx, ucs_thread_mode_t mode, Worker &out) noexcept;

@@ -50,6 +50,8 @@ static bool ina_progress_thread = true;
 /* coll_ina_spin_us: likewise, read when the client connects and when rank 0
  * starts the embedded agent. */
 static int ina_spin_us = 100;
+/* coll_ina_rndv_bytes: likewise. */
+static int ina_rndv_bytes = 0;
 
 mca_coll_ina_component_t mca_coll_ina_component = {
     .super = {
@@ -231,6 +233,17 @@ static int ina_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_READONLY, &ina_spin_us);
 
+    ina_rndv_bytes = 0;
+    (void) mca_base_component_var_register(v, "rndv_bytes",
+        "Blocks and results of at least this many bytes travel by rendezvous: the "
+        "receiver fetches them straight into their place (a Seg buffer at the "
+        "agent, the receive buffer at a rank), by RDMA where UCX has a verbs "
+        "device. The ranks ask for it for results; the embedded agent is started "
+        "with it for blocks (a standalone ina-switchd: --rndv-bytes). 0: never, "
+        "every message eager (the default; on TCP rendezvous is slower)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &ina_rndv_bytes);
+
     return mca_coll_ina_pvars_register();
 }
 
@@ -379,8 +392,9 @@ static bool ina_yield_when_idle(void)
 static void ina_spawn_embedded(ompi_communicator_t *world, char *addr, size_t addrlen)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
-    char segs[16], spin[16], err[256] = "", spawned[256] = "";
+    char segs[16], spin[16], rndv[16], err[256] = "", spawned[256] = "";
     const char *args[] = {"--segs", segs, "--bind", c->agent_bind, "--spin-us", spin,
+                          "--rndv-bytes", rndv,
                           ina_yield_when_idle() ? "--spin-yield" : NULL, NULL};
     bool one_node = true;
     const char *colon;
@@ -394,6 +408,11 @@ static void ina_spawn_embedded(ompi_communicator_t *world, char *addr, size_t ad
         }
     }
     snprintf(segs, sizeof(segs), "%d", c->agent_segs);
+    /* No block is larger than a Seg (at most INA_PROTO_MAX_SEG_BYTES). */
+    snprintf(rndv, sizeof(rndv), "%d",
+             ina_rndv_bytes <= 0 ? 0
+             : ina_rndv_bytes > (int) INA_PROTO_MAX_SEG_BYTES ? (int) INA_PROTO_MAX_SEG_BYTES
+                                                               : ina_rndv_bytes);
     /* Measured on 2 cores, 2 ranks: an agent that polls there only slows the
      * ranks that poll in opal_progress (docs/PERFORMANCE.md, "Waiting"). */
     snprintf(spin, sizeof(spin), "%d",
@@ -484,6 +503,7 @@ ina_client_t *mca_coll_ina_client(void)
     cfg.log_arg = NULL;
     cfg.spin_us = ina_spin_us > 0 ? ina_spin_us : -1; /* the engine's 0 is its default */
     cfg.spin_yield = ina_yield_when_idle();
+    cfg.rndv_bytes = ina_rndv_bytes > 0 ? ina_rndv_bytes : 0;
     rc = ina_client_connect(&cfg, &c->client, err, sizeof(err));
     if (INA_OK != rc) {
         c->client = NULL;

@@ -9,7 +9,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
 pkgs=(build-essential autoconf automake libtool pkg-config
-      libopenmpi-dev openmpi-bin libucx-dev ucx-utils libhwloc-dev check procps)
+      libopenmpi-dev openmpi-bin libucx-dev ucx-utils libhwloc-dev check procps
+      ibverbs-providers librdmacm1)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

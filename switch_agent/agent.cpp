@@ -53,11 +53,15 @@ Agent::~Agent()
         finish_send(ctx, UCS_ERR_CANCELED);
     }
     outbox_.clear();
+    for (RecvCtx *ctx : recvs_) {
+        ucp_request_cancel(worker_.get(), ctx->req); // completes as canceled
+    }
     for (auto &kv : peers_) {
         ucx::close_ep_detached(kv.second->ep, true);
     }
     if (worker_) {
-        for (int spins = 0; sends_in_flight_ > 0 && spins < 1000000; ++spins) {
+        for (int spins = 0; (sends_in_flight_ > 0 || !recvs_.empty()) && spins < 1000000;
+             ++spins) {
             ucp_worker_progress(worker_.get());
         }
         // Close requests freed on creation complete inside progress too.
@@ -71,7 +75,7 @@ Agent::~Agent()
 
 void Agent::start()
 {
-    ucs_status_t st = ucx::make_context(UCP_FEATURE_AM | UCP_FEATURE_WAKEUP, "ina-switchd", context_);
+    ucs_status_t st = ucx::make_context(UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP, "ina-switchd", context_);
     if (st != UCS_OK) {
         throw ucs_error("ucp_init", st);
     }
@@ -281,20 +285,21 @@ ucs_status_t Agent::on_am(void *arg, const void *header, size_t header_length, v
 void Agent::receive(Peer *peer, const ina_proto_hdr_t &h, const void *header,
                     size_t header_length, const void *data, size_t length, uint64_t recv_attr)
 {
-    if (recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
-        // The protocol is eager only (UCP_AM_SEND_FLAG_EAGER); returning UCS_OK
-        // without receiving drops the descriptor.
-        ++counters_.rndv_rejected;
-        agg_.reject(peer, h, INA_PROTO_ERR_MALFORMED, "rendezvous message");
-        return;
-    }
+    const bool rndv = (recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
     ina_proto_status_t st = ina_proto_check(header, header_length, length);
     if (st != INA_PROTO_OK) {
+        // A rendezvous descriptor left alone is dropped when on_am returns.
+        counters_.rndv_rejected += rndv ? 1 : 0;
         agg_.reject(peer, h, st, "invalid message");
         return;
     }
     if (peer == nullptr) {
+        counters_.rndv_rejected += rndv ? 1 : 0;
         agg_.reject(nullptr, h, INA_PROTO_ERR_MALFORMED, "no reply endpoint");
+        return;
+    }
+    if (rndv) {
+        receive_rndv(peer, h, const_cast<void *>(data), length);
         return;
     }
     if (h.type == INA_PROTO_BLOCK) {
@@ -302,6 +307,97 @@ void Agent::receive(Peer *peer, const ina_proto_hdr_t &h, const void *header,
         counters_.block_bytes_in += length;
     }
     agg::serve(agg_, *this, *peer, h, data);
+}
+
+void Agent::receive_rndv(Peer *peer, const ina_proto_hdr_t &h, void *desc, size_t length)
+{
+    // Only a BLOCK's payload is worth a rendezvous, and it must fit the pool
+    // buffer it lands in (the core checks the block against the Seg again).
+    if (h.type != INA_PROTO_BLOCK || length == 0 || length > agg_.pool().seg_bytes()) {
+        ++counters_.rndv_rejected;
+        agg_.reject(peer, h, INA_PROTO_ERR_MALFORMED,
+                    h.type != INA_PROTO_BLOCK ? "rendezvous message that is not a BLOCK"
+                                              : "rendezvous BLOCK larger than a Seg");
+        return;
+    }
+    if (recv_free_.empty()) {
+        // The free list has room for every context, so that giving one back
+        // never allocates.
+        recv_free_.reserve(recv_store_.size() + 1);
+        recv_store_.push_back(std::make_unique<RecvCtx>());
+        recv_free_.push_back(recv_store_.back().get());
+    }
+    recvs_.reserve(recvs_.size() + 1);
+    agg::BufRef buf(agg_.buffers(), agg_.buffers().get());
+    RecvCtx *ctx = recv_free_.back();
+    recv_free_.pop_back();
+    ctx->agent = this;
+    ctx->peer_id = peer->id;
+    ctx->ep = peer->ep;
+    ctx->hdr = h;
+    ctx->buf = std::move(buf);
+    ctx->len = length;
+    ucp_request_param_t prm{};
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                       UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    prm.cb.recv_am = &Agent::on_recv_done;
+    prm.user_data = ctx;
+    prm.memory_type = UCS_MEMORY_TYPE_HOST;
+    ucs_status_ptr_t r = ucp_am_recv_data_nbx(worker_.get(), desc, ctx->buf.data(), length, &prm);
+    if (r == nullptr) {
+        finish_recv(ctx, UCS_OK); // landed at once
+    } else if (UCS_PTR_IS_ERR(r)) {
+        finish_recv(ctx, UCS_PTR_STATUS(r));
+    } else {
+        ctx->req = r;
+        recvs_.push_back(ctx);
+    }
+}
+
+void Agent::on_recv_done(void *request, ucs_status_t status, size_t, void *user_data)
+{
+    auto *ctx = static_cast<RecvCtx *>(user_data);
+    Agent *self = ctx->agent;
+    auto &in_flight = self->recvs_;
+    in_flight.erase(std::find(in_flight.begin(), in_flight.end(), ctx));
+    ctx->req = nullptr;
+    try {
+        self->finish_recv(ctx, status);
+    } catch (const std::exception &e) {
+        INA_ERROR("dropped a rendezvous BLOCK: %s", e.what());
+    }
+    ucp_request_free(request);
+}
+
+void Agent::finish_recv(RecvCtx *ctx, ucs_status_t status)
+{
+    struct Recycle { // the context goes back whatever happens
+        Agent *agent;
+        RecvCtx *ctx;
+        ~Recycle()
+        {
+            ctx->buf.reset();
+            agent->recv_free_.push_back(ctx); // never allocates (see receive_rndv)
+        }
+    } recycle{this, ctx};
+    auto it = peers_.find(ctx->ep);
+    Peer *peer = it != peers_.end() && it->second->id == ctx->peer_id && !it->second->dead
+                     ? it->second.get()
+                     : nullptr;
+    if (status != UCS_OK || peer == nullptr) {
+        // The sender is gone (its data with it) or UCX failed the transfer:
+        // nothing reached the core, and the member's loss, if it is one,
+        // reaches it through on_ep_error.
+        ++counters_.rndv_rejected;
+        INA_DEBUG("rendezvous BLOCK jid %u rank %u sid %u not received: %s", ctx->hdr.jid,
+                  ctx->hdr.rank, ctx->hdr.sid,
+                  peer == nullptr ? "sender gone" : ucs_status_string(status));
+        return;
+    }
+    ++counters_.blocks_rndv;
+    peer->block_bytes_in += ctx->len;
+    counters_.block_bytes_in += ctx->len;
+    agg::serve(agg_, *this, *peer, ctx->hdr, ctx->buf.data(), &ctx->buf);
 }
 
 void Agent::on_send_done(void *request, ucs_status_t status, void *user_data)
@@ -344,7 +440,10 @@ bool Agent::service()
                 UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
             prm.cb.send = &Agent::on_send_done;
             prm.user_data = ctx;
-            prm.flags = UCP_AM_SEND_FLAG_EAGER;
+            const uint64_t rndv = ctx->peer->rndv_results;
+            prm.flags = rndv != 0 && ctx->len >= rndv ? UCP_AM_SEND_FLAG_RNDV
+                                                      : UCP_AM_SEND_FLAG_EAGER;
+            counters_.results_rndv += prm.flags == UCP_AM_SEND_FLAG_RNDV ? 1 : 0;
             ucs_status_ptr_t r =
                 ucp_am_send_nbx(ctx->peer->ep, INA_PROTO_AM_TO_CLIENT, &ctx->hdr, sizeof(ctx->hdr),
                                 ctx->payload.data(), ctx->len, &prm);
@@ -431,6 +530,22 @@ void Agent::send(agg::Member &to, const ina_proto_hdr_t &h, agg::BufRef payload,
     outbox_.push_back(ctx);
 }
 
+ina_proto_status_t Agent::hello(agg::Member &from, const ina_proto_hdr_t &h,
+                                uint64_t *rndv_blocks)
+{
+    if (h.count != ucx::kStreamSegBytes) {
+        // Our RESULTs would be cut in fragments larger than it can take.
+        INA_WARN("peer %" PRIu64 " (%s) runs with a stream segment of %u bytes, this agent with "
+                 "%u: refused (an ina build of another version?)",
+                 from.id, static_cast<Peer &>(from).host.c_str(), h.count,
+                 ucx::kStreamSegBytes);
+        return INA_PROTO_ERR_MISMATCH;
+    }
+    static_cast<Peer &>(from).rndv_results = h.arg;
+    *rndv_blocks = cfg_.rndv_bytes;
+    return INA_PROTO_OK;
+}
+
 void Agent::finish_send(SendCtx *ctx, ucs_status_t status)
 {
     if (status == UCS_OK) {
@@ -473,6 +588,9 @@ void Agent::log_counters() const
         rej += std::string(" ") + ina_proto_status_name(s) + "=" + std::to_string(c.rejected[s]);
     }
     INA_INFO("rejected:%s rndv=%" PRIu64, rej.c_str(), t.rndv_rejected);
+    INA_INFO("rendezvous: blocks_rndv=%" PRIu64 " results_rndv=%" PRIu64
+             " (thresholds: blocks %" PRIu64 " B, results as each client asked)",
+             t.blocks_rndv, t.results_rndv, cfg_.rndv_bytes);
     INA_INFO("jobs: jobs_created=%" PRIu64 " jobs_freed=%" PRIu64 " jobs_live=%zu segs_free=%u/%u"
              " buffers=%zu",
              c.jobs_created, c.jobs_freed, agg_.live_jobs(), agg_.pool().free_segs(),

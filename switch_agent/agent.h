@@ -27,10 +27,19 @@
 namespace ina {
 
 struct AgentConfig {
+    // Off by default: on TCP (UCX 1.13) rendezvous has no zero-copy lane
+    // and costs 40% of the blocks/s (docs/PERFORMANCE.md); on InfiniBand or
+    // RoCE it lands blocks by RDMA (docs/RDMA.md).
+    static constexpr uint64_t kDefaultRndvBytes = 0;
+
     std::string host = "0.0.0.0";
     uint16_t port = 17300;
     agg::AggregatorConfig core; // pool size, Seg size, largest window
     SpinConfig spin;            // polling before sleeping (--spin-us, --spin-yield)
+    // BLOCK payloads of at least this many bytes come by rendezvous, straight
+    // into a Seg buffer (--rndv-bytes; told to clients in HELLO_ACK); 0: all
+    // eager.
+    uint64_t rndv_bytes = kDefaultRndvBytes;
 };
 
 // What the transport counts (the core counts the rest: agg::Counters).
@@ -41,7 +50,9 @@ struct TransportCounters {
     uint64_t acks_out = 0;         // ACK_ONLY RESULTs (no payload)
     uint64_t result_bytes_out = 0; // payload bytes of the RESULTs sent
     uint64_t grants_out = 0;       // GRANT messages (one per joined member per call)
-    uint64_t rndv_rejected = 0;
+    uint64_t blocks_rndv = 0;      // BLOCKs received by rendezvous into a pool buffer
+    uint64_t results_rndv = 0;     // RESULTs sent by rendezvous
+    uint64_t rndv_rejected = 0;    // rendezvous messages refused (not a valid BLOCK)
     uint64_t peers_accepted = 0;
     uint64_t peers_lost = 0;
     uint64_t send_errors = 0;
@@ -53,6 +64,7 @@ struct Peer : agg::Member {
     bool dead = false;
     std::string host;            // the client's IP address ("?" if unknown)
     uint64_t block_bytes_in = 0; // payload bytes of its BLOCKs
+    uint64_t rndv_results = 0;   // its HELLO's threshold: RESULTs this big go by rendezvous
 };
 
 class Agent final : private agg::WireSink {
@@ -90,6 +102,23 @@ private:
     static ucs_status_t on_am(void *arg, const void *header, size_t header_length, void *data,
                               size_t length, const ucp_am_recv_param_t *param);
     static void on_send_done(void *request, ucs_status_t status, void *user_data);
+    static void on_recv_done(void *request, ucs_status_t status, size_t length,
+                             void *user_data);
+
+    // A BLOCK on its way by rendezvous: landing in `buf` (a pool buffer)
+    // until UCX completes the receive; then it is served like an eager one.
+    // Its peer may be gone by then (known by id, never by pointer).
+    struct RecvCtx {
+        Agent *agent = nullptr;
+        uint64_t peer_id = 0;
+        ucp_ep_h ep = nullptr;
+        ina_proto_hdr_t hdr;
+        agg::BufRef buf;
+        size_t len = 0;
+        void *req = nullptr; // UCX's request while in flight
+    };
+    void receive_rndv(Peer *peer, const ina_proto_hdr_t &h, void *desc, size_t length);
+    void finish_recv(RecvCtx *ctx, ucs_status_t status);
 
     // Work deferred out of UCX callbacks: sends, accepts, closes. Returns
     // whether it did anything (then progress must run again).
@@ -112,6 +141,8 @@ private:
     // agg::WireSink: every message the core says, queued for service().
     void send(agg::Member &to, const ina_proto_hdr_t &h, agg::BufRef payload,
               size_t len) override;
+    ina_proto_status_t hello(agg::Member &from, const ina_proto_hdr_t &h,
+                             uint64_t *rndv_blocks) override;
     void finish_send(SendCtx *ctx, ucs_status_t status);
 
     AgentConfig cfg_;
@@ -140,6 +171,10 @@ private:
     std::vector<SendCtx *> send_free_;
     std::vector<SendCtx *> outbox_;
     size_t sends_in_flight_ = 0;
+
+    std::vector<std::unique_ptr<RecvCtx>> recv_store_; // owns every RecvCtx
+    std::vector<RecvCtx *> recv_free_;
+    std::vector<RecvCtx *> recvs_;                       // in flight
 };
 
 } // namespace ina

@@ -43,8 +43,12 @@ void usage(FILE *out)
                  "                       on the event fd; 0 never polls (default %d)\n"
                  "  --spin-yield         sched_yield between those polls (more processes\n"
                  "                       than cores)\n"
+                 "  --rndv-bytes N       clients send BLOCK payloads of N bytes or more\n"
+                 "                       by rendezvous, received straight into a Seg\n"
+                 "                       buffer; 0 = every block eager (default %llu)\n"
                  "  --help               this text\n",
-                 INA_PROTO_MAX_SEG_BYTES, INA_PROTO_MAX_WINDOW, ina::kDefaultSpinUs);
+                 INA_PROTO_MAX_SEG_BYTES, INA_PROTO_MAX_WINDOW, ina::kDefaultSpinUs,
+                 static_cast<unsigned long long>(ina::AgentConfig::kDefaultRndvBytes));
 }
 
 [[noreturn]] void bad_arg(const char *fmt, const char *what)
@@ -117,6 +121,7 @@ int main(int argc, char **argv)
         kBind,
         kSpinUs,
         kSpinYield,
+        kRndvBytes,
         kHelp
     };
     static const struct option opts[] = {
@@ -129,6 +134,7 @@ int main(int argc, char **argv)
         {"bind", required_argument, nullptr, kBind},
         {"spin-us", required_argument, nullptr, kSpinUs},
         {"spin-yield", no_argument, nullptr, kSpinYield},
+        {"rndv-bytes", required_argument, nullptr, kRndvBytes},
         {"help", no_argument, nullptr, kHelp},
         {nullptr, 0, nullptr, 0}};
     opterr = 0;
@@ -182,6 +188,12 @@ int main(int argc, char **argv)
             break;
         case kSpinYield:
             cfg.spin.yield = true;
+            break;
+        case kRndvBytes:
+            if (!parse_uint(optarg, 0, INA_PROTO_MAX_SEG_BYTES, &v)) {
+                bad_arg("--rndv-bytes wants 0..1048576 bytes, got '%s'", optarg);
+            }
+            cfg.rndv_bytes = v;
             break;
         case kHelp:
             usage(stdout);

@@ -67,6 +67,7 @@ struct Options {
     uint32_t window = 0;      // 0: the agent's maximum
     uint32_t block = 0;       // 0: one Seg
     unsigned timeout_s = 300; // whole run, then every process is killed
+    int rndv_bytes = 0;       // ina_client_config_t::rndv_bytes (0: never)
     bool overlap = false;
     int verbose = 0;
     std::string agent;        // host:port; empty: spawn one
@@ -190,6 +191,7 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
     cfg.connect_timeout_ms = 10000;
     cfg.progress_timeout_ms = 30000;
     cfg.verbose = o.verbose;
+    cfg.rndv_bytes = o.rndv_bytes;
     ina_client_t *client = nullptr;
     char err[256] = "";
     int rc = ina_client_connect(&cfg, &client, err, sizeof(err));
@@ -410,6 +412,8 @@ void usage(FILE *f)
         "  -A, --agent-arg ARG extra argument for the spawned daemon (repeatable),\n"
         "                      e.g. -A --segs -A 4096\n"
         "  -t, --timeout SEC   kill the run after SEC seconds (default 300)\n"
+        "  -R, --rndv-bytes N  RESULTs of N bytes or more by rendezvous (the client's\n"
+        "                      HELLO; default 0: never). Blocks: -A --rndv-bytes -A N\n"
         "  -v, --verbose       engine messages on stderr (repeat for more)\n"
         "  -h, --help\n"
         "Prints aggregate blocks/s and bytes/s into the agent, allreduces/s and\n"
@@ -441,6 +445,7 @@ Options parse(int argc, char **argv)
         {"switchd", required_argument, nullptr, 'd'},
         {"agent-arg", required_argument, nullptr, 'A'},
         {"timeout", required_argument, nullptr, 't'},
+        {"rndv-bytes", required_argument, nullptr, 'R'},
         {"verbose", no_argument, nullptr, 'v'},
         {"help", no_argument, nullptr, 'h'},
         {nullptr, 0, nullptr, 0}};
@@ -454,7 +459,7 @@ Options parse(int argc, char **argv)
         return v;
     };
     int c;
-    while ((c = getopt_long(argc, argv, "p:j:n:W:s:w:b:oa:d:A:t:vh", longs, nullptr)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:j:n:W:s:w:b:oa:d:A:t:R:vh", longs, nullptr)) != -1) {
         switch (c) {
         case 'p': o.procs = static_cast<uint32_t>(number(c, 1, kMaxProcs, false)); break;
         case 'j': o.jobs = static_cast<uint32_t>(number(c, 1, kMaxJobs, false)); break;
@@ -471,6 +476,9 @@ Options parse(int argc, char **argv)
         case 'd': o.switchd = optarg; break;
         case 'A': o.agent_args.emplace_back(optarg); break;
         case 't': o.timeout_s = static_cast<unsigned>(number(c, 1, 86400, false)); break;
+        case 'R':
+            o.rndv_bytes = static_cast<int>(number(c, 0, INA_PROTO_MAX_SEG_BYTES, true));
+            break;
         case 'v': o.verbose = o.verbose == 0 ? 10 : o.verbose * 10; break;
         case 'h': usage(stdout); std::exit(0);
         default: usage(stderr); std::exit(2);

@@ -146,6 +146,10 @@ void malformed_suite(Client &c, size_t ep, uint32_t jid, uint32_t rank)
     hello.seg_count = 4;
     expect_error(c, ep, &hello, sizeof(hello), nullptr, 0, INA_PROTO_ERR_MALFORMED,
                  "HELLO with block fields set");
+    hello.seg_count = 0;
+    hello.count = ina::ucx::kStreamSegBytes / 2; // a peer that could not take our fragments
+    expect_error(c, ep, &hello, sizeof(hello), nullptr, 0, INA_PROTO_ERR_MISMATCH,
+                 "HELLO with another stream segment");
 
     // The v2 block fields.
     bad = h;

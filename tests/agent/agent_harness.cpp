@@ -330,6 +330,7 @@ void Client::hello(size_t ep, uint32_t *max_window, uint64_t *seg_bytes)
 {
     ina_proto_hdr_t h;
     ina_proto_init(&h, INA_PROTO_HELLO);
+    h.count = ina::ucx::kStreamSegBytes; // make_context set it
     send(ep, h);
     Msg m = wait_for([](const Msg &m) { return m.hdr.type == INA_PROTO_HELLO_ACK; }, 10000,
                      "HELLO_ACK");

@@ -761,12 +761,15 @@ int deny_rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
     return ok ? 0 : 1;
 }
 
+// With the clients' rendezvous threshold (ina_test::rndv_bytes) for blocks too.
 int spawn_agent(const char *agent, const char *segs, const char *max_window, char *addr,
                 size_t addrlen, int *pid)
 {
     char err[512];
     const char *log = std::getenv("INA_TEST_AGENT_LOG"); // e.g. debug
+    const std::string rndv = std::to_string(ina_test::rndv_bytes());
     const char *const args[] = {"--seg-size", "8192", "--max-window", max_window, "--segs", segs,
+                                "--rndv-bytes", rndv.c_str(),
                                 "--log-level", log != nullptr ? log : "warn", nullptr};
     int rc = ina_agent_spawn(agent, "127.0.0.1", args, addr, addrlen, pid, err, sizeof(err));
     if (rc != INA_OK) {
@@ -800,6 +803,26 @@ int main()
         failed += f;
     }
     ina_agent_stop(pid, 5000);
+
+    // Again with rendezvous from 4 KiB on, both ways: job A's 8 KiB blocks
+    // (and results) land straight in a Seg buffer and in the receive buffer,
+    // its short last blocks and job B's 2 KiB ones stay eager, and
+    // REDUCE_SCATTER parts cut from a result land in the channel's buffer.
+    const int eager_only = ina_test::rndv_bytes();
+    ina_test::rndv_bytes() = 4096;
+    if (spawn_agent(agent, "256", "16", addr, sizeof(addr), &pid) != INA_OK) {
+        return 1;
+    }
+    for (uint32_t k : {3u, kMaxRanks}) {
+        int f = run_group(k, "collectives", [&](Shared *sh, uint32_t r) {
+            return rank_main(addr, sh, r, k);
+        });
+        std::printf("K=%u, rendezvous from 4096 B: every collective on two jobs: %s\n", k,
+                    f == 0 ? "ok" : "FAILED");
+        failed += f;
+    }
+    ina_agent_stop(pid, 5000);
+    ina_test::rndv_bytes() = eager_only;
 
     if (spawn_agent(agent, "8", "4", addr, sizeof(addr), &pid) != INA_OK) {
         return 1;

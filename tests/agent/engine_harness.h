@@ -55,10 +55,23 @@ inline int verbose()
     return v != nullptr ? std::atoi(v) : 0;
 }
 
+// The rendezvous threshold the clients of this process (and of the ranks it
+// forks afterwards) ask for in HELLO: 0 never. INA_TEST_RNDV=N sets it
+// from the environment; a test may set it for a pass of its own.
+inline int &rndv_bytes()
+{
+    static int v = [] {
+        const char *e = std::getenv("INA_TEST_RNDV");
+        return e != nullptr ? std::atoi(e) : 0;
+    }();
+    return v;
+}
+
 inline ina_client_t *connect_or_die(const char *addr, const std::string &who,
                                     int progress_timeout_ms = 30000)
 {
     ina_client_config_t cfg{addr, 10000, progress_timeout_ms, verbose(), 0, nullptr, nullptr};
+    cfg.rndv_bytes = rndv_bytes();
     ina_client_t *c = nullptr;
     char err[256] = "";
     int rc = ina_client_connect(&cfg, &c, err, sizeof(err));

@@ -151,10 +151,25 @@ START_TEST(test_bitmaps_several_ranks_per_node)
 }
 END_TEST
 
+// Whether the rank arriving at position i of `order` is early for a Seg
+// reduced in rank order: some lower rank has not arrived yet.
+static bool order_before(const std::vector<uint32_t> &order, uint32_t i, uint32_t r)
+{
+    for (uint32_t lower = 0; lower < r; ++lower) {
+        if (std::find(order.begin(), order.begin() + i, lower) == order.begin() + i) {
+            return true;
+        }
+    }
+    return false;
+}
+
 // Every arrival order of 4 ranks (2 per node) must give the bits of
-// ((r0 op r1) op r2) op r3 computed with ina_reduce.
+// ((r0 op r1) op r2) op r3 computed with ina_reduce. owned: each block
+// arrives as the agent's rendezvous receive hands it over, in a buffer of
+// the pool (Block::own) that the Seg may keep instead of copying from.
 template <typename T>
-static void check_permutations(unsigned op, unsigned dtype, const std::vector<std::vector<T>> &in)
+static void check_permutations(unsigned op, unsigned dtype, const std::vector<std::vector<T>> &in,
+                               bool owned = false)
 {
     const uint32_t n = 4;
     const uint32_t count = static_cast<uint32_t>(in[0].size());
@@ -173,9 +188,23 @@ static void check_permutations(unsigned op, unsigned dtype, const std::vector<st
     do {
         for (uint32_t i = 0; i < n; ++i) {
             uint32_t r = order[i];
-            Block b = whole(r, 0, op, dtype, count, count, in[r].data());
+            BufRef own;
+            const void *data = in[r].data();
+            if (owned) {
+                own = BufRef(pool.buffers(), pool.buffers().get());
+                std::memcpy(own.data(), in[r].data(), count * sizeof(T));
+                data = own.data();
+            }
+            Block b = whole(r, 0, op, dtype, count, count, data);
+            b.own = owned ? &own : nullptr;
             SegOutcome o = pool.contribute(lease[0], topo, b);
             ck_assert(o == (i + 1 == n ? SegOutcome::kComplete : SegOutcome::kStored));
+            if (owned) {
+                // Kept (the first one, or an early one staged) or read from:
+                // either way the caller's reference is the only one left, or none.
+                const bool kept = !own;
+                ck_assert(kept == (i == 0 || r != 0 && order_before(order, i, r)));
+            }
         }
         uint32_t buf = pool.take_result(lease[0]);
         ck_assert_msg(std::memcmp(pool.buffers().data(buf), ref.data(), count * sizeof(T)) == 0,
@@ -194,8 +223,22 @@ static void check_permutations(unsigned op, unsigned dtype, const std::vector<st
     ck_assert_msg(order_matters, "test data does not depend on the order");
     // Staging buffers were all returned and are reused, not reallocated per block.
     ck_assert_uint_eq(pool.buffers().free_count(), pool.buffers().allocated());
-    ck_assert_uint_le(pool.buffers().allocated(), n);
+    // (Owned: the block in flight has one of its own besides.)
+    ck_assert_uint_le(pool.buffers().allocated(), owned ? n + 1 : n);
 }
+
+START_TEST(test_owned_blocks_kept_not_copied)
+{
+    std::vector<std::vector<float>> in(4, std::vector<float>(33));
+    for (int i = 0; i < 33; ++i) {
+        in[0][i] = 1.0e8f + static_cast<float>(i);
+        in[1][i] = 3.3f * static_cast<float>(i + 1);
+        in[2][i] = -1.0e8f;
+        in[3][i] = 0.1f + 1.7f * static_cast<float>(i);
+    }
+    check_permutations<float>(INA_OP_SUM, INA_DT_FLOAT, in, true);
+}
+END_TEST
 
 START_TEST(test_ordered_float_sum_all_permutations)
 {
@@ -542,6 +585,7 @@ int main()
                                 test_bitmaps_several_ranks_per_node,
                                 test_ordered_float_sum_all_permutations,
                                 test_ordered_double_sum_all_permutations,
+                                test_owned_blocks_kept_not_copied,
                                 test_job_membership_and_retire,
                                 test_job_abort_open_calls,
                                 test_want_result_bits,

@@ -284,7 +284,7 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved), 58);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved2), 60);
     // Enum values are wire values: pin them.
-    ck_assert_uint_eq(INA_PROTO_VERSION, 2);
+    ck_assert_uint_eq(INA_PROTO_VERSION, 3);
     ck_assert_uint_eq(INA_PROTO_HELLO, 1);
     ck_assert_uint_eq(INA_PROTO_ERROR, 11);
     ck_assert_uint_eq(INA_PROTO_GRANT, 12);
@@ -407,7 +407,7 @@ START_TEST(test_other_version_header_size)
     std::memcpy(buf, &magic, sizeof(magic));
     buf[offsetof(ina_proto_hdr_t, version)] = 1; // a v1 header was 48 bytes
     ck_assert_int_eq(ina_proto_check(buf, 48, 0), INA_PROTO_ERR_VERSION);
-    buf[offsetof(ina_proto_hdr_t, version)] = 3; // a future, larger one
+    buf[offsetof(ina_proto_hdr_t, version)] = INA_PROTO_VERSION + 1; // a future, larger one
     ck_assert_int_eq(ina_proto_check(buf, sizeof(buf), 0), INA_PROTO_ERR_VERSION);
     buf[offsetof(ina_proto_hdr_t, version)] = INA_PROTO_VERSION; // ours, wrong size
     ck_assert_int_eq(ina_proto_check(buf, 48, 0), INA_PROTO_ERR_MALFORMED);
@@ -438,7 +438,7 @@ START_TEST(test_rejects_common_fields)
             reinterpret_cast<unsigned char *>(&m.hdr.magic)[byte] ^= 0x20;
             ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
         }
-        for (unsigned v : {0u, 1u, 3u, 255u}) {
+        for (unsigned v : {0u, 1u, 2u, INA_PROTO_VERSION + 1, 255u}) {
             Msg m = good;
             m.hdr.version = static_cast<uint8_t>(v);
             ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_VERSION);
