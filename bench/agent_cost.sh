@@ -41,20 +41,7 @@ done
 command -v valgrind >/dev/null || die "needs valgrind (apt-get install valgrind)"
 new=$top/build
 [ -x "$new/bench/engine/ina_loadgen" ] || die "no build in $new: run scripts/setup.sh first"
-git -C "$top" rev-parse --verify -q "$rev^{commit}" >/dev/null || die "unknown revision '$rev'"
-
-mkdir -p "$dir"
-base_src=$dir/base
-if [ ! -d "$base_src" ]; then
-  git -C "$top" worktree add -q --detach "$base_src" "$rev"
-else
-  git -C "$base_src" checkout -q --detach "$rev"
-fi
-echo "== building $rev in $base_src/build"
-(cd "$base_src" && autoreconf -fi >/dev/null 2>&1 && mkdir -p build && cd build &&
- { [ -f config.status ] || ../configure -q --prefix="$dir/prefix" >/dev/null; } &&
- make -j"$(nproc)" >/dev/null) || die "building $rev failed"
-base=$base_src/build
+base=$("$top/bench/build_rev.sh" "$rev" "$dir" | tail -1) || die "building $rev failed"
 
 out=$dir/runs
 rm -rf "$out" && mkdir -p "$out"

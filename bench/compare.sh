@@ -35,20 +35,7 @@ while [ $# -gt 0 ]; do
 done
 new=$top/build
 [ -x "$new/examples/ina_allreduce_demo" ] || die "no build in $new: run scripts/setup.sh first"
-git -C "$top" rev-parse --verify -q "$rev^{commit}" >/dev/null || die "unknown revision '$rev'"
-
-mkdir -p "$dir"
-base_src=$dir/base
-if [ ! -d "$base_src" ]; then
-  git -C "$top" worktree add -q --detach "$base_src" "$rev"
-else
-  git -C "$base_src" checkout -q --detach "$rev"
-fi
-echo "== building $rev in $base_src/build"
-(cd "$base_src" && autoreconf -fi >/dev/null 2>&1 && mkdir -p build && cd build &&
- { [ -f config.status ] || ../configure -q --prefix="$dir/prefix" >/dev/null; } &&
- make -j"$(nproc)" >/dev/null) || die "building $rev failed"
-base=$base_src/build
+base=$("$top/bench/build_rev.sh" "$rev" "$dir" | tail -1) || die "building $rev failed"
 
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 common=(-np "$np" --oversubscribe --mca mpi_yield_when_idle 1)

@@ -285,6 +285,9 @@ private:
     // A staged block as ops.block returned it is one the wire allows.
     bool stage_block_ok(uint64_t sid, const ina_stage_block_t &b) const;
     void on_staged_result(const ina_proto_hdr_t &h, const void *data, size_t length);
+    // A RESULT names one of this call's blocks, with the call's coll/op/dtype
+    // and that block's length.
+    bool matches(const ina_proto_hdr_t &h) const;
 
     Job *const job_;
     SendWindow window_;

@@ -336,12 +336,17 @@ void Call::SlotCtx::done(bool ok)
     }
 }
 
+bool Call::matches(const ina_proto_hdr_t &h) const
+{
+    return h.sid < geom_.nblocks() && h.coll == tmpl_.coll && h.op == tmpl_.op &&
+           h.dtype == tmpl_.dtype && h.seg_count == geom_.block_count(h.sid);
+}
+
 void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
 {
     Client &client = *job_->client();
     const uint64_t sid = h.sid;
-    if (sid >= geom_.nblocks() || h.coll != tmpl_.coll || h.op != tmpl_.op ||
-        h.dtype != tmpl_.dtype || h.seg_count != geom_.block_count(sid)) {
+    if (!matches(h)) {
         client.log(1, "job %u mid %llu: dropping a RESULT that does not match block %u", h.jid,
                    static_cast<unsigned long long>(h.mid), h.sid);
         return;
@@ -385,9 +390,8 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
 void *Call::landing(const ina_proto_hdr_t &h, size_t length)
 {
     const uint64_t sid = h.sid;
-    if (staged_ || fail_ != Fail::none || sid >= geom_.nblocks() || h.coll != tmpl_.coll ||
-        h.op != tmpl_.op || h.dtype != tmpl_.dtype || h.seg_count != geom_.block_count(sid) ||
-        h.seg_count == 0 || (h.flags & INA_PROTO_F_ACK_ONLY) != 0 ||
+    if (staged_ || fail_ != Fail::none || !matches(h) || h.seg_count == 0 ||
+        (h.flags & INA_PROTO_F_ACK_ONLY) != 0 ||
         length != static_cast<size_t>(h.seg_count) * esz_ ||
         window_.classify(sid) != SendWindow::Ack::fresh || !geom_.wants(sid)) {
         return nullptr; // on_result decides, from the channel's copy
