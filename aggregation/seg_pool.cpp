@@ -203,6 +203,18 @@ void SegPool::reset(Seg &s)
 void SegPool::fold(Seg &s, const void *src)
 {
     std::byte *dst = buffers_.data(s.buf);
+    if (s.next_rank == 0 && s.ordered && s.staged.size() > 1 && s.staged[1] != kNoIndex &&
+        dst != src) {
+        // Rank 1 came early and waits in a buffer of ours: that buffer
+        // becomes the Seg's and rank 0 folds in from the left (rank 0 OP
+        // rank 1, the rank order), instead of being copied in first.
+        std::swap(s.buf, s.staged[1]);
+        buffers_.unref(s.staged[1]); // the Seg's unused buffer
+        s.staged[1] = kNoIndex;
+        ina_reduce_left(s.op, s.dtype, buffers_.data(s.buf), src, s.seg_count);
+        s.next_rank = 2;
+        return;
+    }
     if (s.next_rank == 0) {
         if (dst != src) { // else the Seg adopted the received buffer
             std::memcpy(dst, src, s.seg_count * ina_proto_dtype_size(s.dtype));

@@ -231,7 +231,9 @@ private:
     // `adopt`: a buffer (already holding b's data) to use as the Seg's.
     void init(Seg &s, const Topology &topo, const Block &b, uint32_t adopt);
     void reset(Seg &s);
-    void fold(Seg &s, const void *src); // apply the next contribution in order
+    // Apply the next contribution in order; rank 0 takes over rank 1's staged
+    // buffer when there is one (folding in from the left), else initialises.
+    void fold(Seg &s, const void *src);
     void place(Seg &s, const Block &b);
 
     std::vector<Seg> segs_;

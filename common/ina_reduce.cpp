@@ -94,7 +94,7 @@ template <typename V> struct Codec<Pair<V>> {
     }
 };
 
-// ---- Operations: apply(a = dst element, b = src element) ------------------
+// ---- Operations: apply(a = left operand, b = right operand) ---------------
 
 template <typename T> struct Sum {
     static T apply(T a, T b)
@@ -177,44 +177,59 @@ template <typename P> struct MaxLoc {
 
 using Kernel = void (*)(void *, const void *, size_t);
 
-template <template <typename> class Op, typename T>
+// dst = dst OP src, or with kLeft dst = src OP dst.
+template <template <typename> class Op, typename T, bool kLeft>
 void kernel(void *dstv, const void *srcv, size_t n)
 {
     auto *dst = static_cast<unsigned char *>(dstv);
     const auto *src = static_cast<const unsigned char *>(srcv);
     for (size_t i = 0; i < n; ++i) {
         const size_t at = i * sizeof(T);
-        Codec<T>::store(dst + at, Op<T>::apply(Codec<T>::load(dst + at), Codec<T>::load(src + at)));
+        const T d = Codec<T>::load(dst + at);
+        const T s = Codec<T>::load(src + at);
+        Codec<T>::store(dst + at, kLeft ? Op<T>::apply(s, d) : Op<T>::apply(d, s));
     }
 }
 
-// Indexed by ina_proto_op_t; nullptr where ina_reduce has nothing to do
+// Both operand orders of one (op, element type); null where ina_reduce has
+// nothing to do.
+struct Kernels {
+    Kernel right = nullptr; // ina_reduce
+    Kernel left = nullptr;  // ina_reduce_left
+};
+
+template <template <typename> class Op, typename T> constexpr Kernels kernels()
+{
+    return {&kernel<Op, T, false>, &kernel<Op, T, true>};
+}
+
+// Indexed by ina_proto_op_t; empty where ina_reduce has nothing to do
 // (pairs MPI does not define, and REPLACE, which places bytes).
-using Row = std::array<Kernel, INA_OP_COUNT>;
+using Row = std::array<Kernels, INA_OP_COUNT>;
 
 template <typename T> constexpr Row integer_row()
 {
     Row r{};
-    r[INA_OP_SUM] = &kernel<Sum, T>;
-    r[INA_OP_PROD] = &kernel<Prod, T>;
-    r[INA_OP_MIN] = &kernel<Min, T>;
-    r[INA_OP_MAX] = &kernel<Max, T>;
-    r[INA_OP_LAND] = &kernel<Land, T>;
-    r[INA_OP_LOR] = &kernel<Lor, T>;
-    r[INA_OP_LXOR] = &kernel<Lxor, T>;
-    r[INA_OP_BAND] = &kernel<Band, T>;
-    r[INA_OP_BOR] = &kernel<Bor, T>;
-    r[INA_OP_BXOR] = &kernel<Bxor, T>;
+    r[INA_OP_SUM] = kernels<Sum, T>();
+    r[INA_OP_PROD] = kernels<Prod, T>();
+    r[INA_OP_MIN] = kernels<Min, T>();
+    r[INA_OP_MAX] = kernels<Max, T>();
+    r[INA_OP_LAND] = kernels<Land, T>();
+    r[INA_OP_LOR] = kernels<Lor, T>();
+    r[INA_OP_LXOR] = kernels<Lxor, T>();
+    r[INA_OP_BAND] = kernels<Band, T>();
+    r[INA_OP_BOR] = kernels<Bor, T>();
+    r[INA_OP_BXOR] = kernels<Bxor, T>();
     return r;
 }
 
 template <typename T> constexpr Row floating_row()
 {
     Row r{};
-    r[INA_OP_SUM] = &kernel<Sum, T>;
-    r[INA_OP_PROD] = &kernel<Prod, T>;
-    r[INA_OP_MIN] = &kernel<Min, T>;
-    r[INA_OP_MAX] = &kernel<Max, T>;
+    r[INA_OP_SUM] = kernels<Sum, T>();
+    r[INA_OP_PROD] = kernels<Prod, T>();
+    r[INA_OP_MIN] = kernels<Min, T>();
+    r[INA_OP_MAX] = kernels<Max, T>();
     return r;
 }
 
@@ -223,25 +238,25 @@ template <typename T> constexpr Row floating_row()
 constexpr Row bool_row()
 {
     Row r{};
-    r[INA_OP_LAND] = &kernel<Land, uint8_t>;
-    r[INA_OP_LOR] = &kernel<Lor, uint8_t>;
-    r[INA_OP_LXOR] = &kernel<Lxor, uint8_t>;
+    r[INA_OP_LAND] = kernels<Land, uint8_t>();
+    r[INA_OP_LOR] = kernels<Lor, uint8_t>();
+    r[INA_OP_LXOR] = kernels<Lxor, uint8_t>();
     return r;
 }
 
 template <typename F> constexpr Row complex_row()
 {
     Row r{};
-    r[INA_OP_SUM] = &kernel<CxSum, Cx<F>>;
-    r[INA_OP_PROD] = &kernel<CxProd, Cx<F>>;
+    r[INA_OP_SUM] = kernels<CxSum, Cx<F>>();
+    r[INA_OP_PROD] = kernels<CxProd, Cx<F>>();
     return r;
 }
 
 template <typename V> constexpr Row pair_row()
 {
     Row r{};
-    r[INA_OP_MINLOC] = &kernel<MinLoc, Pair<V>>;
-    r[INA_OP_MAXLOC] = &kernel<MaxLoc, Pair<V>>;
+    r[INA_OP_MINLOC] = kernels<MinLoc, Pair<V>>();
+    r[INA_OP_MAXLOC] = kernels<MaxLoc, Pair<V>>();
     return r;
 }
 
@@ -265,20 +280,35 @@ static_assert(sizeof(Pair<float>) == 8 && sizeof(Pair<double>) == 16 &&
                   sizeof(Pair<short>) == 8 && sizeof(Pair<long double>) == 2 * sizeof(long double),
               "pair layouts of ina_proto.h");
 
+const Kernels *find(unsigned op, unsigned dtype)
+{
+    if (dtype >= INA_DT_COUNT || op >= INA_OP_COUNT || kTable[dtype][op].right == nullptr) {
+        return nullptr;
+    }
+    return &kTable[dtype][op];
+}
+
 } // namespace
 
 extern "C" {
 
 int ina_reduce(unsigned op, unsigned dtype, void *dst, const void *src, size_t n)
 {
-    if (dtype >= INA_DT_COUNT || op >= INA_OP_COUNT) {
-        return -1;
-    }
-    const Kernel k = kTable[dtype][op];
+    const Kernels *k = find(op, dtype);
     if (k == nullptr) {
         return -1;
     }
-    k(dst, src, n);
+    k->right(dst, src, n);
+    return 0;
+}
+
+int ina_reduce_left(unsigned op, unsigned dtype, void *dst, const void *src, size_t n)
+{
+    const Kernels *k = find(op, dtype);
+    if (k == nullptr) {
+        return -1;
+    }
+    k->left(dst, src, n);
     return 0;
 }
 

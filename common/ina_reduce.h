@@ -37,6 +37,13 @@ extern "C" {
  * dst and src may have any alignment; they must not overlap partially. */
 int ina_reduce(unsigned op, unsigned dtype, void *dst, const void *src, size_t n);
 
+/* The same with the operands the other way round: dst[i] = src[i] OP dst[i].
+ * A caller holding the right-hand operand in a writable buffer folds the
+ * left-hand one in without copying it first (the agent: rank 1's staged
+ * block becomes the Seg's buffer when rank 0's block arrives). Same rules,
+ * bit for bit, as ina_reduce with src and dst exchanged. */
+int ina_reduce_left(unsigned op, unsigned dtype, void *dst, const void *src, size_t n);
+
 /* Whether reducing (op, dtype) in arrival order gives bit-identical results
  * whatever the order: true for integer, BOOL and integer-valued pair types,
  * false for floating, complex and floating-valued pair types (SUM/PROD round;

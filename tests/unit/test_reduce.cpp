@@ -350,8 +350,10 @@ struct Guarded {
 };
 
 // Runs one (op, dtype) case and checks every element and the guards.
+// left: ina_reduce_left (dst = src OP dst) instead of ina_reduce.
 template <typename M>
-void check_case(unsigned op, unsigned dt, size_t n, size_t doff, size_t soff, std::mt19937_64 &rng)
+void check_case(unsigned op, unsigned dt, size_t n, size_t doff, size_t soff, std::mt19937_64 &rng,
+                bool left = false)
 {
     constexpr size_t esz = M::kSize;
     Guarded dst(n * esz, doff);
@@ -370,7 +372,7 @@ void check_case(unsigned op, unsigned dt, size_t n, size_t doff, size_t soff, st
 
     // Plain ifs instead of ck_assert: every passing ck_assert costs Check a
     // syscall, and this runs tens of thousands of times.
-    if (ina_reduce(op, dt, dst.data(), src, n) != 0) {
+    if ((left ? ina_reduce_left : ina_reduce)(op, dt, dst.data(), src, n) != 0) {
         ck_abort_msg("%s/%s rejected", ina_proto_op_name(op), ina_proto_dtype_name(dt));
     }
     if (!dst.guards_intact()) {
@@ -382,11 +384,14 @@ void check_case(unsigned op, unsigned dt, size_t n, size_t doff, size_t soff, st
     }
     unsigned char want[esz];
     for (size_t i = 0; i < n; ++i) {
-        const auto r = M::reference(op, M::get(before.data() + i * esz), M::get(src + i * esz));
+        const auto d = M::get(before.data() + i * esz);
+        const auto sv = M::get(src + i * esz);
+        const auto r = left ? M::reference(op, sv, d) : M::reference(op, d, sv);
         M::put(want, r, 0); // the output format: padding zeroed
         if (!M::equal(op, want, dst.data() + i * esz)) {
-            ck_abort_msg("%s/%s n=%zu off=%zu/%zu: element %zu differs from reference",
-                         ina_proto_op_name(op), ina_proto_dtype_name(dt), n, doff, soff, i);
+            ck_abort_msg("%s/%s%s n=%zu off=%zu/%zu: element %zu differs from reference",
+                         ina_proto_op_name(op), ina_proto_dtype_name(dt), left ? " (left)" : "",
+                         n, doff, soff, i);
         }
     }
 }
@@ -414,6 +419,7 @@ START_TEST(test_sweep_dtype)
                             continue;
                         }
                         check_case<M>(op, dt, n, doff, soff, rng);
+                        check_case<M>(op, dt, n, doff, soff, rng, true);
                     }
                 }
             }
@@ -436,6 +442,7 @@ START_TEST(test_invalid_pairs_untouched)
             for (size_t n : kLengths) {
                 std::fill(dst.begin(), dst.end(), 0x77);
                 ck_assert_int_eq(ina_reduce(op, dt, dst.data(), src.data(), n), -1);
+                ck_assert_int_eq(ina_reduce_left(op, dt, dst.data(), src.data(), n), -1);
                 if (!std::all_of(dst.begin(), dst.end(), [](unsigned char b) { return b == 0x77; })) {
                     ck_abort_msg("invalid op %u dtype %u touched dst", op, dt);
                 }
