@@ -55,7 +55,10 @@
  *   GRANT       a->c  jid, mid: the agent aggregates this call (a lease is held);
  *                     sent to every member at the decision, like DENY, so a rank
  *                     can learn the decision one round trip after its first
- *                     block, without waiting for the other members.
+ *                     block, without waiting for the other members. A RESULT
+ *                     of the call implies its GRANT: a member whose first
+ *                     RESULT goes out with the decision (a call of one member)
+ *                     gets that RESULT and no GRANT. Never a GRANT after a RESULT.
  *   DENY        a->c  jid, mid, status: the agent will not aggregate this call; sent
  *                     to every member, so all ranks fall back together.
  *   ERROR       a->c  the sender's message was rejected: status, and the offending

@@ -36,7 +36,7 @@ std::runtime_error ucs_error(const char *what, ucs_status_t st)
 } // namespace
 
 Agent::Agent(const AgentConfig &cfg, const agg::Aggregator::SchedulerFactory &make_scheduler)
-    : cfg_(cfg), waiting_(cfg.spin), agg_(cfg.core, make_scheduler, *this)
+    : cfg_(cfg), waiting_(cfg.spin), between_(cfg.spin), agg_(cfg.core, make_scheduler, *this)
 {
 }
 
@@ -142,19 +142,20 @@ int Agent::run(int signal_fd)
         }
     }
     for (;;) {
-        while (ucp_worker_progress(worker_.get()) != 0) {
-            service();
-        }
+        // Act on what the last poll delivered first: its replies go out
+        // before the next poll, which costs a syscall on TCP.
         tick();
-        if (service()) {
-            continue; // sends/accepts posted: progress them before sleeping
+        service();
+        if (ucp_worker_progress(worker_.get()) != 0) {
+            continue; // more came, or sends progressed
         }
-        const bool outstanding = work_outstanding();
+        // Two kinds of waits, learned apart: for the rest of a call in
+        // flight, and between calls (from the last message handled to the
+        // next one). Each spins for about what it has seen, within the bound.
+        SpinPolicy &policy = work_outstanding() ? waiting_ : between_;
         const auto idle_since = agg::Clock::now();
-        if (spin(outstanding)) {
-            if (outstanding) {
-                waiting_.observe(agg::Clock::now() - idle_since);
-            }
+        if (spin(policy)) {
+            policy.observe(agg::Clock::now() - idle_since);
             continue;
         }
         st = ucp_worker_arm(worker_.get());
@@ -177,10 +178,8 @@ int Agent::run(int signal_fd)
         if (n < 0 && errno != EINTR) {
             throw std::runtime_error(std::string("epoll_wait: ") + std::strerror(errno));
         }
-        if (outstanding) {
-            // Woken by an event or a tick: either way, as long a wait.
-            waiting_.observe(agg::Clock::now() - idle_since);
-        }
+        // Woken by an event, a tick or a signal: either way, as long a wait.
+        policy.observe(agg::Clock::now() - idle_since);
         for (int i = 0; i < n; ++i) {
             if (evs[i].data.fd == signal_fd) {
                 struct signalfd_siginfo si{};
@@ -198,9 +197,9 @@ bool Agent::work_outstanding() const
     return agg_.pool().free_segs() < agg_.pool().size() || sends_in_flight_ > 0;
 }
 
-bool Agent::spin(bool outstanding)
+bool Agent::spin(const SpinPolicy &policy)
 {
-    return spin_poll(waiting_.budget(outstanding), waiting_.config().yield,
+    return spin_poll(policy.budget(true), policy.config().yield,
                      [this] { return ucp_worker_progress(worker_.get()) != 0; });
 }
 
@@ -431,8 +430,16 @@ bool Agent::service()
     }
     if (!outbox_.empty()) {
         for (SendCtx *ctx : outbox_) {
+            ctx->peer->grant_at = SIZE_MAX;
+        }
+        for (SendCtx *ctx : outbox_) {
             if (ctx->peer->dead) {
                 finish_send(ctx, UCS_ERR_CANCELED);
+                continue;
+            }
+            if (ctx->implied) {
+                ++counters_.grants_implied;
+                recycle(ctx);
                 continue;
             }
             ucp_request_param_t prm{};
@@ -527,6 +534,20 @@ void Agent::send(agg::Member &to, const ina_proto_hdr_t &h, agg::BufRef payload,
     ctx->hdr = h;
     ctx->payload = std::move(payload);
     ctx->len = len;
+    ctx->implied = false;
+    // A RESULT is also the GRANT of its call (the client takes it so): a
+    // GRANT still waiting in the outbox for this call need not go. Where
+    // the decision and the RESULT come in one round (a call of one member, a
+    // deferred call whose blocks were all there) that saves a message each
+    // way, the difference between one round trip and two at small sizes.
+    if (h.type == INA_PROTO_GRANT) {
+        ctx->peer->grant_at = outbox_.size();
+    } else if (h.type == INA_PROTO_RESULT && ctx->peer->grant_at != SIZE_MAX) {
+        SendCtx *grant = outbox_[ctx->peer->grant_at];
+        if (grant->hdr.jid == h.jid && grant->hdr.mid == h.mid) {
+            grant->implied = true;
+        }
+    }
     outbox_.push_back(ctx);
 }
 
@@ -564,6 +585,11 @@ void Agent::finish_send(SendCtx *ctx, ucs_status_t status)
         INA_DEBUG("send of %s failed: %s", ina_proto_type_name(ctx->hdr.type),
                   ucs_status_string(status));
     }
+    recycle(ctx);
+}
+
+void Agent::recycle(SendCtx *ctx)
+{
     ctx->payload.reset();
     ctx->peer = nullptr;
     send_free_.push_back(ctx);
@@ -577,11 +603,11 @@ void Agent::log_counters() const
     const TransportCounters &t = counters_;
     INA_INFO("counters: msgs_in=%" PRIu64 " blocks_in=%" PRIu64 " results_out=%" PRIu64
              " acks_out=%" PRIu64 " result_bytes_out=%" PRIu64 " grants_out=%" PRIu64
-             " calls_granted=%" PRIu64 " calls_denied=%" PRIu64 " calls_aborted=%" PRIu64
+             " grants_implied=%" PRIu64 " calls_granted=%" PRIu64 " calls_denied=%" PRIu64 " calls_aborted=%" PRIu64
              " denied_blocks=%" PRIu64 " duplicate=%" PRIu64 " foreign=%" PRIu64
              " send_errors=%" PRIu64 " peers_accepted=%" PRIu64 " peers_lost=%" PRIu64,
              t.msgs_in, c.blocks_in, t.results_out, t.acks_out, t.result_bytes_out,
-             t.grants_out, c.calls_granted, c.calls_denied, c.calls_aborted, c.denied_blocks,
+             t.grants_out, t.grants_implied, c.calls_granted, c.calls_denied, c.calls_aborted, c.denied_blocks,
              c.duplicate, c.foreign, t.send_errors, t.peers_accepted, t.peers_lost);
     std::string rej;
     for (unsigned s = 1; s <= INA_PROTO_STATUS_MAX; ++s) {

@@ -49,7 +49,8 @@ struct TransportCounters {
     uint64_t results_out = 0;      // RESULTs carrying the block (WANT_RESULT members)
     uint64_t acks_out = 0;         // ACK_ONLY RESULTs (no payload)
     uint64_t result_bytes_out = 0; // payload bytes of the RESULTs sent
-    uint64_t grants_out = 0;       // GRANT messages (one per joined member per call)
+    uint64_t grants_out = 0;       // GRANT messages (one per joined member per call, but:)
+    uint64_t grants_implied = 0;   // GRANTs not sent: a RESULT of the call went out with them
     uint64_t blocks_rndv = 0;      // BLOCKs received by rendezvous into a pool buffer
     uint64_t results_rndv = 0;     // RESULTs sent by rendezvous
     uint64_t rndv_rejected = 0;    // rendezvous messages refused (not a valid BLOCK)
@@ -65,6 +66,9 @@ struct Peer : agg::Member {
     std::string host;            // the client's IP address ("?" if unknown)
     uint64_t block_bytes_in = 0; // payload bytes of its BLOCKs
     uint64_t rndv_results = 0;   // its HELLO's threshold: RESULTs this big go by rendezvous
+    // Where in the outbox a GRANT to it waits to be sent (none: SIZE_MAX):
+    // a RESULT of the same call queued behind it makes it redundant.
+    size_t grant_at = SIZE_MAX;
 };
 
 class Agent final : private agg::WireSink {
@@ -95,6 +99,7 @@ private:
         ina_proto_hdr_t hdr;
         agg::BufRef payload; // a reference on a result buffer, or none
         size_t len = 0;
+        bool implied = false; // a GRANT that a RESULT behind it in the outbox implies
     };
 
     static void on_conn_request(ucp_conn_request_h req, void *arg);
@@ -129,10 +134,10 @@ private:
     void tick();
     // Whether a wait now is for something due soon: a granted call holds
     // Segs (its other members' blocks come within a round trip), or sends
-    // are completing. Otherwise the agent sleeps at once.
+    // are completing.
     bool work_outstanding() const;
     // Poll the worker for up to the policy's budget; whether anything came.
-    bool spin(bool outstanding);
+    bool spin(const SpinPolicy &policy);
 
     // First look at every message: transport checks, ina_proto_check, then dispatch.
     void receive(Peer *peer, const ina_proto_hdr_t &h, const void *header, size_t header_length,
@@ -144,6 +149,7 @@ private:
     ina_proto_status_t hello(agg::Member &from, const ina_proto_hdr_t &h,
                              uint64_t *rndv_blocks) override;
     void finish_send(SendCtx *ctx, ucs_status_t status);
+    void recycle(SendCtx *ctx); // back to the free list (never allocates)
 
     AgentConfig cfg_;
     TransportCounters counters_;
@@ -162,6 +168,11 @@ private:
     uint64_t next_peer_id_ = 1;
     agg::Clock::time_point next_tick_{};
     SpinPolicy waiting_; // learns the waits that began with work outstanding
+    // Learns the waits that began with none: the gap between one call's end
+    // and the next message. Short while clients call back to back (a latency
+    // bound loop), so the agent polls through it; long when they compute or
+    // are gone, and then the agent sleeps at once (idle: no CPU).
+    SpinPolicy between_;
 
     // Declared before the sends, whose payload references point into its
     // pool: destroyed after them.

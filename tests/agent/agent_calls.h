@@ -82,13 +82,15 @@ struct RunStats {
     uint64_t acks = 0;          // ACK_ONLY RESULTs checked
     uint64_t result_bytes = 0;  // their payload bytes
     uint64_t grants = 0;
+    uint64_t implied_grants = 0; // calls whose first message to a rank was a RESULT
 };
 
 // Runs calls[i] as MID first_mid + i of job jid (rank r on endpoint eps[r])
 // all at once. Each rank posts the calls in MID order (its first block of
 // call i goes after its first block of call i-1), sends each call's blocks
 // at most `window` ahead of the RESULTs/ACKs it got back, and must receive
-// exactly one GRANT per call before any RESULT of it, then for every block
+// exactly one GRANT per call before any RESULT of it (or none, when the
+// agent sent the first RESULT with it: that RESULT implies it), then for every block
 // either the reference payload (if it wants any of the block) or an
 // ACK_ONLY RESULT. Fails the test on anything else.
 RunStats run_calls(Client &c, const std::vector<size_t> &eps, uint32_t jid, uint32_t window,

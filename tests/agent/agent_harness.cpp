@@ -402,6 +402,12 @@ void expect_grants(Client &c, uint32_t jid, uint64_t mid, const std::vector<uint
     for (uint32_t r : ranks) {
         Msg m = c.wait_for([&](const Msg &m) { return m.hdr.jid == jid && m.hdr.rank == r; },
                            10000, "GRANT");
+        if (m.hdr.type == INA_PROTO_RESULT && m.hdr.mid == mid && m.hdr.status == INA_PROTO_OK) {
+            // The agent sent this RESULT with the decision and no GRANT: the
+            // RESULT implies it. Back to the front for the caller to check.
+            c.inbox().insert(c.inbox().begin(), std::move(m));
+            continue;
+        }
         CHECK_OR_FAIL(m.hdr.type == INA_PROTO_GRANT && m.hdr.mid == mid &&
                           m.hdr.status == INA_PROTO_OK,
                       "job %u rank %u: got %s mid %lu (%s) instead of the GRANT of mid %lu", jid,

@@ -122,7 +122,9 @@ ina_proto_hdr_t allreduce_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint32_
                               uint32_t window, unsigned op, unsigned dtype, uint32_t count,
                               uint64_t total);
 // Wait for the GRANT of (jid, mid) on every rank in ranks; fails on anything else
-// addressed to those ranks of that job first.
+// addressed to those ranks of that job first. A RESULT of that call in its
+// place is its GRANT (the agent sends none beside a RESULT that goes out with
+// the decision): it stays in the inbox for the caller.
 void expect_grants(Client &c, uint32_t jid, uint64_t mid, const std::vector<uint32_t> &ranks);
 
 // Compare two reduced buffers of dtype (long double: its 10 value bytes only).
