@@ -265,9 +265,11 @@ bool Client::busy() const
     return false;
 }
 
-void Client::round(bool by_caller)
+void Client::round(bool by_caller, bool poll)
 {
-    poll_events();
+    if (poll) {
+        poll_events();
+    }
     drive_jobs();
     if (!by_caller) {
         return;
@@ -310,7 +312,7 @@ void Client::round(bool by_caller)
     drive_jobs();
 }
 
-void Client::progress_wait(int max_block_ms)
+bool Client::progress_wait(int max_block_ms)
 {
     // A caller waits here only for something outstanding (a call, a control
     // reply, a close): poll for about this link's recent waits, then sleep.
@@ -323,15 +325,16 @@ void Client::progress_wait(int max_block_ms)
     };
     if (spin_poll(policy.budget(true), policy.config().yield, polled)) {
         policy.observe(Clock::now() - start);
-        return;
+        return true;
     }
     if (!channel_->arm()) {
-        return; // more to progress: the caller loops
+        return false; // more to progress: the caller loops
     }
     pollfd pfd{channel_->wake_fd(), POLLIN, 0};
     poll(&pfd, 1, std::max(0, max_block_ms));
     // Woken by an event, or the slice ran out: as long a wait, as good.
     policy.observe(Clock::now() - start);
+    return false;
 }
 
 void Client::abandon(const char *why)

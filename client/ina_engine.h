@@ -98,16 +98,22 @@ public:
     // rounds. Terminates: the no-progress timeout fails every waiting call.
     template <typename Done> void wait(Done done)
     {
+        // A round polls only when nobody just did: progress_wait polls first
+        // thing, and after a spin that delivered events polling again at
+        // once finds nothing (and costs a syscall on TCP).
+        bool polled = true;
         for (;;) {
-            progress();
+            round(true, !polled);
             if (done()) {
                 return;
             }
-            progress_wait(kPollSliceMs);
+            polled = progress_wait(kPollSliceMs);
         }
     }
-    // Progress for up to ~max_block_ms; returns early once any callback fired.
-    void progress_wait(int max_block_ms);
+    // Progress for up to ~max_block_ms; returns early once any callback
+    // fired. True when it returns from polling that delivered events (then
+    // nothing is left to poll right now), false after a sleep.
+    bool progress_wait(int max_block_ms);
     // Give up on the agent: mark lost and force-close the channel, which
     // completes (with an error) every send still holding a user buffer.
     void abandon(const char *why);
@@ -150,7 +156,8 @@ private:
     void drive_jobs();
     bool busy() const;
     bool background_busy() const;
-    void round(bool by_caller);
+    // poll: deliver pending events first (else only drive the calls).
+    void round(bool by_caller, bool poll = true);
     // The progress thread: asleep on thread_cv_ while no background call is
     // outstanding, else progress() and sleep on the wake-up fd.
     void thread_main();

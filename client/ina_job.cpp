@@ -531,9 +531,14 @@ int Job::launch(const CallGeometry &g, bool wait_decision, ina_call **out, ina_c
         return cqe->rc = INA_OK;
     }
     cqe->blocks = g.nblocks();
-    if (client_ != nullptr) {
-        // Deliver pending verdicts first: they are matched against next_mid_,
-        // so before this call consumes it.
+    if (client_ != nullptr && g.nblocks() > 1) {
+        // Deliver pending verdicts first (they are matched against next_mid_,
+        // so before this call consumes it): a DENY already here spares this
+        // call's blocks. A call of one block (at most kSmallCallBytes) goes
+        // at once: the poll would cost it more than it can save (a syscall on
+        // TCP, a fifth of a loopback round trip: bench/engine/rtt.sh), and
+        // the agent drops a block of a call it denied, whose DENY this rank
+        // then finds at its next poll.
         client_->poll_events();
     }
     // Every rank consumes MIDs in the same order, whatever the outcome.
