@@ -9,6 +9,7 @@
  * usage: ina_bench [-b allreduce|reduce|allgather|bcast|barrier] [-m MIN:MAX]
  *                  [-i ITERS] [-w WARMUP] [-d int|float|double|int64|uint8]
  *                  [-o sum|prod|min|max|band|bor|bxor] [-p] (in place) [-c] (check)
+ *                  [-s SEC] (sleep SEC seconds after each size: idle CPU measurements)
  *
  * Columns: bytes (per rank's buffer), min/avg/max latency in microseconds
  * over ranks (each rank's average over ITERS), algorithm bandwidth (bytes /
@@ -93,7 +94,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: ina_bench [-b allreduce|reduce|allgather|bcast|barrier] [-m MIN:MAX]\n"
                     "                 [-i ITERS] [-w WARMUP] [-d int|float|double|int64|uint8]\n"
-                    "                 [-o sum|prod|min|max|band|bor|bxor] [-p] [-c]\n");
+                    "                 [-o sum|prod|min|max|band|bor|bxor] [-p] [-c] [-s SEC]\n");
 }
 
 int main(int argc, char **argv)
@@ -101,14 +102,14 @@ int main(int argc, char **argv)
     bench_t bench = B_ALLREDUCE;
     const char *bench_name = "allreduce";
     size_t min_bytes = 8, max_bytes = 4u << 20;
-    int iters = 100, warmup = 10, in_place = 0, check = 0, c, rank, size, errors = 0;
+    int iters = 100, warmup = 10, in_place = 0, check = 0, pause = 0, c, rank, size, errors = 0;
     const dtype_t *dt = &dtypes[1];
     const op_t *op = &ops[0];
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((c = getopt(argc, argv, "b:m:i:w:d:o:pch")) != -1) {
+    while ((c = getopt(argc, argv, "b:m:i:w:d:o:pcs:h")) != -1) {
         switch (c) {
         case 'b':
             bench_name = optarg;
@@ -143,6 +144,7 @@ int main(int argc, char **argv)
         }
         case 'p': in_place = 1; break;
         case 'c': check = 1; break;
+        case 's': pause = atoi(optarg); break;
         default: if (0 == rank) usage(); MPI_Finalize(); return 'h' == c ? 0 : 2;
         }
     }
@@ -230,6 +232,13 @@ int main(int argc, char **argv)
             printf("  %12zu %12.2f %12.2f %12.2f %14.1f %14.1f\n", count * dt->size, tmin * 1e6,
                    tavg * 1e6, tmax * 1e6, algbw, algbw * factor);
             fflush(stdout);
+        }
+        if (pause > 0) {
+            if (0 == rank) {
+                printf("# sleeping %d s\n", pause);
+                fflush(stdout);
+            }
+            sleep((unsigned)pause); /* every rank idle between collectives */
         }
         if (bytes >= max_bytes) break;
     }

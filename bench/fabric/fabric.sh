@@ -151,14 +151,16 @@ fab_relay_up() {
     done
 }
 
-# fab_agent_up AGENT_BINARY LOGFILE: start ina-switchd in the switch namespace
-# and wait until it reports that it listens (--ready-fd).
+# fab_agent_up AGENT_BINARY LOGFILE [ARG...]: start ina-switchd in the switch
+# namespace with the extra arguments and wait until it reports that it
+# listens (--ready-fd).
 fab_agent_up() {
     local bin=$1 log=$2 ready=$FAB_STATE/agent.ready tries=100
+    shift 2
     rm -f "$ready"
     # Clients reach the agent over TCP only (the links are what we measure).
     ip netns exec "$(fab_ns_switch)" env UCX_TLS=tcp "$bin" \
-        --listen "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" --ready-fd 3 --log-level info \
+        --listen "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" --ready-fd 3 --log-level info "$@" \
         3>"$ready" </dev/null >>"$log" 2>&1 9>&- &
     echo $! >"$FAB_STATE/agent.pid"
     while ((tries-- > 0)); do

@@ -30,6 +30,8 @@ usage: $0 [options]
                    and ompi_coll_ina/.libs (default: $repo/build)
   --out DIR        results directory, default $here/results
   --timeout S      limit for each mpirun, default 900 seconds
+  --agent-args A   extra ina-switchd arguments, one word each (e.g. "--spin-us 0");
+                   --spin-yield is added where hosts x ppn + 1 exceed the cores
   --cleanup        only remove what an interrupted earlier run left behind
 EOF
 }
@@ -40,7 +42,7 @@ die() {
 }
 
 hosts=4 ppn=1 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100 repeat=1
-systems=tuned,ring,ina builddir='' out=$here/results limit=900 cleanup_only=0
+systems=tuned,ring,ina builddir='' out=$here/results limit=900 cleanup_only=0 agent_args=()
 while (($#)); do
     case $1 in
     --hosts) hosts=${2:?}; shift 2 ;;
@@ -55,6 +57,7 @@ while (($#)); do
     --builddir) builddir=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
     --timeout) limit=${2:?}; shift 2 ;;
+    --agent-args) read -r -a agent_args <<<"${2?}"; shift 2 ;;
     --cleanup) cleanup_only=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown option '$1'" ;;
@@ -245,7 +248,11 @@ sys_args() {
 
 # Allreduce float sum, results checked; the systems take turns band by band,
 # so that a change of load on the machine hits all of them alike.
-if ((run_ina)); then fab_agent_up "$agent" "$out/agent.log"; fi
+# The emulated switch shares this machine's cores with the hosts' ranks (a
+# real one has its own): where they outnumber the cores, its agent yields
+# between polls, as ina's embedded agent and ranks do on an oversubscribed node.
+if ((hosts * ppn + 1 > $(nproc))); then agent_args=(--spin-yield "${agent_args[@]}"); fi
+if ((run_ina)); then fab_agent_up "$agent" "$out/agent.log" "${agent_args[@]}"; fi
 for sys in tuned ring ina; do rm -f "$out/$sys.log"; done
 for ((rep = 1; rep <= repeat; rep++)); do
     for band in "${bands[@]}"; do
