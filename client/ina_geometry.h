@@ -32,10 +32,18 @@ namespace ina {
 //   - a call of at most kSmallCallBytes is one block: one BLOCK up, one
 //     RESULT down; more messages would only add the agent's per-message
 //     cost (a header, a lookup, a send, a wake-up);
-//   - a larger call is cut into kPipelineBlocks blocks (blocks of at least
-//     kMinBlockBytes: 3 or 4 for 8-16 KiB), so that the first results come
-//     down while later blocks still go up (one block would move all of the
-//     call up, then all of it down);
+//   - a larger call is cut into kPipelineBlocks blocks, so that the first
+//     results come down while later blocks still go up (one block would
+//     move all of the call up, then all of it down; the call pays about one
+//     block's trip on top of its bytes, so more blocks pay less);
+//   - but no smaller than kPipelineMinBlock, where a block's own cost
+//     outweighs what a finer pipeline saves, unless the call would then get
+//     fewer than kPipelineMinBlocks blocks: 8-32 KiB calls go as 4 blocks of
+//     at least kMinBlockBytes (3 or 4 for 8-16 KiB), 32-64 KiB calls as
+//     blocks of 8 KiB, larger ones as 8 blocks (bench/fabric, 4 hosts x 1,
+//     100mbit, runs alternating: ring/ina at 64 and 128 KiB 1.23-1.34 and
+//     1.20-1.23 with 4 blocks, 1.43-1.51 and 1.26-1.31 with this rule; at 32
+//     KiB 8 blocks of 4 KiB gave 1.42, 4 of 8 KiB 1.48-1.59);
 //   - no block is larger than the job's block (coll_ina_block_size, at most
 //     the agent's Seg): calls of more than kPipelineBlocks job blocks use
 //     job blocks, as before.
@@ -44,13 +52,18 @@ namespace ina {
 // same call arguments, so all members cut a call alike.
 constexpr uint64_t kSmallCallBytes = 8192;
 constexpr uint64_t kMinBlockBytes = 4096;
-constexpr uint64_t kPipelineBlocks = 4;
+constexpr uint64_t kPipelineBlocks = 8;
+constexpr uint64_t kPipelineMinBlock = 8192;
+constexpr uint64_t kPipelineMinBlocks = 4;
 
 inline uint32_t call_block_bytes(uint64_t total_bytes, uint32_t job_block)
 {
-    uint64_t b = total_bytes <= kSmallCallBytes
-                     ? kSmallCallBytes
-                     : (total_bytes + kPipelineBlocks - 1) / kPipelineBlocks;
+    uint64_t b = kSmallCallBytes;
+    if (total_bytes > kSmallCallBytes) {
+        const uint64_t fine = (total_bytes + kPipelineBlocks - 1) / kPipelineBlocks;
+        const uint64_t few = (total_bytes + kPipelineMinBlocks - 1) / kPipelineMinBlocks;
+        b = fine >= kPipelineMinBlock ? fine : few < kPipelineMinBlock ? few : kPipelineMinBlock;
+    }
     b = b < kMinBlockBytes ? kMinBlockBytes : (b + 63) / 64 * 64;
     return b < job_block ? static_cast<uint32_t>(b) : job_block;
 }

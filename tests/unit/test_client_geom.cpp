@@ -546,7 +546,8 @@ START_TEST(test_refused_shapes)
 END_TEST
 
 // The per-call block size (ina::call_block_bytes): small calls one block,
-// larger ones about four that pipeline, never above the job's block.
+// larger ones 4 to 8 that pipeline (blocks of 8 KiB or more where the call
+// allows 4 of them), never above the job's block.
 START_TEST(test_call_block_rule)
 {
     using ina::call_block_bytes;
@@ -558,26 +559,35 @@ START_TEST(test_call_block_rule)
     // Just above: no block below 4 KiB (3 blocks for 12 KiB).
     ck_assert_uint_eq(call_block_bytes(8193, job), 4096);
     ck_assert_uint_eq(call_block_bytes(12288, job), 4096);
-    // Mid sizes: four blocks, multiples of 64 bytes.
+    // Up to 32 KiB: four blocks, multiples of 64 bytes.
     ck_assert_uint_eq(call_block_bytes(16384, job), 4096);
-    ck_assert_uint_eq(call_block_bytes(65536, job), 16384);
-    ck_assert_uint_eq(call_block_bytes(131072, job), 32768);
-    ck_assert_uint_eq(call_block_bytes(100000, job), 25024);
+    ck_assert_uint_eq(call_block_bytes(20000, job), 5056);
+    ck_assert_uint_eq(call_block_bytes(32768, job), 8192);
+    // 32-64 KiB: blocks of 8 KiB (4 to 8 of them).
+    ck_assert_uint_eq(call_block_bytes(49152, job), 8192);
+    ck_assert_uint_eq(call_block_bytes(65536, job), 8192);
+    // Above: eight blocks.
+    ck_assert_uint_eq(call_block_bytes(100000, job), 12544);
+    ck_assert_uint_eq(call_block_bytes(131072, job), 16384);
+    ck_assert_uint_eq(call_block_bytes(262144, job), 32768);
     // Large: the job's block.
-    ck_assert_uint_eq(call_block_bytes(262144, job), job);
+    ck_assert_uint_eq(call_block_bytes(524288, job), job);
     ck_assert_uint_eq(call_block_bytes(1ull << 40, job), job);
     // A small job block is the bound even for small calls.
     ck_assert_uint_eq(call_block_bytes(8, 16), 16);
     ck_assert_uint_eq(call_block_bytes(20000, 48), 48);
     // Every size: within bounds, a multiple of every element size unless it
-    // is the job's block, and a call above 8 KiB gets several blocks.
-    for (uint64_t t = 1; t < (1u << 20); t = t * 3 / 2 + 1) {
+    // is the job's block, a call above 8 KiB gets several blocks, at most 8
+    // (or as many job blocks as it takes), and none below 8 KiB once the call
+    // has 4 of them.
+    for (uint64_t t = 1; t < (1u << 22); t = t * 3 / 2 + 1) {
         const uint32_t b = call_block_bytes(t, job);
         ck_assert_uint_le(b, job);
         ck_assert(b == job || b % 64 == 0);
         const uint64_t nblocks = (t + b - 1) / b;
         ck_assert(t <= 8192 ? nblocks == 1 : nblocks >= 2);
-        ck_assert_uint_le(nblocks, t <= 4 * uint64_t{job} ? 4 : t / job + 1);
+        ck_assert_uint_le(nblocks, t <= 8 * uint64_t{job} ? 8 : t / job + 1);
+        ck_assert(t < 4 * 8192 || b >= 8192);
     }
 }
 END_TEST
