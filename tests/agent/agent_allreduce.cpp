@@ -96,7 +96,8 @@ int main()
             // One member: its first block decides and completes the call, so
             // its RESULT goes out with the decision and stands for the GRANT.
             CHECK_OR_FAIL(n > 1 || (st.grants == 0 && st.implied_grants == 1),
-                          "one member: %lu GRANTs sent beside its RESULT", (unsigned long)st.grants);
+                          "one member: %lu GRANTs sent beside its RESULT",
+                          (unsigned long)st.grants);
             results += st.results;
             ++mid;
             ++calls;
