@@ -319,12 +319,19 @@ bool Client::progress_wait(int max_block_ms)
     SpinPolicy &policy = waiting_;
     const uint64_t before = events_;
     const auto start = Clock::now();
+    int polls = 0;
     const auto polled = [&] {
+        ++polls;
         channel_->progress();
         return events_ != before;
     };
     if (spin_poll(policy.budget(true), policy.config().yield, polled)) {
-        policy.observe(Clock::now() - start);
+        // Found at the first poll: it was already there (several RESULTs of
+        // one call, delivered a poll at a time), no wait to learn from; a
+        // run of such zeros would cut the spin below the real round trip.
+        if (polls > 1) {
+            policy.observe(Clock::now() - start);
+        }
         return true;
     }
     if (!channel_->arm()) {
