@@ -10,6 +10,11 @@
 #     in (its counters). Instructions do not depend on the machine's noise.
 #   - blocks/s: the same load without valgrind, ROUNDS rounds, the two builds
 #     interleaved; the median of each.
+#   - agent CPU per block: the same rounds again with the agent on its own
+#     (ina_loadgen -a) and not polling (--spin-us 0), its CPU time (user +
+#     system, /proc/PID/stat) over the blocks it took: what a block costs
+#     the agent including the kernel's socket work, which callgrind does
+#     not see, and without the polling that fills its idle time.
 # and prints both with the ratios new/base. Extra ina_loadgen options for
 # both builds after --, e.g. -- -A --rndv-bytes -A 16384 -R 16384 (the base
 # build must know them).
@@ -77,6 +82,27 @@ read -r ir_n blk_n < <(instructions "$new" new)
 callgrind_annotate --inclusive=no "$out/base.callgrind" 2>/dev/null | sed -n '/file:function/,$p' | sed -n 2,6p >"$out/base.top"
 callgrind_annotate --inclusive=no "$out/new.callgrind" 2>/dev/null | sed -n '/file:function/,$p' | sed -n 2,6p >"$out/new.top"
 
+hz=$(getconf CLK_TCK)
+cpu_round() { # build-dir tag: one load run against a standalone agent that does not poll
+  local b=$1 tag=$2 pid addr res ticks quiet=()
+  # Builds from before --spin-us never polled.
+  "$b/switch_agent/ina-switchd" --help 2>&1 | grep -q -- --spin-us && quiet=(--spin-us 0)
+  rm -f "$out/ready"
+  "$b/switch_agent/ina-switchd" --listen 127.0.0.1:0 --ready-fd 3 --log-level warn "${quiet[@]}" \
+    3>"$out/ready" 2>>"$out/$tag.agent.log" &
+  pid=$!
+  for _ in $(seq 100); do [ -s "$out/ready" ] && break; sleep 0.1; done
+  addr=$(head -1 "$out/ready" 2>/dev/null) || true
+  [ -n "$addr" ] || { kill "$pid" 2>/dev/null || true; die "ina-switchd of $tag did not start (see $out/$tag.agent.log)"; }
+  res=$(loadgen "$b" -a "$addr" | grep '^RESULT') ||
+    { kill "$pid" 2>/dev/null || true; die "load run of $tag failed"; }
+  ticks=$(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$pid/stat")
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  # blocks = blocks/s x wall; CPU us per block = ticks / hz / blocks
+  awk -v r="$res" -v t="$ticks" -v hz="$hz" 'BEGIN {
+    n = split(r, f, " "); for (i = 1; i <= n; ++i) { split(f[i], kv, "="); v[kv[1]] = kv[2] }
+    printf "%.2f\n", 1e6 * t / hz / (v["blocks_per_s"] * v["wall_s"]) }' >>"$out/$tag.cpu"
+}
 echo "== blocks/s: $rounds rounds, builds interleaved"
 for r in $(seq 1 "$rounds"); do
   for tag in base new; do
@@ -85,18 +111,28 @@ for r in $(seq 1 "$rounds"); do
       die "load run of $tag failed"
   done
 done
+echo "== agent CPU per block: $rounds rounds, builds interleaved, agent not polling"
+for r in $(seq 1 "$rounds"); do
+  for tag in base new; do
+    b=$base; [ $tag = new ] && b=$new
+    cpu_round "$b" "$tag"
+  done
+done
 
 python3 - "$out" "$ir_b" "$blk_b" "$ir_n" "$blk_n" "$rev" <<'PY'
 import statistics, sys
 out, ir_b, blk_b, ir_n, blk_n, rev = sys.argv[1], *map(int, sys.argv[2:6]), sys.argv[6]
 bps = {t: [float(x) for x in open(f"{out}/{t}.bps")] for t in ("base", "new")}
+cpu = {t: [float(x) for x in open(f"{out}/{t}.cpu")] for t in ("base", "new")}
 ipb_b, ipb_n = ir_b / blk_b, ir_n / blk_n
 mb, mn = statistics.median(bps["base"]), statistics.median(bps["new"])
-print(f"| build | instructions per block | blocks/s (median) | blocks/s of each round |")
-print(f"|---|---:|---:|---|")
-print(f"| {rev} (base) | {ipb_b:,.0f} | {mb:,.0f} | {' '.join(f'{x:.0f}' for x in bps['base'])} |")
-print(f"| this build | {ipb_n:,.0f} | {mn:,.0f} | {' '.join(f'{x:.0f}' for x in bps['new'])} |")
-print(f"\nnew/base: instructions per block {ipb_n / ipb_b:.2f}x, blocks/s {mn / mb:.2f}x")
+cb, cn = statistics.median(cpu["base"]), statistics.median(cpu["new"])
+print(f"| build | instructions per block | blocks/s (median) | agent CPU us per block (median) | blocks/s of each round |")
+print(f"|---|---:|---:|---:|---|")
+print(f"| {rev} (base) | {ipb_b:,.0f} | {mb:,.0f} | {cb:.1f} | {' '.join(f'{x:.0f}' for x in bps['base'])} |")
+print(f"| this build | {ipb_n:,.0f} | {mn:,.0f} | {cn:.1f} | {' '.join(f'{x:.0f}' for x in bps['new'])} |")
+print(f"\nnew/base: instructions per block {ipb_n / ipb_b:.2f}x, blocks/s {mn / mb:.2f}x, "
+      f"agent CPU per block {cn / cb:.2f}x")
 for t in ("base", "new"):
     print(f"\nwhere the {t} agent's instructions go (top 5):")
     print(open(f"{out}/{t}.top").read().rstrip())
