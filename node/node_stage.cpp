@@ -321,6 +321,10 @@ ina_status_t ina_node_group_open(const ina_node_config_t *cfg, ina_node_group_t 
             say(why);
             return r == ina::node::Segment::Result::NoMemory ? INA_ERR_NOMEM : INA_ERR_UNREACHABLE;
         }
+        if (g->seg.unplaced()) {
+            g->placement += ", then undone: reserving the pages there failed, so they lie "
+                            "wherever the kernel had room";
+        }
         if (g->placement.empty()) {
             g->placement = cfg->numa == nullptr ? "not placed (no locality)"
                                                 : "placed by the rank that created it";

@@ -58,6 +58,7 @@ Segment::Result Segment::open(const std::string &name, size_t bytes, uint32_t ex
         int rc = ::posix_fallocate(f.get(), 0, static_cast<off_t>(bytes));
         if (rc != 0 && placed) {
             unbind_all(p, bytes);
+            unplaced_ = true;
             rc = ::posix_fallocate(f.get(), 0, static_cast<off_t>(bytes));
         }
         if (rc != 0 && p != MAP_FAILED) {
@@ -164,6 +165,7 @@ void Segment::reset()
     // The name is not removed here: it goes when the last process
     // attached, or with the runtime's cleanup of a job that died first.
     name_.clear();
+    unplaced_ = false;
 }
 
 } // namespace ina::node

@@ -64,11 +64,16 @@ class Segment {
 
     void *base() const { return base_; }
     size_t size() const { return bytes_; }
+    // The creator's placement was undone: reserving the pages where `place`
+    // bound them failed (a NUMA node without room), and they were reserved
+    // wherever the kernel had room instead.
+    bool unplaced() const { return unplaced_; }
 
   private:
     std::string name_;
     void *base_ = nullptr;
     size_t bytes_ = 0;
+    bool unplaced_ = false;
 };
 
 } // namespace ina::node
