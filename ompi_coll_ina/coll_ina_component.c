@@ -355,6 +355,22 @@ static void ina_warn_unreachable(const char *addr, const char *why)
                    c->required ? "fail with an MPI error" : "use the host algorithms");
 }
 
+/* The CPUs this job may use on this node: hwloc's allowed set, which a
+ * cgroup cpuset (a batch system's allocation, a container) restricts, not
+ * this rank's own binding (a rank bound to one core still shares a node of
+ * many). A CPU quota (cgroup cpu.max) is not seen. */
+static long ina_node_cpus(void)
+{
+    if (NULL != opal_hwloc_topology) {
+        hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(opal_hwloc_topology);
+        int n = NULL != allowed ? hwloc_bitmap_weight(allowed) : -1;
+        if (n > 0) {
+            return n;
+        }
+    }
+    return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 /* More processes on this node than CPUs once the agent is counted (Open
  * MPI does not know it): this rank, its local peers, and maybe the agent.
  * Blocking calls poll in opal_progress (coll_ina_request.c), so there the
@@ -362,7 +378,7 @@ static void ina_warn_unreachable(const char *addr, const char *why)
  * round. */
 static bool ina_node_oversubscribed(void)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long cpus = ina_node_cpus();
 
     return cpus > 0 && (long) opal_process_info.num_local_peers + 2 > cpus;
 }
