@@ -1,0 +1,75 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// The cluster's agents and which hosts each serves, from one file written
+// once for the cluster (docs/HIERARCHY.md, "Which agent a rank talks to").
+// Pure: parsing and mapping only, no I/O beyond the text given, so that
+// every rank derives the same plan from the same file and the same host
+// names, without communicating.
+//
+// File format, one statement per line, '#' starts a comment:
+//   agent NAME HOST:PORT [parent NAME]   an ina-switchd; its parent, if any
+//   hosts NAME HOSTLIST                  the hosts whose ranks talk to agent NAME
+// HOSTLIST is Slurm's compact form: comma-separated names, each with at most
+// one bracket range list, e.g. "node[01-04,09],login1" (zero padding kept).
+// Agents may be declared in any order; parents must form trees (no cycles);
+// a host belongs to one agent at most.
+#ifndef INA_CLIENT_TOPOLOGY_H
+#define INA_CLIENT_TOPOLOGY_H
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ina::topo {
+
+struct Agent {
+    std::string name;
+    std::string address;  // HOST:PORT as written
+    int parent = -1;      // index into Topology::agents(), -1 for a root
+    int line = 0;         // where it was declared (for messages)
+};
+
+class Topology {
+public:
+    // Parse the file's text. False with `err` = "line N: why" on the first
+    // error; `out` is then unspecified.
+    static bool parse(const std::string &text, Topology &out, std::string &err);
+
+    const std::vector<Agent> &agents() const { return agents_; }
+    // Index of the agent serving `host`, -1 if the file does not map it.
+    int agent_of(const std::string &host) const;
+    // The agents from `agent` up to its root, `agent` first.
+    std::vector<int> path_to_root(int agent) const;
+    int root_of(int agent) const { return path_to_root(agent).back(); }
+
+private:
+    std::vector<Agent> agents_;
+    std::map<std::string, int> by_name_;
+    std::map<std::string, int> host_agent_;
+};
+
+// Expand a HOSTLIST. False with `err` on a malformed one (unbalanced or
+// nested brackets, a reversed or non-numeric range, an empty name).
+bool expand_hostlist(const std::string &list, std::vector<std::string> &out, std::string &err);
+
+// How one communicator maps onto the agents: its ranks' hosts (index =
+// rank) looked up in the topology. The leaves are the agents the ranks
+// talk to, in the order of their first rank, so every rank numbers them
+// alike; all must share one root (one tree per job).
+struct Plan {
+    std::vector<int> leaves;                 // agent indices
+    std::vector<uint32_t> leaf_of_rank;      // index into leaves, per rank
+    std::vector<std::vector<uint32_t>> members; // ranks of each leaf, ascending
+    int root = -1;                           // agent index
+};
+
+// False with `err` when a host is not in the topology or the ranks' agents
+// lie in different trees.
+bool plan(const Topology &topo, const std::vector<std::string> &rank_hosts, Plan &out,
+          std::string &err);
+
+} // namespace ina::topo
+
+#endif

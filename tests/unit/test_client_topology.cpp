@@ -1,0 +1,155 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// The topology file (client/ina_topology.h): host lists, agents and their
+// parents, the errors a user gets for a wrong file, and the plan every rank
+// derives alike for a communicator.
+#include <check.h>
+
+#include <string>
+#include <vector>
+
+#include "check_main.h"
+#include "ina_topology.h"
+
+using ina::topo::expand_hostlist;
+using ina::topo::Plan;
+using ina::topo::Topology;
+
+namespace {
+
+std::vector<std::string> expand(const std::string &list)
+{
+    std::vector<std::string> out;
+    std::string err;
+    ck_assert_msg(expand_hostlist(list, out, err), "\"%s\": %s", list.c_str(), err.c_str());
+    return out;
+}
+
+// The file is refused with exactly `want`.
+void expect_error(const std::string &text, const std::string &want)
+{
+    Topology t;
+    std::string err;
+    ck_assert_msg(!Topology::parse(text, t, err), "accepted: %s", text.c_str());
+    ck_assert_msg(err == want, "for:\n%s\ngot:  %s\nwant: %s", text.c_str(), err.c_str(),
+                  want.c_str());
+}
+
+const char *kTwoLeaves = "# a spine over two leaves\n"
+                         "agent leaf1 10.0.2.1:17300 parent spine   # declared before it\n"
+                         "agent spine 10.0.0.1:17300\n"
+                         "agent leaf0 10.0.1.1:17300 parent spine\n"
+                         "hosts leaf0 node[01-04]\n"
+                         "hosts leaf1 node[05-08],gpu1\n"
+                         "\n"
+                         "agent lone [fe80::1]:17301\n"
+                         "hosts lone login[1,3]\n";
+
+} // namespace
+
+START_TEST(test_hostlists)
+{
+    ck_assert(expand("a") == std::vector<std::string>({"a"}));
+    ck_assert(expand("n[1-3]") == std::vector<std::string>({"n1", "n2", "n3"}));
+    // The lower bound's width is the padding; suffixes and lists mix.
+    ck_assert(expand("n[08-10]-ib,x[1,3]y") ==
+              std::vector<std::string>({"n08-ib", "n09-ib", "n10-ib", "x1y", "x3y"}));
+    ck_assert(expand("r[7]") == std::vector<std::string>({"r7"}));
+    const std::vector<std::string> many = expand("c[0000-1023]");
+    ck_assert_uint_eq(many.size(), 1024);
+    ck_assert_str_eq(many.front().c_str(), "c0000");
+    ck_assert_str_eq(many.back().c_str(), "c1023");
+    std::vector<std::string> out;
+    std::string err;
+    for (const char *bad : {"", "a,,b", "n[1-3", "n1-3]", "n[[1]]", "n[3-1]", "n[a-b]", "n[]",
+                            "n[1]x[2]", "n[0-99999999]"}) {
+        ck_assert_msg(!expand_hostlist(bad, out, err), "accepted \"%s\"", bad);
+        ck_assert(!err.empty());
+    }
+}
+END_TEST
+
+START_TEST(test_parse_and_lookup)
+{
+    Topology t;
+    std::string err;
+    ck_assert_msg(Topology::parse(kTwoLeaves, t, err), "%s", err.c_str());
+    ck_assert_uint_eq(t.agents().size(), 4);
+    const int leaf0 = t.agent_of("node02"), leaf1 = t.agent_of("gpu1");
+    ck_assert_str_eq(t.agents()[leaf0].name.c_str(), "leaf0");
+    ck_assert_str_eq(t.agents()[leaf1].name.c_str(), "leaf1");
+    ck_assert_str_eq(t.agents()[leaf1].address.c_str(), "10.0.2.1:17300");
+    ck_assert_int_eq(t.agent_of("node09"), -1);
+    ck_assert_int_eq(t.agent_of("node2"), -1); // padding is part of the name
+    const std::vector<int> up = t.path_to_root(leaf0);
+    ck_assert_uint_eq(up.size(), 2);
+    ck_assert_str_eq(t.agents()[up[1]].name.c_str(), "spine");
+    ck_assert_int_eq(t.root_of(leaf1), up[1]);
+    const int lone = t.agent_of("login3");
+    ck_assert_int_eq(t.root_of(lone), lone);
+    ck_assert_str_eq(t.agents()[lone].address.c_str(), "[fe80::1]:17301");
+}
+END_TEST
+
+START_TEST(test_parse_errors)
+{
+    // Each wrong file names the line and what is wrong.
+    expect_error("agent a 1.2.3.4:1\nswitch b 1.2.3.4:2\n",
+                 "line 2: unknown statement \"switch\" (agent or hosts)");
+    expect_error("agent a 1.2.3.4\n", "line 1: \"1.2.3.4\" is not HOST:PORT");
+    expect_error("agent a h:x1\n", "line 1: \"h:x1\" is not HOST:PORT");
+    expect_error("agent a h:1 father b\n", "line 1: want \"agent NAME HOST:PORT [parent NAME]\"");
+    expect_error("agent a h:1\nagent a h:2\n", "line 2: agent \"a\" declared twice");
+    expect_error("agent a h:1 parent z\n", "line 1: parent \"z\" is no agent");
+    expect_error("agent a h:1 parent c\nagent b h:2 parent a\nagent c h:3 parent b\n",
+                 "line 1: agent \"a\" is in a cycle of parents");
+    expect_error("agent a h:1 parent a\n", "line 1: agent \"a\" is in a cycle of parents");
+    expect_error("agent a h:1\nhosts b n1\n", "line 2: hosts of \"b\", which is no agent");
+    expect_error("agent a h:1\nhosts a n1, n2\n",
+                 "line 2: want \"hosts NAME HOSTLIST\" (no spaces in the list)");
+    expect_error("agent a h:1\nhosts a n[2-1]\n",
+                 "line 2: range \"2-1\" in \"n[2-1]\" runs backwards");
+    expect_error("agent a h:1\nagent b h:2\nhosts a n[1-4]\nhosts b n[4-6]\n",
+                 "line 4: host \"n4\" already belongs to agent \"a\"");
+    // The same host twice for the same agent is harmless.
+    Topology t;
+    std::string err;
+    ck_assert(Topology::parse("agent a h:1\nhosts a n[1-2]\nhosts a n2\n", t, err));
+}
+END_TEST
+
+START_TEST(test_plan)
+{
+    Topology t;
+    std::string err;
+    ck_assert(Topology::parse(kTwoLeaves, t, err));
+    // Leaves in the order of their first rank: leaf1 (rank 0) before leaf0.
+    Plan p;
+    ck_assert_msg(ina::topo::plan(t, {"node05", "node01", "gpu1", "node01", "node04"}, p, err),
+                  "%s", err.c_str());
+    ck_assert_uint_eq(p.leaves.size(), 2);
+    ck_assert_str_eq(t.agents()[p.leaves[0]].name.c_str(), "leaf1");
+    ck_assert_str_eq(t.agents()[p.leaves[1]].name.c_str(), "leaf0");
+    ck_assert_str_eq(t.agents()[p.root].name.c_str(), "spine");
+    ck_assert(p.leaf_of_rank == std::vector<uint32_t>({0, 1, 0, 1, 1}));
+    ck_assert(p.members[0] == std::vector<uint32_t>({0, 2}));
+    ck_assert(p.members[1] == std::vector<uint32_t>({1, 3, 4}));
+    // One leaf: the root is the leaf's own root.
+    ck_assert(ina::topo::plan(t, {"node03", "node03"}, p, err));
+    ck_assert_uint_eq(p.leaves.size(), 1);
+    // Errors: an unmapped host, agents of two trees in one communicator.
+    ck_assert(!ina::topo::plan(t, {"node01", "elsewhere"}, p, err));
+    ck_assert_str_eq(err.c_str(),
+                     "host \"elsewhere\" of rank 1 is in no hosts line of the topology");
+    ck_assert(!ina::topo::plan(t, {"node01", "login1"}, p, err));
+    ck_assert_str_eq(err.c_str(), "rank 1 talks to agent \"lone\", in another tree than rank "
+                                  "0's (root \"lone\" vs \"spine\")");
+}
+END_TEST
+
+int main()
+{
+    return ina_test::run_suite("client_topology", "topology",
+                               {test_hostlists, test_parse_and_lookup, test_parse_errors,
+                                test_plan});
+}
