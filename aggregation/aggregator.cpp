@@ -50,45 +50,96 @@ void Aggregator::reject(Member *to, const ina_proto_hdr_t &req, ina_proto_status
 
 // ---------------------------------------------------------------- jobs
 
-void Aggregator::job_create(Member &from, const ina_proto_hdr_t &h, const void *node_ids)
+Job &Aggregator::new_job(Member &from, const uint32_t *node_ids, uint32_t nmembers,
+                         uint32_t asked_window)
 {
-    // The payload may be unaligned: copy the node ids out.
-    std::vector<uint32_t> nodes(h.count);
-    std::memcpy(nodes.data(), node_ids, nodes.size() * sizeof(uint32_t));
     // A window larger than the pool could never be granted.
-    uint32_t window = std::min<uint32_t>({h.window, cfg_.max_window, pool_.size()});
+    uint32_t window = std::min<uint32_t>({asked_window, cfg_.max_window, pool_.size()});
     uint32_t jid = next_jid_;
-    auto job = std::make_unique<Job>(jid, window, nodes.data(), h.count, &from);
-    const JobInfo info{jid, h.count, job->topology().nnodes(), window};
+    auto job = std::make_unique<Job>(jid, window, node_ids, nmembers, &from);
+    const JobInfo info{jid, nmembers, job->topology().nnodes(), window};
+    Job &ref = *job;
     jobs_.emplace(jid, std::move(job));
     if (++next_jid_ == 0) {
         next_jid_ = 1; // JID 0 means "none"
     }
     ++counters_.jobs_created;
-    INA_DEBUG("job %u created: %u members on %u nodes, window %u", jid, h.count, info.nnodes,
+    INA_DEBUG("job %u created: %u members on %u nodes, window %u", jid, nmembers, info.nnodes,
               window);
     scheduler_->on_job_created(info);
-    sink_.job_created(from, h, jid, window);
+    return ref;
+}
+
+ina_proto_status_t Aggregator::join_job(Job &job, uint32_t rank, Member &from)
+{
+    bool again = job.is_member(rank, &from);
+    if (!again) {
+        from.memberships_.reserve(from.memberships_.size() + 1); // no throw after the join
+    }
+    ina_proto_status_t st = job.join(rank, &from);
+    if (st == INA_PROTO_OK && !again) {
+        from.memberships_.emplace_back(job.jid(), rank);
+    }
+    return st;
+}
+
+void Aggregator::job_create(Member &from, const ina_proto_hdr_t &h, const void *node_ids)
+{
+    // The payload may be unaligned: copy the node ids out.
+    std::vector<uint32_t> nodes(h.count);
+    std::memcpy(nodes.data(), node_ids, nodes.size() * sizeof(uint32_t));
+    Job &job = new_job(from, nodes.data(), h.count, h.window);
+    sink_.job_created(from, h, job.jid(), job.window());
 }
 
 void Aggregator::job_join(Member &from, const ina_proto_hdr_t &h)
 {
     auto it = jobs_.find(h.jid);
-    ina_proto_status_t st = INA_PROTO_ERR_NO_JOB;
-    if (it != jobs_.end()) {
-        bool again = it->second->is_member(h.rank, &from);
-        if (!again) {
-            from.memberships_.reserve(from.memberships_.size() + 1); // no throw after the join
-        }
-        st = it->second->join(h.rank, &from);
-        if (st == INA_PROTO_OK && !again) {
-            from.memberships_.emplace_back(h.jid, h.rank);
-        }
-    }
+    ina_proto_status_t st = it == jobs_.end() ? INA_PROTO_ERR_NO_JOB
+                                              : join_job(*it->second, h.rank, from);
     if (st != INA_PROTO_OK) {
         ++counters_.rejected[st];
     }
     sink_.job_joined(from, h, st);
+}
+
+void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *payload)
+{
+    JobKey key;
+    std::memcpy(key.data(), payload, key.size());
+    // The payload may be unaligned: copy the node ids out.
+    std::vector<uint32_t> nodes(h.count);
+    std::memcpy(nodes.data(), static_cast<const std::byte *>(payload) + key.size(),
+                nodes.size() * sizeof(uint32_t));
+    Job *job = nullptr;
+    ina_proto_status_t st = INA_PROTO_OK;
+    auto kit = keys_.find(key);
+    if (kit == keys_.end()) {
+        auto slot = keys_.emplace(key, 0).first; // room first: nothing throws after the job
+        try {
+            job = &new_job(from, nodes.data(), h.count, h.window);
+        } catch (...) {
+            keys_.erase(slot);
+            throw;
+        }
+        slot->second = job->jid();
+        job->set_key(key, std::move(nodes), h.window);
+    } else {
+        job = jobs_.at(kit->second).get();
+        if (!job->same_description(nodes, h.window)) {
+            st = INA_PROTO_ERR_MISMATCH;
+        }
+    }
+    if (st == INA_PROTO_OK) {
+        st = join_job(*job, h.rank, from);
+    }
+    if (st != INA_PROTO_OK) {
+        ++counters_.rejected[st];
+        INA_WARN("JOB_OPEN of job %u as rank %u refused: %s", job->jid(), h.rank,
+                 st == INA_PROTO_ERR_MISMATCH ? "described differently than by its first member"
+                                              : ina_proto_status_name(st));
+    }
+    sink_.job_opened(from, h, st == INA_PROTO_OK ? job->jid() : 0, job->window(), st);
 }
 
 void Aggregator::job_leave(Member &from, const ina_proto_hdr_t &h)
@@ -171,6 +222,9 @@ void Aggregator::free_job(uint32_t jid)
     for (uint64_t mid : job.abort_open_calls()) {
         end_call(jid, mid, *job.find_call(mid));
     }
+    if (job.keyed()) {
+        keys_.erase(job.key());
+    }
     jobs_.erase(it);
     ++counters_.jobs_freed;
     INA_DEBUG("job %u freed", jid);
@@ -186,7 +240,11 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
     ++call.asked;
     // Room for the per-slot SIDs first: nothing may throw once a lease is taken.
     call.next_sid.resize(job.window());
-    Verdict v = scheduler_->decide(req);
+    call.told.assign(job.nmembers(), false);
+    // A job opened by key carries calls only once every member opened it:
+    // before, a member may not even know the job yet.
+    Verdict v = job.keyed() && !job.complete() ? Verdict::deny(INA_PROTO_ERR_INCOMPLETE)
+                                               : scheduler_->decide(req);
     if (v.kind == Verdict::Kind::kGrant && v.lease.size() != job.window()) {
         INA_ERROR("scheduler granted job %u mid %" PRIu64 " a lease of %zu Segs, not %u: denied",
                   job.jid(), mid, v.lease.size(), job.window());
@@ -226,9 +284,13 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
 
 void Aggregator::announce(Job &job, uint64_t mid, const Decision &d)
 {
+    Call *call = job.find_call(mid);
     for (uint32_t rank = 0; rank < job.nmembers(); ++rank) {
         if (Member *m = job.member(rank)) {
             sink_.decision(*m, rank, d);
+            if (call != nullptr && rank < call->told.size()) {
+                call->told[rank] = true;
+            }
         }
     }
 }
@@ -419,6 +481,13 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
 {
     if (!call.granted) {
         ++counters_.denied_blocks; // every member was told; drop silently
+        if (h.rank < call.told.size() && !call.told[h.rank]) {
+            // Except one that joined after the decision (a job opened by
+            // key): it learns the verdict now, at its first block.
+            call.told[h.rank] = true;
+            sink_.decision(from, h.rank,
+                           Decision{job.jid(), h.mid, job.window(), false, call.deny_status});
+        }
         return;
     }
     if (call.finished || h.sid < call.next_sid[h.seg]) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -72,6 +73,8 @@ public:
     // length. They may throw std::bad_alloc (the message is then lost).
     void job_create(Member &from, const ina_proto_hdr_t &h, const void *node_ids);
     void job_join(Member &from, const ina_proto_hdr_t &h);
+    // JOB_OPEN: create the job of this key if it is new, then join it.
+    void job_open(Member &from, const ina_proto_hdr_t &h, const void *payload);
     void job_leave(Member &from, const ina_proto_hdr_t &h);
     // `own`: the buffer of this pool the payload was received into, if it
     // was (the Seg may keep it instead of copying; see Block::own).
@@ -119,6 +122,10 @@ private:
     void settle();
     void leave_job(uint32_t jid, uint32_t rank, Member &m);
     void free_job(uint32_t jid);
+    // A new job (JOB_CREATE, or the first JOB_OPEN of a key).
+    Job &new_job(Member &from, const uint32_t *node_ids, uint32_t nmembers, uint32_t asked_window);
+    // Bind `from` as `rank` of `job`: OK, or why not.
+    ina_proto_status_t join_job(Job &job, uint32_t rank, Member &from);
 
     AggregatorConfig cfg_;
     SegPool pool_;
@@ -126,6 +133,7 @@ private:
     Sink &sink_;
     Counters counters_;
     std::unordered_map<uint32_t, std::unique_ptr<Job>> jobs_;
+    std::map<JobKey, uint32_t> keys_; // jobs opened by key
     uint32_t next_jid_ = 1;
     std::deque<std::pair<uint32_t, uint64_t>> deferred_; // (jid, mid), oldest first
     size_t kept_bytes_ = 0;

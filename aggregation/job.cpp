@@ -11,7 +11,7 @@ namespace ina::agg {
 Job::Job(uint32_t jid, uint32_t window, const uint32_t *node_ids, uint32_t nmembers,
          const Member *creator)
     : jid_(jid), window_(window), topo_(node_ids, nmembers), creator_(creator),
-      members_(nmembers, nullptr), next_mid_(nmembers, 0)
+      members_(nmembers, nullptr), next_mid_(nmembers, 0), seen_(nmembers, false)
 {
 }
 
@@ -29,6 +29,10 @@ ina_proto_status_t Job::join(uint32_t rank, Member *m)
     members_[rank] = m;
     ++joined_;
     ever_joined_ = true;
+    if (!seen_[rank]) {
+        seen_[rank] = true;
+        ++seen_count_;
+    }
     return INA_PROTO_OK;
 }
 
@@ -55,10 +59,14 @@ Call *Job::find_call(uint64_t mid)
 
 void Job::retire()
 {
-    // floor = oldest MID some joined member may still send blocks of.
+    // floor = oldest MID some member may still send blocks of. One that has
+    // not joined yet starts at MID 0 when it does (and must then learn the
+    // verdicts of the calls it missed): it holds the floor at 0.
     uint64_t floor = UINT64_MAX;
     for (size_t r = 0; r < members_.size(); ++r) {
-        if (members_[r] != nullptr) {
+        if (!seen_[r]) {
+            floor = 0;
+        } else if (members_[r] != nullptr) {
             floor = std::min(floor, next_mid_[r] == 0 ? 0 : next_mid_[r] - 1);
         }
     }

@@ -7,6 +7,7 @@
 #ifndef INA_AGG_JOB_H
 #define INA_AGG_JOB_H
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -62,7 +63,11 @@ struct Call {
     bool finished = false;          // lease returned (granted), denied or aborted
     std::vector<KeptBlock> kept;    // deferred: blocks in arrival order
     size_t kept_bytes = 0;
+    std::vector<bool> told;         // per rank: the decision was sent to it
 };
+
+// The name of a job opened by key (JOB_OPEN).
+using JobKey = std::array<uint8_t, INA_PROTO_JOB_KEY_BYTES>;
 
 class Job {
 public:
@@ -91,11 +96,31 @@ public:
     // Dead when everybody who joined has left.
     bool dead() const { return ever_joined_ && joined_ == 0; }
 
+    // Opened by key (JOB_OPEN): the key, and what every member must describe
+    // alike (node ids, requested window).
+    void set_key(const JobKey &key, std::vector<uint32_t> node_ids, uint32_t asked_window)
+    {
+        keyed_ = true;
+        key_ = key;
+        node_ids_ = std::move(node_ids);
+        asked_window_ = asked_window;
+    }
+    bool keyed() const { return keyed_; }
+    const JobKey &key() const { return key_; }
+    bool same_description(const std::vector<uint32_t> &node_ids, uint32_t asked_window) const
+    {
+        return node_ids == node_ids_ && asked_window == asked_window_;
+    }
+    // Every member has joined at least once (a job opened by key may carry
+    // calls only then).
+    bool complete() const { return seen_count_ == members_.size(); }
+
     // A member sent a block of `mid`: it has moved past every older MID.
     void note_mid(uint32_t rank, uint64_t mid);
     Call *find_call(uint64_t mid);
-    // True if `mid` is older than every joined member's latest MID and has no
-    // record any more: a late block of a forgotten (denied) call.
+    // True if `mid` is older than every member's latest MID (a member that
+    // never joined counts as at MID 0) and has no record any more: a late
+    // block of a forgotten (denied) call.
     bool is_retired(uint64_t mid) const { return mid < retired_below_; }
     Call &add_call(uint64_t mid) { return calls_[mid]; }
     // Forget finished (completed, denied or aborted) calls every joined
@@ -121,6 +146,12 @@ private:
     std::vector<uint64_t> next_mid_; // per rank: latest MID seen + 1 (0 = none)
     uint32_t joined_ = 0;
     bool ever_joined_ = false;
+    std::vector<bool> seen_;      // per rank: has joined at least once
+    uint32_t seen_count_ = 0;
+    bool keyed_ = false;
+    JobKey key_{};
+    std::vector<uint32_t> node_ids_;
+    uint32_t asked_window_ = 0;
     uint64_t retired_below_ = 0;
     std::map<uint64_t, Call> calls_;
 };

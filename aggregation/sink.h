@@ -37,6 +37,9 @@ public:
                              uint32_t window) = 0;
     // JOB_JOIN answered: OK, or why not.
     virtual void job_joined(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status) = 0;
+    // JOB_OPEN answered: the job's `jid` (0 if refused) and `window`, OK or why not.
+    virtual void job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window,
+                            ina_proto_status_t status) = 0;
     // GRANT or DENY of a call to member `rank`.
     virtual void decision(Member &to, uint32_t rank, const Decision &d) = 0;
     // Block complete; `blk` is the header of the block that completed it (all

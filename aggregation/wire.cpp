@@ -38,6 +38,19 @@ void WireSink::job_created(Member &to, const ina_proto_hdr_t &req, uint32_t jid,
     send(to, r, {}, 0);
 }
 
+void WireSink::job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window,
+                          ina_proto_status_t status)
+{
+    ina_proto_hdr_t r;
+    ina_proto_init(&r, INA_PROTO_JOB_OPENED);
+    r.status = static_cast<uint8_t>(status);
+    r.jid = jid;
+    r.rank = req.rank;
+    r.window = static_cast<uint16_t>(window);
+    r.arg = req.arg;
+    send(to, r, {}, 0);
+}
+
 void WireSink::job_joined(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status)
 {
     ina_proto_hdr_t h;
@@ -115,6 +128,9 @@ void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &
         break;
     case INA_PROTO_JOB_JOIN:
         agg.job_join(from, h);
+        break;
+    case INA_PROTO_JOB_OPEN:
+        agg.job_open(from, h, payload);
         break;
     case INA_PROTO_JOB_LEAVE:
         agg.job_leave(from, h);

@@ -40,6 +40,8 @@ public:
     void job_created(Member &to, const ina_proto_hdr_t &req, uint32_t jid,
                      uint32_t window) final;
     void job_joined(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status) final;
+    void job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window,
+                    ina_proto_status_t status) final;
     void decision(Member &to, uint32_t rank, const Decision &d) final;
     void result(Member &to, uint32_t rank, const ina_proto_hdr_t &blk, BufRef payload,
                 size_t len) final;

@@ -43,10 +43,11 @@ bool coll_places_bytes(unsigned coll)
 constexpr const char *kTypeNames[] = {"?",          "HELLO",      "HELLO_ACK", "JOB_CREATE",
                                       "JOB_CREATED", "JOB_JOIN",   "JOB_JOINED", "JOB_LEAVE",
                                       "BLOCK",      "RESULT",     "DENY",      "ERROR",
-                                      "GRANT"};
+                                      "GRANT",      "JOB_OPEN",   "JOB_OPENED"};
 constexpr const char *kStatusNames[] = {"ok",           "malformed",  "version",
                                         "no-job",       "not-member", "no-resources",
-                                        "mismatch",     "unsupported", "seg-busy"};
+                                        "mismatch",     "unsupported", "seg-busy",
+                                        "incomplete"};
 constexpr const char *kOpNames[] = {"sum", "prod", "min",    "max",    "land",   "lor",    "lxor",
                                     "band", "bor", "bxor",   "minloc", "maxloc", "replace"};
 constexpr const char *kDtypeNames[] = {"int8",           "uint8",
@@ -260,6 +261,15 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
             return INA_PROTO_ERR_MALFORMED;
         }
         return INA_PROTO_OK;
+    case INA_PROTO_JOB_OPEN:
+        if (h.count == 0 || h.count > INA_PROTO_MAX_MEMBERS || h.window == 0 ||
+            h.rank >= h.count ||
+            payload_len !=
+                INA_PROTO_JOB_KEY_BYTES + static_cast<size_t>(h.count) * sizeof(uint32_t)) {
+            return INA_PROTO_ERR_MALFORMED;
+        }
+        return INA_PROTO_OK;
+    case INA_PROTO_JOB_OPENED:
     case INA_PROTO_JOB_JOIN:
     case INA_PROTO_JOB_JOINED:
     case INA_PROTO_JOB_LEAVE:

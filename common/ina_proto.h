@@ -38,6 +38,19 @@
  *   JOB_CREATED a->c  jid, window = granted window, status, arg = cookie.
  *   JOB_JOIN    c->a  jid, rank, arg = cookie: binds this endpoint to (jid, rank).
  *   JOB_JOINED  a->c  jid, rank, status, arg = cookie.
+ *   JOB_OPEN    c->a  rank, count = number of members, window = requested
+ *                     window, arg = cookie, payload = a 16-byte job key, then
+ *                     uint32_t node_id[count]: every member sends it, in any
+ *                     order, without waiting for the others (no collective at
+ *                     communicator creation, docs/HIERARCHY.md). The first
+ *                     creates the job under the key, each one joins it as
+ *                     `rank`; all must describe the job alike.
+ *   JOB_OPENED  a->c  jid, rank, window = granted window, status (MISMATCH:
+ *                     another description than the job's), arg = cookie.
+ *                     A job opened by key is complete once every member opened
+ *                     it; a call that starts before is denied (status
+ *                     INCOMPLETE) on every member, and a member that opens
+ *                     late gets that DENY at its first block of the call.
  *   JOB_LEAVE   c->a  jid, rank: the member leaves; the job dies when all left.
  *   BLOCK       c->a  one member's contribution to block `sid` of call `mid`:
  *                     jid, rank, mid, sid, seg, window, coll, op, dtype, flags,
@@ -93,11 +106,14 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 3u /* 3: HELLO agrees rendezvous and stream segments */
+#define INA_PROTO_VERSION 4u /* 4: JOB_OPEN (jobs by key); 3: rendezvous in HELLO */
 
 /* UCX active-message ids. */
 #define INA_PROTO_AM_TO_AGENT  17u
 #define INA_PROTO_AM_TO_CLIENT 18u
+
+/* Bytes of the key that names a job opened with JOB_OPEN. */
+#define INA_PROTO_JOB_KEY_BYTES 16u
 
 /* Hard limits the agent enforces (and the client respects). */
 #define INA_PROTO_MAX_MEMBERS  65536u
@@ -117,7 +133,9 @@ typedef enum ina_proto_type {
     INA_PROTO_DENY = 10,
     INA_PROTO_ERROR = 11,
     INA_PROTO_GRANT = 12,
-    INA_PROTO_TYPE_MAX = 12
+    INA_PROTO_JOB_OPEN = 13,
+    INA_PROTO_JOB_OPENED = 14,
+    INA_PROTO_TYPE_MAX = 14
 } ina_proto_type_t;
 
 /* The collective a BLOCK/RESULT belongs to. */
@@ -146,7 +164,8 @@ typedef enum ina_proto_status {
     INA_PROTO_ERR_MISMATCH = 6,    /* op/dtype/count differ from other members */
     INA_PROTO_ERR_UNSUPPORTED = 7, /* (op, dtype) pair the agent cannot reduce */
     INA_PROTO_ERR_SEG_BUSY = 8,    /* block names a Seg still held by another SID */
-    INA_PROTO_STATUS_MAX = 8
+    INA_PROTO_ERR_INCOMPLETE = 9,  /* a job opened by key, not by all members yet: a DENY reason */
+    INA_PROTO_STATUS_MAX = 9
 } ina_proto_status_t;
 
 /* Element types on the wire. Fixed-width: the component maps every MPI

@@ -373,6 +373,30 @@ ina_proto_status_t Client::join(size_t ep, uint32_t jid, uint32_t rank)
     return static_cast<ina_proto_status_t>(m.hdr.status);
 }
 
+Msg Client::open_job(size_t ep, const std::string &key, const std::vector<uint32_t> &node_ids,
+                     uint32_t window, uint32_t rank)
+{
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_JOB_OPEN);
+    h.rank = rank;
+    h.count = static_cast<uint32_t>(node_ids.size());
+    h.window = static_cast<uint16_t>(window);
+    const uint64_t cookie = 0x0be0000 + rank;
+    h.arg = cookie;
+    std::vector<uint8_t> payload(INA_PROTO_JOB_KEY_BYTES, 0);
+    std::memcpy(payload.data(), key.data(), std::min<size_t>(key.size(), payload.size()));
+    const auto *ids = reinterpret_cast<const uint8_t *>(node_ids.data());
+    payload.insert(payload.end(), ids, ids + node_ids.size() * sizeof(uint32_t));
+    send(ep, h, payload.data(), payload.size());
+    Msg m = wait_for(
+        [cookie](const Msg &m) {
+            return m.hdr.type == INA_PROTO_JOB_OPENED && m.hdr.arg == cookie;
+        },
+        10000, "JOB_OPENED");
+    CHECK_OR_FAIL(m.hdr.rank == rank, "JOB_OPENED for rank %u, asked %u", m.hdr.rank, rank);
+    return m;
+}
+
 void Client::leave(size_t ep, uint32_t jid, uint32_t rank)
 {
     ina_proto_hdr_t h;

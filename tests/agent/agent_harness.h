@@ -98,6 +98,9 @@ public:
     uint32_t create_job(size_t ep, const std::vector<uint32_t> &node_ids, uint32_t window,
                         uint32_t *granted_window, uint64_t cookie = 0x1234);
     ina_proto_status_t join(size_t ep, uint32_t jid, uint32_t rank);
+    // JOB_OPEN of the job named `key` as `rank`; the JOB_OPENED reply.
+    Msg open_job(size_t ep, const std::string &key, const std::vector<uint32_t> &node_ids,
+                 uint32_t window, uint32_t rank);
     // JOB_LEAVE has no reply. Leave then fence() so that the agent is known
     // to have processed it (one endpoint's messages are handled in order).
     void leave(size_t ep, uint32_t jid, uint32_t rank);

@@ -222,6 +222,82 @@ int main()
         CHECK_OR_FAIL(d2.counter("blocks_in") == 1, "blocks_in=%ld", d2.counter("blocks_in"));
     }
     std::printf("checked: SIGINT with live peers and a half-aggregated Seg -> exit 0\n");
+
+    {
+        // Jobs opened by key (JOB_OPEN): members open in any order without
+        // waiting for each other; calls before the last one opened are denied
+        // on every member, the late one included, and the job works after.
+        Daemon d3;
+        Client c3;
+        std::vector<size_t> e;
+        for (int i = 0; i < 3; ++i) {
+            e.push_back(c3.connect(d3.address()));
+        }
+        const std::vector<uint32_t> nodes = {5, 5, 6};
+        Msg o1 = c3.open_job(e[1], "job-key-one", nodes, 4, 1);
+        Msg o0 = c3.open_job(e[0], "job-key-one", nodes, 4, 0);
+        CHECK_OR_FAIL(o1.hdr.status == INA_PROTO_OK && o0.hdr.status == INA_PROTO_OK &&
+                          o1.hdr.jid != 0 && o0.hdr.jid == o1.hdr.jid && o0.hdr.window == 4,
+                      "JOB_OPEN: %s/%s jids %u/%u window %u", ina_proto_status_name(o1.hdr.status),
+                      ina_proto_status_name(o0.hdr.status), o1.hdr.jid, o0.hdr.jid, o0.hdr.window);
+        const uint32_t jid = o0.hdr.jid, w = o0.hdr.window;
+        // MID 0 starts while rank 2 has not opened the job: denied for all.
+        std::vector<int64_t> v(8, 1);
+        c3.send(e[0], allreduce_hdr(jid, 0, 0, 0, w, INA_OP_SUM, INA_DT_INT64, 8, 8), v.data(), 64);
+        for (uint32_t r : {0u, 1u}) {
+            Msg m = c3.wait_for([&](const Msg &m) { return m.hdr.jid == jid && m.hdr.rank == r; },
+                                10000, "DENY");
+            CHECK_OR_FAIL(m.hdr.type == INA_PROTO_DENY && m.hdr.mid == 0 &&
+                              m.hdr.status == INA_PROTO_ERR_INCOMPLETE,
+                          "rank %u: %s (%s) instead of DENY(incomplete)", r,
+                          ina_proto_type_name(m.hdr.type), ina_proto_status_name(m.hdr.status));
+        }
+        c3.send(e[1], allreduce_hdr(jid, 1, 0, 0, w, INA_OP_SUM, INA_DT_INT64, 8, 8), v.data(), 64);
+        // Rank 2 describes the job differently: refused, and only it.
+        Msg bad = c3.open_job(e[2], "job-key-one", {5, 6, 6}, 4, 2);
+        CHECK_OR_FAIL(bad.hdr.status == INA_PROTO_ERR_MISMATCH && bad.hdr.jid == 0,
+                      "a different description: %s jid %u", ina_proto_status_name(bad.hdr.status),
+                      bad.hdr.jid);
+        Msg o2 = c3.open_job(e[2], "job-key-one", nodes, 4, 2);
+        CHECK_OR_FAIL(o2.hdr.status == INA_PROTO_OK && o2.hdr.jid == jid, "rank 2: %s jid %u",
+                      ina_proto_status_name(o2.hdr.status), o2.hdr.jid);
+        // Its block of MID 0, decided before it joined, brings it the verdict.
+        c3.send(e[2], allreduce_hdr(jid, 2, 0, 0, w, INA_OP_SUM, INA_DT_INT64, 8, 8), v.data(), 64);
+        Msg late = c3.wait_for([&](const Msg &m) { return m.hdr.jid == jid && m.hdr.rank == 2; },
+                               10000, "DENY for the late member");
+        CHECK_OR_FAIL(late.hdr.type == INA_PROTO_DENY && late.hdr.mid == 0 &&
+                          late.hdr.status == INA_PROTO_ERR_INCOMPLETE,
+                      "late rank 2: %s (%s)", ina_proto_type_name(late.hdr.type),
+                      ina_proto_status_name(late.hdr.status));
+        // Complete now: MID 1 is aggregated, exact on every rank.
+        use_job(c3, e, jid, w, 11, 1);
+        // Another key is another job.
+        Msg other = c3.open_job(e[0], "job-key-two", {1}, 2, 0);
+        CHECK_OR_FAIL(other.hdr.status == INA_PROTO_OK && other.hdr.jid != jid,
+                      "second key: %s jid %u", ina_proto_status_name(other.hdr.status),
+                      other.hdr.jid);
+        c3.leave(e[0], other.hdr.jid, 0);
+        for (uint32_t r = 0; r < 3; ++r) {
+            c3.leave(e[r], jid, r);
+            c3.fence(e[r]);
+        }
+        // Every member left: the job and its key are gone; the key opens a new job.
+        Msg again = c3.open_job(e[0], "job-key-one", {7}, 1, 0);
+        CHECK_OR_FAIL(again.hdr.status == INA_PROTO_OK && again.hdr.jid != jid,
+                      "reopened key: %s jid %u (old %u)", ina_proto_status_name(again.hdr.status),
+                      again.hdr.jid, jid);
+        c3.leave(e[0], again.hdr.jid, 0);
+        c3.fence(e[0]);
+        CHECK_OR_FAIL(c3.inbox().empty(), "%zu unexpected messages left", c3.inbox().size());
+        rc = d3.terminate();
+        CHECK_OR_FAIL(rc == 0, "exit status %d after SIGTERM", rc);
+        CHECK_OR_FAIL(d3.counter("jobs_created") == 3 && d3.counter("jobs_freed") == 3,
+                      "jobs_created=%ld jobs_freed=%ld", d3.counter("jobs_created"),
+                      d3.counter("jobs_freed"));
+    }
+    std::printf("checked: JOB_OPEN by key in any order, DENY(incomplete) to every member before "
+                "the last opened (the late one at its first block), MISMATCH for another "
+                "description, exact results once complete, keys freed with their jobs\n");
     std::printf("PASS agent_jobs\n");
     return 0;
 }

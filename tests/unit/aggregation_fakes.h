@@ -30,7 +30,7 @@ namespace agg_test {
 using namespace ina::agg;
 
 struct Event {
-    enum class Kind { kCreated, kJoined, kDecision, kResult, kAck, kError };
+    enum class Kind { kCreated, kJoined, kOpened, kDecision, kResult, kAck, kError };
     explicit Event(Kind k) : kind(k) {}
     Kind kind;
     Member *to = nullptr;
@@ -65,6 +65,17 @@ public:
         Event e(Event::Kind::kJoined);
         e.to = &to;
         e.hdr = req;
+        e.status = status;
+        events.push_back(std::move(e));
+    }
+    void job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window,
+                    ina_proto_status_t status) override
+    {
+        Event e(Event::Kind::kOpened);
+        e.to = &to;
+        e.hdr = req;
+        e.jid = jid;
+        e.window = window;
         e.status = status;
         events.push_back(std::move(e));
     }

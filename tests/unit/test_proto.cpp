@@ -124,6 +124,19 @@ Msg valid_msg(ina_proto_type_t type)
         m.hdr.window = 16;
         m.hdr.arg = 0xc00c1e;
         break;
+    case INA_PROTO_JOB_OPEN:
+        m.hdr.rank = 3;
+        m.hdr.count = 4;
+        m.hdr.window = 16;
+        m.hdr.arg = 0xc00c1e;
+        m.payload_len = INA_PROTO_JOB_KEY_BYTES + 4 * sizeof(uint32_t);
+        break;
+    case INA_PROTO_JOB_OPENED:
+        m.hdr.jid = 7;
+        m.hdr.rank = 3;
+        m.hdr.window = 16;
+        m.hdr.arg = 0xc00c1e;
+        break;
     case INA_PROTO_JOB_JOIN:
     case INA_PROTO_JOB_JOINED:
     case INA_PROTO_JOB_LEAVE:
@@ -254,7 +267,8 @@ ina_proto_status_t check_msg(const Msg &m)
 const ina_proto_type_t kAllTypes[] = {
     INA_PROTO_HELLO,     INA_PROTO_HELLO_ACK,  INA_PROTO_JOB_CREATE, INA_PROTO_JOB_CREATED,
     INA_PROTO_JOB_JOIN,  INA_PROTO_JOB_JOINED, INA_PROTO_JOB_LEAVE,  INA_PROTO_BLOCK,
-    INA_PROTO_RESULT,    INA_PROTO_DENY,       INA_PROTO_ERROR,      INA_PROTO_GRANT};
+    INA_PROTO_RESULT,    INA_PROTO_DENY,       INA_PROTO_ERROR,      INA_PROTO_GRANT,
+    INA_PROTO_JOB_OPEN,  INA_PROTO_JOB_OPENED};
 
 bool is_data(unsigned type) { return type == INA_PROTO_BLOCK || type == INA_PROTO_RESULT; }
 
@@ -284,12 +298,15 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved), 58);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved2), 60);
     // Enum values are wire values: pin them.
-    ck_assert_uint_eq(INA_PROTO_VERSION, 3);
+    ck_assert_uint_eq(INA_PROTO_VERSION, 4);
     ck_assert_uint_eq(INA_PROTO_HELLO, 1);
     ck_assert_uint_eq(INA_PROTO_ERROR, 11);
     ck_assert_uint_eq(INA_PROTO_GRANT, 12);
-    ck_assert_uint_eq(INA_PROTO_TYPE_MAX, 12);
-    ck_assert_uint_eq(INA_PROTO_STATUS_MAX, 8);
+    ck_assert_uint_eq(INA_PROTO_JOB_OPEN, 13);
+    ck_assert_uint_eq(INA_PROTO_JOB_OPENED, 14);
+    ck_assert_uint_eq(INA_PROTO_TYPE_MAX, 14);
+    ck_assert_uint_eq(INA_PROTO_ERR_INCOMPLETE, 9);
+    ck_assert_uint_eq(INA_PROTO_STATUS_MAX, 9);
     ck_assert_uint_eq(INA_DT_LONG_DOUBLE, 10);
     ck_assert_uint_eq(INA_DT_BOOL, 11);
     ck_assert_uint_eq(INA_DT_LONG_DOUBLE_COMPLEX, 14);
@@ -485,7 +502,7 @@ END_TEST
 START_TEST(test_control_payload)
 {
     for (ina_proto_type_t t : kAllTypes) {
-        if (is_data(t) || t == INA_PROTO_JOB_CREATE) {
+        if (is_data(t) || t == INA_PROTO_JOB_CREATE || t == INA_PROTO_JOB_OPEN) {
             continue;
         }
         Msg m = valid_msg(t);
@@ -532,6 +549,33 @@ START_TEST(test_grant)
     }
     m.payload_len = 8; // GRANT carries no payload
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+}
+END_TEST
+
+START_TEST(test_job_open)
+{
+    const Msg good = valid_msg(INA_PROTO_JOB_OPEN);
+    ck_assert_int_eq(check_msg(good), INA_PROTO_OK);
+    Msg m = good;
+    m.hdr.rank = m.hdr.count; // a rank the job does not have
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m = good;
+    m.hdr.window = 0;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m = good;
+    m.hdr.count = 0;
+    m.hdr.rank = 0;
+    m.payload_len = INA_PROTO_JOB_KEY_BYTES;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    // The key and the node ids, exactly.
+    for (size_t len : {size_t{0}, size_t{16}, size_t{31}, size_t{33}, size_t{4 * 4}}) {
+        m = good;
+        m.payload_len = len;
+        ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    }
+    ck_assert_str_eq(ina_proto_type_name(INA_PROTO_JOB_OPEN), "JOB_OPEN");
+    ck_assert_str_eq(ina_proto_type_name(INA_PROTO_JOB_OPENED), "JOB_OPENED");
+    ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_INCOMPLETE), "incomplete");
 }
 END_TEST
 
@@ -936,6 +980,10 @@ START_TEST(test_fuzz)
             if (h.type == INA_PROTO_JOB_CREATE) {
                 ck_assert(h.count >= 1 && h.count <= INA_PROTO_MAX_MEMBERS && h.window >= 1);
                 ck_assert_uint_eq(payload_len, size_t{h.count} * 4);
+            } else if (h.type == INA_PROTO_JOB_OPEN) {
+                ck_assert(h.count >= 1 && h.count <= INA_PROTO_MAX_MEMBERS && h.window >= 1 &&
+                          h.rank < h.count);
+                ck_assert_uint_eq(payload_len, INA_PROTO_JOB_KEY_BYTES + size_t{h.count} * 4);
             } else {
                 ck_assert_uint_eq(payload_len, 0);
             }
@@ -1009,6 +1057,7 @@ int main()
                                 test_control_block_fields,
                                 test_grant,
                                 test_job_create,
+                                test_job_open,
                                 test_block_window_seg,
                                 test_job_member_rank,
                                 test_data_coll_op_dtype,
