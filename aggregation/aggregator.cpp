@@ -133,6 +133,9 @@ void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *pa
     if (st == INA_PROTO_OK) {
         st = join_job(*job, h.rank, from);
     }
+    if (st == INA_PROTO_OK && job->complete()) {
+        lease_back_ = true; // calls waiting for this member: ask again now
+    }
     if (st != INA_PROTO_OK) {
         ++counters_.rejected[st];
         INA_WARN("JOB_OPEN of job %u as rank %u refused: %s", job->jid(), h.rank,
@@ -140,6 +143,7 @@ void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *pa
                                               : ina_proto_status_name(st));
     }
     sink_.job_opened(from, h, st == INA_PROTO_OK ? job->jid() : 0, job->window(), st);
+    settle();
 }
 
 void Aggregator::job_leave(Member &from, const ina_proto_hdr_t &h)
@@ -241,10 +245,20 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
     // Room for the per-slot SIDs first: nothing may throw once a lease is taken.
     call.next_sid.resize(job.window());
     call.told.assign(job.nmembers(), false);
-    // A job opened by key carries calls only once every member opened it:
-    // before, a member may not even know the job yet.
-    Verdict v = job.keyed() && !job.complete() ? Verdict::deny(INA_PROTO_ERR_INCOMPLETE)
-                                               : scheduler_->decide(req);
+    // A job opened by key carries calls only once every member opened it
+    // (before, a member may not even know the job): until then the call
+    // waits, as one the scheduler deferred, for at most open_wait.
+    Verdict v;
+    if (job.keyed() && !job.complete()) {
+        if (call.asked == 1) {
+            call.first_seen = Clock::now();
+        }
+        v = Clock::now() - call.first_seen < cfg_.open_wait
+                ? Verdict::defer()
+                : Verdict::deny(INA_PROTO_ERR_INCOMPLETE);
+    } else {
+        v = scheduler_->decide(req);
+    }
     if (v.kind == Verdict::Kind::kGrant && v.lease.size() != job.window()) {
         INA_ERROR("scheduler granted job %u mid %" PRIu64 " a lease of %zu Segs, not %u: denied",
                   job.jid(), mid, v.lease.size(), job.window());

@@ -10,6 +10,7 @@
 #ifndef INA_AGG_AGGREGATOR_H
 #define INA_AGG_AGGREGATOR_H
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -35,6 +36,10 @@ struct AggregatorConfig {
     // call whose next block does not fit is denied (each call holds at most
     // members x window blocks anyway: the window stalls without results).
     size_t keep_bytes = size_t{64} << 20;
+    // A call of a job opened by key that starts before every member opened
+    // the job waits this long for them (its blocks kept as a deferred
+    // call's), then is denied (INCOMPLETE) on every member.
+    std::chrono::milliseconds open_wait{1000};
 };
 
 // Counted where they happen, in the core. (The transport counts its own:

@@ -8,6 +8,7 @@
 #define INA_AGG_JOB_H
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -64,6 +65,7 @@ struct Call {
     std::vector<KeptBlock> kept;    // deferred: blocks in arrival order
     size_t kept_bytes = 0;
     std::vector<bool> told;         // per rank: the decision was sent to it
+    std::chrono::steady_clock::time_point first_seen{}; // its first block (open_wait)
 };
 
 // The name of a job opened by key (JOB_OPEN).

@@ -48,9 +48,10 @@
  *   JOB_OPENED  a->c  jid, rank, window = granted window, status (MISMATCH:
  *                     another description than the job's), arg = cookie.
  *                     A job opened by key is complete once every member opened
- *                     it; a call that starts before is denied (status
- *                     INCOMPLETE) on every member, and a member that opens
- *                     late gets that DENY at its first block of the call.
+ *                     it; a call that starts before waits for that (the agent's
+ *                     --open-wait-ms), then is denied (status INCOMPLETE) on
+ *                     every member, and a member that opens later gets that
+ *                     DENY at its first block of the call.
  *   JOB_LEAVE   c->a  jid, rank: the member leaves; the job dies when all left.
  *   BLOCK       c->a  one member's contribution to block `sid` of call `mid`:
  *                     jid, rank, mid, sid, seg, window, coll, op, dtype, flags,

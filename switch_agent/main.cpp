@@ -46,9 +46,13 @@ void usage(FILE *out)
                  "  --rndv-bytes N       clients send BLOCK payloads of N bytes or more\n"
                  "                       by rendezvous, received straight into a Seg\n"
                  "                       buffer; 0 = every block eager (default %llu)\n"
+                 "  --open-wait-ms N     a call of a job opened by key (JOB_OPEN) that\n"
+                 "                       starts before every member opened it waits up\n"
+                 "                       to N ms for them, then is denied (default %lld)\n"
                  "  --help               this text\n",
                  INA_PROTO_MAX_SEG_BYTES, INA_PROTO_MAX_WINDOW, ina::kDefaultSpinUs,
-                 static_cast<unsigned long long>(ina::AgentConfig::kDefaultRndvBytes));
+                 static_cast<unsigned long long>(ina::AgentConfig::kDefaultRndvBytes),
+                 static_cast<long long>(ina::agg::AggregatorConfig{}.open_wait.count()));
 }
 
 [[noreturn]] void bad_arg(const char *fmt, const char *what)
@@ -122,6 +126,7 @@ int main(int argc, char **argv)
         kSpinUs,
         kSpinYield,
         kRndvBytes,
+        kOpenWaitMs,
         kHelp
     };
     static const struct option opts[] = {
@@ -135,6 +140,7 @@ int main(int argc, char **argv)
         {"spin-us", required_argument, nullptr, kSpinUs},
         {"spin-yield", no_argument, nullptr, kSpinYield},
         {"rndv-bytes", required_argument, nullptr, kRndvBytes},
+        {"open-wait-ms", required_argument, nullptr, kOpenWaitMs},
         {"help", no_argument, nullptr, kHelp},
         {nullptr, 0, nullptr, 0}};
     opterr = 0;
@@ -194,6 +200,12 @@ int main(int argc, char **argv)
                 bad_arg("--rndv-bytes wants 0..1048576 bytes, got '%s'", optarg);
             }
             cfg.rndv_bytes = v;
+            break;
+        case kOpenWaitMs:
+            if (!parse_uint(optarg, 0, 3600000, &v)) {
+                bad_arg("--open-wait-ms wants 0..3600000 milliseconds, got '%s'", optarg);
+            }
+            cfg.core.open_wait = std::chrono::milliseconds(v);
             break;
         case kHelp:
             usage(stdout);

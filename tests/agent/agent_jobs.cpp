@@ -225,9 +225,10 @@ int main()
 
     {
         // Jobs opened by key (JOB_OPEN): members open in any order without
-        // waiting for each other; calls before the last one opened are denied
-        // on every member, the late one included, and the job works after.
-        Daemon d3;
+        // waiting for each other; a call that starts before the last one
+        // opened waits for it (up to --open-wait-ms), then is denied on every
+        // member, the late one included.
+        Daemon d3({"--open-wait-ms", "2000"});
         Client c3;
         std::vector<size_t> e;
         for (int i = 0; i < 3; ++i) {
@@ -241,18 +242,19 @@ int main()
                       "JOB_OPEN: %s/%s jids %u/%u window %u", ina_proto_status_name(o1.hdr.status),
                       ina_proto_status_name(o0.hdr.status), o1.hdr.jid, o0.hdr.jid, o0.hdr.window);
         const uint32_t jid = o0.hdr.jid, w = o0.hdr.window;
-        // MID 0 starts while rank 2 has not opened the job: denied for all.
-        std::vector<int64_t> v(8, 1);
-        c3.send(e[0], allreduce_hdr(jid, 0, 0, 0, w, INA_OP_SUM, INA_DT_INT64, 8, 8), v.data(), 64);
-        for (uint32_t r : {0u, 1u}) {
-            Msg m = c3.wait_for([&](const Msg &m) { return m.hdr.jid == jid && m.hdr.rank == r; },
-                                10000, "DENY");
-            CHECK_OR_FAIL(m.hdr.type == INA_PROTO_DENY && m.hdr.mid == 0 &&
-                              m.hdr.status == INA_PROTO_ERR_INCOMPLETE,
-                          "rank %u: %s (%s) instead of DENY(incomplete)", r,
-                          ina_proto_type_name(m.hdr.type), ina_proto_status_name(m.hdr.status));
-        }
-        c3.send(e[1], allreduce_hdr(jid, 1, 0, 0, w, INA_OP_SUM, INA_DT_INT64, 8, 8), v.data(), 64);
+        // MID 0 starts while rank 2 has not opened the job: it waits.
+        const uint32_t cnt = 8;
+        std::vector<int64_t> v(cnt, 1);
+        auto block = [&](uint32_t r, uint64_t mid) {
+            c3.send(e[r], allreduce_hdr(jid, r, mid, 0, w, INA_OP_SUM, INA_DT_INT64, cnt, cnt),
+                    v.data(), cnt * sizeof(int64_t));
+        };
+        block(0, 0);
+        block(1, 0);
+        c3.fence(e[0]);
+        c3.fence(e[1]);
+        CHECK_OR_FAIL(c3.inbox().empty(), "a verdict before the job was complete: %s",
+                      ina_proto_type_name(c3.inbox().front().hdr.type));
         // Rank 2 describes the job differently: refused, and only it.
         Msg bad = c3.open_job(e[2], "job-key-one", {5, 6, 6}, 4, 2);
         CHECK_OR_FAIL(bad.hdr.status == INA_PROTO_ERR_MISMATCH && bad.hdr.jid == 0,
@@ -261,22 +263,50 @@ int main()
         Msg o2 = c3.open_job(e[2], "job-key-one", nodes, 4, 2);
         CHECK_OR_FAIL(o2.hdr.status == INA_PROTO_OK && o2.hdr.jid == jid, "rank 2: %s jid %u",
                       ina_proto_status_name(o2.hdr.status), o2.hdr.jid);
-        // Its block of MID 0, decided before it joined, brings it the verdict.
-        c3.send(e[2], allreduce_hdr(jid, 2, 0, 0, w, INA_OP_SUM, INA_DT_INT64, 8, 8), v.data(), 64);
-        Msg late = c3.wait_for([&](const Msg &m) { return m.hdr.jid == jid && m.hdr.rank == 2; },
-                               10000, "DENY for the late member");
-        CHECK_OR_FAIL(late.hdr.type == INA_PROTO_DENY && late.hdr.mid == 0 &&
-                          late.hdr.status == INA_PROTO_ERR_INCOMPLETE,
-                      "late rank 2: %s (%s)", ina_proto_type_name(late.hdr.type),
-                      ina_proto_status_name(late.hdr.status));
-        // Complete now: MID 1 is aggregated, exact on every rank.
+        // Complete now: the waiting call is granted to all three, and
+        // completes with rank 2's block, exact everywhere.
+        expect_grants(c3, jid, 0, {0, 1, 2});
+        block(2, 0);
+        for (uint32_t r = 0; r < 3; ++r) {
+            Msg m = c3.wait_for([&](const Msg &m) { return m.hdr.jid == jid && m.hdr.rank == r; },
+                                10000, "RESULT");
+            CHECK_OR_FAIL(m.hdr.type == INA_PROTO_RESULT && m.hdr.mid == 0 &&
+                              m.payload.size() == cnt * sizeof(int64_t) &&
+                              reinterpret_cast<const int64_t *>(m.payload.data())[0] == 3,
+                          "rank %u: %s instead of the RESULT of the waiting call", r,
+                          ina_proto_type_name(m.hdr.type));
+        }
         use_job(c3, e, jid, w, 11, 1);
-        // Another key is another job.
-        Msg other = c3.open_job(e[0], "job-key-two", {1}, 2, 0);
-        CHECK_OR_FAIL(other.hdr.status == INA_PROTO_OK && other.hdr.jid != jid,
-                      "second key: %s jid %u", ina_proto_status_name(other.hdr.status),
-                      other.hdr.jid);
-        c3.leave(e[0], other.hdr.jid, 0);
+
+        // A job one member never opens in time: after --open-wait-ms its call
+        // is denied on the members there, and on the late one at its block.
+        Msg p0 = c3.open_job(e[0], "job-key-two", {1, 2}, 2, 0);
+        CHECK_OR_FAIL(p0.hdr.status == INA_PROTO_OK && p0.hdr.jid != jid, "second key: %s jid %u",
+                      ina_proto_status_name(p0.hdr.status), p0.hdr.jid);
+        const uint32_t jid2 = p0.hdr.jid, w2 = p0.hdr.window;
+        c3.send(e[0], allreduce_hdr(jid2, 0, 0, 0, w2, INA_OP_SUM, INA_DT_INT64, cnt, cnt),
+                v.data(), cnt * sizeof(int64_t));
+        Msg d0 = c3.wait_for([&](const Msg &m) { return m.hdr.jid == jid2 && m.hdr.rank == 0; },
+                             10000, "DENY after the wait");
+        CHECK_OR_FAIL(d0.hdr.type == INA_PROTO_DENY && d0.hdr.mid == 0 &&
+                          d0.hdr.status == INA_PROTO_ERR_INCOMPLETE,
+                      "rank 0: %s (%s) instead of DENY(incomplete)", ina_proto_type_name(d0.hdr.type),
+                      ina_proto_status_name(d0.hdr.status));
+        Msg p1 = c3.open_job(e[1], "job-key-two", {1, 2}, 2, 1);
+        CHECK_OR_FAIL(p1.hdr.status == INA_PROTO_OK && p1.hdr.jid == jid2, "late open: %s",
+                      ina_proto_status_name(p1.hdr.status));
+        c3.send(e[1], allreduce_hdr(jid2, 1, 0, 0, w2, INA_OP_SUM, INA_DT_INT64, cnt, cnt),
+                v.data(), cnt * sizeof(int64_t));
+        Msg d1 = c3.wait_for([&](const Msg &m) { return m.hdr.jid == jid2 && m.hdr.rank == 1; },
+                             10000, "DENY for the late member");
+        CHECK_OR_FAIL(d1.hdr.type == INA_PROTO_DENY && d1.hdr.mid == 0 &&
+                          d1.hdr.status == INA_PROTO_ERR_INCOMPLETE,
+                      "late rank 1: %s (%s)", ina_proto_type_name(d1.hdr.type),
+                      ina_proto_status_name(d1.hdr.status));
+        use_job(c3, {e[0], e[1]}, jid2, w2, 12, 1);
+
+        c3.leave(e[0], jid2, 0);
+        c3.leave(e[1], jid2, 1);
         for (uint32_t r = 0; r < 3; ++r) {
             c3.leave(e[r], jid, r);
             c3.fence(e[r]);
@@ -295,9 +325,10 @@ int main()
                       "jobs_created=%ld jobs_freed=%ld", d3.counter("jobs_created"),
                       d3.counter("jobs_freed"));
     }
-    std::printf("checked: JOB_OPEN by key in any order, DENY(incomplete) to every member before "
-                "the last opened (the late one at its first block), MISMATCH for another "
-                "description, exact results once complete, keys freed with their jobs\n");
+    std::printf("checked: JOB_OPEN by key in any order; a call before the last member opened "
+                "waits and is granted once it did, or after --open-wait-ms is denied "
+                "(incomplete) on every member, the late one at its first block; MISMATCH for "
+                "another description; exact results; keys freed with their jobs\n");
     std::printf("PASS agent_jobs\n");
     return 0;
 }
