@@ -290,8 +290,8 @@ int main()
                              10000, "DENY after the wait");
         CHECK_OR_FAIL(d0.hdr.type == INA_PROTO_DENY && d0.hdr.mid == 0 &&
                           d0.hdr.status == INA_PROTO_ERR_INCOMPLETE,
-                      "rank 0: %s (%s) instead of DENY(incomplete)", ina_proto_type_name(d0.hdr.type),
-                      ina_proto_status_name(d0.hdr.status));
+                      "rank 0: %s (%s) instead of DENY(incomplete)",
+                      ina_proto_type_name(d0.hdr.type), ina_proto_status_name(d0.hdr.status));
         Msg p1 = c3.open_job(e[1], "job-key-two", {1, 2}, 2, 1);
         CHECK_OR_FAIL(p1.hdr.status == INA_PROTO_OK && p1.hdr.jid == jid2, "late open: %s",
                       ina_proto_status_name(p1.hdr.status));
