@@ -471,7 +471,22 @@ int Client::request(ina_proto_hdr_t hdr, const void *payload, size_t len, uint8_
 
 bool Client::attach(Job *job)
 {
-    return jobs_.emplace(job->jid(), job).second;
+    if (!jobs_.emplace(job->jid(), job).second) {
+        return false;
+    }
+    std::vector<ina_proto_hdr_t> unclaimed;
+    unclaimed.swap(unclaimed_);
+    for (const ina_proto_hdr_t &h : unclaimed) {
+        if (h.jid != job->jid()) {
+            continue;
+        }
+        if (h.type == INA_PROTO_GRANT) {
+            job->on_grant(h);
+        } else {
+            job->on_deny(h);
+        }
+    }
+    return true;
 }
 
 void Client::detach(Job *job)
@@ -509,6 +524,7 @@ void Client::on_message(const ina_proto_hdr_t &h, const void *data, size_t lengt
     case INA_PROTO_HELLO_ACK:
     case INA_PROTO_JOB_CREATED:
     case INA_PROTO_JOB_JOINED:
+    case INA_PROTO_JOB_OPENED:
         if (pending_.active && !pending_.done && h.type == pending_.reply_type &&
             (h.type == INA_PROTO_HELLO_ACK || h.arg == pending_.cookie)) {
             pending_.reply = h;
@@ -521,7 +537,12 @@ void Client::on_message(const ina_proto_hdr_t &h, const void *data, size_t lengt
     case INA_PROTO_GRANT:
     case INA_PROTO_DENY: {
         auto it = jobs_.find(h.jid);
-        if (it == jobs_.end()) {
+        if (it == jobs_.end() && h.type != INA_PROTO_RESULT && pending_.active &&
+            pending_.req_type == INA_PROTO_JOB_OPEN && unclaimed_.size() < kMaxUnclaimed) {
+            // The verdict of a call that waited for this very member to open
+            // the job: it may come with JOB_OPENED, before the job is ours.
+            unclaimed_.push_back(h);
+        } else if (it == jobs_.end()) {
             log(1, "dropping %s for unknown job %u", ina_proto_type_name(h.type), h.jid);
         } else if (h.type == INA_PROTO_RESULT) {
             it->second->on_result(h, data, length);
@@ -740,6 +761,35 @@ int ina_client_progress(ina_client_t *client)
     return ina_client_alive(client);
 }
 
+namespace {
+
+// The window and block a job asks for, clamped to what the agent offers
+// (every member computes the same from the same request). False if the
+// block leaves nothing.
+bool job_shape(const ina_agent_info_t &info, uint32_t requested_window,
+               uint32_t requested_block_bytes, uint32_t *window, uint32_t *block)
+{
+    *window = requested_window == 0 ? info.max_window : std::min(requested_window, info.max_window);
+    *block = requested_block_bytes == 0 ? info.seg_bytes
+                                        : std::min(requested_block_bytes, info.seg_bytes);
+    *block &= ~15u; // every dtype (<= 16 bytes) divides it
+    return *block != 0;
+}
+
+// The member's descriptor of a job it joined (JOB_JOINED or JOB_OPENED).
+int attach_job(Client &c, const ina_job_params_t &params, uint32_t rank, ina_job_t **out)
+{
+    auto j = std::make_unique<ina_job_t>(&c, params, rank);
+    if (!c.attach(&j->impl)) {
+        c.log(1, "job %u already joined by this client", params.jid);
+        return INA_ERR_INVALID;
+    }
+    *out = j.release();
+    return INA_OK;
+}
+
+} // namespace
+
 ina_status_t ina_job_create(ina_client_t *client, uint32_t nmembers,
                             const uint32_t *node_of_member, uint32_t requested_window,
                             uint32_t requested_block_bytes, ina_job_params_t *params)
@@ -751,14 +801,8 @@ ina_status_t ina_job_create(ina_client_t *client, uint32_t nmembers,
     return static_cast<ina_status_t>(guard(__func__, [&]() -> int {
         Client &c = client->impl;
         EntryLock lock(&c);
-        const ina_agent_info_t &info = c.info();
-        uint32_t window = requested_window == 0 ? info.max_window
-                                                : std::min(requested_window, info.max_window);
-        uint32_t block = requested_block_bytes == 0
-                             ? info.seg_bytes
-                             : std::min(requested_block_bytes, info.seg_bytes);
-        block &= ~15u; // every dtype (<= 16 bytes) divides it
-        if (block == 0) {
+        uint32_t window = 0, block = 0;
+        if (!job_shape(c.info(), requested_window, requested_block_bytes, &window, &block)) {
             return INA_ERR_INVALID;
         }
         ina_proto_hdr_t h;
@@ -816,13 +860,59 @@ ina_status_t ina_job_join(ina_client_t *client, const ina_job_params_t *params, 
                   reply.type != 0 ? ina_proto_status_name(reply.status) : "no answer");
             return rc;
         }
-        auto j = std::make_unique<ina_job_t>(&c, *params, rank);
-        if (!c.attach(&j->impl)) {
-            c.log(1, "job %u already joined by this client", params->jid);
+        return attach_job(c, *params, rank, out);
+    }));
+}
+
+ina_status_t ina_job_open(ina_client_t *client, const uint8_t *key, uint32_t nmembers,
+                          const uint32_t *node_of_member, uint32_t rank,
+                          uint32_t requested_window, uint32_t requested_block_bytes,
+                          ina_job_params_t *params, ina_job_t **out)
+{
+    if (out != nullptr) {
+        *out = nullptr;
+    }
+    if (client == nullptr || key == nullptr || params == nullptr || out == nullptr ||
+        node_of_member == nullptr || nmembers == 0 || nmembers > INA_PROTO_MAX_MEMBERS ||
+        rank >= nmembers) {
+        return INA_ERR_INVALID;
+    }
+    return static_cast<ina_status_t>(guard(__func__, [&]() -> int {
+        Client &c = client->impl;
+        EntryLock lock(&c);
+        uint32_t window = 0, block = 0;
+        if (!job_shape(c.info(), requested_window, requested_block_bytes, &window, &block)) {
             return INA_ERR_INVALID;
         }
-        *out = j.release();
-        return INA_OK;
+        std::vector<uint8_t> payload(key, key + INA_PROTO_JOB_KEY_BYTES);
+        const auto *ids = reinterpret_cast<const uint8_t *>(node_of_member);
+        payload.insert(payload.end(), ids, ids + sizeof(uint32_t) * nmembers);
+        ina_proto_hdr_t h;
+        ina_proto_init(&h, INA_PROTO_JOB_OPEN);
+        h.rank = rank;
+        h.count = nmembers;
+        h.window = static_cast<uint16_t>(window);
+        h.arg = c.next_cookie();
+        ina_proto_hdr_t reply{};
+        int rc = c.request(h, payload.data(), payload.size(), INA_PROTO_JOB_OPENED,
+                           c.progress_timeout_ms(), &reply);
+        if (rc != INA_OK) {
+            c.log(1, "JOB_OPEN as rank %u failed: %s", rank,
+                  reply.type != 0 ? ina_proto_status_name(reply.status) : "no answer");
+            return rc;
+        }
+        if (reply.jid == 0 || reply.window == 0 || reply.window > window) {
+            c.log(1, "JOB_OPENED names job %u with an unusable window %u (asked %u)", reply.jid,
+                  reply.window, window);
+            return INA_ERR_PROTO;
+        }
+        params->jid = reply.jid;
+        params->window = reply.window;
+        params->block_bytes = block;
+        params->nmembers = nmembers;
+        c.log(10, "job %u opened as rank %u: %u members, window %u, block %u bytes", reply.jid,
+              rank, nmembers, reply.window, block);
+        return attach_job(c, *params, rank, out);
     }));
 }
 

@@ -133,6 +133,19 @@ ina_status_t ina_job_create(ina_client_t *client, uint32_t nmembers,
 ina_status_t ina_job_join(ina_client_t *client, const ina_job_params_t *params,
                  uint32_t rank, ina_job_t **out);
 
+/* Every member, instead of create + join, and without waiting for the
+ * others (no broadcast of the parameters): open the job named by `key`
+ * (INA_PROTO_JOB_KEY_BYTES bytes every member computes alike) as `rank`.
+ * The first member to arrive creates it at the agent. Every member must pass
+ * the same nmembers, node ids, requested window and block; a member that
+ * does not is refused (INA_ERR_PROTO) and the others' calls are denied
+ * until it opens alike. Calls may start at once: the agent holds a call
+ * until every member opened the job (docs/HIERARCHY.md). */
+ina_status_t ina_job_open(ina_client_t *client, const uint8_t *key, uint32_t nmembers,
+                          const uint32_t *node_of_member, uint32_t rank,
+                          uint32_t requested_window, uint32_t requested_block_bytes,
+                          ina_job_params_t *params, ina_job_t **out);
+
 /* Leave the job (non-blocking toward the agent) and free the descriptor. */
 void ina_job_leave(ina_job_t *job);
 

@@ -140,6 +140,12 @@ private:
         void done(bool ok) override;
     };
     // The reply a control request waits for (one caller at a time).
+    // GRANT/DENY that came while a JOB_OPEN waited for its reply, for a job
+    // not attached yet (attach() delivers them). Bounded: a job has at most
+    // a window of calls in flight before its members all opened it.
+    static constexpr size_t kMaxUnclaimed = 1024;
+    std::vector<ina_proto_hdr_t> unclaimed_;
+
     struct Pending {
         bool active = false;
         bool done = false;
