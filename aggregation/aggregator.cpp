@@ -253,9 +253,15 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
         if (call.asked == 1) {
             call.first_seen = Clock::now();
         }
-        v = Clock::now() - call.first_seen < cfg_.open_wait
-                ? Verdict::defer()
-                : Verdict::deny(INA_PROTO_ERR_INCOMPLETE);
+        if (!job.waited_in_vain() && Clock::now() - call.first_seen < cfg_.open_wait) {
+            v = Verdict::defer();
+        } else {
+            // Once one call waited in vain, the job's next calls do not wait
+            // again (a member that could not reach this agent would cost
+            // every call the whole wait); when it does open, calls go on.
+            job.set_waited_in_vain();
+            v = Verdict::deny(INA_PROTO_ERR_INCOMPLETE);
+        }
     } else {
         v = scheduler_->decide(req);
     }

@@ -116,6 +116,10 @@ public:
     // Every member has joined at least once (a job opened by key may carry
     // calls only then).
     bool complete() const { return seen_count_ == members_.size(); }
+    // A call already waited the whole open_wait for the job to complete: the
+    // missing member is not coming soon, later calls are denied at once.
+    bool waited_in_vain() const { return waited_in_vain_; }
+    void set_waited_in_vain() { waited_in_vain_ = true; }
 
     // A member sent a block of `mid`: it has moved past every older MID.
     void note_mid(uint32_t rank, uint64_t mid);
@@ -151,6 +155,7 @@ private:
     std::vector<bool> seen_;      // per rank: has joined at least once
     uint32_t seen_count_ = 0;
     bool keyed_ = false;
+    bool waited_in_vain_ = false;
     JobKey key_{};
     std::vector<uint32_t> node_ids_;
     uint32_t asked_window_ = 0;

@@ -51,7 +51,9 @@
  *                     it; a call that starts before waits for that (the agent's
  *                     --open-wait-ms), then is denied (status INCOMPLETE) on
  *                     every member, and a member that opens later gets that
- *                     DENY at its first block of the call.
+ *                     DENY at its first block of the call. After one such
+ *                     wait in vain, later calls of the still incomplete job
+ *                     are denied at once.
  *   JOB_LEAVE   c->a  jid, rank: the member leaves; the job dies when all left.
  *   BLOCK       c->a  one member's contribution to block `sid` of call `mid`:
  *                     jid, rank, mid, sid, seg, window, coll, op, dtype, flags,

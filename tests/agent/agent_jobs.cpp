@@ -292,18 +292,33 @@ int main()
                           d0.hdr.status == INA_PROTO_ERR_INCOMPLETE,
                       "rank 0: %s (%s) instead of DENY(incomplete)",
                       ina_proto_type_name(d0.hdr.type), ina_proto_status_name(d0.hdr.status));
+        // The job's next call does not wait again: denied at once (it is
+        // never deferred, so the agent deferred one call of this job only).
+        c3.send(e[0], allreduce_hdr(jid2, 0, 1, 0, w2, INA_OP_SUM, INA_DT_INT64, cnt, cnt),
+                v.data(), cnt * sizeof(int64_t));
+        Msg d0b = c3.wait_for([&](const Msg &m) { return m.hdr.jid == jid2 && m.hdr.rank == 0; },
+                              10000, "second DENY");
+        CHECK_OR_FAIL(d0b.hdr.type == INA_PROTO_DENY && d0b.hdr.mid == 1 &&
+                          d0b.hdr.status == INA_PROTO_ERR_INCOMPLETE,
+                      "rank 0, MID 1: %s (%s)", ina_proto_type_name(d0b.hdr.type),
+                      ina_proto_status_name(d0b.hdr.status));
         Msg p1 = c3.open_job(e[1], "job-key-two", {1, 2}, 2, 1);
         CHECK_OR_FAIL(p1.hdr.status == INA_PROTO_OK && p1.hdr.jid == jid2, "late open: %s",
                       ina_proto_status_name(p1.hdr.status));
         c3.send(e[1], allreduce_hdr(jid2, 1, 0, 0, w2, INA_OP_SUM, INA_DT_INT64, cnt, cnt),
                 v.data(), cnt * sizeof(int64_t));
-        Msg d1 = c3.wait_for([&](const Msg &m) { return m.hdr.jid == jid2 && m.hdr.rank == 1; },
-                             10000, "DENY for the late member");
-        CHECK_OR_FAIL(d1.hdr.type == INA_PROTO_DENY && d1.hdr.mid == 0 &&
-                          d1.hdr.status == INA_PROTO_ERR_INCOMPLETE,
-                      "late rank 1: %s (%s)", ina_proto_type_name(d1.hdr.type),
-                      ina_proto_status_name(d1.hdr.status));
-        use_job(c3, {e[0], e[1]}, jid2, w2, 12, 1);
+        c3.send(e[1], allreduce_hdr(jid2, 1, 1, 0, w2, INA_OP_SUM, INA_DT_INT64, cnt, cnt),
+                v.data(), cnt * sizeof(int64_t));
+        for (uint64_t mid : {0u, 1u}) {
+            Msg d1 = c3.wait_for(
+                [&](const Msg &m) { return m.hdr.jid == jid2 && m.hdr.rank == 1; }, 10000,
+                "DENY for the late member");
+            CHECK_OR_FAIL(d1.hdr.type == INA_PROTO_DENY && d1.hdr.mid == mid &&
+                              d1.hdr.status == INA_PROTO_ERR_INCOMPLETE,
+                          "late rank 1, MID %lu: %s (%s)", (unsigned long)mid,
+                          ina_proto_type_name(d1.hdr.type), ina_proto_status_name(d1.hdr.status));
+        }
+        use_job(c3, {e[0], e[1]}, jid2, w2, 12, 2);
 
         c3.leave(e[0], jid2, 0);
         c3.leave(e[1], jid2, 1);
@@ -324,6 +339,10 @@ int main()
         CHECK_OR_FAIL(d3.counter("jobs_created") == 3 && d3.counter("jobs_freed") == 3,
                       "jobs_created=%ld jobs_freed=%ld", d3.counter("jobs_created"),
                       d3.counter("jobs_freed"));
+        // Deferred: MID 0 of the first job (until rank 2 opened) and MID 0 of
+        // the second (the wait in vain); not the second job's MID 1.
+        CHECK_OR_FAIL(d3.counter("calls_deferred") == 2, "calls_deferred=%ld",
+                      d3.counter("calls_deferred"));
     }
     std::printf("checked: JOB_OPEN by key in any order; a call before the last member opened "
                 "waits and is granted once it did, or after --open-wait-ms is denied "
