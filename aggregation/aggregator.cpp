@@ -278,7 +278,7 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
         call.granted = true;
         call.deferred = false;
         ++counters_.calls_granted;
-        announce(job, mid, Decision{job.jid(), mid, job.window(), true, INA_PROTO_OK});
+        announce(job, call, Decision{job.jid(), mid, job.window(), true, INA_PROTO_OK});
         break;
     case Verdict::Kind::kDeny:
         call.finished = true;
@@ -287,7 +287,7 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
         ++counters_.calls_denied;
         INA_DEBUG("job %u mid %" PRIu64 " (%s) denied: %s", job.jid(), mid,
                   ina_proto_coll_name(call.coll), ina_proto_status_name(call.deny_status));
-        announce(job, mid, Decision{job.jid(), mid, job.window(), false, call.deny_status});
+        announce(job, call, Decision{job.jid(), mid, job.window(), false, call.deny_status});
         break;
     case Verdict::Kind::kDefer:
         if (!call.deferred) {
@@ -302,15 +302,12 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
     return v.kind;
 }
 
-void Aggregator::announce(Job &job, uint64_t mid, const Decision &d)
+void Aggregator::announce(Job &job, Call &call, const Decision &d)
 {
-    Call *call = job.find_call(mid);
     for (uint32_t rank = 0; rank < job.nmembers(); ++rank) {
         if (Member *m = job.member(rank)) {
             sink_.decision(*m, rank, d);
-            if (call != nullptr && rank < call->told.size()) {
-                call->told[rank] = true;
-            }
+            call.told[rank] = true;
         }
     }
 }
@@ -483,7 +480,7 @@ void Aggregator::keep(Job &job, Call &call, uint64_t mid, Member &from, const in
         call.finished = true;
         call.deny_status = INA_PROTO_ERR_NO_RESOURCES;
         ++counters_.calls_denied;
-        announce(job, mid, Decision{job.jid(), mid, job.window(), false, call.deny_status});
+        announce(job, call, Decision{job.jid(), mid, job.window(), false, call.deny_status});
         return;
     }
     KeptBlock b{&from, h, std::vector<std::byte>(len)};

@@ -109,7 +109,8 @@ public:
 
 private:
     Verdict::Kind decide(Job &job, Call &call, uint64_t mid);
-    void announce(Job &job, uint64_t mid, const Decision &d);
+    // The decision to every joined member (who is then told: Call::told).
+    void announce(Job &job, Call &call, const Decision &d);
     void handle_block(Member &from, const ina_proto_hdr_t &h, const void *payload, BufRef *own);
     void keep(Job &job, Call &call, uint64_t mid, Member &from, const ina_proto_hdr_t &h,
               const void *payload);

@@ -788,6 +788,32 @@ int attach_job(Client &c, const ina_job_params_t &params, uint32_t rank, ina_job
     return INA_OK;
 }
 
+// JOB_CREATE or JOB_OPEN (`h`, payload) and its reply: the job's parameters
+// in `params` when the agent named a job with a usable window.
+int job_request(Client &c, ina_proto_hdr_t h, const void *payload, size_t len, uint8_t reply_type,
+                uint32_t block, ina_job_params_t *params)
+{
+    ina_proto_hdr_t reply{};
+    int rc = c.request(h, payload, len, reply_type, c.progress_timeout_ms(), &reply);
+    if (rc != INA_OK) {
+        c.log(1, "%s as rank %u failed: %s", ina_proto_type_name(h.type), h.rank,
+              reply.type != 0 ? ina_proto_status_name(reply.status) : "no answer");
+        return rc;
+    }
+    if (reply.jid == 0 || reply.window == 0 || reply.window > h.window) {
+        c.log(1, "%s names job %u with an unusable window %u (asked %u)",
+              ina_proto_type_name(reply_type), reply.jid, reply.window, h.window);
+        return INA_ERR_PROTO;
+    }
+    params->jid = reply.jid;
+    params->window = reply.window;
+    params->block_bytes = block;
+    params->nmembers = h.count;
+    c.log(10, "job %u (%s): %u members, window %u, block %u bytes", reply.jid,
+          ina_proto_type_name(reply_type), h.count, reply.window, block);
+    return INA_OK;
+}
+
 } // namespace
 
 ina_status_t ina_job_create(ina_client_t *client, uint32_t nmembers,
@@ -810,26 +836,8 @@ ina_status_t ina_job_create(ina_client_t *client, uint32_t nmembers,
         h.count = nmembers;
         h.window = static_cast<uint16_t>(window);
         h.arg = c.next_cookie();
-        ina_proto_hdr_t reply{};
-        int rc = c.request(h, node_of_member, sizeof(uint32_t) * nmembers,
-                           INA_PROTO_JOB_CREATED, c.progress_timeout_ms(), &reply);
-        if (rc != INA_OK) {
-            c.log(1, "JOB_CREATE failed: %s",
-                  reply.type != 0 ? ina_proto_status_name(reply.status) : "no answer");
-            return rc;
-        }
-        if (reply.window == 0 || reply.window > window) {
-            c.log(1, "JOB_CREATED grants an unusable window %u (asked %u)", reply.window,
-                  window);
-            return INA_ERR_PROTO;
-        }
-        params->jid = reply.jid;
-        params->window = reply.window;
-        params->block_bytes = block;
-        params->nmembers = nmembers;
-        c.log(10, "job %u created: %u members, window %u, block %u bytes", reply.jid, nmembers,
-              reply.window, block);
-        return INA_OK;
+        return job_request(c, h, node_of_member, sizeof(uint32_t) * nmembers,
+                           INA_PROTO_JOB_CREATED, block, params);
     }));
 }
 
@@ -893,26 +901,9 @@ ina_status_t ina_job_open(ina_client_t *client, const uint8_t *key, uint32_t nme
         h.count = nmembers;
         h.window = static_cast<uint16_t>(window);
         h.arg = c.next_cookie();
-        ina_proto_hdr_t reply{};
-        int rc = c.request(h, payload.data(), payload.size(), INA_PROTO_JOB_OPENED,
-                           c.progress_timeout_ms(), &reply);
-        if (rc != INA_OK) {
-            c.log(1, "JOB_OPEN as rank %u failed: %s", rank,
-                  reply.type != 0 ? ina_proto_status_name(reply.status) : "no answer");
-            return rc;
-        }
-        if (reply.jid == 0 || reply.window == 0 || reply.window > window) {
-            c.log(1, "JOB_OPENED names job %u with an unusable window %u (asked %u)", reply.jid,
-                  reply.window, window);
-            return INA_ERR_PROTO;
-        }
-        params->jid = reply.jid;
-        params->window = reply.window;
-        params->block_bytes = block;
-        params->nmembers = nmembers;
-        c.log(10, "job %u opened as rank %u: %u members, window %u, block %u bytes", reply.jid,
-              rank, nmembers, reply.window, block);
-        return attach_job(c, *params, rank, out);
+        int rc = job_request(c, h, payload.data(), payload.size(), INA_PROTO_JOB_OPENED, block,
+                             params);
+        return rc != INA_OK ? rc : attach_job(c, *params, rank, out);
     }));
 }
 

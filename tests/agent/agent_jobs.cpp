@@ -284,40 +284,35 @@ int main()
         CHECK_OR_FAIL(p0.hdr.status == INA_PROTO_OK && p0.hdr.jid != jid, "second key: %s jid %u",
                       ina_proto_status_name(p0.hdr.status), p0.hdr.jid);
         const uint32_t jid2 = p0.hdr.jid, w2 = p0.hdr.window;
-        c3.send(e[0], allreduce_hdr(jid2, 0, 0, 0, w2, INA_OP_SUM, INA_DT_INT64, cnt, cnt),
-                v.data(), cnt * sizeof(int64_t));
-        Msg d0 = c3.wait_for([&](const Msg &m) { return m.hdr.jid == jid2 && m.hdr.rank == 0; },
-                             10000, "DENY after the wait");
-        CHECK_OR_FAIL(d0.hdr.type == INA_PROTO_DENY && d0.hdr.mid == 0 &&
-                          d0.hdr.status == INA_PROTO_ERR_INCOMPLETE,
-                      "rank 0: %s (%s) instead of DENY(incomplete)",
-                      ina_proto_type_name(d0.hdr.type), ina_proto_status_name(d0.hdr.status));
+        // Rank r sends its block of MID `mid` of the second job; `denied`:
+        // the agent answers DENY(incomplete) for that MID.
+        auto block2 = [&](uint32_t r, uint64_t mid) {
+            c3.send(e[r], allreduce_hdr(jid2, r, mid, 0, w2, INA_OP_SUM, INA_DT_INT64, cnt, cnt),
+                    v.data(), cnt * sizeof(int64_t));
+        };
+        auto denied = [&](uint32_t r, uint64_t mid) {
+            Msg d = c3.wait_for([&](const Msg &m) { return m.hdr.jid == jid2 && m.hdr.rank == r; },
+                                10000, "DENY(incomplete)");
+            CHECK_OR_FAIL(d.hdr.type == INA_PROTO_DENY && d.hdr.mid == mid &&
+                              d.hdr.status == INA_PROTO_ERR_INCOMPLETE,
+                          "rank %u, MID %lu: %s (%s) instead of DENY(incomplete)", r,
+                          (unsigned long)mid, ina_proto_type_name(d.hdr.type),
+                          ina_proto_status_name(d.hdr.status));
+        };
+        block2(0, 0);
+        denied(0, 0); // after the wait
         // The job's next call does not wait again: denied at once (it is
         // never deferred, so the agent deferred one call of this job only).
-        c3.send(e[0], allreduce_hdr(jid2, 0, 1, 0, w2, INA_OP_SUM, INA_DT_INT64, cnt, cnt),
-                v.data(), cnt * sizeof(int64_t));
-        Msg d0b = c3.wait_for([&](const Msg &m) { return m.hdr.jid == jid2 && m.hdr.rank == 0; },
-                              10000, "second DENY");
-        CHECK_OR_FAIL(d0b.hdr.type == INA_PROTO_DENY && d0b.hdr.mid == 1 &&
-                          d0b.hdr.status == INA_PROTO_ERR_INCOMPLETE,
-                      "rank 0, MID 1: %s (%s)", ina_proto_type_name(d0b.hdr.type),
-                      ina_proto_status_name(d0b.hdr.status));
+        block2(0, 1);
+        denied(0, 1);
         Msg p1 = c3.open_job(e[1], "job-key-two", {1, 2}, 2, 1);
         CHECK_OR_FAIL(p1.hdr.status == INA_PROTO_OK && p1.hdr.jid == jid2, "late open: %s",
                       ina_proto_status_name(p1.hdr.status));
-        c3.send(e[1], allreduce_hdr(jid2, 1, 0, 0, w2, INA_OP_SUM, INA_DT_INT64, cnt, cnt),
-                v.data(), cnt * sizeof(int64_t));
-        c3.send(e[1], allreduce_hdr(jid2, 1, 1, 0, w2, INA_OP_SUM, INA_DT_INT64, cnt, cnt),
-                v.data(), cnt * sizeof(int64_t));
-        for (uint64_t mid : {0u, 1u}) {
-            Msg d1 = c3.wait_for(
-                [&](const Msg &m) { return m.hdr.jid == jid2 && m.hdr.rank == 1; }, 10000,
-                "DENY for the late member");
-            CHECK_OR_FAIL(d1.hdr.type == INA_PROTO_DENY && d1.hdr.mid == mid &&
-                              d1.hdr.status == INA_PROTO_ERR_INCOMPLETE,
-                          "late rank 1, MID %lu: %s (%s)", (unsigned long)mid,
-                          ina_proto_type_name(d1.hdr.type), ina_proto_status_name(d1.hdr.status));
-        }
+        // The late member learns both verdicts at its blocks.
+        block2(1, 0);
+        block2(1, 1);
+        denied(1, 0);
+        denied(1, 1);
         use_job(c3, {e[0], e[1]}, jid2, w2, 12, 2);
 
         c3.leave(e[0], jid2, 0);
