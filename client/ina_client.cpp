@@ -872,6 +872,47 @@ ina_status_t ina_job_join(ina_client_t *client, const ina_job_params_t *params, 
     }));
 }
 
+// FNV-1a over 128 bits (offset basis and prime of the FNV specification).
+namespace {
+using u128 = unsigned __int128;
+constexpr u128 kFnvPrime = (static_cast<u128>(1) << 88) | 0x13b;
+constexpr u128 kFnvBasis =
+    (static_cast<u128>(0x6c62272e07bb0142ull) << 64) | static_cast<u128>(0x62b821756295c58dull);
+static_assert(INA_PROTO_JOB_KEY_BYTES == sizeof(u128), "a job key is one FNV-1a 128 hash");
+
+u128 key_load(const ina_job_key_t &k)
+{
+    u128 h = 0;
+    for (uint8_t b : k.bytes) {
+        h = h << 8 | b;
+    }
+    return h;
+}
+
+void key_store(ina_job_key_t &k, u128 h)
+{
+    for (int i = INA_PROTO_JOB_KEY_BYTES - 1; i >= 0; --i) {
+        k.bytes[i] = static_cast<uint8_t>(h);
+        h >>= 8;
+    }
+}
+} // namespace
+
+void ina_job_key_init(ina_job_key_t *key)
+{
+    key_store(*key, kFnvBasis);
+}
+
+void ina_job_key_add(ina_job_key_t *key, const void *data, size_t len)
+{
+    u128 h = key_load(*key);
+    const auto *p = static_cast<const uint8_t *>(data);
+    for (size_t i = 0; i < len; ++i) {
+        h = (h ^ p[i]) * kFnvPrime;
+    }
+    key_store(*key, h);
+}
+
 ina_status_t ina_job_open(ina_client_t *client, const uint8_t *key, uint32_t nmembers,
                           const uint32_t *node_of_member, uint32_t rank,
                           uint32_t requested_window, uint32_t requested_block_bytes,

@@ -133,6 +133,17 @@ ina_status_t ina_job_create(ina_client_t *client, uint32_t nmembers,
 ina_status_t ina_job_join(ina_client_t *client, const ina_job_params_t *params,
                  uint32_t rank, ina_job_t **out);
 
+/* The key of a job opened by key (ina_job_open): bytes every member of a
+ * communicator knows alike, without communicating, hashed in order
+ * (FNV-1a, 128 bits; the key's bytes are the hash, most significant first).
+ * Which bytes the component adds is in docs/HIERARCHY.md, "Job setup". It
+ * names a job; it is not a secret. */
+typedef struct ina_job_key {
+    uint8_t bytes[INA_PROTO_JOB_KEY_BYTES];
+} ina_job_key_t;
+void ina_job_key_init(ina_job_key_t *key);
+void ina_job_key_add(ina_job_key_t *key, const void *data, size_t len);
+
 /* Every member, instead of create + join, and without waiting for the
  * others (no broadcast of the parameters): open the job named by `key`
  * (INA_PROTO_JOB_KEY_BYTES bytes every member computes alike) as `rank`.

@@ -1,14 +1,17 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
-// The topology file (client/ina_topology.h): host lists, agents and their
-// parents, the errors a user gets for a wrong file, and the plan every rank
-// derives alike for a communicator.
+// What every rank derives alike for a communicator, without communicating:
+// the topology file (client/ina_topology.h: host lists, agents and their
+// parents, the errors a user gets for a wrong file, the plan) and the job
+// key (ina_job_key_*, client/ina_client.h).
 #include <check.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "check_main.h"
+#include "ina_client.h"
 #include "ina_topology.h"
 
 using ina::topo::expand_hostlist;
@@ -147,9 +150,44 @@ START_TEST(test_plan)
 }
 END_TEST
 
+std::string key_hex(const ina_job_key_t &k)
+{
+    std::string s;
+    char b[3];
+    for (uint8_t x : k.bytes) {
+        std::snprintf(b, sizeof(b), "%02x", x);
+        s += b;
+    }
+    return s;
+}
+
+std::string key_of(const std::string &text)
+{
+    ina_job_key_t k;
+    ina_job_key_init(&k);
+    ina_job_key_add(&k, text.data(), text.size());
+    return key_hex(k);
+}
+
+START_TEST(test_job_key)
+{
+    // FNV-1a 128 reference values (the empty input is the offset basis).
+    ck_assert(key_of("") == "6c62272e07bb014262b821756295c58d");
+    ck_assert(key_of("a") == "d228cb696f1a8caf78912b704e4a8964");
+    ck_assert(key_of("foobar") == "343e1662793c64bf6f0d3597ba446f18");
+    // Added in pieces or at once: the same key; the order matters.
+    ina_job_key_t k;
+    ina_job_key_init(&k);
+    ina_job_key_add(&k, "foo", 3);
+    ina_job_key_add(&k, "bar", 3);
+    ck_assert(key_hex(k) == key_of("foobar"));
+    ck_assert(key_of("barfoo") != key_of("foobar"));
+}
+END_TEST
+
 int main()
 {
     return ina_test::run_suite("client_topology", "topology",
                                {test_hostlists, test_parse_and_lookup, test_parse_errors,
-                                test_plan});
+                                test_plan, test_job_key});
 }
