@@ -74,7 +74,8 @@ typedef struct ina_node_config {
                                 this node (copied); NULL: local ranks 0..nstreams-1 */
     ina_job_t *job;          /* this rank's stream job if it leads one, else NULL; the
                                 job's member index is the node's, and every job has
-                                block_bytes and one member per node */
+                                block_bytes and one member per node. A leader without
+                                a job reports its stream unreachable at every call */
     uint32_t block_bytes;
     size_t chunk_bytes;      /* per rank and step; a multiple of 64 (ina_node_chunk_bytes) */
     size_t small_bytes;      /* steps of at most this many bytes: every rank folds the

@@ -113,8 +113,10 @@ bool ina_node_group::set_layout(const ina_node_config_t &cfg, std::string &why)
             taken[leader[j]] = true;
             stream = leader[j] == me ? j : stream;
         }
-        if ((stream != UINT32_MAX) != (job != nullptr)) {
-            why = "a stream leader needs its job, and only a leader has one";
+        // A leader without a job (it could not open it at the agent) reports
+        // its stream unreachable at every call, so the node falls back.
+        if (stream == UINT32_MAX && job != nullptr) {
+            why = "only a stream leader has a job";
             return false;
         }
     }
@@ -295,6 +297,10 @@ struct UplinkOp final : ina_node_op {
         sd.ops.arg = this;
         sd.ops.block = block_cb;
         sd.ops.result = result_cb;
+        if (g->job == nullptr) {
+            publish(kVerdictUnreachable);
+            return;
+        }
         ina_outcome_t oc = INA_OFFLOADED;
         ina_status_t rc = ina_job_post_staged(g->job, &sd, &call, &oc);
         if (rc != INA_OK) {

@@ -26,6 +26,7 @@
 #include "opal/mca/mca.h"
 #include "ompi/request/request.h"
 #include "opal/class/opal_free_list.h"
+#include "opal/class/opal_hash_table.h"
 #include "opal/class/opal_list.h"
 #include "opal/threads/mutex.h"
 
@@ -58,8 +59,11 @@ typedef enum mca_coll_ina_kind {
 /* Lifecycle of a communicator's job descriptor at the agent. */
 typedef enum mca_coll_ina_job_state {
     MCA_COLL_INA_JOB_NONE = 0, /* not set up yet (module enable does it) */
-    MCA_COLL_INA_JOB_READY,    /* joined: calls may be offloaded */
-    MCA_COLL_INA_JOB_DISABLED  /* setup failed on some rank: always fall back */
+    MCA_COLL_INA_JOB_READY,    /* opened (or, with the node uplink, nothing to open
+                                  or a stream that reports itself unreachable):
+                                  calls may be offloaded */
+    MCA_COLL_INA_JOB_DISABLED  /* this rank has no job: its calls fall back, and the
+                                  agent denies the others' (the job never completes) */
 } mca_coll_ina_job_state_t;
 
 /* A communicator's node stage has two groups, each opened at the first
@@ -117,6 +121,9 @@ typedef struct mca_coll_ina_component_t {
     bool connect_tried;
     bool unreachable_warned;
     int live_jobs;            /* joined job descriptors not yet left */
+    /* Communicators enabled so far per (launcher, context id, members): the
+     * epoch of the job key (coll_ina_module.c, ina_job_key_base). */
+    opal_hash_table_t key_epochs;
 
     /* Non-blocking calls: request objects, and the offloaded calls in
      * flight (every job), completed by the progress callback, which is

@@ -310,6 +310,14 @@ static int ina_open(void)
     c->requests_ready = false;
     c->progress_registered = false;
     OBJ_CONSTRUCT(&c->outstanding, opal_list_t);
+    OBJ_CONSTRUCT(&c->key_epochs, opal_hash_table_t);
+    if (OPAL_SUCCESS != opal_hash_table_init(&c->key_epochs, 64)) {
+        OBJ_DESTRUCT(&c->key_epochs);
+        OBJ_DESTRUCT(&c->outstanding);
+        opal_output_close(c->output);
+        c->output = -1;
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
     c->comm_keyval = MPI_KEYVAL_INVALID;
     return OMPI_SUCCESS;
 }
@@ -321,6 +329,7 @@ static int ina_close(void)
     /* MPI_Finalize completed every request: none is outstanding. */
     mca_coll_ina_requests_fini();
     OBJ_DESTRUCT(&c->outstanding);
+    OBJ_DESTRUCT(&c->key_epochs);
     /* Communicators are gone by now; a job still alive here belongs to a
      * communicator Open MPI never destroyed, so keep its client (the process
      * is exiting anyway) rather than free it under the job. */

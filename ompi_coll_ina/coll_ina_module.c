@@ -224,9 +224,9 @@ static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
                 return rc;
             }
         }
-        /* The job is set up here, while every member is inside the collective
-         * communicator creation: a non-blocking collective must not block on
-         * the other ranks, so its first call cannot be the one that sets it up. */
+        /* Opened here, by key, without waiting for the other members (no
+         * collective: MPI_Comm_idup activates communicators from the
+         * progress engine, in any order on each rank). */
         rc = ina_job_setup(m);
         if (OMPI_SUCCESS != rc) {
             return rc;
@@ -441,119 +441,139 @@ const int *mca_coll_ina_local_ranks(const mca_coll_ina_module_t *module, int *n)
     return module->local_ranks;
 }
 
-/* What rank 0 broadcasts: the jobs the members join (one, or one per
- * stream), or ok = 0. */
-typedef struct ina_job_announce {
-    int32_t ok;
-    int32_t njobs;
-    ina_job_params_t params[MCA_COLL_INA_MAX_STREAMS];
-} ina_job_announce_t;
+/* ---- job setup --------------------------------------------------------- */
 
-/* Rank 0: create the communicator's jobs at the agent. Flat: one job whose
- * members are the ranks (the Node bitmap from the layout). Node uplink: one
- * job per stream whose members are the nodes (member n is node n's stream
- * leader): the agent sees one member per node. */
-static bool ina_job_create_all(mca_coll_ina_module_t *m, ina_client_t *client,
-                               ina_job_announce_t *announce)
+/* The part of the communicator's job key every member computes alike from
+ * what Open MPI knows, without communicating (docs/HIERARCHY.md, "Job
+ * setup without a collective at enable"):
+ *  - the launcher: mpirun's URI when every member was started by this
+ *    process's mpirun (the same job family), so that two mpirun invocations
+ *    sharing an agent never meet, even with equal job ids; members of
+ *    several launchers (MPI_Comm_connect) rely on their job ids alone;
+ *  - the context id and every member's name (job id, rank in its job), in
+ *    rank order: disjoint splits share a context id;
+ *  - an epoch: how many communicators with this context id and these
+ *    members this process enabled before (a context id is reused after a
+ *    free, and the old job may still be leaving at the agent). Every member
+ *    took part in each of them, so the count is alike. */
+static void ina_job_key_base(mca_coll_ina_module_t *m, ina_job_key_t *key)
+{
+    static const char tag[] = "ina job key 1";
+    const char *launcher = getenv("OMPI_MCA_orte_hnp_uri");
+    opal_process_name_t me = *OMPI_PROC_MY_NAME;
+    uint32_t cid = (uint32_t) m->cid, size = (uint32_t) m->size, epoch = 0, len;
+    void *count = NULL;
+    int r;
+
+    for (r = 0; r < m->size && NULL != launcher; ++r) {
+        /* ORTE's job family: the upper 16 bits of a job id. */
+        opal_process_name_t name = ompi_group_get_proc_name(m->comm->c_local_group, r);
+        if ((name.jobid >> 16) != (me.jobid >> 16)) {
+            launcher = NULL;
+        }
+    }
+    ina_job_key_init(key);
+    ina_job_key_add(key, tag, sizeof(tag));
+    len = NULL != launcher ? (uint32_t) strlen(launcher) : 0;
+    ina_job_key_add(key, &len, sizeof(len));
+    ina_job_key_add(key, NULL != launcher ? launcher : "", len);
+    ina_job_key_add(key, &cid, sizeof(cid));
+    ina_job_key_add(key, &size, sizeof(size));
+    for (r = 0; r < m->size; ++r) {
+        opal_process_name_t name = ompi_group_get_proc_name(m->comm->c_local_group, r);
+        ina_job_key_add(key, &name.jobid, sizeof(name.jobid));
+        ina_job_key_add(key, &name.vpid, sizeof(name.vpid));
+    }
+    if (OPAL_SUCCESS == opal_hash_table_get_value_ptr(&mca_coll_ina_component.key_epochs,
+                                                      key->bytes, sizeof(key->bytes), &count)) {
+        epoch = (uint32_t) (uintptr_t) count;
+    }
+    (void) opal_hash_table_set_value_ptr(&mca_coll_ina_component.key_epochs, key->bytes,
+                                         sizeof(key->bytes), (void *) (uintptr_t) (epoch + 1));
+    ina_job_key_add(key, &epoch, sizeof(epoch));
+}
+
+/* Open this rank's job at the agent, by key: flat, the communicator's job
+ * (one member per rank); with the node uplink, the job of the stream this
+ * rank leads (one member per node). No rank waits for another: the agent
+ * holds a call until every member opened the job, and denies it on every
+ * member if one never does. */
+static int ina_job_setup(mca_coll_ina_module_t *m)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
-    uint32_t nmembers = m->node_uplink ? (uint32_t) m->nnodes : (uint32_t) m->size;
-    uint32_t *nodes = m->node_of;
-    int j, rc = INA_OK;
+    ina_client_t *client;
+    ina_job_key_t key;
+    ina_agent_info_t info;
+    uint32_t stream = UINT32_MAX, as = (uint32_t) m->rank, *nodes = m->node_of;
+    uint32_t nmembers = (uint32_t) m->size, block = 0;
+    ina_status_t rc;
+    int j;
 
+    ina_job_key_base(m, &key);
+    m->job_state = MCA_COLL_INA_JOB_READY;
     if (m->node_uplink) {
+        /* Every rank of a node cuts the node's part in blocks of this size,
+         * leaders or not: it comes from the parameters alone, never from the
+         * agent (which only the leaders talk to). */
+        int asked = c->block_size < (int) INA_PROTO_MAX_SEG_BYTES ? c->block_size
+                                                                  : (int) INA_PROTO_MAX_SEG_BYTES;
+        block = (uint32_t) (asked > 16 ? asked : 16) & ~15u;
+        m->job_params.block_bytes = block;
+        m->job_params.nmembers = (uint32_t) m->nnodes;
+        if (m->stream < 0) {
+            return OMPI_SUCCESS; /* never talks to the agent */
+        }
+        stream = (uint32_t) m->stream;
+        as = m->node_of[m->rank];
+        nmembers = (uint32_t) m->nnodes;
+    }
+    ina_job_key_add(&key, &stream, sizeof(stream));
+
+    client = mca_coll_ina_client();
+    if (NULL == client) {
+        /* Flat: this rank falls back on its own; the others' calls are
+         * denied by the agent (the job never completes). Node uplink: the
+         * stream's verdict is "unreachable" for every call on this node. */
+        m->job_state = m->node_uplink ? MCA_COLL_INA_JOB_READY : MCA_COLL_INA_JOB_DISABLED;
+        return OMPI_SUCCESS;
+    }
+    if (m->node_uplink) {
+        ina_client_agent_info(client, &info);
+        if (block > info.seg_bytes) {
+            /* Alike on every leader (one agent, one set of parameters). */
+            INA_VERBOSE(1, "cid %d: the agent's Segs hold %u bytes, less than the node "
+                           "stage's %u-byte blocks: set coll_ina_block_size to at most %u; "
+                           "host algorithms for this communicator",
+                        m->cid, info.seg_bytes, block, info.seg_bytes);
+            return OMPI_SUCCESS;
+        }
         nodes = malloc(sizeof(*nodes) * nmembers);
         if (NULL == nodes) {
-            return false;
+            return OMPI_ERR_OUT_OF_RESOURCE;
         }
         for (j = 0; j < (int) nmembers; ++j) {
             nodes[j] = (uint32_t) j;
         }
     }
-    for (j = 0; j < announce->njobs && INA_OK == rc; ++j) {
-        rc = ina_job_create(client, nmembers, nodes, (uint32_t) c->window,
-                            (uint32_t) c->block_size, &announce->params[j]);
-    }
+    rc = ina_job_open(client, key.bytes, nmembers, nodes, as, (uint32_t) c->window,
+                      0 != block ? block : (uint32_t) c->block_size, &m->job_params, &m->job);
     if (nodes != m->node_of) {
         free(nodes);
     }
     if (INA_OK != rc) {
-        /* Jobs created before the failure are freed by the agent when this
-         * process disconnects (nobody joins them). */
-        INA_VERBOSE(5, "cid %d: the agent refused job %d of %d (%u members, rc %d)",
-                    m->cid, j, announce->njobs, nmembers, rc);
-        return false;
-    }
-    return true;
-}
-
-/* Set up the job descriptor(s) of the module's communicator: collective over
- * it, with the saved collectives (module enable). */
-static int ina_job_setup(mca_coll_ina_module_t *m)
-{
-    mca_coll_ina_component_t *c = &mca_coll_ina_component;
-    ina_client_t *client = mca_coll_ina_client();
-    int njobs = m->node_uplink ? m->nstreams : 1;
-    ina_job_announce_t announce_storage, *announce = &announce_storage;
-    /* Only the jobs that exist travel. */
-    int announce_bytes = (int) (offsetof(ina_job_announce_t, params) +
-                                sizeof(ina_job_params_t) * (size_t) njobs);
-    int joined = 0, all_joined = 0, rc, mine = 0;
-    uint32_t as = (uint32_t) m->rank;
-    bool leads = true;
-
-    memset(announce, 0, sizeof(*announce));
-    announce->njobs = njobs;
-    if (0 == m->rank && NULL != client) {
-        announce->ok = ina_job_create_all(m, client, announce);
-    }
-    /* Every rank is inside the same collective call: agree with the saved
-     * collectives of this communicator. */
-    rc = m->previous_bcast(announce, announce_bytes, MPI_BYTE, 0, m->comm,
-                           m->previous_bcast_module);
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    if (m->node_uplink) {
-        /* Stream j's leader joins its job as its node's member. */
-        leads = m->stream >= 0;
-        mine = leads ? m->stream : 0;
-        as = m->node_of[m->rank];
-    }
-    if (!leads) {
-        joined = 1; /* nothing to join: it never talks to the agent */
-    } else if (announce->ok && NULL != client) {
-        rc = ina_job_join(client, &announce->params[mine], as, &m->job);
-        joined = (INA_OK == rc);
-        if (!joined) {
-            m->job = NULL;
-            INA_VERBOSE(5, "cid %d rank %d: joining job %u failed (rc %d)",
-                        m->cid, m->rank, announce->params[mine].jid, rc);
-        }
-    }
-    rc = m->previous_allreduce(&joined, &all_joined, 1, MPI_INT, MPI_MIN, m->comm,
-                               m->previous_allreduce_module);
-    if (OMPI_SUCCESS != rc || !all_joined) {
-        if (NULL != m->job) {
-            ina_job_leave(m->job);
-            m->job = NULL;
-        }
-        if (OMPI_SUCCESS != rc) {
-            return rc;
-        }
-        m->job_state = MCA_COLL_INA_JOB_DISABLED;
-        INA_VERBOSE(5, "cid %d: no job at the agent on some rank: host algorithms for good",
-                    m->cid);
+        m->job = NULL;
+        m->job_params.block_bytes = block;
+        m->job_params.nmembers = m->node_uplink ? nmembers : 0;
+        m->job_state = m->node_uplink ? MCA_COLL_INA_JOB_READY : MCA_COLL_INA_JOB_DISABLED;
+        INA_VERBOSE(5, "cid %d rank %d: opening the job at the agent failed (rc %d): host "
+                       "algorithms for this communicator", m->cid, m->rank, rc);
         return OMPI_SUCCESS;
     }
-    m->job_params = announce->params[mine];
-    m->job_state = MCA_COLL_INA_JOB_READY;
-    if (NULL != m->job) {
-        ++c->live_jobs;
-    }
-    INA_VERBOSE(10, "cid %d: %s job %u (window %u, block %u bytes, %u members%s)",
-                m->cid, NULL != m->job ? "joined" : "leaders joined", m->job_params.jid,
-                m->job_params.window, m->job_params.block_bytes, m->job_params.nmembers,
+    ++c->live_jobs;
+    INA_VERBOSE(10, "cid %d: opened job %u as member %u (window %u, block %u bytes, "
+                    "%u members%s)",
+                m->cid, m->job_params.jid, as, m->job_params.window,
+                m->job_params.block_bytes, m->job_params.nmembers,
                 m->node_uplink ? ", one per node: node stage uplink" : "");
     return OMPI_SUCCESS;
 }
