@@ -323,6 +323,25 @@ ina_status_t ina_agent_spawn(const char *path, const char *listen_host,
 /* SIGTERM the embedded agent, wait up to timeout_ms, then SIGKILL. */
 void ina_agent_stop(int pid, int timeout_ms);
 
+/* The cluster's topology file (client/ina_topology.h, docs/HIERARCHY.md):
+ * which agent each host's ranks talk to. Every rank reads the same file and
+ * derives the same answers from the same host names, without communicating. */
+typedef struct ina_topology ina_topology_t;
+/* Read and parse `path`. On failure returns INA_ERR_INVALID and writes
+ * "PATH: line N: why" (or why it could not be read) into err. */
+ina_status_t ina_topology_load(const char *path, ina_topology_t **out, char *err, size_t errlen);
+void ina_topology_free(ina_topology_t *topo);
+/* HOST:PORT of the agent serving `host`, NULL if no hosts line names it. */
+const char *ina_topology_agent_for(const ina_topology_t *topo, const char *host);
+/* The leaf agents that the n ranks on hosts[0..n-1] talk to: *nleaves, and
+ * for each rank its leaf's index (leaves numbered in order of their first
+ * rank) in leaf_of_rank (n entries, may be NULL). INA_ERR_INVALID with the
+ * reason in err when a host is unmapped or the leaves lie in different
+ * trees. */
+ina_status_t ina_topology_plan(const ina_topology_t *topo, const char *const *hosts, uint32_t n,
+                               uint32_t *nleaves, uint32_t *leaf_of_rank, char *err,
+                               size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,9 +2,15 @@
 //
 // Topology file parsing and the per-communicator plan (ina_topology.h).
 #include "ina_topology.h"
+#include "ina_client.h"
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "ina_ucx.h"
@@ -254,3 +260,96 @@ bool plan(const Topology &topo, const std::vector<std::string> &rank_hosts, Plan
 }
 
 } // namespace ina::topo
+
+// ---------------------------------------------------------------- C API
+
+struct ina_topology {
+    ina::topo::Topology topo;
+};
+
+namespace {
+void put_err(char *err, size_t errlen, const std::string &why)
+{
+    if (err != nullptr && errlen > 0) {
+        std::snprintf(err, errlen, "%s", why.c_str());
+    }
+}
+} // namespace
+
+ina_status_t ina_topology_load(const char *path, ina_topology_t **out, char *err, size_t errlen)
+{
+    if (out == nullptr) {
+        return INA_ERR_INVALID;
+    }
+    *out = nullptr;
+    if (path == nullptr) {
+        put_err(err, errlen, "no file named");
+        return INA_ERR_INVALID;
+    }
+    try {
+        std::ifstream in(path);
+        if (!in) {
+            put_err(err, errlen, std::string(path) + ": " + std::strerror(errno));
+            return INA_ERR_INVALID;
+        }
+        std::ostringstream text;
+        text << in.rdbuf();
+        auto t = std::make_unique<ina_topology>();
+        std::string why;
+        if (!ina::topo::Topology::parse(text.str(), t->topo, why)) {
+            put_err(err, errlen, std::string(path) + ": " + why);
+            return INA_ERR_INVALID;
+        }
+        *out = t.release();
+        return INA_OK;
+    } catch (const std::bad_alloc &) {
+        return INA_ERR_NOMEM;
+    }
+}
+
+void ina_topology_free(ina_topology_t *topo)
+{
+    delete topo;
+}
+
+const char *ina_topology_agent_for(const ina_topology_t *topo, const char *host)
+{
+    if (topo == nullptr || host == nullptr) {
+        return nullptr;
+    }
+    const int a = topo->topo.agent_of(host);
+    return a < 0 ? nullptr : topo->topo.agents()[static_cast<size_t>(a)].address.c_str();
+}
+
+ina_status_t ina_topology_plan(const ina_topology_t *topo, const char *const *hosts, uint32_t n,
+                               uint32_t *nleaves, uint32_t *leaf_of_rank, char *err,
+                               size_t errlen)
+{
+    if (topo == nullptr || hosts == nullptr || nleaves == nullptr) {
+        return INA_ERR_INVALID;
+    }
+    try {
+        std::vector<std::string> names;
+        names.reserve(n);
+        for (uint32_t r = 0; r < n; ++r) {
+            if (hosts[r] == nullptr) {
+                put_err(err, errlen, "the host of rank " + std::to_string(r) + " is unknown");
+                return INA_ERR_INVALID;
+            }
+            names.emplace_back(hosts[r]);
+        }
+        ina::topo::Plan p;
+        std::string why;
+        if (!ina::topo::plan(topo->topo, names, p, why)) {
+            put_err(err, errlen, why);
+            return INA_ERR_INVALID;
+        }
+        *nleaves = static_cast<uint32_t>(p.leaves.size());
+        if (leaf_of_rank != nullptr) {
+            std::copy(p.leaf_of_rank.begin(), p.leaf_of_rank.end(), leaf_of_rank);
+        }
+        return INA_OK;
+    } catch (const std::bad_alloc &) {
+        return INA_ERR_NOMEM;
+    }
+}

@@ -5,8 +5,10 @@
 // parents, the errors a user gets for a wrong file, the plan) and the job
 // key (ina_job_key_*, client/ina_client.h).
 #include <check.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -150,6 +152,49 @@ START_TEST(test_plan)
 }
 END_TEST
 
+// The C API the component uses: a file read from disk, lookups, the plan,
+// and the errors with the file's name.
+START_TEST(test_c_api)
+{
+    char path[] = "/tmp/ina-topology-XXXXXX";
+    const int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    const std::string text = std::string(kTwoLeaves);
+    ck_assert_int_eq(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    close(fd);
+    ina_topology_t *t = nullptr;
+    char err[256] = "";
+    ck_assert_int_eq(ina_topology_load(path, &t, err, sizeof(err)), INA_OK);
+    ck_assert_str_eq(ina_topology_agent_for(t, "node02"), "10.0.1.1:17300");
+    ck_assert_str_eq(ina_topology_agent_for(t, "gpu1"), "10.0.2.1:17300");
+    ck_assert_ptr_null(ina_topology_agent_for(t, "elsewhere"));
+    const char *hosts[] = {"node05", "node01", "gpu1", "node01", "node04"};
+    uint32_t nleaves = 0, leaf_of[5] = {};
+    ck_assert_int_eq(ina_topology_plan(t, hosts, 5, &nleaves, leaf_of, err, sizeof(err)), INA_OK);
+    ck_assert_uint_eq(nleaves, 2);
+    ck_assert_uint_eq(leaf_of[0], 0);
+    ck_assert_uint_eq(leaf_of[1], 1);
+    ck_assert_uint_eq(leaf_of[2], 0);
+    const char *bad[] = {"node01", "elsewhere"};
+    ck_assert_int_eq(ina_topology_plan(t, bad, 2, &nleaves, nullptr, err, sizeof(err)),
+                     INA_ERR_INVALID);
+    ck_assert_str_eq(err, "host \"elsewhere\" of rank 1 is in no hosts line of the topology");
+    ina_topology_free(t);
+
+    // A wrong file names itself and the line.
+    FILE *f = std::fopen(path, "w");
+    std::fputs("agent a 1.2.3.4:5\nhosts b node1\n", f);
+    std::fclose(f);
+    ck_assert_int_eq(ina_topology_load(path, &t, err, sizeof(err)), INA_ERR_INVALID);
+    ck_assert_ptr_null(t);
+    ck_assert_msg(std::strstr(err, path) == err && std::strstr(err, ": line 2: ") != nullptr,
+                  "%s", err);
+    unlink(path);
+    ck_assert_int_eq(ina_topology_load(path, &t, err, sizeof(err)), INA_ERR_INVALID);
+    ck_assert_msg(std::strstr(err, "No such file") != nullptr, "%s", err);
+}
+END_TEST
+
 std::string key_hex(const ina_job_key_t &k)
 {
     std::string s;
@@ -189,5 +234,5 @@ int main()
 {
     return ina_test::run_suite("client_topology", "topology",
                                {test_hostlists, test_parse_and_lookup, test_parse_errors,
-                                test_plan, test_job_key});
+                                test_plan, test_job_key, test_c_api});
 }
