@@ -92,6 +92,8 @@ typedef struct mca_coll_ina_component_t {
     int verbose;
     bool enable;
     char *agent;          /* "auto" or host:port */
+    char *topology;       /* the cluster's topology file, or "" */
+    char *test_hosts;     /* tests only: host names by world rank, or "" */
     char *agent_path;     /* ina-switchd started when agent is "auto" */
     char *agent_bind;     /* its --bind (core:N, numa:N, ..., none) */
     int agent_segs;
@@ -118,6 +120,7 @@ typedef struct mca_coll_ina_component_t {
     bool agent_addr_known;    /* agent_addr was resolved (maybe to "none") */
     int agent_pid;            /* embedded agent started by this process, or -1 */
     ina_client_t *client;
+    ina_topology_t *topo;     /* coll_ina_topology, read at MPI_COMM_WORLD's enable */
     bool connect_tried;
     bool unreachable_warned;
     int live_jobs;            /* joined job descriptors not yet left */
@@ -258,6 +261,9 @@ OBJ_CLASS_DECLARATION(mca_coll_ina_req_t);
     opal_output_verbose((level), mca_coll_ina_component.output, "coll:ina: " __VA_ARGS__)
 
 /* coll_ina_module.c */
+/* The host name of member `rank` of `comm` (coll_ina_test_hosts, or the
+ * runtime's), "" if unknown. */
+void mca_coll_ina_host_of(ompi_communicator_t *comm, int rank, char *host, size_t len);
 int mca_coll_ina_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *priority);
 /* Count one fallback of this communicator and say why at verbose level 10. */

@@ -108,6 +108,15 @@ static int ina_register(void)
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_3,
         MCA_BASE_VAR_SCOPE_READONLY, &c->agent);
 
+    c->topology = "";
+    (void) mca_base_component_var_register(v, "topology",
+        "File naming the cluster's agents and the hosts each serves (lines \"agent "
+        "NAME HOST:PORT [parent NAME]\" and \"hosts NAME HOSTLIST\", docs/HIERARCHY.md); "
+        "when set, each process talks to the agent of its host and coll_ina_agent is "
+        "not used; empty (default): coll_ina_agent",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_3,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->topology);
+
     c->agent_path = INA_SWITCHD_PATH;
     (void) mca_base_component_var_register(v, "agent_path",
         "Executable of the embedded agent (coll_ina_agent = auto)",
@@ -169,6 +178,14 @@ static int ina_register(void)
         "node they run on; 0 (default): the node ids of Open MPI's runtime",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
         MCA_BASE_VAR_SCOPE_READONLY, &c->test_node_size);
+
+    c->test_hosts = "";
+    (void) mca_base_component_var_register(v, "test_hosts",
+        "For tests only: comma-separated host names by world rank, used instead of "
+        "the real ones to look ranks up in coll_ina_topology; empty (default): the "
+        "runtime's host names",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->test_hosts);
 
     c->test_package_size = 0;
     (void) mca_base_component_var_register(v, "test_package_size",
@@ -304,6 +321,7 @@ static int ina_open(void)
     c->agent_addr_known = false;
     c->agent_pid = -1;
     c->client = NULL;
+    c->topo = NULL;
     c->connect_tried = false;
     c->unreachable_warned = false;
     c->live_jobs = 0;
@@ -337,6 +355,8 @@ static int ina_close(void)
         ina_client_disconnect(c->client);
     }
     c->client = NULL;
+    ina_topology_free(c->topo);
+    c->topo = NULL;
     if (c->agent_pid > 0) {
         INA_VERBOSE(10, "stopping the embedded agent (pid %d)", c->agent_pid);
         ina_agent_stop(c->agent_pid, 2000);
@@ -467,6 +487,31 @@ int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
     int rc;
 
     if (c->agent_addr_known) {
+        return OMPI_SUCCESS;
+    }
+    if ('\0' != c->topology[0]) {
+        /* Every process reads the file and finds its host's agent: no
+         * communication, no embedded agent. */
+        char err[512] = "", host[256];
+        const char *found = NULL;
+        c->agent_addr[0] = '\0';
+        c->agent_addr_known = true;
+        if (INA_OK != ina_topology_load(c->topology, &c->topo, err, sizeof(err))) {
+            opal_show_help("help-coll-ina.txt", "topology-invalid", true,
+                           opal_process_info.nodename, err);
+            c->unreachable_warned = true; /* said why already */
+            return OMPI_SUCCESS;
+        }
+        mca_coll_ina_host_of(world_module->comm, world_module->rank, host, sizeof(host));
+        found = ina_topology_agent_for(c->topo, host);
+        if (NULL == found) {
+            snprintf(err, sizeof(err), "host \"%s\" is in no hosts line of %s", host,
+                     c->topology);
+            ina_warn_unreachable("(none)", err);
+            return OMPI_SUCCESS;
+        }
+        snprintf(c->agent_addr, sizeof(c->agent_addr), "%s", found);
+        INA_VERBOSE(10, "topology %s: host %s talks to agent %s", c->topology, host, found);
         return OMPI_SUCCESS;
     }
     if (0 != strcmp(c->agent, "auto")) {

@@ -493,6 +493,64 @@ static void ina_job_key_base(mca_coll_ina_module_t *m, ina_job_key_t *key)
     ina_job_key_add(key, &epoch, sizeof(epoch));
 }
 
+void mca_coll_ina_host_of(ompi_communicator_t *comm, int rank, char *host, size_t len)
+{
+    opal_process_name_t name = ompi_group_get_proc_name(comm->c_local_group, rank);
+    const char *list = mca_coll_ina_component.test_hosts;
+    char *found = NULL;
+    int rc;
+
+    host[0] = '\0';
+    if ('\0' != list[0]) {
+        /* Entry `vpid` of the comma-separated list. */
+        uint32_t i = 0;
+        const char *p = list, *end;
+        while (i < name.vpid && NULL != (p = strchr(p, ','))) {
+            ++p;
+            ++i;
+        }
+        if (NULL != p) {
+            end = strchr(p, ',');
+            snprintf(host, len, "%.*s", (int) (NULL != end ? (size_t) (end - p) : strlen(p)), p);
+        }
+        return;
+    }
+    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_HOSTNAME, &name, &found, OPAL_STRING);
+    if (OPAL_SUCCESS == rc && NULL != found) {
+        snprintf(host, len, "%s", found);
+        free(found);
+    } else if (rank == ompi_comm_rank(comm)) {
+        snprintf(host, len, "%s", opal_process_info.nodename);
+    }
+}
+
+/* With a topology file: how many leaf agents the members talk to (0 and a
+ * reason in why when the plan fails). The same on every member: the same
+ * file, the same host names. */
+static uint32_t ina_topology_leaves(mca_coll_ina_module_t *m, char *why, size_t whylen)
+{
+    char (*hosts)[256] = malloc(sizeof(*hosts) * (size_t) m->size);
+    const char **names = malloc(sizeof(*names) * (size_t) m->size);
+    uint32_t nleaves = 0;
+    int r;
+
+    if (NULL == hosts || NULL == names) {
+        snprintf(why, whylen, "out of memory");
+    } else {
+        for (r = 0; r < m->size; ++r) {
+            mca_coll_ina_host_of(m->comm, r, hosts[r], sizeof(hosts[r]));
+            names[r] = hosts[r];
+        }
+        if (INA_OK != ina_topology_plan(mca_coll_ina_component.topo, names, (uint32_t) m->size,
+                                        &nleaves, NULL, why, whylen)) {
+            nleaves = 0;
+        }
+    }
+    free(hosts);
+    free(names);
+    return nleaves;
+}
+
 /* Open this rank's job at the agent, by key: flat, the communicator's job
  * (one member per rank); with the node uplink, the job of the stream this
  * rank leads (one member per node). No rank waits for another: the agent
@@ -510,6 +568,22 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
     int j;
 
     ina_job_key_base(m, &key);
+    if (NULL != c->topo) {
+        char why[256] = "";
+        uint32_t nleaves = ina_topology_leaves(m, why, sizeof(why));
+        if (1 != nleaves) {
+            /* Alike on every member. A job over several leaves needs the
+             * tree of agents (docs/HIERARCHY.md), not built yet. */
+            if (nleaves > 1) {
+                snprintf(why, sizeof(why), "its ranks talk to %u leaf agents; a tree of "
+                         "agents is not built yet", nleaves);
+            }
+            INA_VERBOSE(5, "cid %d: host algorithms for this communicator (topology %s): %s",
+                        m->cid, c->topology, why);
+            m->job_state = MCA_COLL_INA_JOB_DISABLED;
+            return OMPI_SUCCESS;
+        }
+    }
     m->job_state = MCA_COLL_INA_JOB_READY;
     if (m->node_uplink) {
         /* Every rank of a node cuts the node's part in blocks of this size,

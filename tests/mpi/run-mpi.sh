@@ -1,7 +1,8 @@
 #!/bin/bash
 # Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 # Runs one MPI test scenario (a *.test file: shell variables NP, MODE, PROG,
-# ARGS, and optionally EXPECT_FAIL, EXPECT_OUTPUT, EXTRA_MCA) through mpirun
+# ARGS, and optionally EXPECT_FAIL, EXPECT_OUTPUT, EXTRA_MCA, AGENTS, TOPOLOGY,
+# EXPECT_AGENT) through mpirun
 # with the component and the daemon from the build tree, then checks that no
 # ina-switchd and no shared-memory segment of the node stage (/dev/shm/ina-*)
 # was left behind. The build tree comes first in the component
@@ -9,9 +10,14 @@
 # an installed copy cannot shadow the one under test.
 #   MODE=alone    --mca coll ina            (ina is the only coll component)
 #   MODE=stacked  --mca coll_ina_enable 1   (ina on top of Open MPI's defaults)
+# AGENTS=N starts N ina-switchd on 127.0.0.1 before the job; TOPOLOGY is then
+# the text of a coll_ina_topology file in which @AGENTi@ stands for agent
+# i's address; EXPECT_AGENT="i:TEXT ..." wants TEXT in agent i's log (its
+# counters, printed when it stops after the job).
 set -u
 scenario=$1
 NP=2 MODE=alone PROG='' ARGS='' EXPECT_FAIL=0 EXPECT_OUTPUT='' EXTRA_MCA='' TIMEOUT=600
+AGENTS=0 TOPOLOGY='' EXPECT_AGENT=''
 # shellcheck disable=SC1090
 . "$scenario"
 
@@ -41,9 +47,32 @@ shm_in_use() {
 }
 shm_before=$(shm_segments)
 
-echo "+ $mpirun ${args[*]} ./$PROG $ARGS"
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+work=$(mktemp -d)
+agent_pids=()
+stop_agents() {
+  local p
+  for p in "${agent_pids[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${agent_pids[@]}"; do wait "$p" 2>/dev/null; done
+  agent_pids=()
+}
+trap 'stop_agents; rm -rf "$out" "$work"' EXIT
+if [ "$AGENTS" -gt 0 ]; then
+  topo_text=$TOPOLOGY
+  for ((i = 0; i < AGENTS; i++)); do
+    "$daemon" --listen 127.0.0.1:0 --ready-fd 3 --log-level info 3>"$work/ready$i" \
+      </dev/null >"$work/agent$i.log" 2>&1 &
+    agent_pids+=($!)
+    for _ in $(seq 100); do [ -s "$work/ready$i" ] && break; sleep 0.1; done
+    addr=$(head -n1 "$work/ready$i")
+    [ -n "$addr" ] || { echo "FAIL: agent $i did not start"; cat "$work/agent$i.log"; exit 1; }
+    topo_text=${topo_text//@AGENT$i@/$addr}
+  done
+  printf '%b\n' "$topo_text" >"$work/topology"
+  echo "+ topology:"; sed 's/^/    /' "$work/topology"
+  args+=(--mca coll_ina_topology "$work/topology")
+fi
+echo "+ $mpirun ${args[*]} ./$PROG $ARGS"
 start=$SECONDS
 # shellcheck disable=SC2086
 timeout -k 10 "$TIMEOUT" "$mpirun" "${args[@]}" "./$PROG" $ARGS >"$out" 2>&1
@@ -62,6 +91,16 @@ fi
 if [ -n "$EXPECT_OUTPUT" ] && ! grep -q -- "$EXPECT_OUTPUT" "$out"; then
   echo "FAIL: output lacks '$EXPECT_OUTPUT'"; status=1
 fi
+# The agents of the scenario print their counters when they stop.
+stop_agents
+for ((i = 0; i < AGENTS; i++)); do
+  echo "+ agent $i:"; grep -E "counters|jobs:|rejected" "$work/agent$i.log" | sed 's/^/    /'
+done
+for want in $EXPECT_AGENT; do
+  if ! grep -q -- "${want#*:}" "$work/agent${want%%:*}.log"; then
+    echo "FAIL: agent ${want%%:*}'s log lacks '${want#*:}'"; status=1
+  fi
+done
 # No stray agent: give a killed job's daemon a moment to notice its parent died.
 for _ in 1 2 3 4 5 6 7 8 9 10; do
   pgrep -f "^$daemon" >/dev/null || break
