@@ -522,8 +522,6 @@ void Client::on_message(const ina_proto_hdr_t &h, const void *data, size_t lengt
         static_cast<unsigned long long>(h.mid), h.sid, ina_proto_status_name(h.status));
     switch (h.type) {
     case INA_PROTO_HELLO_ACK:
-    case INA_PROTO_JOB_CREATED:
-    case INA_PROTO_JOB_JOINED:
     case INA_PROTO_JOB_OPENED:
         if (pending_.active && !pending_.done && h.type == pending_.reply_type &&
             (h.type == INA_PROTO_HELLO_ACK || h.arg == pending_.cookie)) {
@@ -776,7 +774,7 @@ bool job_shape(const ina_agent_info_t &info, uint32_t requested_window,
     return *block != 0;
 }
 
-// The member's descriptor of a job it joined (JOB_JOINED or JOB_OPENED).
+// The member's descriptor of a job it opened (JOB_OPENED).
 int attach_job(Client &c, const ina_job_params_t &params, uint32_t rank, ina_job_t **out)
 {
     auto j = std::make_unique<ina_job_t>(&c, params, rank);
@@ -788,7 +786,7 @@ int attach_job(Client &c, const ina_job_params_t &params, uint32_t rank, ina_job
     return INA_OK;
 }
 
-// JOB_CREATE or JOB_OPEN (`h`, payload) and its reply: the job's parameters
+// JOB_OPEN (`h`, payload) and its reply: the job's parameters
 // in `params` when the agent named a job with a usable window.
 int job_request(Client &c, ina_proto_hdr_t h, const void *payload, size_t len, uint8_t reply_type,
                 uint32_t block, ina_job_params_t *params)
@@ -815,62 +813,6 @@ int job_request(Client &c, ina_proto_hdr_t h, const void *payload, size_t len, u
 }
 
 } // namespace
-
-ina_status_t ina_job_create(ina_client_t *client, uint32_t nmembers,
-                            const uint32_t *node_of_member, uint32_t requested_window,
-                            uint32_t requested_block_bytes, ina_job_params_t *params)
-{
-    if (client == nullptr || params == nullptr || node_of_member == nullptr || nmembers == 0 ||
-        nmembers > INA_PROTO_MAX_MEMBERS) {
-        return INA_ERR_INVALID;
-    }
-    return static_cast<ina_status_t>(guard(__func__, [&]() -> int {
-        Client &c = client->impl;
-        EntryLock lock(&c);
-        uint32_t window = 0, block = 0;
-        if (!job_shape(c.info(), requested_window, requested_block_bytes, &window, &block)) {
-            return INA_ERR_INVALID;
-        }
-        ina_proto_hdr_t h;
-        ina_proto_init(&h, INA_PROTO_JOB_CREATE);
-        h.count = nmembers;
-        h.window = static_cast<uint16_t>(window);
-        h.arg = c.next_cookie();
-        return job_request(c, h, node_of_member, sizeof(uint32_t) * nmembers,
-                           INA_PROTO_JOB_CREATED, block, params);
-    }));
-}
-
-ina_status_t ina_job_join(ina_client_t *client, const ina_job_params_t *params, uint32_t rank,
-                          ina_job_t **out)
-{
-    if (out != nullptr) {
-        *out = nullptr;
-    }
-    if (client == nullptr || params == nullptr || out == nullptr || rank >= params->nmembers ||
-        params->window == 0 || params->window > INA_PROTO_MAX_WINDOW ||
-        params->block_bytes < 16 || params->block_bytes % 16 != 0 ||
-        params->block_bytes > INA_PROTO_MAX_SEG_BYTES) {
-        return INA_ERR_INVALID;
-    }
-    return static_cast<ina_status_t>(guard(__func__, [&]() -> int {
-        Client &c = client->impl;
-        EntryLock lock(&c);
-        ina_proto_hdr_t h;
-        ina_proto_init(&h, INA_PROTO_JOB_JOIN);
-        h.jid = params->jid;
-        h.rank = rank;
-        h.arg = c.next_cookie();
-        ina_proto_hdr_t reply{};
-        int rc = c.request(h, nullptr, 0, INA_PROTO_JOB_JOINED, c.progress_timeout_ms(), &reply);
-        if (rc != INA_OK) {
-            c.log(1, "JOB_JOIN of job %u as rank %u failed: %s", params->jid, rank,
-                  reply.type != 0 ? ina_proto_status_name(reply.status) : "no answer");
-            return rc;
-        }
-        return attach_job(c, *params, rank, out);
-    }));
-}
 
 // FNV-1a over 128 bits (offset basis and prime of the FNV specification).
 namespace {

@@ -114,24 +114,13 @@ int ina_client_alive(const ina_client_t *client);
  * engine call progresses by itself. */
 int ina_client_progress(ina_client_t *client);
 
-/* Parameters of a job every member must use identically: rank 0 creates the
- * job and broadcasts this struct to the others (plain bytes). */
+/* Parameters of a job, the same on every member (the agent's JOB_OPENED). */
 typedef struct ina_job_params {
     uint32_t jid;
     uint32_t window;         /* granted by the agent */
     uint32_t block_bytes;    /* min(requested block, seg_bytes), multiple of 16 */
     uint32_t nmembers;
 } ina_job_params_t;
-
-/* Rank 0 only: register a job of nmembers members at the agent.
- * node_of_member[i] is the node id of member i (equal ids = same node). */
-ina_status_t ina_job_create(ina_client_t *client, uint32_t nmembers,
-                   const uint32_t *node_of_member, uint32_t requested_window,
-                   uint32_t requested_block_bytes, ina_job_params_t *params);
-
-/* Every member (rank 0 too): join the job as `rank`. */
-ina_status_t ina_job_join(ina_client_t *client, const ina_job_params_t *params,
-                 uint32_t rank, ina_job_t **out);
 
 /* The key of a job opened by key (ina_job_open): bytes every member of a
  * communicator knows alike, without communicating, hashed in order
@@ -144,8 +133,7 @@ typedef struct ina_job_key {
 void ina_job_key_init(ina_job_key_t *key);
 void ina_job_key_add(ina_job_key_t *key, const void *data, size_t len);
 
-/* Every member, instead of create + join, and without waiting for the
- * others (no broadcast of the parameters): open the job named by `key`
+/* Every member, without waiting for the others: open the job named by `key`
  * (INA_PROTO_JOB_KEY_BYTES bytes every member computes alike) as `rank`.
  * The first member to arrive creates it at the agent. Every member must pass
  * the same nmembers, node ids, requested window and block; a member that

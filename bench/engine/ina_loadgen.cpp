@@ -94,15 +94,14 @@ struct ProcStats {
 };
 
 // One anonymous shared mapping, laid out as: a process-shared barrier, the
-// jobs' parameters and creation status, per-process stats, latency samples.
+// jobs' parameters, per-process stats, latency samples.
 class SharedRegion {
 public:
     SharedRegion(uint32_t procs, uint32_t jobs, uint64_t samples_per_proc)
         : procs_(procs), samples_per_proc_(samples_per_proc)
     {
         off_params_ = align(sizeof(pthread_barrier_t));
-        off_rc_ = align(off_params_ + jobs * sizeof(ina_job_params_t));
-        off_stats_ = align(off_rc_ + jobs * sizeof(int));
+        off_stats_ = align(off_params_ + jobs * sizeof(ina_job_params_t));
         off_lat_ = align(off_stats_ + procs * sizeof(ProcStats));
         bytes_ = off_lat_ + procs * samples_per_proc * sizeof(float);
         void *p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -116,7 +115,6 @@ public:
         pthread_barrierattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
         pthread_barrier_init(barrier(), &a, procs);
         pthread_barrierattr_destroy(&a);
-        for (uint32_t j = 0; j < jobs; ++j) create_rc()[j] = -1;
     }
     ~SharedRegion()
     {
@@ -128,7 +126,6 @@ public:
 
     pthread_barrier_t *barrier() { return reinterpret_cast<pthread_barrier_t *>(base_); }
     ina_job_params_t *params() { return reinterpret_cast<ina_job_params_t *>(base_ + off_params_); }
-    int *create_rc() { return reinterpret_cast<int *>(base_ + off_rc_); }
     ProcStats *stats() { return reinterpret_cast<ProcStats *>(base_ + off_stats_); }
     float *latencies(uint32_t proc)
     {
@@ -141,7 +138,7 @@ private:
     static size_t align(size_t off) { return (off + 63) & ~size_t{63}; }
     uint32_t procs_;
     uint64_t samples_per_proc_;
-    size_t off_params_ = 0, off_rc_ = 0, off_stats_ = 0, off_lat_ = 0, bytes_ = 0;
+    size_t off_params_ = 0, off_stats_ = 0, off_lat_ = 0, bytes_ = 0;
     char *base_ = nullptr;
 };
 
@@ -218,20 +215,21 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
         }
     }
 
-    // Rank 0 of each job creates it; then everyone joins every job.
+    // Every member opens every job by key (this run's parent and the job's index).
     std::vector<uint32_t> nodes(P);
     for (uint32_t i = 0; i < P; ++i) nodes[i] = i; // one rank per node
+    const uint64_t run = static_cast<uint64_t>(getppid());
     for (uint32_t j = 0; j < J; ++j) {
-        if (jobs[j].rank == 0) {
-            sh.create_rc()[j] =
-                ina_job_create(client, P, nodes.data(), o.window, o.block, &sh.params()[j]);
-        }
-    }
-    sh.wait();
-    for (uint32_t j = 0; j < J; ++j) {
-        if (sh.create_rc()[j] != INA_OK) die(p, "job creation failed", sh.create_rc()[j]);
-        rc = ina_job_join(client, &sh.params()[j], jobs[j].rank, &jobs[j].job);
-        if (rc != INA_OK) die(p, "join failed", rc);
+        ina_job_key_t key;
+        ina_job_key_init(&key);
+        ina_job_key_add(&key, "ina_loadgen", 11);
+        ina_job_key_add(&key, &run, sizeof(run));
+        ina_job_key_add(&key, &j, sizeof(j));
+        ina_job_params_t params{};
+        rc = ina_job_open(client, key.bytes, P, nodes.data(), jobs[j].rank, o.window, o.block,
+                          &params, &jobs[j].job);
+        if (rc != INA_OK) die(p, "opening a job failed", rc);
+        if (jobs[j].rank == 0) sh.params()[j] = params;
     }
     sh.wait(); // every member joined before any block flows
 

@@ -125,7 +125,6 @@ bool same_element(unsigned dtype, const uint8_t *a, const uint8_t *b, size_t esz
 // Shared between the processes of one group.
 struct Shared {
     pthread_barrier_t barrier;
-    int create_rc;
     ina_job_params_t params;
     bool by_key; // every rank opens the job itself (ina_job_open), staggered, no barrier
 };
@@ -133,7 +132,6 @@ struct Shared {
 Shared *make_shared(unsigned participants)
 {
     Shared *s = ina_test::map_shared<Shared>(participants);
-    s->create_rc = -1;
     return s;
 }
 
@@ -147,28 +145,20 @@ using ina_test::reap_children;
 using ina_test::verdict;
 using ina_test::verbose;
 
-// Rank 0 creates, every rank joins; the barrier makes sure every member has
-// joined before any block flows (the agent tells only joined members).
-ina_job_t *create_and_join(ina_client_t *c, Shared *sh, uint32_t rank, uint32_t k,
-                           uint32_t requested_window)
+// Every rank opens the job by key; the barrier makes sure every member
+// opened it before any block flows.
+ina_job_t *open_job(ina_client_t *c, Shared *sh, uint32_t rank, uint32_t k,
+                    uint32_t requested_window)
 {
+    std::vector<uint32_t> nodes(k);
+    for (uint32_t i = 0; i < k; ++i) {
+        nodes[i] = i / 2; // two ranks per node: exercises Node/Rank bitmaps
+    }
+    ina_job_params_t p{};
+    ina_job_t *job =
+        ina_test::open_job_or_die(c, 0, rank, k, nodes.data(), requested_window, 1u << 30, &p);
     if (rank == 0) {
-        std::vector<uint32_t> nodes(k);
-        for (uint32_t i = 0; i < k; ++i) {
-            nodes[i] = i / 2; // two ranks per node: exercises Node/Rank bitmaps
-        }
-        sh->create_rc = ina_job_create(c, k, nodes.data(), requested_window, 1u << 30, &sh->params);
-    }
-    pthread_barrier_wait(&sh->barrier);
-    if (sh->create_rc != INA_OK) {
-        std::fprintf(stderr, "rank %u: job create failed: rc %d\n", rank, sh->create_rc);
-        std::_Exit(3);
-    }
-    ina_job_t *job = nullptr;
-    int rc = ina_job_join(c, &sh->params, rank, &job);
-    if (rc != INA_OK) {
-        std::fprintf(stderr, "rank %u: join of job %u failed: rc %d\n", rank, sh->params.jid, rc);
-        std::_Exit(4);
+        sh->params = p;
     }
     pthread_barrier_wait(&sh->barrier);
     return job;
@@ -204,7 +194,7 @@ int rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
     ina_client_agent_info(c, &info);
     ina_job_params_t opened{};
     ina_job_t *job = sh->by_key ? open_by_key(c, rank, k, &opened)
-                                : create_and_join(c, sh, rank, k, 1000);
+                                : open_job(c, sh, rank, k, 1000);
     const ina_job_params_t &p = sh->by_key ? opened : sh->params;
     int bad = 0;
     // The window is clamped to the agent's maximum, the block to a Seg.
@@ -328,7 +318,7 @@ int lost_rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
 {
     alarm(kChildAlarmS);
     ina_client_t *c = connect_or_die(addr, "rank " + std::to_string(rank));
-    ina_job_t *job = create_and_join(c, sh, rank, k, 4);
+    ina_job_t *job = open_job(c, sh, rank, k, 4);
     std::vector<int32_t> in(3000, static_cast<int32_t>(rank + 1)), out(3000, 0);
     ina_cqe_t cqe;
     int rc = verdict(
@@ -405,8 +395,7 @@ int main()
             }
             pids.push_back(p);
         }
-        pthread_barrier_wait(&sh->barrier); // created
-        pthread_barrier_wait(&sh->barrier); // joined
+        pthread_barrier_wait(&sh->barrier); // opened
         pthread_barrier_wait(&sh->barrier); // first call done
         kill(pid, SIGKILL);
         int st;

@@ -252,7 +252,6 @@ std::vector<uint64_t> recvcounts_of(const Case &c, uint32_t k)
 // Shared between the processes of one group.
 struct Shared {
     pthread_barrier_t barrier;
-    int create_rc;
     ina_job_params_t params[2];
     std::atomic<uint32_t> arrived[64]; // BARRIER checks: members that entered barrier i
     int verdict[3];                    // DENY test: rank 0's post results
@@ -262,7 +261,6 @@ struct Shared {
 Shared *make_shared(unsigned participants)
 {
     Shared *s = ina_test::map_shared<Shared>(participants);
-    s->create_rc = -1;
     return s;
 }
 
@@ -276,32 +274,21 @@ using ina_test::reap_children;
 using ina_test::verdict;
 using ina_test::verbose;
 
-// Rank 0 creates `njobs` jobs, every rank joins them; the barriers make sure
-// every member has joined before any block flows.
-void create_and_join(ina_client_t *c, Shared *sh, uint32_t rank, uint32_t k, int njobs,
+// Every rank opens the `njobs` jobs by key; the barrier makes sure every
+// member opened them before any block flows.
+void open_jobs(ina_client_t *c, Shared *sh, uint32_t rank, uint32_t k, int njobs,
                      const uint32_t *windows, const uint32_t *blocks, ina_job_t **jobs)
 {
-    if (rank == 0) {
-        std::vector<uint32_t> nodes(k);
-        for (uint32_t i = 0; i < k; ++i) {
-            nodes[i] = i / 2; // two ranks per node: exercises Node/Rank bitmaps
-        }
-        sh->create_rc = INA_OK;
-        for (int j = 0; j < njobs && sh->create_rc == INA_OK; ++j) {
-            sh->create_rc = ina_job_create(c, k, nodes.data(), windows[j], blocks[j], &sh->params[j]);
-        }
-    }
-    pthread_barrier_wait(&sh->barrier);
-    if (sh->create_rc != INA_OK) {
-        std::fprintf(stderr, "rank %u: job create failed: rc %d\n", rank, sh->create_rc);
-        std::_Exit(3);
+    std::vector<uint32_t> nodes(k);
+    for (uint32_t i = 0; i < k; ++i) {
+        nodes[i] = i / 2; // two ranks per node: exercises Node/Rank bitmaps
     }
     for (int j = 0; j < njobs; ++j) {
-        int rc = ina_job_join(c, &sh->params[j], rank, &jobs[j]);
-        if (rc != INA_OK) {
-            std::fprintf(stderr, "rank %u: join of job %u failed: rc %d\n", rank,
-                         sh->params[j].jid, rc);
-            std::_Exit(4);
+        ina_job_params_t p{};
+        jobs[j] = ina_test::open_job_or_die(c, static_cast<uint32_t>(j), rank, k, nodes.data(),
+                                            windows[j], blocks[j], &p);
+        if (rank == 0) {
+            sh->params[j] = p;
         }
     }
     pthread_barrier_wait(&sh->barrier);
@@ -522,7 +509,7 @@ int rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
     ina_job_t *jobs[2] = {nullptr, nullptr};
     const uint32_t windows[2] = {1000, 4};  // A: clamped to the agent's maximum
     const uint32_t blocks[2] = {0, 2048};   // A: one Seg; B: 2 KiB
-    create_and_join(c, sh, rank, k, 2, windows, blocks, jobs);
+    open_jobs(c, sh, rank, k, 2, windows, blocks, jobs);
     uint64_t next_mid[2] = {0, 0};
     int barriers = 0;
     int bad = 0;
@@ -685,7 +672,7 @@ int deny_rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
     ina_client_t *c = connect_or_die(addr, "rank " + std::to_string(rank));
     ina_job_t *job = nullptr;
     const uint32_t window = 4, block = 0;
-    create_and_join(c, sh, rank, k, 1, &window, &block, &job);
+    open_jobs(c, sh, rank, k, 1, &window, &block, &job);
     bool ok = true;
     std::vector<std::vector<int32_t>> in(3, std::vector<int32_t>(kDenyCount)),
         out(3, std::vector<int32_t>(kDenyCount, -1));

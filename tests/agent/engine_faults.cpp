@@ -39,7 +39,6 @@ struct Shared {
     pthread_barrier_t barrier; // every process of the group
     pthread_barrier_t pair;    // A1 and B only (A0 is inside its call)
     ina_job_params_t job_a;
-    int create_rc;
     uint64_t a_denied;  // A's calls denied before the granted one (rank 0's view)
 };
 
@@ -71,16 +70,8 @@ int allreduce(ina_job_t *job, const std::vector<int32_t> &in, std::vector<int32_
         cqe);
 }
 
-ina_job_t *join_or_die(ina_client_t *c, const ina_job_params_t &p, uint32_t rank, const char *who)
-{
-    ina_job_t *job = nullptr;
-    int rc = ina_job_join(c, &p, rank, &job);
-    if (rc != INA_OK) {
-        std::fprintf(stderr, "%s: join failed: rc %d\n", who, rc);
-        std::_Exit(3);
-    }
-    return job;
-}
+// The jobs of this test, by index: A (two ranks), B (one), the stalled one.
+constexpr uint32_t kJobA = 0, kJobB = 1, kJobStall = 2;
 
 // Input of rank r: r + 1 + i; the sum over `k` ranks is known in closed form.
 void fill(std::vector<int32_t> &v, uint32_t r)
@@ -108,14 +99,10 @@ int a0_main(const char *addr, Shared *sh)
 {
     alarm(kChildAlarmS);
     ina_client_t *c = connect_or_die(addr, "A0", 60000);
-    uint32_t nodes[2] = {0, 0};
-    sh->create_rc = ina_job_create(c, 2, nodes, 4, 0, &sh->job_a);
-    pthread_barrier_wait(&sh->barrier); // 1: A created
-    if (sh->create_rc != INA_OK) {
-        return 4;
-    }
-    ina_job_t *job = join_or_die(c, sh->job_a, 0, "A0");
-    pthread_barrier_wait(&sh->barrier); // 2: everyone joined
+    const uint32_t nodes[2] = {0, 0};
+    ina_job_t *job = ina_test::open_job_or_die(c, kJobA, 0, 2, nodes, 4, 0, &sh->job_a);
+    pthread_barrier_wait(&sh->barrier); // 1: A opened here
+    pthread_barrier_wait(&sh->barrier); // 2: everyone opened
     std::vector<int32_t> in(kCount), out(kCount);
     fill(in, 0);
     ina_cqe_t cqe;
@@ -145,11 +132,10 @@ int a1_main(const char *addr, Shared *sh)
 {
     alarm(kChildAlarmS);
     ina_client_t *c = connect_or_die(addr, "A1", 60000);
+    const uint32_t nodes[2] = {0, 0};
+    ina_job_params_t p{};
     pthread_barrier_wait(&sh->barrier); // 1
-    if (sh->create_rc != INA_OK) {
-        return 4;
-    }
-    ina_job_t *job = join_or_die(c, sh->job_a, 1, "A1");
+    ina_job_t *job = ina_test::open_job_or_die(c, kJobA, 1, 2, nodes, 4, 0, &p);
     pthread_barrier_wait(&sh->barrier); // 2
     pthread_barrier_wait(&sh->pair); // 3: B was denied
     bool ok = true;
@@ -187,16 +173,12 @@ int b_main(const char *addr, Shared *sh)
 {
     alarm(kChildAlarmS);
     ina_client_t *c = connect_or_die(addr, "B", 60000);
-    uint32_t node = 1;
-    ina_job_params_t p;
-    int rc = ina_job_create(c, 1, &node, 4, 0, &p);
+    const uint32_t node = 1;
+    ina_job_params_t p{};
+    ina_job_t *job = ina_test::open_job_or_die(c, kJobB, 0, 1, &node, 4, 0, &p);
     pthread_barrier_wait(&sh->barrier); // 1
-    if (rc != INA_OK) {
-        std::fprintf(stderr, "B: create failed: rc %d\n", rc);
-        return 4;
-    }
-    ina_job_t *job = join_or_die(c, p, 0, "B");
     pthread_barrier_wait(&sh->barrier); // 2
+    int rc;
     std::vector<int32_t> in(kCount), out(kCount);
     fill(in, 0);
     ina_cqe_t cqe;
@@ -243,15 +225,10 @@ int stall_main(const char *addr, Shared *sh, uint32_t rank)
 {
     alarm(kChildAlarmS);
     ina_client_t *c = connect_or_die(addr, "stall", rank == 0 ? 300 : 60000);
-    if (rank == 0) {
-        uint32_t nodes[2] = {0, 0};
-        sh->create_rc = ina_job_create(c, 2, nodes, 4, 0, &sh->job_a);
-    }
+    const uint32_t nodes[2] = {0, 0};
+    ina_job_params_t p{};
+    ina_job_t *job = ina_test::open_job_or_die(c, kJobStall, rank, 2, nodes, 4, 0, &p);
     pthread_barrier_wait(&sh->barrier);
-    if (sh->create_rc != INA_OK) {
-        return 4;
-    }
-    ina_job_t *job = join_or_die(c, sh->job_a, rank, "stall");
     pthread_barrier_wait(&sh->barrier);
     bool ok = true;
     if (rank == 0) {

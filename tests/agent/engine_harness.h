@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -82,9 +83,45 @@ inline ina_client_t *connect_or_die(const char *addr, const std::string &who,
     return c;
 }
 
+// Groups of ranks a test process has reaped so far: the ranks of one group
+// are forked with the same count, the next group's with another, so that a
+// group never opens the job of one the agent may still be freeing.
+inline uint32_t &groups_reaped()
+{
+    static uint32_t n = 0;
+    return n;
+}
+
+// Job `index` of this group of ranks (the same key on every rank: their
+// parent, its group count, the group's size and the index), opened by key
+// as `rank`; the process exits on failure. `params` gets what the agent
+// granted (the same on every rank).
+inline ina_job_t *open_job_or_die(ina_client_t *c, uint32_t index, uint32_t rank, uint32_t n,
+                                  const uint32_t *nodes, uint32_t window, uint32_t block,
+                                  ina_job_params_t *params)
+{
+    static const char tag[] = "ina engine test";
+    const uint64_t parent = static_cast<uint64_t>(getppid());
+    ina_job_key_t key;
+    ina_job_key_init(&key);
+    ina_job_key_add(&key, tag, sizeof(tag));
+    ina_job_key_add(&key, &parent, sizeof(parent));
+    ina_job_key_add(&key, &groups_reaped(), sizeof(uint32_t));
+    ina_job_key_add(&key, &n, sizeof(n));
+    ina_job_key_add(&key, &index, sizeof(index));
+    ina_job_t *job = nullptr;
+    int rc = ina_job_open(c, key.bytes, n, nodes, rank, window, block, params, &job);
+    if (rc != INA_OK) {
+        std::fprintf(stderr, "rank %u: opening job %u failed: rc %d\n", rank, index, rc);
+        std::_Exit(4);
+    }
+    return job;
+}
+
 // Wait for every child; returns the number that failed.
 inline int reap_children(const std::vector<pid_t> &pids, const char *what)
 {
+    ++groups_reaped();
     int failed = 0;
     for (size_t r = 0; r < pids.size(); ++r) {
         int st = 0;

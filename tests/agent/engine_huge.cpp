@@ -27,7 +27,6 @@ constexpr uint32_t kRanks = 2;
 
 struct Shared {
     pthread_barrier_t barrier;
-    int create_rc;
     ina_job_params_t params;
 };
 
@@ -40,14 +39,11 @@ int rank_main(const char *addr, Shared *sh, uint32_t rank)
 {
     alarm(600);
     ina_client_t *c = ina_test::connect_or_die(addr, "rank " + std::to_string(rank), 60000);
+    const uint32_t nodes[kRanks] = {0, 0};
+    ina_job_params_t p{};
+    ina_job_t *job = ina_test::open_job_or_die(c, 0, rank, kRanks, nodes, 16, 1u << 20, &p);
     if (rank == 0) {
-        uint32_t nodes[kRanks] = {0, 0};
-        sh->create_rc = ina_job_create(c, kRanks, nodes, 16, 1u << 20, &sh->params);
-    }
-    pthread_barrier_wait(&sh->barrier);
-    ina_job_t *job = nullptr;
-    if (sh->create_rc != INA_OK || ina_job_join(c, &sh->params, rank, &job) != INA_OK) {
-        return 3;
+        sh->params = p;
     }
     pthread_barrier_wait(&sh->barrier);
 

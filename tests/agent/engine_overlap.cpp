@@ -39,7 +39,6 @@ constexpr int kRounds = 2;
 
 struct Shared {
     pthread_barrier_t barrier;
-    int create_rc;
     ina_job_params_t params;
 };
 
@@ -147,16 +146,13 @@ int rank_main(const char *addr, Shared *sh, const int (*pipes)[2], uint32_t rank
         std::fprintf(stderr, "rank %u: connect to %s failed: %s\n", rank, addr, err);
         return 2;
     }
+    const std::vector<uint32_t> nodes(k, 0);
+    ina_job_params_t p{};
+    ina_job_t *job = ina_test::open_job_or_die(c, 0, rank, k, nodes.data(), kWindow, kBlock, &p);
     if (rank == 0) {
-        std::vector<uint32_t> nodes(k, 0);
-        sh->create_rc = ina_job_create(c, k, nodes.data(), kWindow, kBlock, &sh->params);
+        sh->params = p;
     }
     pthread_barrier_wait(&sh->barrier);
-    ina_job_t *job = nullptr;
-    if (sh->create_rc != INA_OK || ina_job_join(c, &sh->params, rank, &job) != INA_OK) {
-        std::fprintf(stderr, "rank %u: job create/join failed\n", rank);
-        return 3;
-    }
     if (sh->params.window != kWindow || sh->params.block_bytes != kBlock) {
         std::fprintf(stderr, "rank %u: job has window %u block %u, want %u and %u\n", rank,
                      sh->params.window, sh->params.block_bytes, kWindow, kBlock);

@@ -86,7 +86,6 @@ using ina_test::reap_children;
 // Shared between the processes of one group.
 struct Shared {
     pthread_barrier_t barrier;
-    int create_rc;
     ina_job_params_t params[3];
     std::atomic<uint32_t> arrived[8]; // BARRIER checks
     std::atomic<int> slow_open;       // slow producer: the slow rank opened its gate
@@ -96,37 +95,24 @@ struct Shared {
 Shared *make_shared(unsigned participants)
 {
     Shared *s = ina_test::map_shared<Shared>(participants);
-    s->create_rc = -1;
     return s;
 }
 
-// Rank 0 creates `njobs` jobs, every rank joins them; the barriers make sure
-// every member joined before any block flows.
-void create_and_join(ina_client_t *c, Shared *sh, uint32_t rank, uint32_t k, int njobs,
+// Every rank opens the `njobs` jobs by key; the barrier makes sure every
+// member opened them before any block flows.
+void open_jobs(ina_client_t *c, Shared *sh, uint32_t rank, uint32_t k, int njobs,
                      const uint32_t *windows, const uint32_t *blocks, ina_job_t **jobs)
 {
-    if (rank == 0) {
-        std::vector<uint32_t> nodes(k);
-        for (uint32_t i = 0; i < k; ++i) {
-            nodes[i] = i / 2;
-        }
-        sh->create_rc = INA_OK;
-        for (int j = 0; j < njobs && sh->create_rc == INA_OK; ++j) {
-            sh->create_rc =
-                ina_job_create(c, k, nodes.data(), windows[j], blocks[j], &sh->params[j]);
-        }
-    }
-    pthread_barrier_wait(&sh->barrier);
-    if (sh->create_rc != INA_OK) {
-        std::fprintf(stderr, "rank %u: job create failed: rc %d\n", rank, sh->create_rc);
-        std::_Exit(3);
+    std::vector<uint32_t> nodes(k);
+    for (uint32_t i = 0; i < k; ++i) {
+        nodes[i] = i / 2; // two ranks per node: exercises Node/Rank bitmaps
     }
     for (int j = 0; j < njobs; ++j) {
-        int rc = ina_job_join(c, &sh->params[j], rank, &jobs[j]);
-        if (rc != INA_OK) {
-            std::fprintf(stderr, "rank %u: join of job %u failed: rc %d\n", rank,
-                         sh->params[j].jid, rc);
-            std::_Exit(4);
+        ina_job_params_t p{};
+        jobs[j] = ina_test::open_job_or_die(c, static_cast<uint32_t>(j), rank, k, nodes.data(),
+                                            windows[j], blocks[j], &p);
+        if (rank == 0) {
+            sh->params[j] = p;
         }
     }
     pthread_barrier_wait(&sh->barrier);
@@ -761,7 +747,7 @@ int rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
     ina_job_t *jobs[3] = {nullptr, nullptr, nullptr};
     const uint32_t windows[3] = {16, 4, 16};
     const uint32_t blocks[3] = {8192, 2048, 2048};
-    create_and_join(c, sh, rank, k, 3, windows, blocks, jobs);
+    open_jobs(c, sh, rank, k, 3, windows, blocks, jobs);
     uint64_t next_mid[3] = {0, 0, 0};
     int barriers = 0;
     int bad = 0;
@@ -805,7 +791,7 @@ int deny_rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
     ina_job_t *jobs[2] = {nullptr, nullptr};
     const uint32_t windows[2] = {4, 4};
     const uint32_t blocks[2] = {0, 0};
-    create_and_join(c, sh, rank, k, 2, windows, blocks, jobs);
+    open_jobs(c, sh, rank, k, 2, windows, blocks, jobs);
     bool ok = true;
     // Job X: two ordinary calls of more than a window each; rank 0 posts them
     // alone, so they hold both leases until the others post theirs.
@@ -982,7 +968,7 @@ int slow_rank_main(const char *addr, Shared *sh, uint32_t rank, uint32_t k)
     ina_client_t *c = connect_or_die(addr, "rank " + std::to_string(rank), kSlowTimeoutMs);
     ina_job_t *job = nullptr;
     const uint32_t window = 4, block = 2048;
-    create_and_join(c, sh, rank, k, 1, &window, &block, &job);
+    open_jobs(c, sh, rank, k, 1, &window, &block, &job);
     const Case cs = {"allreduce slow producer", INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT64,
                      256 * 40 + 9, 0, 0, 3, false};
     Stage st(cs, 400, rank, k, sh->params[0].block_bytes);
@@ -1060,7 +1046,7 @@ int lost_rank_main(const char *addr, int agent_pid, Shared *sh, uint32_t rank, u
     ina_client_t *c = connect_or_die(addr, "rank " + std::to_string(rank), 5000);
     ina_job_t *job = nullptr;
     const uint32_t window = 4, block = 2048;
-    create_and_join(c, sh, rank, k, 1, &window, &block, &job);
+    open_jobs(c, sh, rank, k, 1, &window, &block, &job);
     const Case cp = {"allreduce P", INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT64, 256 * 20, 0, 0, 4, false};
     const Case cq = {"allreduce Q", INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT64, 256 * 10, 0, 0, 4, false};
     Stage sp(cp, 500, rank, k, sh->params[0].block_bytes);

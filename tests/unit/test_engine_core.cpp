@@ -143,11 +143,18 @@ struct Group {
         for (uint32_t r = 0; r < n; ++r) {
             nodes[r] = r / 2; // two ranks per node: Node and Rank bitmaps both in play
         }
-        ina_job_params_t params;
-        ck_assert_int_eq(ina_job_create(clients[0], n, nodes.data(), 0, 0, &params), INA_OK);
-        ck_assert_uint_eq(params.block_bytes, kSegBytes);
+        // Every member opens the job by key (one key per group of this process).
+        static uint32_t groups = 0;
+        ina_job_key_t key;
+        ina_job_key_init(&key);
+        ina_job_key_add(&key, &groups, sizeof(groups));
+        ++groups;
         for (uint32_t r = 0; r < n; ++r) {
-            ck_assert_int_eq(ina_job_join(clients[r], &params, r, &jobs[r]), INA_OK);
+            ina_job_params_t params;
+            ck_assert_int_eq(ina_job_open(clients[r], key.bytes, n, nodes.data(), r, 0, 0, &params,
+                                          &jobs[r]),
+                             INA_OK);
+            ck_assert_uint_eq(params.block_bytes, kSegBytes);
         }
     }
     ~Group()
