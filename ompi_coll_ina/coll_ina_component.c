@@ -497,6 +497,7 @@ int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
         c->agent_addr[0] = '\0';
         c->agent_addr_known = true;
         if (INA_OK != ina_topology_load(c->topology, &c->topo, err, sizeof(err))) {
+            INA_VERBOSE(1, "coll_ina_topology unusable: %s", err);
             opal_show_help("help-coll-ina.txt", "topology-invalid", true,
                            opal_process_info.nodename, err);
             c->unreachable_warned = true; /* said why already */
