@@ -1,6 +1,7 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 #include "ucx_channel.h"
 
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -192,9 +193,20 @@ ucs_status_t UcxChannel::on_am(void *arg, const void *header, size_t header_leng
 {
     auto *self = static_cast<UcxChannel *>(arg);
     try {
-        char why[128];
+        char why[192];
         if (ina_proto_status_t st = ina_proto_check(header, header_length, length);
-            st != INA_PROTO_OK) {
+            st == INA_PROTO_ERR_VERSION) {
+            // Nothing more can be understood (the version byte sits at the
+            // same offset in every version): the agent is as good as lost,
+            // and the user learns why instead of waiting for a timeout.
+            std::snprintf(why, sizeof(why),
+                          "the agent speaks ina protocol version %u, this process %u (ina-switchd "
+                          "and the component come from different ina builds)",
+                          static_cast<const uint8_t *>(header)[offsetof(ina_proto_hdr_t, version)],
+                          INA_PROTO_VERSION);
+            self->events_.on_lost(why);
+            return UCS_OK;
+        } else if (st != INA_PROTO_OK) {
             std::snprintf(why, sizeof(why), "a bad message: %s (header %zu bytes, payload %zu)",
                           ina_proto_status_name(st), header_length, length);
             self->events_.on_dropped(why);

@@ -18,6 +18,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -289,7 +291,16 @@ void Agent::receive(Peer *peer, const ina_proto_hdr_t &h, const void *header,
     if (st != INA_PROTO_OK) {
         // A rendezvous descriptor left alone is dropped when on_am returns.
         counters_.rndv_rejected += rndv ? 1 : 0;
-        agg_.reject(peer, h, st, "invalid message");
+        char why[128] = "invalid message";
+        if (st == INA_PROTO_ERR_VERSION) {
+            // The version byte sits at the same offset in every version.
+            std::snprintf(why, sizeof(why),
+                          "the peer speaks ina protocol version %u, this agent %u (another ina "
+                          "build)",
+                          static_cast<const uint8_t *>(header)[offsetof(ina_proto_hdr_t, version)],
+                          INA_PROTO_VERSION);
+        }
+        agg_.reject(peer, h, st, why);
         return;
     }
     if (peer == nullptr) {
