@@ -83,26 +83,6 @@ ina_proto_status_t Aggregator::join_job(Job &job, uint32_t rank, Member &from)
     return st;
 }
 
-void Aggregator::job_create(Member &from, const ina_proto_hdr_t &h, const void *node_ids)
-{
-    // The payload may be unaligned: copy the node ids out.
-    std::vector<uint32_t> nodes(h.count);
-    std::memcpy(nodes.data(), node_ids, nodes.size() * sizeof(uint32_t));
-    Job &job = new_job(from, nodes.data(), h.count, h.window);
-    sink_.job_created(from, h, job.jid(), job.window());
-}
-
-void Aggregator::job_join(Member &from, const ina_proto_hdr_t &h)
-{
-    auto it = jobs_.find(h.jid);
-    ina_proto_status_t st = it == jobs_.end() ? INA_PROTO_ERR_NO_JOB
-                                              : join_job(*it->second, h.rank, from);
-    if (st != INA_PROTO_OK) {
-        ++counters_.rejected[st];
-    }
-    sink_.job_joined(from, h, st);
-}
-
 void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *payload)
 {
     JobKey key;

@@ -76,8 +76,6 @@ public:
 
     // Members' messages. `h` passed ina_proto_check with the payload's
     // length. They may throw std::bad_alloc (the message is then lost).
-    void job_create(Member &from, const ina_proto_hdr_t &h, const void *node_ids);
-    void job_join(Member &from, const ina_proto_hdr_t &h);
     // JOB_OPEN: create the job of this key if it is new, then join it.
     void job_open(Member &from, const ina_proto_hdr_t &h, const void *payload);
     void job_leave(Member &from, const ina_proto_hdr_t &h);
@@ -128,7 +126,7 @@ private:
     void settle();
     void leave_job(uint32_t jid, uint32_t rank, Member &m);
     void free_job(uint32_t jid);
-    // A new job (JOB_CREATE, or the first JOB_OPEN of a key).
+    // A new job (the first JOB_OPEN of a key).
     Job &new_job(Member &from, const uint32_t *node_ids, uint32_t nmembers, uint32_t asked_window);
     // Bind `from` as `rank` of `job`: OK, or why not.
     ina_proto_status_t join_job(Job &job, uint32_t rank, Member &from);

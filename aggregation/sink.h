@@ -31,12 +31,6 @@ class Sink {
 public:
     virtual ~Sink() = default;
 
-    // JOB_CREATE answered: `req` is the creator's request (its cookie in arg,
-    // members in count); the job got `jid` and `window`.
-    virtual void job_created(Member &to, const ina_proto_hdr_t &req, uint32_t jid,
-                             uint32_t window) = 0;
-    // JOB_JOIN answered: OK, or why not.
-    virtual void job_joined(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status) = 0;
     // JOB_OPEN answered: the job's `jid` (0 if refused) and `window`, OK or why not.
     virtual void job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window,
                             ina_proto_status_t status) = 0;

@@ -26,18 +26,6 @@ ina_proto_hdr_t result_hdr(const ina_proto_hdr_t &blk, uint32_t rank)
 
 } // namespace
 
-void WireSink::job_created(Member &to, const ina_proto_hdr_t &req, uint32_t jid,
-                           uint32_t window)
-{
-    ina_proto_hdr_t r;
-    ina_proto_init(&r, INA_PROTO_JOB_CREATED);
-    r.jid = jid;
-    r.window = static_cast<uint16_t>(window);
-    r.count = req.count;
-    r.arg = req.arg;
-    send(to, r, {}, 0);
-}
-
 void WireSink::job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window,
                           ina_proto_status_t status)
 {
@@ -49,19 +37,6 @@ void WireSink::job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, 
     r.window = static_cast<uint16_t>(window);
     r.arg = req.arg;
     send(to, r, {}, 0);
-}
-
-void WireSink::job_joined(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status)
-{
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_JOB_JOINED);
-    h.status = static_cast<uint8_t>(status);
-    h.jid = req.jid;
-    h.rank = req.rank;
-    h.mid = req.mid;
-    h.sid = req.sid;
-    h.arg = req.arg;
-    send(to, h, {}, 0);
 }
 
 void WireSink::decision(Member &to, uint32_t rank, const Decision &d)
@@ -123,12 +98,6 @@ void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &
         out.send(from, ack, {}, 0);
         break;
     }
-    case INA_PROTO_JOB_CREATE:
-        agg.job_create(from, h, payload);
-        break;
-    case INA_PROTO_JOB_JOIN:
-        agg.job_join(from, h);
-        break;
     case INA_PROTO_JOB_OPEN:
         agg.job_open(from, h, payload);
         break;

@@ -37,9 +37,6 @@ public:
         return INA_PROTO_OK;
     }
 
-    void job_created(Member &to, const ina_proto_hdr_t &req, uint32_t jid,
-                     uint32_t window) final;
-    void job_joined(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status) final;
     void job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window,
                     ina_proto_status_t status) final;
     void decision(Member &to, uint32_t rank, const Decision &d) final;
@@ -51,7 +48,7 @@ public:
 };
 
 // A message from `from` that passed ina_proto_check: HELLO is answered with
-// the aggregator's window and Seg size, JOB_CREATE/JOIN/LEAVE and BLOCK go to
+// the aggregator's window and Seg size, JOB_OPEN/LEAVE and BLOCK go to
 // the aggregator, anything else is refused. `own`: the pool buffer a BLOCK's
 // payload was received into, if it was (Aggregator::block). May throw
 // std::bad_alloc.

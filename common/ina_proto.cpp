@@ -40,8 +40,10 @@ bool coll_places_bytes(unsigned coll)
 
 // Name tables, indexed by the enum value; the static_asserts keep them in
 // step with ina_proto.h.
-constexpr const char *kTypeNames[] = {"?",          "HELLO",      "HELLO_ACK", "JOB_CREATE",
-                                      "JOB_CREATED", "JOB_JOIN",   "JOB_JOINED", "JOB_LEAVE",
+// Types 3-6 (JOB_CREATE/CREATED/JOIN/JOINED) were retired with protocol 5.
+constexpr unsigned kRetiredCreate = 3, kRetiredCreated = 4, kRetiredJoin = 5, kRetiredJoined = 6;
+constexpr const char *kTypeNames[] = {"?",          "HELLO",      "HELLO_ACK", "?",
+                                      "?",          "?",          "?",         "JOB_LEAVE",
                                       "BLOCK",      "RESULT",     "DENY",      "ERROR",
                                       "GRANT",      "JOB_OPEN",   "JOB_OPENED"};
 constexpr const char *kStatusNames[] = {"ok",           "malformed",  "version",
@@ -255,12 +257,6 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
         return INA_PROTO_ERR_MALFORMED;
     }
     switch (h.type) {
-    case INA_PROTO_JOB_CREATE:
-        if (h.count == 0 || h.count > INA_PROTO_MAX_MEMBERS || h.window == 0 ||
-            payload_len != static_cast<size_t>(h.count) * sizeof(uint32_t)) {
-            return INA_PROTO_ERR_MALFORMED;
-        }
-        return INA_PROTO_OK;
     case INA_PROTO_JOB_OPEN:
         if (h.count == 0 || h.count > INA_PROTO_MAX_MEMBERS || h.window == 0 ||
             h.rank >= h.count ||
@@ -269,9 +265,12 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
             return INA_PROTO_ERR_MALFORMED;
         }
         return INA_PROTO_OK;
+    case kRetiredCreate:
+    case kRetiredCreated:
+    case kRetiredJoin:
+    case kRetiredJoined:
+        return INA_PROTO_ERR_MALFORMED; // protocol 4's JOB_CREATE/JOIN: never sent since
     case INA_PROTO_JOB_OPENED:
-    case INA_PROTO_JOB_JOIN:
-    case INA_PROTO_JOB_JOINED:
     case INA_PROTO_JOB_LEAVE:
         if (h.rank >= INA_PROTO_MAX_MEMBERS || payload_len != 0) {
             return INA_PROTO_ERR_MALFORMED;

@@ -32,19 +32,15 @@
  *                     mid bytes the client sends by rendezvous, and the agent
  *                     receives them straight into a Seg buffer; 0 = eager only.
  *               Every other message is eager.
- *   JOB_CREATE  c->a  count = number of members, window = requested window,
- *                     arg = cookie, payload = uint32_t node_id[count]
- *                     (members with equal node_id share a node: Node/Rank bitmaps).
- *   JOB_CREATED a->c  jid, window = granted window, status, arg = cookie.
- *   JOB_JOIN    c->a  jid, rank, arg = cookie: binds this endpoint to (jid, rank).
- *   JOB_JOINED  a->c  jid, rank, status, arg = cookie.
  *   JOB_OPEN    c->a  rank, count = number of members, window = requested
  *                     window, arg = cookie, payload = a 16-byte job key, then
- *                     uint32_t node_id[count]: every member sends it, in any
+ *                     uint32_t node_id[count] (members with equal node_id share
+ *                     a node: Node/Rank bitmaps): every member sends it, in any
  *                     order, without waiting for the others (no collective at
  *                     communicator creation, docs/HIERARCHY.md). The first
  *                     creates the job under the key, each one joins it as
- *                     `rank`; all must describe the job alike.
+ *                     `rank` (this endpoint is then bound to (jid, rank));
+ *                     all must describe the job alike.
  *   JOB_OPENED  a->c  jid, rank, window = granted window, status (MISMATCH:
  *                     another description than the job's), arg = cookie.
  *                     A job opened by key is complete once every member opened
@@ -109,7 +105,8 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 4u /* 4: JOB_OPEN (jobs by key); 3: rendezvous in HELLO */
+#define INA_PROTO_VERSION 5u /* 5: jobs by key only (JOB_CREATE/JOIN retired);
+                               4: JOB_OPEN; 3: rendezvous in HELLO */
 
 /* UCX active-message ids. */
 #define INA_PROTO_AM_TO_AGENT  17u
@@ -126,10 +123,7 @@ extern "C" {
 typedef enum ina_proto_type {
     INA_PROTO_HELLO = 1,
     INA_PROTO_HELLO_ACK = 2,
-    INA_PROTO_JOB_CREATE = 3,
-    INA_PROTO_JOB_CREATED = 4,
-    INA_PROTO_JOB_JOIN = 5,
-    INA_PROTO_JOB_JOINED = 6,
+    /* 3-6: JOB_CREATE, JOB_CREATED, JOB_JOIN, JOB_JOINED until protocol 4 */
     INA_PROTO_JOB_LEAVE = 7,
     INA_PROTO_BLOCK = 8,
     INA_PROTO_RESULT = 9,
@@ -284,13 +278,14 @@ int ina_proto_coll_valid(unsigned coll, unsigned op, unsigned dtype);
  * wrong!) and the payload length. Checks magic, version, type range, reserved
  * fields, status range, per-type field ranges (window <= INA_PROTO_MAX_WINDOW,
  * seg < window and seg == sid % window for BLOCK, count <= member limit,
- * rank < INA_PROTO_MAX_MEMBERS for JOB_JOIN/JOINED/LEAVE and BLOCK,
+ * rank < INA_PROTO_MAX_MEMBERS for JOB_OPENED/LEAVE and BLOCK, rank < count
+ * for JOB_OPEN,
  * coll < INA_COLL_COUNT and ina_proto_coll_valid for BLOCK/RESULT,
  * seg_count * dtype size <= INA_PROTO_MAX_SEG_BYTES, offset + count <= seg_count,
  * seg_count <= arg for BLOCK; BLOCK count 0 is a CREDIT; RESULT count is
  * seg_count, or 0 with INA_PROTO_F_ACK_ONLY; unknown flag bits rejected;
- * payload_len == count * dtype size for BLOCK/RESULT, == count * 4 for
- * JOB_CREATE, == 0 for the others).
+ * payload_len == count * dtype size for BLOCK/RESULT, == 16 + count * 4 for
+ * JOB_OPEN, == 0 for the others; the retired types 3-6 are MALFORMED).
  * Also rejected (MALFORMED): a reduction BLOCK that is not the whole block
  * (offset 0, count = seg_count; so no CREDIT); seg_count 0 except BARRIER,
  * whose only form is sid 0, seg_count = count = offset = arg = 0; flags other

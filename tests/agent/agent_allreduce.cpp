@@ -80,11 +80,8 @@ int main()
             nodes[r] = 100 + r / 2; // two ranks per node
         }
         uint32_t window = 0;
-        uint32_t jid = c.create_job(eps[0], nodes, 4, &window);
+        uint32_t jid = c.open_all(eps, nodes, 4, &window);
         CHECK_OR_FAIL(window == 4, "granted window %u, asked 4", window);
-        for (uint32_t r = 0; r < n; ++r) {
-            CHECK_OR_FAIL(c.join(eps[r], jid, r) == INA_PROTO_OK, "join rank %u failed", r);
-        }
         uint64_t mid = 0;
         for (const CallSpec &s : specs) {
             unsigned seed = 1000 * n + static_cast<unsigned>(mid);
@@ -118,10 +115,7 @@ int main()
         std::vector<size_t> eps(all.begin(), all.begin() + n);
         std::vector<uint32_t> nodes = {1, 1, 1, 2, 2, 3};
         uint32_t window = 0;
-        uint32_t jid = c.create_job(eps[0], nodes, 3, &window);
-        for (uint32_t r = 0; r < n; ++r) {
-            CHECK_OR_FAIL(c.join(eps[r], jid, r) == INA_PROTO_OK, "join rank %u failed", r);
-        }
+        uint32_t jid = c.open_all(eps, nodes, 3, &window);
         // Same inputs (data seed 42) every time; only the interleaving changes.
         const CallPlan plan = allreduce_plan({INA_DT_FLOAT, INA_OP_SUM, 2048, 128}, n, 42);
         for (unsigned seed = 1; seed <= 6; ++seed) {

@@ -336,11 +336,8 @@ int main()
             nodes[r] = 10 + r / 3; // three ranks per node
         }
         uint32_t window = 0;
-        uint32_t jid = c.create_job(eps[0], nodes, 3, &window);
+        uint32_t jid = c.open_all(eps, nodes, 3, &window);
         CHECK_OR_FAIL(window == 3, "granted window %u, asked 3", window);
-        for (uint32_t r = 0; r < n; ++r) {
-            CHECK_OR_FAIL(c.join(eps[r], jid, r) == INA_PROTO_OK, "join rank %u failed", r);
-        }
         JobRun job(c, eps, jid, window, t);
         test_grant_to_all(job, c, eps, jid, window);
         test_reduce(job, rng);

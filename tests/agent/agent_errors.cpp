@@ -362,15 +362,20 @@ int main()
         }
         size_t evil = c.connect(d.address());
         uint32_t w = 0, wb = 0;
-        uint32_t jid = c.create_job(a[0], {5, 5, 6}, 4, &w);
-        CHECK_OR_FAIL(w == 4, "window %u", w);
+        uint32_t jid = 0;
         for (uint32_t r = 0; r < 3; ++r) {
-            CHECK_OR_FAIL(c.join(a[r], jid, r) == INA_PROTO_OK, "join %u", r);
+            Msg m = c.open_job(a[r], "victim", {5, 5, 6}, 4, r);
+            CHECK_OR_FAIL(m.hdr.status == INA_PROTO_OK, "open %u", r);
+            jid = m.hdr.jid;
+            w = m.hdr.window;
         }
-        uint32_t jid_b = c.create_job(evil, {9}, 4, &wb);
-        CHECK_OR_FAIL(c.join(evil, jid_b, 0) == INA_PROTO_OK, "join B");
-        CHECK_OR_FAIL(c.join(evil, jid, 1) == INA_PROTO_ERR_NOT_MEMBER, "rank 1 joined twice");
-        std::printf("checked: JOB_JOIN of a taken rank -> not-member\n");
+        CHECK_OR_FAIL(w == 4, "window %u", w);
+        uint32_t jid_b = c.open_all({evil}, {9}, 4, &wb);
+        // The attacker knows A's key: a rank that is taken stays its owner's.
+        Msg taken = c.open_job(evil, "victim", {5, 5, 6}, 4, 1);
+        CHECK_OR_FAIL(taken.hdr.status == INA_PROTO_ERR_NOT_MEMBER && taken.hdr.jid == 0,
+                      "rank 1 opened twice: %s", ina_proto_status_name(taken.hdr.status));
+        std::printf("checked: JOB_OPEN of a taken rank -> not-member\n");
 
         malformed_suite(c, evil, jid_b, 0); // from a stranger's endpoint
         malformed_suite(c, a[1], jid, 1);   // and from a member of the victim job
@@ -420,10 +425,7 @@ int main()
             q.push_back(c.connect(d.address()));
         }
         uint32_t wq = 0;
-        uint32_t jq = c.create_job(q[0], {1, 1, 2, 2}, 2, &wq);
-        for (uint32_t r = 0; r < 4; ++r) {
-            CHECK_OR_FAIL(c.join(q[r], jq, r) == INA_PROTO_OK, "join %u", r);
-        }
+        uint32_t jq = c.open_all(q, {1, 1, 2, 2}, 2, &wq);
         mismatch_suite(c, q, jq, wq);
         CHECK_OR_FAIL(c.inbox().empty(), "%zu unexpected messages left", c.inbox().size());
 
@@ -449,13 +451,9 @@ int main()
         std::vector<size_t> a = {c.connect(d.address()), c.connect(d.address())};
         std::vector<size_t> b = {c.connect(d.address()), c.connect(d.address())};
         uint32_t wa = 0, wb = 0;
-        uint32_t ja = c.create_job(a[0], {1, 2}, 4, &wa);
-        uint32_t jb = c.create_job(b[0], {1, 2}, 8, &wb);
+        uint32_t ja = c.open_all(a, {1, 2}, 4, &wa);
+        uint32_t jb = c.open_all(b, {1, 2}, 8, &wb);
         CHECK_OR_FAIL(wa == 4 && wb == 4, "windows %u %u (pool of 4)", wa, wb);
-        for (uint32_t r = 0; r < 2; ++r) {
-            CHECK_OR_FAIL(c.join(a[r], ja, r) == INA_PROTO_OK, "join A");
-            CHECK_OR_FAIL(c.join(b[r], jb, r) == INA_PROTO_OK, "join B");
-        }
         const uint64_t total = 6 * kCount; // 6 blocks through a window of 4
         send_block(c, a[0], ja, 0, 0, 0, wa, total); // A's call takes all 4 Segs
         expect_grants(c, ja, 0, {0, 1});

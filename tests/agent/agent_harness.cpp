@@ -338,39 +338,24 @@ void Client::hello(size_t ep, uint32_t *max_window, uint64_t *seg_bytes)
     *seg_bytes = m.hdr.arg;
 }
 
-uint32_t Client::create_job(size_t ep, const std::vector<uint32_t> &node_ids, uint32_t window,
-                            uint32_t *granted_window, uint64_t cookie)
+uint32_t Client::open_all(const std::vector<size_t> &eps, const std::vector<uint32_t> &node_ids,
+                          uint32_t window, uint32_t *granted_window)
 {
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_JOB_CREATE);
-    h.count = static_cast<uint32_t>(node_ids.size());
-    h.window = static_cast<uint16_t>(window);
-    h.arg = cookie;
-    send(ep, h, node_ids.data(), node_ids.size() * sizeof(uint32_t));
-    Msg m = wait_for(
-        [cookie](const Msg &m) { return m.hdr.type == INA_PROTO_JOB_CREATED && m.hdr.arg == cookie; },
-        10000, "JOB_CREATED");
-    CHECK_OR_FAIL(m.hdr.status == INA_PROTO_OK && m.hdr.jid != 0, "JOB_CREATE failed: %s",
-                  ina_proto_status_name(m.hdr.status));
-    *granted_window = m.hdr.window;
-    return m.hdr.jid;
-}
-
-ina_proto_status_t Client::join(size_t ep, uint32_t jid, uint32_t rank)
-{
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_JOB_JOIN);
-    h.jid = jid;
-    h.rank = rank;
-    h.arg = 77;
-    send(ep, h);
-    Msg m = wait_for(
-        [jid, rank](const Msg &m) {
-            return m.hdr.type == INA_PROTO_JOB_JOINED && m.hdr.jid == jid && m.hdr.rank == rank;
-        },
-        10000, "JOB_JOINED");
-    CHECK_OR_FAIL(m.hdr.arg == 77, "JOB_JOINED does not echo the cookie");
-    return static_cast<ina_proto_status_t>(m.hdr.status);
+    CHECK_OR_FAIL(eps.size() == node_ids.size(), "%zu endpoints for %zu members", eps.size(),
+                  node_ids.size());
+    // One counter for every Client of this process: keys never repeat.
+    static unsigned opened = 0;
+    const std::string key = "job-" + std::to_string(getpid()) + "-" + std::to_string(opened++);
+    uint32_t jid = 0;
+    for (uint32_t r = 0; r < eps.size(); ++r) {
+        Msg m = open_job(eps[r], key, node_ids, window, r);
+        CHECK_OR_FAIL(m.hdr.status == INA_PROTO_OK && m.hdr.jid != 0 && (r == 0 || m.hdr.jid == jid),
+                      "JOB_OPEN as rank %u: %s (jid %u)", r, ina_proto_status_name(m.hdr.status),
+                      m.hdr.jid);
+        jid = m.hdr.jid;
+        *granted_window = m.hdr.window;
+    }
+    return jid;
 }
 
 Msg Client::open_job(size_t ep, const std::string &key, const std::vector<uint32_t> &node_ids,

@@ -94,10 +94,11 @@ public:
 
     // Protocol helpers (serialised: one request in flight).
     void hello(size_t ep, uint32_t *max_window, uint64_t *seg_bytes);
-    // Returns jid and granted window.
-    uint32_t create_job(size_t ep, const std::vector<uint32_t> &node_ids, uint32_t window,
-                        uint32_t *granted_window, uint64_t cookie = 0x1234);
-    ina_proto_status_t join(size_t ep, uint32_t jid, uint32_t rank);
+    // A job of eps.size() members under a key of its own: eps[r] opens it
+    // as rank r, in rank order. Returns its jid and the granted window;
+    // fails the test on a refusal.
+    uint32_t open_all(const std::vector<size_t> &eps, const std::vector<uint32_t> &node_ids,
+                      uint32_t window, uint32_t *granted_window);
     // JOB_OPEN of the job named `key` as `rank`; the JOB_OPENED reply.
     Msg open_job(size_t ep, const std::string &key, const std::vector<uint32_t> &node_ids,
                  uint32_t window, uint32_t rank);

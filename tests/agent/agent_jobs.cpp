@@ -120,27 +120,35 @@ int main()
     uint32_t last_jid = 0;
     const int kJobs = 1000;
     for (int j = 0; j < kJobs; ++j) {
-        uint32_t w = 0;
-        uint32_t jid = c.create_job(eps[j % 4], nodes, 2, &w, 5000 + j);
+        // The first to open (who creates the job) goes round the ranks.
+        uint32_t w = 0, jid = 0;
+        for (uint32_t i = 0; i < 4; ++i) {
+            const uint32_t r = (static_cast<uint32_t>(j) + i) % 4;
+            Msg m = c.open_job(eps[r], "loop-" + std::to_string(j), nodes, 2, r);
+            CHECK_OR_FAIL(m.hdr.status == INA_PROTO_OK && (i == 0 || m.hdr.jid == jid),
+                          "open of job %d as rank %u: %s", j, r,
+                          ina_proto_status_name(m.hdr.status));
+            jid = m.hdr.jid;
+            w = m.hdr.window;
+        }
         CHECK_OR_FAIL(jid > last_jid, "JID %u after %u: not monotonic", jid, last_jid);
         last_jid = jid;
-        for (uint32_t r = 0; r < 4; ++r) {
-            CHECK_OR_FAIL(c.join(eps[r], jid, r) == INA_PROTO_OK, "join job %u rank %u", jid, r);
-        }
         use_job(c, eps, jid, w, static_cast<uint64_t>(j));
         for (uint32_t r = 0; r < 4; ++r) {
             c.leave(eps[r], jid, r);
             c.fence(eps[r]);
         }
     }
-    // A left job is gone: joining it again fails.
-    CHECK_OR_FAIL(c.join(eps[0], last_jid, 0) == INA_PROTO_ERR_NO_JOB, "job %u still exists", last_jid);
+    // A left job is gone: opening its key again makes a new job.
     {
-        uint32_t w = 0;
-        uint32_t jid = c.create_job(eps[0], nodes, 2, &w, 1);
+        uint32_t w = 0, jid = 0;
         for (uint32_t r = 0; r < 4; ++r) {
-            CHECK_OR_FAIL(c.join(eps[r], jid, r) == INA_PROTO_OK, "join");
+            Msg m = c.open_job(eps[r], "loop-" + std::to_string(kJobs - 1), nodes, 2, r);
+            CHECK_OR_FAIL(m.hdr.status == INA_PROTO_OK, "reopen as rank %u", r);
+            jid = m.hdr.jid;
+            w = m.hdr.window;
         }
+        CHECK_OR_FAIL(jid > last_jid, "job %u still exists (reopened as %u)", last_jid, jid);
         use_job(c, eps, jid, w, 99999);
         for (uint32_t r = 0; r < 4; ++r) {
             c.leave(eps[r], jid, r);
@@ -152,15 +160,18 @@ int main()
 
     // A dying client: rank 1 of a live job is on another UCX context.
     uint32_t w = 0;
-    uint32_t jid = c.create_job(eps[0], {0, 1}, 2, &w, 2);
-    CHECK_OR_FAIL(c.join(eps[0], jid, 0) == INA_PROTO_OK, "join 0");
+    Msg opened = c.open_job(eps[0], "dying", {0, 1}, 2, 0);
+    CHECK_OR_FAIL(opened.hdr.status == INA_PROTO_OK, "open as rank 0");
+    const uint32_t jid = opened.hdr.jid;
+    w = opened.hdr.window;
     {
         Client other;
         size_t oe = other.connect(d.address());
-        CHECK_OR_FAIL(other.join(oe, jid, 1) == INA_PROTO_OK, "join 1 from the other client");
-        // And it creates a job that nobody ever joins.
-        uint32_t ow = 0;
-        other.create_job(oe, {0, 1, 2}, 2, &ow, 3);
+        CHECK_OR_FAIL(other.open_job(oe, "dying", {0, 1}, 2, 1).hdr.status == INA_PROTO_OK,
+                      "open as rank 1 from the other client");
+        // And it opens a job that nobody else ever opens.
+        CHECK_OR_FAIL(other.open_job(oe, "orphan", {0, 1, 2}, 2, 0).hdr.status == INA_PROTO_OK,
+                      "open of the orphan");
         // Rank 0 starts a 2-block call the other rank will never finish.
         std::vector<int64_t> v(8, 1);
         c.send(eps[0], allreduce_hdr(jid, 0, 0, 0, w, INA_OP_SUM, INA_DT_INT64, 8, 16), v.data(), 64);
@@ -179,7 +190,8 @@ int main()
                 "that MID to the survivor, no hang\n");
     ina_proto_status_t st = INA_PROTO_ERR_NOT_MEMBER;
     for (int tries = 0; tries < 2000 && st != INA_PROTO_OK; ++tries) {
-        st = c.join(eps[1], jid, 1); // refused until the agent noticed the loss
+        // Refused (the rank is taken) until the agent noticed the loss.
+        st = static_cast<ina_proto_status_t>(c.open_job(eps[1], "dying", {0, 1}, 2, 1).hdr.status);
     }
     CHECK_OR_FAIL(st == INA_PROTO_OK, "rank 1 of a dead client was never released");
     use_job(c, {eps[0], eps[1]}, jid, w, 7, 1);
@@ -187,7 +199,8 @@ int main()
     c.leave(eps[1], jid, 1);
     c.fence(eps[0]);
     c.fence(eps[1]);
-    std::printf("checked: a dead client's rank is released and can be re-joined; the job works\n");
+    std::printf("checked: a dead client's rank is released and can be opened again; the job "
+                "works\n");
 
     int rc = d.terminate();
     CHECK_OR_FAIL(rc == 0, "exit status %d after SIGTERM", rc);
@@ -211,9 +224,7 @@ int main()
         Client c2;
         size_t e0 = c2.connect(d2.address()), e1 = c2.connect(d2.address());
         uint32_t w2 = 0;
-        uint32_t j2 = c2.create_job(e0, {0, 1}, 2, &w2, 4);
-        CHECK_OR_FAIL(c2.join(e0, j2, 0) == INA_PROTO_OK && c2.join(e1, j2, 1) == INA_PROTO_OK,
-                      "join");
+        uint32_t j2 = c2.open_all({e0, e1}, {0, 1}, 2, &w2);
         std::vector<int64_t> v(8, 3);
         c2.send(e0, allreduce_hdr(j2, 0, 0, 0, w2, INA_OP_SUM, INA_DT_INT64, 8, 8), v.data(), 64);
         c2.fence(e0);

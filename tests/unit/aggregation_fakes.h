@@ -30,7 +30,7 @@ namespace agg_test {
 using namespace ina::agg;
 
 struct Event {
-    enum class Kind { kCreated, kJoined, kOpened, kDecision, kResult, kAck, kError };
+    enum class Kind { kOpened, kDecision, kResult, kAck, kError };
     explicit Event(Kind k) : kind(k) {}
     Kind kind;
     Member *to = nullptr;
@@ -38,8 +38,8 @@ struct Event {
     ina_proto_hdr_t hdr{};           // the request / block / offending message
     ina_proto_status_t status = INA_PROTO_OK;
     Decision d{};
-    uint32_t jid = 0;                // kCreated
-    uint32_t window = 0;             // kCreated
+    uint32_t jid = 0;                // kOpened
+    uint32_t window = 0;             // kOpened
     std::vector<std::byte> payload;  // kResult: a copy
     bool has_buffer = false;         // kResult: the reference was not empty
 };
@@ -51,23 +51,6 @@ public:
     bool hold_refs = false;
     std::vector<BufRef> held;
 
-    void job_created(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window) override
-    {
-        Event e(Event::Kind::kCreated);
-        e.to = &to;
-        e.hdr = req;
-        e.jid = jid;
-        e.window = window;
-        events.push_back(std::move(e));
-    }
-    void job_joined(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status) override
-    {
-        Event e(Event::Kind::kJoined);
-        e.to = &to;
-        e.hdr = req;
-        e.status = status;
-        events.push_back(std::move(e));
-    }
     void job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window,
                     ina_proto_status_t status) override
     {
@@ -235,33 +218,44 @@ inline ina_proto_hdr_t block_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint
     return h;
 }
 
-// A job of node_ids.size() members (members[r] joins as rank r), created by
-// members[0]. Returns its JID; the sink is emptied.
+// JOB_OPEN by `m` as `rank` of the job whose key starts with `tag`
+// (the rest zero), described by `node_ids` and `window`: the sink's event.
+inline Event open_job(Aggregator &agg, FakeSink &sink, Member &m, uint32_t tag,
+                      const std::vector<uint32_t> &node_ids, uint32_t window, uint32_t rank)
+{
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_JOB_OPEN);
+    h.rank = rank;
+    h.count = static_cast<uint32_t>(node_ids.size());
+    h.window = static_cast<uint16_t>(window);
+    h.arg = 0xc00c1e;
+    std::vector<uint8_t> payload(INA_PROTO_JOB_KEY_BYTES, 0);
+    std::memcpy(payload.data(), &tag, sizeof(tag));
+    const auto *ids = reinterpret_cast<const uint8_t *>(node_ids.data());
+    payload.insert(payload.end(), ids, ids + node_ids.size() * sizeof(uint32_t));
+    expect_valid(h, payload.size());
+    agg.job_open(m, h, payload.data());
+    ck_assert(!sink.events.empty());
+    const Event e = sink.events.back();
+    ck_assert(e.kind == Event::Kind::kOpened);
+    ck_assert_ptr_eq(e.to, &m);
+    ck_assert_uint_eq(e.hdr.arg, 0xc00c1e);
+    return e;
+}
+
+// A job of node_ids.size() members, members[r] opening it as rank r, under
+// a key of its own. Returns its JID; the sink is emptied.
 inline uint32_t make_job(Rig &rig, const std::vector<Member *> &members,
                          const std::vector<uint32_t> &node_ids, uint32_t window)
 {
-    ina_proto_hdr_t c;
-    ina_proto_init(&c, INA_PROTO_JOB_CREATE);
-    c.count = static_cast<uint32_t>(node_ids.size());
-    c.window = static_cast<uint16_t>(window);
-    c.arg = 0xc00c1e;
-    expect_valid(c, node_ids.size() * sizeof(uint32_t));
-    rig.agg.job_create(*members[0], c, node_ids.data());
-    ck_assert_uint_eq(rig.sink.events.size(), 1);
-    const Event &e = rig.sink.events.back();
-    ck_assert(e.kind == Event::Kind::kCreated);
-    ck_assert_ptr_eq(e.to, members[0]);
-    ck_assert_uint_eq(e.hdr.arg, 0xc00c1e);
-    const uint32_t jid = e.jid;
+    static uint32_t jobs = 0;
+    const uint32_t tag = 0x10000 + jobs++;
+    uint32_t jid = 0;
     for (uint32_t r = 0; r < members.size(); ++r) {
-        ina_proto_hdr_t j;
-        ina_proto_init(&j, INA_PROTO_JOB_JOIN);
-        j.jid = jid;
-        j.rank = r;
-        expect_valid(j, 0);
-        rig.agg.job_join(*members[r], j);
-        ck_assert(rig.sink.events.back().kind == Event::Kind::kJoined);
-        ck_assert_int_eq(rig.sink.events.back().status, INA_PROTO_OK);
+        const Event e = open_job(rig.agg, rig.sink, *members[r], tag, node_ids, window, r);
+        ck_assert_int_eq(e.status, INA_PROTO_OK);
+        ck_assert(r == 0 || e.jid == jid);
+        jid = e.jid;
     }
     rig.sink.events.clear();
     return jid;

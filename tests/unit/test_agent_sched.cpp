@@ -93,20 +93,12 @@ START_TEST(test_free_seg_in_the_aggregator)
                    [](SegPool &pool) { return std::make_unique<FreeSegScheduler>(pool); }, sink);
     Members a(2), b(2);
     // make_job wants a Rig; do it by hand here.
+    uint32_t tag = 0;
     auto job = [&](Members &m, uint32_t window) {
-        ina_proto_hdr_t c;
-        ina_proto_init(&c, INA_PROTO_JOB_CREATE);
-        c.count = 2;
-        c.window = static_cast<uint16_t>(window);
-        const uint32_t ids[2] = {0, 1};
-        agg.job_create(m[0], c, ids);
-        const uint32_t jid = sink.events.back().jid;
+        ++tag;
+        uint32_t jid = 0;
         for (uint32_t r = 0; r < 2; ++r) {
-            ina_proto_hdr_t j;
-            ina_proto_init(&j, INA_PROTO_JOB_JOIN);
-            j.jid = jid;
-            j.rank = r;
-            agg.job_join(m[r], j);
+            jid = agg_test::open_job(agg, sink, m[r], tag, {0, 1}, window, r).jid;
         }
         sink.events.clear();
         return jid;

@@ -628,15 +628,10 @@ START_TEST(test_scheduler_hooks)
         ck_assert_uint_eq(rig.sched->done[mid].mid, mid);
         ck_assert_uint_eq(rig.sched->done[mid].lease_size, 8);
     }
-    // A job whose creator goes before anybody joined is freed with it.
-    ina_proto_hdr_t c;
-    ina_proto_init(&c, INA_PROTO_JOB_CREATE);
-    c.count = 2;
-    c.window = 2;
-    const uint32_t ids[2] = {0, 0};
-    rig.agg.job_create(lonely, c, ids);
+    // A job whose first member goes before the others opened it is freed
+    // with it.
+    const uint32_t orphan = open_job(rig.agg, rig.sink, lonely, 0x0e0e, {0, 0}, 2, 0).jid;
     ck_assert_uint_eq(rig.sched->created.size(), 2);
-    const uint32_t orphan = rig.sink.events.back().jid;
     rig.agg.member_lost(lonely);
     ck_assert_uint_eq(rig.sched->freed.size(), 1);
     ck_assert_uint_eq(rig.sched->freed[0], orphan);

@@ -113,17 +113,6 @@ Msg valid_msg(ina_proto_type_t type)
         m.hdr.count = 64;
         m.hdr.arg = 65536;
         break;
-    case INA_PROTO_JOB_CREATE:
-        m.hdr.count = 4;
-        m.hdr.window = 16;
-        m.hdr.arg = 0xc00c1e;
-        m.payload_len = 4 * sizeof(uint32_t);
-        break;
-    case INA_PROTO_JOB_CREATED:
-        m.hdr.jid = 7;
-        m.hdr.window = 16;
-        m.hdr.arg = 0xc00c1e;
-        break;
     case INA_PROTO_JOB_OPEN:
         m.hdr.rank = 3;
         m.hdr.count = 4;
@@ -137,8 +126,6 @@ Msg valid_msg(ina_proto_type_t type)
         m.hdr.window = 16;
         m.hdr.arg = 0xc00c1e;
         break;
-    case INA_PROTO_JOB_JOIN:
-    case INA_PROTO_JOB_JOINED:
     case INA_PROTO_JOB_LEAVE:
         m.hdr.jid = 7;
         m.hdr.rank = 3;
@@ -265,10 +252,9 @@ ina_proto_status_t check_msg(const Msg &m)
 }
 
 const ina_proto_type_t kAllTypes[] = {
-    INA_PROTO_HELLO,     INA_PROTO_HELLO_ACK,  INA_PROTO_JOB_CREATE, INA_PROTO_JOB_CREATED,
-    INA_PROTO_JOB_JOIN,  INA_PROTO_JOB_JOINED, INA_PROTO_JOB_LEAVE,  INA_PROTO_BLOCK,
-    INA_PROTO_RESULT,    INA_PROTO_DENY,       INA_PROTO_ERROR,      INA_PROTO_GRANT,
-    INA_PROTO_JOB_OPEN,  INA_PROTO_JOB_OPENED};
+    INA_PROTO_HELLO,  INA_PROTO_HELLO_ACK, INA_PROTO_JOB_LEAVE, INA_PROTO_BLOCK,
+    INA_PROTO_RESULT, INA_PROTO_DENY,      INA_PROTO_ERROR,     INA_PROTO_GRANT,
+    INA_PROTO_JOB_OPEN, INA_PROTO_JOB_OPENED};
 
 bool is_data(unsigned type) { return type == INA_PROTO_BLOCK || type == INA_PROTO_RESULT; }
 
@@ -298,7 +284,7 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved), 58);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved2), 60);
     // Enum values are wire values: pin them.
-    ck_assert_uint_eq(INA_PROTO_VERSION, 4);
+    ck_assert_uint_eq(INA_PROTO_VERSION, 5);
     ck_assert_uint_eq(INA_PROTO_HELLO, 1);
     ck_assert_uint_eq(INA_PROTO_ERROR, 11);
     ck_assert_uint_eq(INA_PROTO_GRANT, 12);
@@ -502,7 +488,7 @@ END_TEST
 START_TEST(test_control_payload)
 {
     for (ina_proto_type_t t : kAllTypes) {
-        if (is_data(t) || t == INA_PROTO_JOB_CREATE || t == INA_PROTO_JOB_OPEN) {
+        if (is_data(t) || t == INA_PROTO_JOB_OPEN) {
             continue;
         }
         Msg m = valid_msg(t);
@@ -579,25 +565,29 @@ START_TEST(test_job_open)
 }
 END_TEST
 
-START_TEST(test_job_create)
+// JOB_OPEN's member count, window and payload (key + node ids); and the
+// types protocol 5 retired (JOB_CREATE/CREATED/JOIN/JOINED, 3-6), refused
+// whatever they carry.
+START_TEST(test_job_open_limits)
 {
-    const Msg good = valid_msg(INA_PROTO_JOB_CREATE);
+    const Msg good = valid_msg(INA_PROTO_JOB_OPEN);
     Msg m = good;
     m.hdr.count = 0;
-    m.payload_len = 0;
+    m.hdr.rank = 0;
+    m.payload_len = INA_PROTO_JOB_KEY_BYTES;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
 
     m.hdr.count = INA_PROTO_MAX_MEMBERS;
-    m.payload_len = size_t{INA_PROTO_MAX_MEMBERS} * 4;
+    m.payload_len = INA_PROTO_JOB_KEY_BYTES + size_t{INA_PROTO_MAX_MEMBERS} * 4;
     ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
     m.hdr.count = INA_PROTO_MAX_MEMBERS + 1;
-    m.payload_len = size_t{INA_PROTO_MAX_MEMBERS + 1} * 4;
+    m.payload_len = INA_PROTO_JOB_KEY_BYTES + size_t{INA_PROTO_MAX_MEMBERS + 1} * 4;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
     m.hdr.count = UINT32_MAX;
-    m.payload_len = size_t{UINT32_MAX} * 4;
+    m.payload_len = INA_PROTO_JOB_KEY_BYTES + size_t{UINT32_MAX} * 4;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
 
-    for (size_t len : {size_t{0}, size_t{4}, size_t{15}, size_t{17}, size_t{32}}) {
+    for (size_t len : {size_t{0}, size_t{16}, size_t{31}, size_t{33}, size_t{48}}) {
         m = good;
         m.payload_len = len;
         ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
@@ -607,6 +597,17 @@ START_TEST(test_job_create)
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
     m.hdr.window = INA_PROTO_MAX_WINDOW;
     ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
+
+    for (unsigned t = 3; t <= 6; ++t) {
+        for (size_t len : {size_t{0}, size_t{16}}) {
+            m = valid_msg(INA_PROTO_JOB_LEAVE);
+            m.hdr.type = static_cast<uint8_t>(t);
+            m.hdr.count = 4;
+            m.payload_len = len;
+            ck_assert_msg(check_msg(m) == INA_PROTO_ERR_MALFORMED, "type %u", t);
+        }
+        ck_assert_str_eq(ina_proto_type_name(t), "?");
+    }
 }
 END_TEST
 
@@ -650,7 +651,7 @@ END_TEST
 
 START_TEST(test_job_member_rank)
 {
-    for (ina_proto_type_t t : {INA_PROTO_JOB_JOIN, INA_PROTO_JOB_JOINED, INA_PROTO_JOB_LEAVE}) {
+    for (ina_proto_type_t t : {INA_PROTO_JOB_OPENED, INA_PROTO_JOB_LEAVE}) {
         Msg m = valid_msg(t);
         m.hdr.rank = INA_PROTO_MAX_MEMBERS - 1;
         ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
@@ -977,10 +978,7 @@ START_TEST(test_fuzz)
             }
         } else {
             ck_assert(h.coll == 0 && h.offset == 0 && h.seg_count == 0 && h.flags == 0);
-            if (h.type == INA_PROTO_JOB_CREATE) {
-                ck_assert(h.count >= 1 && h.count <= INA_PROTO_MAX_MEMBERS && h.window >= 1);
-                ck_assert_uint_eq(payload_len, size_t{h.count} * 4);
-            } else if (h.type == INA_PROTO_JOB_OPEN) {
+            if (h.type == INA_PROTO_JOB_OPEN) {
                 ck_assert(h.count >= 1 && h.count <= INA_PROTO_MAX_MEMBERS && h.window >= 1 &&
                           h.rank < h.count);
                 ck_assert_uint_eq(payload_len, INA_PROTO_JOB_KEY_BYTES + size_t{h.count} * 4);
@@ -1024,7 +1022,7 @@ START_TEST(test_names)
     ck_assert_str_eq(ina_proto_coll_name(INA_COLL_REDUCE_SCATTER), "reduce_scatter");
     ck_assert_str_eq(ina_proto_coll_name(INA_COLL_COUNT), "?");
     // Valid values have distinct names (a log must tell them apart).
-    for (unsigned t = INA_PROTO_HELLO; t <= INA_PROTO_TYPE_MAX; ++t) {
+    for (ina_proto_type_t t : kAllTypes) {
         ck_assert(seen.insert(std::string("t:") + ina_proto_type_name(t)).second);
     }
     for (unsigned s = 0; s <= INA_PROTO_STATUS_MAX; ++s) {
@@ -1056,7 +1054,7 @@ int main()
                                 test_control_payload,
                                 test_control_block_fields,
                                 test_grant,
-                                test_job_create,
+                                test_job_open_limits,
                                 test_job_open,
                                 test_block_window_seg,
                                 test_job_member_rank,
