@@ -94,6 +94,7 @@ typedef struct mca_coll_ina_component_t {
     char *agent;          /* "auto" or host:port */
     char *topology;       /* the cluster's topology file, or "" */
     char *test_hosts;     /* tests only: host names by world rank, or "" */
+    int test_no_job;      /* tests only: this world rank opens no job, or -1 */
     char *agent_path;     /* ina-switchd started when agent is "auto" */
     char *agent_bind;     /* its --bind (core:N, numa:N, ..., none) */
     int agent_segs;

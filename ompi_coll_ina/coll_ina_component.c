@@ -187,6 +187,14 @@ static int ina_register(void)
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_9,
         MCA_BASE_VAR_SCOPE_READONLY, &c->test_hosts);
 
+    c->test_no_job = -1;
+    (void) mca_base_component_var_register(v, "test_no_job",
+        "For tests only: the process of this world rank opens no job at the agent, as "
+        "if the agent had refused it (its calls fall back; the agent denies the "
+        "others'); -1 (default): none",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->test_no_job);
+
     c->test_package_size = 0;
     (void) mca_base_component_var_register(v, "test_package_size",
         "For tests only: P > 0 makes the node stage pick its stream leaders as if "

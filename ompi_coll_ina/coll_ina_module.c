@@ -603,7 +603,7 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
     }
     ina_job_key_add(&key, &stream, sizeof(stream));
 
-    client = mca_coll_ina_client();
+    client = (int) OMPI_PROC_MY_NAME->vpid == c->test_no_job ? NULL : mca_coll_ina_client();
     if (NULL == client) {
         /* Flat: this rank falls back on its own; the others' calls are
          * denied by the agent (the job never completes). Node uplink: the
