@@ -50,13 +50,14 @@ void Aggregator::reject(Member *to, const ina_proto_hdr_t &req, ina_proto_status
 
 // ---------------------------------------------------------------- jobs
 
-Job &Aggregator::new_job(Member &from, const uint32_t *node_ids, uint32_t nmembers,
+Job &Aggregator::new_job(Member &from, const JobKey &key, std::vector<uint32_t> node_ids,
                          uint32_t asked_window)
 {
     // A window larger than the pool could never be granted.
     uint32_t window = std::min<uint32_t>({asked_window, cfg_.max_window, pool_.size()});
     uint32_t jid = next_jid_;
-    auto job = std::make_unique<Job>(jid, window, node_ids, nmembers, &from);
+    auto job = std::make_unique<Job>(jid, window, key, std::move(node_ids), asked_window, &from);
+    const uint32_t nmembers = job->nmembers();
     const JobInfo info{jid, nmembers, job->topology().nnodes(), window};
     Job &ref = *job;
     jobs_.emplace(jid, std::move(job));
@@ -97,13 +98,12 @@ void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *pa
     if (kit == keys_.end()) {
         auto slot = keys_.emplace(key, 0).first; // room first: nothing throws after the job
         try {
-            job = &new_job(from, nodes.data(), h.count, h.window);
+            job = &new_job(from, key, std::move(nodes), h.window);
         } catch (...) {
             keys_.erase(slot);
             throw;
         }
         slot->second = job->jid();
-        job->set_key(key, std::move(nodes), h.window);
     } else {
         job = jobs_.at(kit->second).get();
         if (!job->same_description(nodes, h.window)) {
@@ -206,9 +206,7 @@ void Aggregator::free_job(uint32_t jid)
     for (uint64_t mid : job.abort_open_calls()) {
         end_call(jid, mid, *job.find_call(mid));
     }
-    if (job.keyed()) {
-        keys_.erase(job.key());
-    }
+    keys_.erase(job.key());
     jobs_.erase(it);
     ++counters_.jobs_freed;
     INA_DEBUG("job %u freed", jid);
@@ -225,11 +223,11 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
     // Room for the per-slot SIDs first: nothing may throw once a lease is taken.
     call.next_sid.resize(job.window());
     call.told.assign(job.nmembers(), false);
-    // A job opened by key carries calls only once every member opened it
-    // (before, a member may not even know the job): until then the call
+    // A job carries calls only once every member opened it (before, a
+    // member may not even know the job): until then the call
     // waits, as one the scheduler deferred, for at most open_wait.
     Verdict v;
-    if (job.keyed() && !job.complete()) {
+    if (!job.complete()) {
         if (call.asked == 1) {
             call.first_seen = Clock::now();
         }

@@ -127,7 +127,8 @@ private:
     void leave_job(uint32_t jid, uint32_t rank, Member &m);
     void free_job(uint32_t jid);
     // A new job (the first JOB_OPEN of a key).
-    Job &new_job(Member &from, const uint32_t *node_ids, uint32_t nmembers, uint32_t asked_window);
+    Job &new_job(Member &from, const JobKey &key, std::vector<uint32_t> node_ids,
+                 uint32_t asked_window);
     // Bind `from` as `rank` of `job`: OK, or why not.
     ina_proto_status_t join_job(Job &job, uint32_t rank, Member &from);
 

@@ -8,10 +8,13 @@
 
 namespace ina::agg {
 
-Job::Job(uint32_t jid, uint32_t window, const uint32_t *node_ids, uint32_t nmembers,
-         const Member *creator)
-    : jid_(jid), window_(window), topo_(node_ids, nmembers), creator_(creator),
-      members_(nmembers, nullptr), next_mid_(nmembers, 0), seen_(nmembers, false)
+Job::Job(uint32_t jid, uint32_t window, const JobKey &key, std::vector<uint32_t> node_ids,
+         uint32_t asked_window, const Member *creator)
+    : jid_(jid), window_(window), key_(key), node_ids_(std::move(node_ids)),
+      asked_window_(asked_window),
+      topo_(node_ids_.data(), static_cast<uint32_t>(node_ids_.size())), creator_(creator),
+      members_(node_ids_.size(), nullptr), next_mid_(node_ids_.size(), 0),
+      seen_(node_ids_.size(), false)
 {
 }
 

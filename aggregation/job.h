@@ -68,13 +68,15 @@ struct Call {
     std::chrono::steady_clock::time_point first_seen{}; // its first block (open_wait)
 };
 
-// The name of a job opened by key (JOB_OPEN).
+// The name of a job (JOB_OPEN).
 using JobKey = std::array<uint8_t, INA_PROTO_JOB_KEY_BYTES>;
 
 class Job {
 public:
-    Job(uint32_t jid, uint32_t window, const uint32_t *node_ids, uint32_t nmembers,
-        const Member *creator);
+    // `node_ids` (one per member) and `asked_window` are the description
+    // every member must open the job with.
+    Job(uint32_t jid, uint32_t window, const JobKey &key, std::vector<uint32_t> node_ids,
+        uint32_t asked_window, const Member *creator);
 
     uint32_t jid() const { return jid_; }
     uint32_t window() const { return window_; }
@@ -98,23 +100,12 @@ public:
     // Dead when everybody who joined has left.
     bool dead() const { return ever_joined_ && joined_ == 0; }
 
-    // Opened by key (JOB_OPEN): the key, and what every member must describe
-    // alike (node ids, requested window).
-    void set_key(const JobKey &key, std::vector<uint32_t> node_ids, uint32_t asked_window)
-    {
-        keyed_ = true;
-        key_ = key;
-        node_ids_ = std::move(node_ids);
-        asked_window_ = asked_window;
-    }
-    bool keyed() const { return keyed_; }
     const JobKey &key() const { return key_; }
     bool same_description(const std::vector<uint32_t> &node_ids, uint32_t asked_window) const
     {
         return node_ids == node_ids_ && asked_window == asked_window_;
     }
-    // Every member has joined at least once (a job opened by key may carry
-    // calls only then).
+    // Every member has joined at least once (the job carries calls only then).
     bool complete() const { return seen_count_ == members_.size(); }
     // A call already waited the whole open_wait for the job to complete: the
     // missing member is not coming soon, later calls are denied at once.
@@ -146,6 +137,9 @@ public:
 private:
     uint32_t jid_;
     uint32_t window_;
+    JobKey key_;
+    std::vector<uint32_t> node_ids_;
+    uint32_t asked_window_;
     Topology topo_;
     const Member *creator_;
     std::vector<Member *> members_;
@@ -154,11 +148,7 @@ private:
     bool ever_joined_ = false;
     std::vector<bool> seen_;      // per rank: has joined at least once
     uint32_t seen_count_ = 0;
-    bool keyed_ = false;
     bool waited_in_vain_ = false;
-    JobKey key_{};
-    std::vector<uint32_t> node_ids_;
-    uint32_t asked_window_ = 0;
     uint64_t retired_below_ = 0;
     std::map<uint64_t, Call> calls_;
 };

@@ -786,36 +786,34 @@ int attach_job(Client &c, const ina_job_params_t &params, uint32_t rank, ina_job
     return INA_OK;
 }
 
-// JOB_OPEN (`h`, payload) and its reply: the job's parameters
-// in `params` when the agent named a job with a usable window.
-int job_request(Client &c, ina_proto_hdr_t h, const void *payload, size_t len, uint8_t reply_type,
-                uint32_t block, ina_job_params_t *params)
+// JOB_OPEN (`h`, payload) and its reply: the job's parameters in `params`
+// when the agent named a job with a usable window.
+int job_request(Client &c, ina_proto_hdr_t h, const void *payload, size_t len, uint32_t block,
+                ina_job_params_t *params)
 {
     ina_proto_hdr_t reply{};
-    int rc = c.request(h, payload, len, reply_type, c.progress_timeout_ms(), &reply);
+    int rc = c.request(h, payload, len, INA_PROTO_JOB_OPENED, c.progress_timeout_ms(), &reply);
     if (rc != INA_OK) {
-        c.log(1, "%s as rank %u failed: %s", ina_proto_type_name(h.type), h.rank,
+        c.log(1, "JOB_OPEN as rank %u failed: %s", h.rank,
               reply.type != 0 ? ina_proto_status_name(reply.status) : "no answer");
         return rc;
     }
     if (reply.jid == 0 || reply.window == 0 || reply.window > h.window) {
-        c.log(1, "%s names job %u with an unusable window %u (asked %u)",
-              ina_proto_type_name(reply_type), reply.jid, reply.window, h.window);
+        c.log(1, "JOB_OPENED names job %u with an unusable window %u (asked %u)", reply.jid,
+              reply.window, h.window);
         return INA_ERR_PROTO;
     }
     params->jid = reply.jid;
     params->window = reply.window;
     params->block_bytes = block;
     params->nmembers = h.count;
-    c.log(10, "job %u (%s): %u members, window %u, block %u bytes", reply.jid,
-          ina_proto_type_name(reply_type), h.count, reply.window, block);
+    c.log(10, "job %u (JOB_OPENED): %u members, window %u, block %u bytes", reply.jid, h.count,
+          reply.window, block);
     return INA_OK;
 }
 
-} // namespace
-
-// FNV-1a over 128 bits (offset basis and prime of the FNV specification).
-namespace {
+// The job key: FNV-1a over 128 bits (offset basis and prime of the FNV
+// specification).
 using u128 = unsigned __int128;
 constexpr u128 kFnvPrime = (static_cast<u128>(1) << 88) | 0x13b;
 constexpr u128 kFnvBasis =
@@ -884,8 +882,7 @@ ina_status_t ina_job_open(ina_client_t *client, const uint8_t *key, uint32_t nme
         h.count = nmembers;
         h.window = static_cast<uint16_t>(window);
         h.arg = c.next_cookie();
-        int rc = job_request(c, h, payload.data(), payload.size(), INA_PROTO_JOB_OPENED, block,
-                             params);
+        int rc = job_request(c, h, payload.data(), payload.size(), block, params);
         return rc != INA_OK ? rc : attach_job(c, *params, rank, out);
     }));
 }

@@ -288,6 +288,10 @@ struct UplinkOp final : ina_node_op {
     }
     void post_stream()
     {
+        if (g->job == nullptr) {
+            publish(kVerdictUnreachable);
+            return;
+        }
         ina_staged_desc_t sd{};
         sd.coll = d.coll;
         sd.op = d.op;
@@ -297,10 +301,6 @@ struct UplinkOp final : ina_node_op {
         sd.ops.arg = this;
         sd.ops.block = block_cb;
         sd.ops.result = result_cb;
-        if (g->job == nullptr) {
-            publish(kVerdictUnreachable);
-            return;
-        }
         ina_outcome_t oc = INA_OFFLOADED;
         ina_status_t rc = ina_job_post_staged(g->job, &sd, &call, &oc);
         if (rc != INA_OK) {

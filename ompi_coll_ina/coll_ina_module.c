@@ -529,24 +529,25 @@ void mca_coll_ina_host_of(ompi_communicator_t *comm, int rank, char *host, size_
  * file, the same host names. */
 static uint32_t ina_topology_leaves(mca_coll_ina_module_t *m, char *why, size_t whylen)
 {
-    char (*hosts)[256] = malloc(sizeof(*hosts) * (size_t) m->size);
-    const char **names = malloc(sizeof(*names) * (size_t) m->size);
+    char **names = calloc((size_t) m->size, sizeof(*names));
+    char host[256];
     uint32_t nleaves = 0;
-    int r;
+    int r, ok = NULL != names;
 
-    if (NULL == hosts || NULL == names) {
-        snprintf(why, whylen, "out of memory");
-    } else {
-        for (r = 0; r < m->size; ++r) {
-            mca_coll_ina_host_of(m->comm, r, hosts[r], sizeof(hosts[r]));
-            names[r] = hosts[r];
-        }
-        if (INA_OK != ina_topology_plan(mca_coll_ina_component.topo, names, (uint32_t) m->size,
-                                        &nleaves, NULL, why, whylen)) {
-            nleaves = 0;
-        }
+    for (r = 0; ok && r < m->size; ++r) {
+        mca_coll_ina_host_of(m->comm, r, host, sizeof(host));
+        ok = NULL != (names[r] = strdup(host));
     }
-    free(hosts);
+    if (!ok) {
+        snprintf(why, whylen, "out of memory");
+    } else if (INA_OK != ina_topology_plan(mca_coll_ina_component.topo,
+                                           (const char *const *) names, (uint32_t) m->size,
+                                           &nleaves, NULL, why, whylen)) {
+        nleaves = 0;
+    }
+    for (r = 0; NULL != names && r < m->size; ++r) {
+        free(names[r]);
+    }
     free(names);
     return nleaves;
 }
