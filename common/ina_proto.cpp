@@ -45,11 +45,12 @@ constexpr unsigned kRetiredCreate = 3, kRetiredCreated = 4, kRetiredJoin = 5, kR
 constexpr const char *kTypeNames[] = {"?",          "HELLO",      "HELLO_ACK", "?",
                                       "?",          "?",          "?",         "JOB_LEAVE",
                                       "BLOCK",      "RESULT",     "DENY",      "ERROR",
-                                      "GRANT",      "JOB_OPEN",   "JOB_OPENED"};
+                                      "GRANT",      "JOB_OPEN",   "JOB_OPENED",
+                                      "CALL_READY", "CALL_ABORT"};
 constexpr const char *kStatusNames[] = {"ok",           "malformed",  "version",
                                         "no-job",       "not-member", "no-resources",
                                         "mismatch",     "unsupported", "seg-busy",
-                                        "incomplete"};
+                                        "incomplete",   "upstream"};
 constexpr const char *kOpNames[] = {"sum", "prod", "min",    "max",    "land",   "lor",    "lxor",
                                     "band", "bor", "bxor",   "minloc", "maxloc", "replace"};
 constexpr const char *kDtypeNames[] = {"int8",           "uint8",
@@ -77,7 +78,8 @@ static_assert(sizeof(Pair<float>) == 8 && sizeof(Pair<double>) == 16 &&
                   sizeof(Pair<short>) == 8,
               "MPI pair layouts");
 
-constexpr unsigned kKnownFlags = INA_PROTO_F_WANT_RESULT | INA_PROTO_F_ACK_ONLY;
+constexpr unsigned kKnownFlags =
+    INA_PROTO_F_WANT_RESULT | INA_PROTO_F_ACK_ONLY | INA_PROTO_F_CHILDREN;
 
 // BLOCK and RESULT: the fields both share (coll, op, dtype, seg_count, payload).
 ina_proto_status_t check_data(const ina_proto_hdr_t &h, size_t payload_len)
@@ -145,6 +147,39 @@ ina_proto_status_t check_result(const ina_proto_hdr_t &h, size_t payload_len)
     // The whole block, or (ACK_ONLY) nothing.
     const uint32_t want = (h.flags & INA_PROTO_F_ACK_ONLY) ? 0 : h.seg_count;
     return h.count == want ? INA_PROTO_OK : INA_PROTO_ERR_MALFORMED;
+}
+
+ina_proto_status_t check_job_open(const ina_proto_hdr_t &h, size_t payload_len)
+{
+    if (h.count == 0 || h.count > INA_PROTO_MAX_MEMBERS || h.window == 0 || h.rank >= h.count ||
+        payload_len != INA_PROTO_JOB_KEY_BYTES + static_cast<size_t>(h.count) * sizeof(uint32_t)) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    // The tree fields: this leaf's index among seg_count leaves, or none.
+    const bool tree_ok = h.seg_count == 0 ? h.offset == 0 : h.offset < h.seg_count;
+    if (!tree_ok || h.seg_count > INA_PROTO_MAX_MEMBERS || h.coll != 0 ||
+        (h.flags & ~unsigned{INA_PROTO_F_CHILDREN}) != 0) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    return INA_PROTO_OK;
+}
+
+// CALL_READY names the call as its blocks will (coll, op, dtype, total).
+ina_proto_status_t check_call_ready(const ina_proto_hdr_t &h, size_t payload_len)
+{
+    if (payload_len != 0 || h.window == 0 || h.rank >= INA_PROTO_MAX_MEMBERS || h.flags != 0 ||
+        h.offset != 0 || h.seg_count != 0 || h.coll >= INA_COLL_COUNT || h.op >= INA_OP_COUNT ||
+        h.dtype >= INA_DT_COUNT) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    if (!ina_proto_op_valid(h.op, h.dtype)) {
+        return INA_PROTO_ERR_UNSUPPORTED;
+    }
+    if (!ina_proto_coll_valid(h.coll, h.op, h.dtype) ||
+        (h.coll == INA_COLL_BARRIER) != (h.arg == 0)) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    return INA_PROTO_OK;
 }
 
 } // namespace
@@ -252,19 +287,17 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
     if (h.type == INA_PROTO_RESULT) {
         return check_result(h, payload_len);
     }
+    if (h.type == INA_PROTO_JOB_OPEN) {
+        return check_job_open(h, payload_len);
+    }
+    if (h.type == INA_PROTO_CALL_READY) {
+        return check_call_ready(h, payload_len);
+    }
     // The per-block fields mean nothing outside BLOCK/RESULT: they must be 0.
     if (h.coll != 0 || h.offset != 0 || h.seg_count != 0 || h.flags != 0) {
         return INA_PROTO_ERR_MALFORMED;
     }
     switch (h.type) {
-    case INA_PROTO_JOB_OPEN:
-        if (h.count == 0 || h.count > INA_PROTO_MAX_MEMBERS || h.window == 0 ||
-            h.rank >= h.count ||
-            payload_len !=
-                INA_PROTO_JOB_KEY_BYTES + static_cast<size_t>(h.count) * sizeof(uint32_t)) {
-            return INA_PROTO_ERR_MALFORMED;
-        }
-        return INA_PROTO_OK;
     case kRetiredCreate:
     case kRetiredCreated:
     case kRetiredJoin:
@@ -272,6 +305,7 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
         return INA_PROTO_ERR_MALFORMED; // protocol 4's JOB_CREATE/JOIN: never sent since
     case INA_PROTO_JOB_OPENED:
     case INA_PROTO_JOB_LEAVE:
+    case INA_PROTO_CALL_ABORT:
         if (h.rank >= INA_PROTO_MAX_MEMBERS || payload_len != 0) {
             return INA_PROTO_ERR_MALFORMED;
         }

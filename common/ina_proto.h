@@ -41,6 +41,14 @@
  *                     creates the job under the key, each one joins it as
  *                     `rank` (this endpoint is then bound to (jid, rank));
  *                     all must describe the job alike.
+ *                     Trees of agents (docs/HIERARCHY.md): seg_count = the
+ *                     number of leaf agents the job's members talk to (0 or
+ *                     1: the job ends at this agent), offset = the index of
+ *                     this agent's leaf among them (< seg_count). A leaf with
+ *                     a parent opens, for a job of seg_count > 1, the job of
+ *                     the same key at its parent as member `offset` of
+ *                     seg_count, with flags = INA_PROTO_F_CHILDREN (node ids:
+ *                     one node per leaf). Both are part of the description.
  *   JOB_OPENED  a->c  jid, rank, window = granted window, status (MISMATCH:
  *                     another description than the job's), arg = cookie.
  *                     A job opened by key is complete once every member opened
@@ -73,6 +81,18 @@
  *                     gets that RESULT and no GRANT. Never a GRANT after a RESULT.
  *   DENY        a->c  jid, mid, status: the agent will not aggregate this call; sent
  *                     to every member, so all ranks fall back together.
+ *   CALL_READY  c->a  jid, rank, mid, window, coll, op, dtype, arg = elements of
+ *                     the call's result vector: a member of a job opened with
+ *                     INA_PROTO_F_CHILDREN (a leaf agent) holds a lease for call
+ *                     mid and will send its blocks. Sent before the call's
+ *                     first BLOCK. The parent GRANTs a call only once every
+ *                     member said CALL_READY (and it holds a lease itself), so
+ *                     no leaf can deny a call another leaf was told granted.
+ *   CALL_ABORT  c->a  jid, rank, mid, status: the member will not take part in
+ *                     call mid (a leaf denied it, or lost a member of its own
+ *                     in the middle of it). Before a GRANT went out: the parent
+ *                     denies the call on every member with this status; after:
+ *                     the call fails (ERROR) on every member.
  *   ERROR       a->c  the sender's message was rejected: status, and the offending
  *                     message's type in op, its jid/mid/sid echoed.
  *
@@ -105,8 +125,9 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 5u /* 5: jobs by key only (JOB_CREATE/JOIN retired);
-                               4: JOB_OPEN; 3: rendezvous in HELLO */
+#define INA_PROTO_VERSION 6u /* 6: agent trees (JOB_OPEN's tree fields, CALL_READY,
+                               CALL_ABORT); 5: jobs by key only (JOB_CREATE/JOIN
+                               retired); 4: JOB_OPEN; 3: rendezvous in HELLO */
 
 /* UCX active-message ids. */
 #define INA_PROTO_AM_TO_AGENT  17u
@@ -132,7 +153,9 @@ typedef enum ina_proto_type {
     INA_PROTO_GRANT = 12,
     INA_PROTO_JOB_OPEN = 13,
     INA_PROTO_JOB_OPENED = 14,
-    INA_PROTO_TYPE_MAX = 14
+    INA_PROTO_CALL_READY = 15,
+    INA_PROTO_CALL_ABORT = 16,
+    INA_PROTO_TYPE_MAX = 16
 } ina_proto_type_t;
 
 /* The collective a BLOCK/RESULT belongs to. */
@@ -149,6 +172,9 @@ typedef enum ina_proto_coll {
 /* BLOCK/RESULT flags. */
 #define INA_PROTO_F_WANT_RESULT 0x1u /* BLOCK: send me the completed block */
 #define INA_PROTO_F_ACK_ONLY    0x2u /* RESULT: no payload, only the ACK */
+/* JOB_OPEN flag. */
+#define INA_PROTO_F_CHILDREN    0x4u /* JOB_OPEN: the members are child agents,
+                                        which vote on every call (CALL_READY) */
 
 /* Execution status (S1 "execution status"); also the CQE status. */
 typedef enum ina_proto_status {
@@ -162,7 +188,9 @@ typedef enum ina_proto_status {
     INA_PROTO_ERR_UNSUPPORTED = 7, /* (op, dtype) pair the agent cannot reduce */
     INA_PROTO_ERR_SEG_BUSY = 8,    /* block names a Seg still held by another SID */
     INA_PROTO_ERR_INCOMPLETE = 9,  /* a job opened by key, not by all members yet: a DENY reason */
-    INA_PROTO_STATUS_MAX = 9
+    INA_PROTO_ERR_UPSTREAM = 10,   /* the parent agent cannot serve the job (unreachable,
+                                      refused, lost): a DENY or abort reason */
+    INA_PROTO_STATUS_MAX = 10
 } ina_proto_status_t;
 
 /* Element types on the wire. Fixed-width: the component maps every MPI
@@ -278,8 +306,10 @@ int ina_proto_coll_valid(unsigned coll, unsigned op, unsigned dtype);
  * wrong!) and the payload length. Checks magic, version, type range, reserved
  * fields, status range, per-type field ranges (window <= INA_PROTO_MAX_WINDOW,
  * seg < window and seg == sid % window for BLOCK, count <= member limit,
- * rank < INA_PROTO_MAX_MEMBERS for JOB_OPENED/LEAVE and BLOCK, rank < count
- * for JOB_OPEN,
+ * rank < INA_PROTO_MAX_MEMBERS for JOB_OPENED/LEAVE, BLOCK and CALL_READY/ABORT,
+ * rank < count and offset < seg_count (or both 0) for JOB_OPEN, whose only
+ * flag is INA_PROTO_F_CHILDREN; CALL_READY's coll/op/dtype as a BLOCK's and
+ * window > 0,
  * coll < INA_COLL_COUNT and ina_proto_coll_valid for BLOCK/RESULT,
  * seg_count * dtype size <= INA_PROTO_MAX_SEG_BYTES, offset + count <= seg_count,
  * seg_count <= arg for BLOCK; BLOCK count 0 is a CREDIT; RESULT count is

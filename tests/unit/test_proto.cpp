@@ -130,6 +130,22 @@ Msg valid_msg(ina_proto_type_t type)
         m.hdr.jid = 7;
         m.hdr.rank = 3;
         break;
+    case INA_PROTO_CALL_READY: // a leaf's vote on an ALLREDUCE of 1000 doubles
+        m.hdr.jid = 7;
+        m.hdr.rank = 1;
+        m.hdr.mid = 42;
+        m.hdr.window = 16;
+        m.hdr.coll = INA_COLL_ALLREDUCE;
+        m.hdr.op = INA_OP_SUM;
+        m.hdr.dtype = INA_DT_DOUBLE;
+        m.hdr.arg = 1000;
+        break;
+    case INA_PROTO_CALL_ABORT:
+        m.hdr.jid = 7;
+        m.hdr.rank = 1;
+        m.hdr.mid = 42;
+        m.hdr.status = INA_PROTO_ERR_NO_RESOURCES;
+        break;
     case INA_PROTO_BLOCK: // an ALLREDUCE block
         m.hdr.jid = 7;
         m.hdr.rank = 3;
@@ -254,7 +270,7 @@ ina_proto_status_t check_msg(const Msg &m)
 const ina_proto_type_t kAllTypes[] = {
     INA_PROTO_HELLO,  INA_PROTO_HELLO_ACK, INA_PROTO_JOB_LEAVE, INA_PROTO_BLOCK,
     INA_PROTO_RESULT, INA_PROTO_DENY,      INA_PROTO_ERROR,     INA_PROTO_GRANT,
-    INA_PROTO_JOB_OPEN, INA_PROTO_JOB_OPENED};
+    INA_PROTO_JOB_OPEN, INA_PROTO_JOB_OPENED, INA_PROTO_CALL_READY, INA_PROTO_CALL_ABORT};
 
 bool is_data(unsigned type) { return type == INA_PROTO_BLOCK || type == INA_PROTO_RESULT; }
 
@@ -284,15 +300,19 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved), 58);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved2), 60);
     // Enum values are wire values: pin them.
-    ck_assert_uint_eq(INA_PROTO_VERSION, 5);
+    ck_assert_uint_eq(INA_PROTO_VERSION, 6);
     ck_assert_uint_eq(INA_PROTO_HELLO, 1);
     ck_assert_uint_eq(INA_PROTO_ERROR, 11);
     ck_assert_uint_eq(INA_PROTO_GRANT, 12);
     ck_assert_uint_eq(INA_PROTO_JOB_OPEN, 13);
     ck_assert_uint_eq(INA_PROTO_JOB_OPENED, 14);
-    ck_assert_uint_eq(INA_PROTO_TYPE_MAX, 14);
+    ck_assert_uint_eq(INA_PROTO_CALL_READY, 15);
+    ck_assert_uint_eq(INA_PROTO_CALL_ABORT, 16);
+    ck_assert_uint_eq(INA_PROTO_TYPE_MAX, 16);
+    ck_assert_uint_eq(INA_PROTO_F_CHILDREN, 4);
     ck_assert_uint_eq(INA_PROTO_ERR_INCOMPLETE, 9);
-    ck_assert_uint_eq(INA_PROTO_STATUS_MAX, 9);
+    ck_assert_uint_eq(INA_PROTO_ERR_UPSTREAM, 10);
+    ck_assert_uint_eq(INA_PROTO_STATUS_MAX, 10);
     ck_assert_uint_eq(INA_DT_LONG_DOUBLE, 10);
     ck_assert_uint_eq(INA_DT_BOOL, 11);
     ck_assert_uint_eq(INA_DT_LONG_DOUBLE_COMPLEX, 14);
@@ -456,8 +476,11 @@ START_TEST(test_rejects_common_fields)
             m.hdr.reserved2 = r;
             ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
         }
-        // Flag bits no type defines.
+        // Flag bits no type defines (bit 2 is JOB_OPEN's: test_job_open_tree).
         for (unsigned bit = 2; bit < 16; ++bit) {
+            if (good.hdr.type == INA_PROTO_JOB_OPEN && (1u << bit) == INA_PROTO_F_CHILDREN) {
+                continue;
+            }
             Msg m = good;
             m.hdr.flags = static_cast<uint16_t>(m.hdr.flags | (1u << bit));
             ck_assert_msg(check_msg(m) == INA_PROTO_ERR_MALFORMED, "%s flag bit %u",
@@ -515,8 +538,9 @@ START_TEST(test_control_block_fields)
         m.hdr.offset = 1;
         ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
         m = valid_msg(t);
-        m.hdr.seg_count = 8;
-        ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+        m.hdr.seg_count = 8; // JOB_OPEN: 8 leaves, this one leaf 0 (test_job_open_tree)
+        ck_assert_int_eq(check_msg(m), t == INA_PROTO_JOB_OPEN ? INA_PROTO_OK
+                                                               : INA_PROTO_ERR_MALFORMED);
         for (unsigned f : {INA_PROTO_F_WANT_RESULT, INA_PROTO_F_ACK_ONLY}) {
             m = valid_msg(t);
             m.hdr.flags = static_cast<uint16_t>(f);
@@ -611,6 +635,88 @@ START_TEST(test_job_open_limits)
 }
 END_TEST
 
+// JOB_OPEN in a tree: this leaf's index among seg_count leaves (or both 0),
+// and INA_PROTO_F_CHILDREN, its only flag.
+START_TEST(test_job_open_tree)
+{
+    const Msg good = valid_msg(INA_PROTO_JOB_OPEN);
+    Msg m = good;
+    m.hdr.seg_count = 2;
+    for (uint32_t leaf : {0u, 1u}) {
+        m.hdr.offset = leaf;
+        ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
+    }
+    m.hdr.offset = 2;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m.hdr.seg_count = 0;
+    m.hdr.offset = 1;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m.hdr.seg_count = INA_PROTO_MAX_MEMBERS + 1;
+    m.hdr.offset = 0;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m = good;
+    m.hdr.flags = INA_PROTO_F_CHILDREN;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
+    for (unsigned f : {INA_PROTO_F_WANT_RESULT, INA_PROTO_F_ACK_ONLY, 0x8u}) {
+        m.hdr.flags = static_cast<uint16_t>(f);
+        ck_assert_msg(check_msg(m) == INA_PROTO_ERR_MALFORMED, "flags %#x", f);
+    }
+    m = good;
+    m.hdr.coll = INA_COLL_REDUCE;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    // The flag means nothing on the other messages.
+    for (ina_proto_type_t t : kAllTypes) {
+        if (t == INA_PROTO_JOB_OPEN) {
+            continue;
+        }
+        m = valid_msg(t);
+        m.hdr.flags |= INA_PROTO_F_CHILDREN;
+        ck_assert_msg(check_msg(m) == INA_PROTO_ERR_MALFORMED, "%s", ina_proto_type_name(t));
+    }
+}
+END_TEST
+
+// CALL_READY names its call like a BLOCK (coll, op, dtype, total; BARRIER's
+// total is 0, every other call's not), with a window and no payload.
+START_TEST(test_call_ready)
+{
+    const Msg good = valid_msg(INA_PROTO_CALL_READY);
+    ck_assert_int_eq(check_msg(good), INA_PROTO_OK);
+    Msg m = good;
+    m.hdr.window = 0;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m = good;
+    m.hdr.rank = INA_PROTO_MAX_MEMBERS;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m = good;
+    m.hdr.arg = 0;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m = good;
+    m.hdr.op = INA_OP_BXOR; // on a double
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_UNSUPPORTED);
+    m = good;
+    m.hdr.coll = INA_COLL_BCAST; // a reducing op in a bcast
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m = good;
+    m.hdr.coll = INA_COLL_COUNT;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m = good;
+    m.hdr.seg_count = 4;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m = good;
+    m.hdr.coll = INA_COLL_BARRIER;
+    m.hdr.op = INA_OP_REPLACE;
+    m.hdr.dtype = INA_DT_UINT8;
+    m.hdr.arg = 0;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
+    m.hdr.arg = 1;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    ck_assert_str_eq(ina_proto_type_name(INA_PROTO_CALL_READY), "CALL_READY");
+    ck_assert_str_eq(ina_proto_type_name(INA_PROTO_CALL_ABORT), "CALL_ABORT");
+    ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_UPSTREAM), "upstream");
+}
+END_TEST
+
 START_TEST(test_block_window_seg)
 {
     const Msg good = valid_msg(INA_PROTO_BLOCK);
@@ -651,7 +757,8 @@ END_TEST
 
 START_TEST(test_job_member_rank)
 {
-    for (ina_proto_type_t t : {INA_PROTO_JOB_OPENED, INA_PROTO_JOB_LEAVE}) {
+    for (ina_proto_type_t t :
+         {INA_PROTO_JOB_OPENED, INA_PROTO_JOB_LEAVE, INA_PROTO_CALL_READY, INA_PROTO_CALL_ABORT}) {
         Msg m = valid_msg(t);
         m.hdr.rank = INA_PROTO_MAX_MEMBERS - 1;
         ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
@@ -976,15 +1083,20 @@ START_TEST(test_fuzz)
                 ck_assert(h.flags == 0 ? h.count == h.seg_count
                                        : (h.flags == INA_PROTO_F_ACK_ONLY && h.count == 0));
             }
+        } else if (h.type == INA_PROTO_CALL_READY) {
+            ck_assert(h.offset == 0 && h.seg_count == 0 && h.flags == 0 && h.window >= 1);
+            ck_assert(ref_coll_valid(h.coll, h.op, h.dtype));
+            ck_assert((h.coll == INA_COLL_BARRIER) == (h.arg == 0));
+            ck_assert_uint_eq(payload_len, 0);
+        } else if (h.type == INA_PROTO_JOB_OPEN) {
+            ck_assert(h.coll == 0 && (h.flags & ~INA_PROTO_F_CHILDREN) == 0);
+            ck_assert(h.seg_count == 0 ? h.offset == 0 : h.offset < h.seg_count);
+            ck_assert(h.count >= 1 && h.count <= INA_PROTO_MAX_MEMBERS && h.window >= 1 &&
+                      h.rank < h.count);
+            ck_assert_uint_eq(payload_len, INA_PROTO_JOB_KEY_BYTES + size_t{h.count} * 4);
         } else {
             ck_assert(h.coll == 0 && h.offset == 0 && h.seg_count == 0 && h.flags == 0);
-            if (h.type == INA_PROTO_JOB_OPEN) {
-                ck_assert(h.count >= 1 && h.count <= INA_PROTO_MAX_MEMBERS && h.window >= 1 &&
-                          h.rank < h.count);
-                ck_assert_uint_eq(payload_len, INA_PROTO_JOB_KEY_BYTES + size_t{h.count} * 4);
-            } else {
-                ck_assert_uint_eq(payload_len, 0);
-            }
+            ck_assert_uint_eq(payload_len, 0);
         }
         accepted_mutants += mutant;
     }
@@ -1056,6 +1168,8 @@ int main()
                                 test_grant,
                                 test_job_open_limits,
                                 test_job_open,
+                                test_job_open_tree,
+                                test_call_ready,
                                 test_block_window_seg,
                                 test_job_member_rank,
                                 test_data_coll_op_dtype,
