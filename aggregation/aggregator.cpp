@@ -51,12 +51,13 @@ void Aggregator::reject(Member *to, const ina_proto_hdr_t &req, ina_proto_status
 // ---------------------------------------------------------------- jobs
 
 Job &Aggregator::new_job(Member &from, const JobKey &key, std::vector<uint32_t> node_ids,
-                         uint32_t asked_window)
+                         uint32_t asked_window, const TreeDesc &tree)
 {
     // A window larger than the pool could never be granted.
     uint32_t window = std::min<uint32_t>({asked_window, cfg_.max_window, pool_.size()});
     uint32_t jid = next_jid_;
-    auto job = std::make_unique<Job>(jid, window, key, std::move(node_ids), asked_window, &from);
+    auto job =
+        std::make_unique<Job>(jid, window, key, std::move(node_ids), asked_window, tree, &from);
     const uint32_t nmembers = job->nmembers();
     const JobInfo info{jid, nmembers, job->topology().nnodes(), window};
     Job &ref = *job;
@@ -68,6 +69,10 @@ Job &Aggregator::new_job(Member &from, const JobKey &key, std::vector<uint32_t> 
     INA_DEBUG("job %u created: %u members on %u nodes, window %u", jid, nmembers, info.nnodes,
               window);
     scheduler_->on_job_created(info);
+    if (ref.uplinked()) {
+        ref.set_up_state(Job::UpState::kOpening);
+        uplink_->open(ref); // calls wait for it (decide)
+    }
     return ref;
 }
 
@@ -92,13 +97,23 @@ void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *pa
     std::vector<uint32_t> nodes(h.count);
     std::memcpy(nodes.data(), static_cast<const std::byte *>(payload) + key.size(),
                 nodes.size() * sizeof(uint32_t));
+    const TreeDesc tree{h.seg_count, h.offset, (h.flags & INA_PROTO_F_CHILDREN) != 0};
+    if (tree.groups > 1 && uplink_ == nullptr) {
+        // Its calls would wait forever for the other leaves' members.
+        ++counters_.rejected[INA_PROTO_ERR_UPSTREAM];
+        INA_WARN("JOB_OPEN of a job over %u leaf agents refused: this agent has no parent "
+                 "(--parent)",
+                 tree.groups);
+        sink_.job_opened(from, h, 0, 0, INA_PROTO_ERR_UPSTREAM);
+        return;
+    }
     Job *job = nullptr;
     ina_proto_status_t st = INA_PROTO_OK;
     auto kit = keys_.find(key);
     if (kit == keys_.end()) {
         auto slot = keys_.emplace(key, 0).first; // room first: nothing throws after the job
         try {
-            job = &new_job(from, key, std::move(nodes), h.window);
+            job = &new_job(from, key, std::move(nodes), h.window, tree);
         } catch (...) {
             keys_.erase(slot);
             throw;
@@ -106,7 +121,7 @@ void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *pa
         slot->second = job->jid();
     } else {
         job = jobs_.at(kit->second).get();
-        if (!job->same_description(nodes, h.window)) {
+        if (!job->same_description(nodes, h.window, tree)) {
             st = INA_PROTO_ERR_MISMATCH;
         }
     }
@@ -175,22 +190,11 @@ void Aggregator::leave_job(uint32_t jid, uint32_t rank, Member &m)
     // complete: end them now on the survivors with an ERROR for the call
     // (what a rejected block gives) instead of letting them wait for their
     // progress timeout.
-    for (uint64_t mid : job.abort_open_calls()) {
-        end_call(jid, mid, *job.find_call(mid));
-        ++counters_.calls_aborted;
+    for (uint64_t mid : job.open_calls()) {
         INA_INFO("job %u mid %" PRIu64 ": rank %u left in the middle of the call, aborted", jid,
                  mid, rank);
-        ina_proto_hdr_t e;
-        ina_proto_init(&e, INA_PROTO_BLOCK);
-        e.jid = jid;
-        e.mid = mid;
-        for (uint32_t r = 0; r < job.nmembers(); ++r) {
-            if (Member *p = job.member(r)) {
-                e.rank = r;
-                sink_.error(*p, e, INA_PROTO_ERR_NOT_MEMBER,
-                            "a member left in the middle of the call");
-            }
-        }
+        abort_call(job, mid, *job.find_call(mid), INA_PROTO_ERR_NOT_MEMBER,
+                   "a member left in the middle of the call", true);
     }
     // The leaver no longer holds back the forgetting of old calls.
     job.retire();
@@ -205,6 +209,9 @@ void Aggregator::free_job(uint32_t jid)
     Job &job = *it->second;
     for (uint64_t mid : job.abort_open_calls()) {
         end_call(jid, mid, *job.find_call(mid));
+    }
+    if (job.uplinked() && job.up_state() != Job::UpState::kFailed) {
+        uplink_->leave(job);
     }
     keys_.erase(job.key());
     jobs_.erase(it);
@@ -226,8 +233,10 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
     // A job carries calls only once every member opened it (before, a
     // member may not even know the job): until then the call
     // waits, as one the scheduler deferred, for at most open_wait.
+    // A leaf's job also waits for its parent's job to open.
+    const bool up_opening = job.uplinked() && job.up_state() == Job::UpState::kOpening;
     Verdict v;
-    if (!job.complete()) {
+    if (!job.complete() || up_opening) {
         if (call.asked == 1) {
             call.first_seen = Clock::now();
         }
@@ -238,8 +247,10 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
             // again (a member that could not reach this agent would cost
             // every call the whole wait); when it does open, calls go on.
             job.set_waited_in_vain();
-            v = Verdict::deny(INA_PROTO_ERR_INCOMPLETE);
+            v = Verdict::deny(!job.complete() ? INA_PROTO_ERR_INCOMPLETE : INA_PROTO_ERR_UPSTREAM);
         }
+    } else if (job.uplinked() && job.up_state() != Job::UpState::kOpen) {
+        v = Verdict::deny(INA_PROTO_ERR_UPSTREAM);
     } else {
         v = scheduler_->decide(req);
     }
@@ -256,16 +267,19 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
         call.granted = true;
         call.deferred = false;
         ++counters_.calls_granted;
-        announce(job, call, Decision{job.jid(), mid, job.window(), true, INA_PROTO_OK});
+        if (job.uplinked()) {
+            // The members hear the GRANT once the parent granted too.
+            call.up_pending.assign(job.window(), 0);
+            call.up_next.resize(job.up_window());
+            std::iota(call.up_next.begin(), call.up_next.end(), uint64_t{0});
+            uplink_->ready(job, mid, call);
+        } else if (!job.children() || call.nready == job.nmembers()) {
+            // (A job of child agents: once every one of them voted.)
+            tell_grant(job, call, mid);
+        }
         break;
     case Verdict::Kind::kDeny:
-        call.finished = true;
-        call.deferred = false;
-        call.deny_status = v.status != INA_PROTO_OK ? v.status : INA_PROTO_ERR_NO_RESOURCES;
-        ++counters_.calls_denied;
-        INA_DEBUG("job %u mid %" PRIu64 " (%s) denied: %s", job.jid(), mid,
-                  ina_proto_coll_name(call.coll), ina_proto_status_name(call.deny_status));
-        announce(job, call, Decision{job.jid(), mid, job.window(), false, call.deny_status});
+        deny(job, call, mid, v.status);
         break;
     case Verdict::Kind::kDefer:
         if (!call.deferred) {
@@ -280,6 +294,58 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
     return v.kind;
 }
 
+void Aggregator::tell_grant(Job &job, Call &call, uint64_t mid)
+{
+    call.grant_told = true;
+    announce(job, call, Decision{job.jid(), mid, job.window(), true, INA_PROTO_OK});
+}
+
+void Aggregator::deny(Job &job, Call &call, uint64_t mid, ina_proto_status_t st,
+                      bool tell_parent)
+{
+    call.finished = true;
+    call.deferred = false;
+    call.granted = false;
+    call.up_wait.clear();
+    call.deny_status = st != INA_PROTO_OK ? st : INA_PROTO_ERR_NO_RESOURCES;
+    ++counters_.calls_denied;
+    INA_DEBUG("job %u mid %" PRIu64 " (%s) denied: %s", job.jid(), mid,
+              ina_proto_coll_name(call.coll), ina_proto_status_name(call.deny_status));
+    if (call.told.size() != job.nmembers()) {
+        call.told.assign(job.nmembers(), false);
+    }
+    announce(job, call, Decision{job.jid(), mid, job.window(), false, call.deny_status});
+    if (tell_parent && job.uplinked() && job.up_state() == Job::UpState::kOpen) {
+        uplink_->abort(job, mid, call.deny_status); // the other leaves deny it too
+    }
+}
+
+void Aggregator::abort_call(Job &job, uint64_t mid, Call &call, ina_proto_status_t st,
+                            const char *why, bool tell_parent)
+{
+    if ((job.uplinked() || job.children()) && !call.grant_told) {
+        // Nobody of any leaf was told GRANT: everybody falls back alike.
+        end_call(job.jid(), mid, call);
+        deny(job, call, mid, st, tell_parent);
+        return;
+    }
+    end_call(job.jid(), mid, call);
+    ++counters_.calls_aborted;
+    ina_proto_hdr_t e;
+    ina_proto_init(&e, INA_PROTO_BLOCK);
+    e.jid = job.jid();
+    e.mid = mid;
+    for (uint32_t r = 0; r < job.nmembers(); ++r) {
+        if (Member *p = job.member(r)) {
+            e.rank = r;
+            sink_.error(*p, e, st, why);
+        }
+    }
+    if (tell_parent && job.uplinked() && job.up_state() == Job::UpState::kOpen) {
+        uplink_->abort(job, mid, st);
+    }
+}
+
 void Aggregator::announce(Job &job, Call &call, const Decision &d)
 {
     for (uint32_t rank = 0; rank < job.nmembers(); ++rank) {
@@ -292,6 +358,7 @@ void Aggregator::announce(Job &job, Call &call, const Decision &d)
 
 void Aggregator::end_call(uint32_t jid, uint64_t mid, Call &call)
 {
+    call.up_wait.clear(); // a leaf's blocks waiting to go up
     if (call.granted) {
         if (!call.lease.empty()) {
             scheduler_->on_call_done(jid, mid, call.lease);
@@ -383,6 +450,42 @@ void Aggregator::reask()
     lease_back_ = false;
 }
 
+// ---------------------------------------------------------------- members' messages
+
+Job *Aggregator::member_job(Member &from, const ina_proto_hdr_t &h, const char *what)
+{
+    auto it = jobs_.find(h.jid);
+    if (it == jobs_.end()) {
+        reject(&from, h, INA_PROTO_ERR_NO_JOB, what);
+        return nullptr;
+    }
+    Job &job = *it->second;
+    if (!job.is_member(h.rank, &from)) {
+        // A foreign (or forged) message must not touch the victim job.
+        ++counters_.foreign;
+        reject(&from, h, INA_PROTO_ERR_NOT_MEMBER, "sender is not this member");
+        return nullptr;
+    }
+    if (h.type != INA_PROTO_CALL_ABORT && h.window != job.window()) {
+        reject(&from, h, INA_PROTO_ERR_MISMATCH, "window differs from the job's");
+        return nullptr;
+    }
+    return &job;
+}
+
+Call &Aggregator::start_call(Job &job, const ina_proto_hdr_t &h)
+{
+    Call &c = job.add_call(h.mid);
+    c.coll = h.coll;
+    c.op = h.op;
+    c.dtype = h.dtype;
+    c.total = h.arg;
+    if (job.children()) {
+        c.ready.assign(job.nmembers(), false);
+    }
+    return c;
+}
+
 // ---------------------------------------------------------------- block path
 
 void Aggregator::block(Member &from, const ina_proto_hdr_t &h, const void *payload, BufRef *own)
@@ -395,22 +498,11 @@ void Aggregator::block(Member &from, const ina_proto_hdr_t &h, const void *paylo
 void Aggregator::handle_block(Member &from, const ina_proto_hdr_t &h, const void *payload,
                               BufRef *own)
 {
-    auto it = jobs_.find(h.jid);
-    if (it == jobs_.end()) {
-        reject(&from, h, INA_PROTO_ERR_NO_JOB, "block for an unknown job");
+    Job *jp = member_job(from, h, "block");
+    if (jp == nullptr) {
         return;
     }
-    Job &job = *it->second;
-    if (!job.is_member(h.rank, &from)) {
-        // A foreign (or forged) block must not touch the victim job.
-        ++counters_.foreign;
-        reject(&from, h, INA_PROTO_ERR_NOT_MEMBER, "sender is not this member");
-        return;
-    }
-    if (h.window != job.window()) {
-        reject(&from, h, INA_PROTO_ERR_MISMATCH, "window differs from the job's");
-        return;
-    }
+    Job &job = *jp;
     if (static_cast<size_t>(h.seg_count) * ina_proto_dtype_size(h.dtype) > pool_.seg_bytes()) {
         reject(&from, h, INA_PROTO_ERR_MALFORMED, "block larger than a Seg");
         return;
@@ -425,11 +517,7 @@ void Aggregator::handle_block(Member &from, const ina_proto_hdr_t &h, const void
             ++counters_.denied_blocks; // late block of a call already forgotten
             return;
         }
-        Call &c = job.add_call(h.mid);
-        c.coll = h.coll;
-        c.op = h.op;
-        c.dtype = h.dtype;
-        c.total = h.arg;
+        Call &c = start_call(job, h);
         decide(job, c, h.mid);
         call = &c;
     }
@@ -455,10 +543,7 @@ void Aggregator::keep(Job &job, Call &call, uint64_t mid, Member &from, const in
         forget_deferred(job.jid(), mid);
         std::vector<uint32_t> none;
         scheduler_->on_call_done(job.jid(), mid, none);
-        call.finished = true;
-        call.deny_status = INA_PROTO_ERR_NO_RESOURCES;
-        ++counters_.calls_denied;
-        announce(job, call, Decision{job.jid(), mid, job.window(), false, call.deny_status});
+        deny(job, call, mid, INA_PROTO_ERR_NO_RESOURCES);
         return;
     }
     KeptBlock b{&from, h, std::vector<std::byte>(len)};
@@ -489,6 +574,10 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
         ++counters_.duplicate; // a block whose RESULT already went out
         return;
     }
+    if (job.children() && !call.ready[h.rank]) {
+        reject(&from, h, INA_PROTO_ERR_MISMATCH, "a child agent's block before its CALL_READY");
+        return;
+    }
     if (h.arg != call.total) {
         reject(&from, h, INA_PROTO_ERR_MISMATCH, "call size differs between members");
         return;
@@ -497,7 +586,8 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
     const bool want = (h.flags & INA_PROTO_F_WANT_RESULT) != 0;
     Block b{h.rank, h.sid,  h.coll,      h.op,  h.dtype,
             want,   h.offset, h.count, h.seg_count, h.arg, payload, own};
-    switch (pool_.contribute(seg, job.topology(), b)) {
+    // A leaf's members cover only their part of a BCAST/ALLGATHER block.
+    switch (pool_.contribute(seg, job.topology(), b, !job.uplinked())) {
     case SegOutcome::kStored:
         return;
     case SegOutcome::kDuplicate:
@@ -527,8 +617,13 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
     case SegOutcome::kComplete:
         break;
     }
-    // Complete: the Seg is free again at once; the result buffer travels.
+    // Complete: the Seg is free again at once; the result buffer travels
+    // (to the members, or up to the parent: its RESULT comes back later).
     call.next_sid[h.seg] = h.sid + job.window();
+    if (job.uplinked()) {
+        send_up(job, call, h, seg);
+        return;
+    }
     send_result(job, h, seg);
     // BARRIER's single block is empty (total 0): done >= total at once.
     call.done += h.seg_count;
@@ -545,6 +640,12 @@ void Aggregator::send_result(Job &job, const ina_proto_hdr_t &blk, uint32_t seg)
     // ours goes when this function returns, whatever happens.
     const uint32_t buf = pool_.take_result(seg);
     const BufRef result = buf != kNoIndex ? BufRef(pool_.buffers(), buf) : BufRef();
+    fan_out(job, blk, seg, result, len);
+}
+
+void Aggregator::fan_out(Job &job, const ina_proto_hdr_t &blk, uint32_t seg, const BufRef &result,
+                         size_t len)
+{
     // Every member contributed, so every member is joined: each gets exactly
     // one of the two.
     for (uint32_t rank = 0; rank < job.nmembers(); ++rank) {

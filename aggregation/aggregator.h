@@ -25,6 +25,7 @@
 #include "scheduler.h"
 #include "seg_pool.h"
 #include "sink.h"
+#include "uplink.h"
 
 namespace ina::agg {
 
@@ -57,6 +58,11 @@ struct Counters {
     uint64_t kept_blocks = 0;    // blocks kept for deferred calls
     uint64_t jobs_created = 0;
     uint64_t jobs_freed = 0;
+    // Trees of agents: as a parent (votes of child agents) and as a leaf.
+    uint64_t ready_in = 0;       // CALL_READY received
+    uint64_t abort_in = 0;       // CALL_ABORT received
+    uint64_t partials_up = 0;    // completed blocks sent up to the parent
+    uint64_t parent_results = 0; // RESULTs from the parent, sent on to members
 };
 
 class Aggregator {
@@ -83,6 +89,24 @@ public:
     // was (the Seg may keep it instead of copying; see Block::own).
     void block(Member &from, const ina_proto_hdr_t &h, const void *payload,
                BufRef *own = nullptr);
+    // A member that is a child agent votes on a call of a job opened with
+    // INA_PROTO_F_CHILDREN (CALL_READY), or will not take part (CALL_ABORT).
+    void call_ready(Member &from, const ina_proto_hdr_t &h);
+    void call_abort(Member &from, const ina_proto_hdr_t &h);
+
+    // This agent as a leaf of a tree (tree.cpp). The link to the parent (none:
+    // a root; a job over several leaves is then refused at JOB_OPEN), and
+    // what it reports, by the leaf's JID: the parent's job opened (OK and its
+    // window) or not; the parent's GRANT/DENY of a call; a RESULT of one of
+    // the leaf's blocks (payload: len bytes, valid during the call); an
+    // ERROR that ended a call there; the link is lost.
+    void set_uplink(Uplink *up) { uplink_ = up; }
+    void uplink_opened(uint32_t jid, ina_proto_status_t st, uint32_t parent_window);
+    void uplink_decision(uint32_t jid, uint64_t mid, bool grant, ina_proto_status_t st);
+    void uplink_result(uint32_t jid, const ina_proto_hdr_t &h, const void *payload, size_t len);
+    void uplink_error(uint32_t jid, uint64_t mid, ina_proto_status_t st);
+    void uplink_lost();
+
     // The member is gone (connection lost): it leaves every job it joined,
     // jobs it created that nobody joined are freed. The handle may be
     // destroyed afterwards.
@@ -116,6 +140,28 @@ private:
     void apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t &h, const void *payload,
                BufRef *own);
     void send_result(Job &job, const ina_proto_hdr_t &blk, uint32_t seg);
+    // The completed block (header `blk`, buffer `result` of len bytes) to
+    // every member: the payload to those who asked for it (the Seg's want
+    // bits), an ACK to the others.
+    void fan_out(Job &job, const ina_proto_hdr_t &blk, uint32_t seg, const BufRef &result,
+                 size_t len);
+    // A message of a member about a job: the job, or null (refused).
+    Job *member_job(Member &from, const ina_proto_hdr_t &h, const char *what);
+    // The record of a new call, from its first message.
+    Call &start_call(Job &job, const ina_proto_hdr_t &h);
+    // The GRANT to every member (once; trees tell it late).
+    void tell_grant(Job &job, Call &call, uint64_t mid);
+    // Deny an undecided call on every member (and, tell_parent, at the parent).
+    void deny(Job &job, Call &call, uint64_t mid, ina_proto_status_t st, bool tell_parent = true);
+    // End an open call that can never complete: members who were told GRANT
+    // get an ERROR; in a tree, a call not told yet is denied instead (every
+    // member of every leaf then falls back alike). tell_parent: a leaf's own
+    // loss, which the parent must hear of.
+    void abort_call(Job &job, uint64_t mid, Call &call, ina_proto_status_t st, const char *why,
+                    bool tell_parent);
+    // A leaf's completed block goes up (tree.cpp); and what waits for its slot.
+    void send_up(Job &job, Call &call, const ina_proto_hdr_t &blk, uint32_t seg);
+    void flush_up(Job &job, Call &call);
     // The call is over: its lease (or, deferred, its kept blocks) goes back.
     void end_call(uint32_t jid, uint64_t mid, Call &call);
     void drop_kept(Call &call);
@@ -128,7 +174,7 @@ private:
     void free_job(uint32_t jid);
     // A new job (the first JOB_OPEN of a key).
     Job &new_job(Member &from, const JobKey &key, std::vector<uint32_t> node_ids,
-                 uint32_t asked_window);
+                 uint32_t asked_window, const TreeDesc &tree);
     // Bind `from` as `rank` of `job`: OK, or why not.
     ina_proto_status_t join_job(Job &job, uint32_t rank, Member &from);
 
@@ -136,6 +182,7 @@ private:
     SegPool pool_;
     std::unique_ptr<Scheduler> scheduler_;
     Sink &sink_;
+    Uplink *uplink_ = nullptr;
     Counters counters_;
     std::unordered_map<uint32_t, std::unique_ptr<Job>> jobs_;
     std::map<JobKey, uint32_t> keys_; // jobs opened by key

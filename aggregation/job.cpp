@@ -9,9 +9,9 @@
 namespace ina::agg {
 
 Job::Job(uint32_t jid, uint32_t window, const JobKey &key, std::vector<uint32_t> node_ids,
-         uint32_t asked_window, const Member *creator)
+         uint32_t asked_window, const TreeDesc &tree, const Member *creator)
     : jid_(jid), window_(window), key_(key), node_ids_(std::move(node_ids)),
-      asked_window_(asked_window),
+      asked_window_(asked_window), tree_(tree),
       topo_(node_ids_.data(), static_cast<uint32_t>(node_ids_.size())), creator_(creator),
       members_(node_ids_.size(), nullptr), next_mid_(node_ids_.size(), 0),
       seen_(node_ids_.size(), false)
@@ -89,6 +89,17 @@ std::vector<uint64_t> Job::abort_open_calls()
     for (auto &kv : calls_) {
         if ((kv.second.granted || kv.second.deferred) && !kv.second.finished) {
             kv.second.finished = true;
+            mids.push_back(kv.first);
+        }
+    }
+    return mids;
+}
+
+std::vector<uint64_t> Job::open_calls() const
+{
+    std::vector<uint64_t> mids;
+    for (const auto &kv : calls_) {
+        if ((kv.second.granted || kv.second.deferred) && !kv.second.finished) {
             mids.push_back(kv.first);
         }
     }

@@ -39,6 +39,27 @@ private:
     std::vector<std::pair<uint32_t, uint32_t>> memberships_; // (jid, rank)
 };
 
+// Where a job sits in a tree of agents (JOB_OPEN's tree fields, part of the
+// description every member must give alike; docs/HIERARCHY.md).
+struct TreeDesc {
+    uint32_t groups = 0;   // leaf agents the job's members talk to (<= 1: none above)
+    uint32_t group = 0;    // this agent's index among them
+    bool children = false; // the members are child agents, which vote (CALL_READY)
+    bool operator==(const TreeDesc &o) const
+    {
+        return groups == o.groups && group == o.group && children == o.children;
+    }
+};
+
+// A completed block of a leaf's call on its way up, waiting for its slot in
+// the parent's window (the parent's window may be smaller than the leaf's).
+struct Partial {
+    ina_proto_hdr_t hdr; // the BLOCK as the parent will see it, but jid/rank/seg/window
+    BufRef buf;          // the leaf's completed Seg buffer (empty: a CREDIT, BARRIER)
+    size_t offset = 0;   // bytes into buf where the piece starts
+    size_t len = 0;
+};
+
 // A block of a deferred call, kept (copied) until the call is decided.
 struct KeptBlock {
     Member *from;
@@ -66,6 +87,16 @@ struct Call {
     size_t kept_bytes = 0;
     std::vector<bool> told;         // per rank: the decision was sent to it
     std::chrono::steady_clock::time_point first_seen{}; // its first block (open_wait)
+
+    // Agent trees (docs/HIERARCHY.md).
+    bool grant_told = false;        // the GRANT went out (children/uplinked jobs wait for it)
+    // A job of child agents: who said CALL_READY.
+    std::vector<bool> ready;
+    uint32_t nready = 0;
+    // A leaf's call whose job goes up to a parent:
+    std::vector<uint64_t> up_pending; // per lease slot: sid + 1 of the block at the parent, 0 none
+    std::vector<uint64_t> up_next;    // per parent slot: the next SID it takes
+    std::vector<Partial> up_wait;     // completed blocks waiting for their parent slot
 };
 
 // The name of a job (JOB_OPEN).
@@ -76,7 +107,7 @@ public:
     // `node_ids` (one per member) and `asked_window` are the description
     // every member must open the job with.
     Job(uint32_t jid, uint32_t window, const JobKey &key, std::vector<uint32_t> node_ids,
-        uint32_t asked_window, const Member *creator);
+        uint32_t asked_window, const TreeDesc &tree, const Member *creator);
 
     uint32_t jid() const { return jid_; }
     uint32_t window() const { return window_; }
@@ -101,9 +132,26 @@ public:
     bool dead() const { return ever_joined_ && joined_ == 0; }
 
     const JobKey &key() const { return key_; }
-    bool same_description(const std::vector<uint32_t> &node_ids, uint32_t asked_window) const
+    bool same_description(const std::vector<uint32_t> &node_ids, uint32_t asked_window,
+                          const TreeDesc &tree) const
     {
-        return node_ids == node_ids_ && asked_window == asked_window_;
+        return node_ids == node_ids_ && asked_window == asked_window_ && tree == tree_;
+    }
+    uint32_t asked_window() const { return asked_window_; }
+
+    // Trees of agents. A job whose members talk to several leaves goes up
+    // to this agent's parent (uplinked); a job opened by child agents
+    // (children) grants a call only once every member voted for it.
+    const TreeDesc &tree() const { return tree_; }
+    bool uplinked() const { return tree_.groups > 1; }
+    bool children() const { return tree_.children; }
+    enum class UpState { kNone, kOpening, kOpen, kFailed };
+    UpState up_state() const { return up_state_; }
+    uint32_t up_window() const { return up_window_; } // the parent's window, once open
+    void set_up_state(UpState st, uint32_t window = 0)
+    {
+        up_state_ = st;
+        up_window_ = window;
     }
     // Every member has joined at least once (the job carries calls only then).
     bool complete() const { return seen_count_ == members_.size(); }
@@ -132,6 +180,8 @@ public:
     // leases and kept blocks are still in the records, for the caller to
     // give back.
     std::vector<uint64_t> abort_open_calls();
+    // The MIDs of the granted or deferred calls still open (nothing marked).
+    std::vector<uint64_t> open_calls() const;
     size_t live_calls() const { return calls_.size(); }
 
 private:
@@ -140,6 +190,9 @@ private:
     JobKey key_;
     std::vector<uint32_t> node_ids_;
     uint32_t asked_window_;
+    TreeDesc tree_;
+    UpState up_state_ = UpState::kNone;
+    uint32_t up_window_ = 0;
     Topology topo_;
     const Member *creator_;
     std::vector<Member *> members_;

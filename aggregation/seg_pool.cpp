@@ -134,6 +134,17 @@ bool any_set(const std::vector<uint64_t> &bits, uint32_t lo, uint32_t hi)
     return false;
 }
 
+bool any_unset(const std::vector<uint64_t> &bits, uint32_t lo, uint32_t hi)
+{
+    for (uint32_t w = lo / 64; w <= (hi - 1) / 64; ++w) {
+        const uint64_t m = word_mask(w, lo, hi);
+        if ((bits[w] & m) != m) {
+            return true;
+        }
+    }
+    return false;
+}
+
 void set_range(std::vector<uint64_t> &bits, uint32_t lo, uint32_t hi)
 {
     for (uint32_t w = lo / 64; w <= (hi - 1) / 64; ++w) {
@@ -241,7 +252,8 @@ void SegPool::place(Seg &s, const Block &b)
     }
 }
 
-SegOutcome SegPool::check_piece(const Seg &s, bool fresh, uint32_t nranks, const Block &b) const
+SegOutcome SegPool::check_piece(const Seg &s, bool fresh, uint32_t nranks, const Block &b,
+                                bool whole) const
 {
     if (coll_reduces(b.coll)) {
         // Every member brings the whole block (the validator says so too; the
@@ -266,13 +278,13 @@ SegOutcome SegPool::check_piece(const Seg &s, bool fresh, uint32_t nranks, const
     }
     // The last member: without overlaps, covering exactly = the counts add up.
     const uint32_t left = fresh ? nranks : s.ranks_left;
-    if (left == 1 && placed + b.count != b.seg_count) {
+    if (whole && left == 1 && placed + b.count != b.seg_count) {
         return SegOutcome::kUncovered;
     }
     return SegOutcome::kStored;
 }
 
-SegOutcome SegPool::contribute(uint32_t seg, const Topology &topo, const Block &b)
+SegOutcome SegPool::contribute(uint32_t seg, const Topology &topo, const Block &b, bool whole)
 {
     Seg &s = segs_[seg];
     const size_t esz = ina_proto_dtype_size(b.dtype);
@@ -292,7 +304,7 @@ SegOutcome SegPool::contribute(uint32_t seg, const Topology &topo, const Block &
             return SegOutcome::kDuplicate;
         }
     }
-    const SegOutcome rule = check_piece(s, fresh, topo.nranks(), b);
+    const SegOutcome rule = check_piece(s, fresh, topo.nranks(), b, whole);
     if (rule != SegOutcome::kStored) {
         return rule;
     }
@@ -359,6 +371,25 @@ SegOutcome SegPool::contribute(uint32_t seg, const Topology &topo, const Block &
         --s.nodes_left;
     }
     return s.nodes_left == 0 ? SegOutcome::kComplete : SegOutcome::kStored;
+}
+
+bool SegPool::covered(uint32_t seg, uint32_t &offset, uint32_t &count) const
+{
+    const Seg &s = segs_[seg];
+    offset = 0;
+    count = s.reduce ? s.seg_count : s.placed;
+    if (s.reduce || s.placed == 0 || s.coll != INA_COLL_ALLGATHER) {
+        return true; // whole, or nothing, or BCAST's single piece (at offset 0)
+    }
+    // The first element placed; the pieces cover one range iff the `placed`
+    // elements from there on are all set.
+    uint32_t w = 0;
+    while (s.placed_bits[w] == 0) {
+        ++w;
+    }
+    offset = w * 64 + static_cast<uint32_t>(__builtin_ctzll(s.placed_bits[w]));
+    const uint32_t end = offset + s.placed;
+    return end <= s.seg_count && !any_unset(s.placed_bits, offset, end);
 }
 
 uint32_t SegPool::take_result(uint32_t seg)

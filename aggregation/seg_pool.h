@@ -180,8 +180,15 @@ public:
 
     // Apply one member's block. Every refusal (all outcomes but kStored and
     // kComplete) leaves the Seg exactly as it was: one bad block from one
-    // member never spoils the block for the others.
-    SegOutcome contribute(uint32_t seg, const Topology &topo, const Block &b);
+    // member never spoils the block for the others. `whole`: the members'
+    // pieces of a BCAST/ALLGATHER block must cover it (kUncovered if not);
+    // false at a leaf of a tree, whose members bring only their part.
+    SegOutcome contribute(uint32_t seg, const Topology &topo, const Block &b, bool whole = true);
+    // After kComplete, until the Seg takes its next block: the range of
+    // elements its members brought (a reduction: the whole block; BCAST: the
+    // block or nothing; ALLGATHER: where the pieces lie). False when the
+    // pieces are not one range (a leaf then cannot send them up as one).
+    bool covered(uint32_t seg, uint32_t &offset, uint32_t &count) const;
     // After kComplete: who asked for the payload. Stays readable after
     // take_result() until the Seg takes its next block.
     bool wants(uint32_t seg, uint32_t rank) const { return segs_[seg].want_bits[rank]; }
@@ -227,7 +234,8 @@ private:
     };
 
     // The collective's rule for one piece, against the Seg's current state.
-    SegOutcome check_piece(const Seg &s, bool fresh, uint32_t nranks, const Block &b) const;
+    SegOutcome check_piece(const Seg &s, bool fresh, uint32_t nranks, const Block &b,
+                           bool whole) const;
     // `adopt`: a buffer (already holding b's data) to use as the Seg's.
     void init(Seg &s, const Topology &topo, const Block &b, uint32_t adopt);
     void reset(Seg &s);

@@ -107,6 +107,12 @@ void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &
     case INA_PROTO_BLOCK:
         agg.block(from, h, payload, own);
         break;
+    case INA_PROTO_CALL_READY:
+        agg.call_ready(from, h);
+        break;
+    case INA_PROTO_CALL_ABORT:
+        agg.call_abort(from, h);
+        break;
     default: // agent-to-client types have no business here
         agg.reject(&from, h, INA_PROTO_ERR_MALFORMED, "not a client-to-agent message");
         break;

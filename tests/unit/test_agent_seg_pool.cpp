@@ -270,7 +270,7 @@ START_TEST(test_job_membership_and_retire)
 {
     SegPool pool(8, 64);
     Member p0, p1, p2, stranger;
-    Job job(42, 4, JobKey{}, {1, 2, 3}, 4, &p0);
+    Job job(42, 4, JobKey{}, {1, 2, 3}, 4, TreeDesc{}, &p0);
     ck_assert(!job.dead());
     ck_assert(job.orphaned_by(&p0));
     ck_assert_int_eq(job.join(0, &p0), INA_PROTO_OK);
@@ -334,7 +334,7 @@ START_TEST(test_job_abort_open_calls)
 {
     SegPool pool(8, 64);
     Member p0, p1;
-    Job job(7, 2, JobKey{}, {1, 2}, 2, &p0);
+    Job job(7, 2, JobKey{}, {1, 2}, 2, TreeDesc{}, &p0);
     ck_assert_int_eq(job.join(0, &p0), INA_PROTO_OK);
     ck_assert_int_eq(job.join(1, &p1), INA_PROTO_OK);
     for (uint64_t mid = 0; mid < 5; ++mid) {
