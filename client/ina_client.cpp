@@ -858,12 +858,24 @@ ina_status_t ina_job_open(ina_client_t *client, const uint8_t *key, uint32_t nme
                           uint32_t requested_window, uint32_t requested_block_bytes,
                           ina_job_params_t *params, ina_job_t **out)
 {
+    return ina_job_open_tree(client, key, nmembers, node_of_member, rank, 0, 0, rank, nmembers,
+                             requested_window, requested_block_bytes, params, out);
+}
+
+ina_status_t ina_job_open_tree(ina_client_t *client, const uint8_t *key, uint32_t nmembers,
+                               const uint32_t *node_of_member, uint32_t rank, uint32_t leaf,
+                               uint32_t nleaves, uint32_t comm_rank, uint32_t comm_size,
+                               uint32_t requested_window, uint32_t requested_block_bytes,
+                               ina_job_params_t *params, ina_job_t **out)
+{
     if (out != nullptr) {
         *out = nullptr;
     }
     if (client == nullptr || key == nullptr || params == nullptr || out == nullptr ||
         node_of_member == nullptr || nmembers == 0 || nmembers > INA_PROTO_MAX_MEMBERS ||
-        rank >= nmembers) {
+        rank >= nmembers || (nleaves == 0 ? leaf != 0 : leaf >= nleaves) ||
+        nleaves > INA_PROTO_MAX_MEMBERS || comm_size < nmembers || comm_rank >= comm_size ||
+        (nleaves <= 1 && (comm_size != nmembers || comm_rank != rank))) {
         return INA_ERR_INVALID;
     }
     return static_cast<ina_status_t>(guard(__func__, [&]() -> int {
@@ -882,8 +894,18 @@ ina_status_t ina_job_open(ina_client_t *client, const uint8_t *key, uint32_t nme
         h.count = nmembers;
         h.window = static_cast<uint16_t>(window);
         h.arg = c.next_cookie();
+        h.seg_count = nleaves;
+        h.offset = leaf;
         int rc = job_request(c, h, payload.data(), payload.size(), block, params);
-        return rc != INA_OK ? rc : attach_job(c, *params, rank, out);
+        if (rc != INA_OK) {
+            return rc;
+        }
+        params->nmembers = comm_size; // a call's geometry is the communicator's
+        rc = attach_job(c, *params, rank, out);
+        if (rc == INA_OK) {
+            (*out)->impl.set_comm_rank(comm_rank);
+        }
+        return rc;
     }));
 }
 

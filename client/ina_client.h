@@ -145,6 +145,23 @@ ina_status_t ina_job_open(ina_client_t *client, const uint8_t *key, uint32_t nme
                           uint32_t requested_window, uint32_t requested_block_bytes,
                           ina_job_params_t *params, ina_job_t **out);
 
+/* ina_job_open for a communicator whose members talk to `nleaves` leaf
+ * agents of one tree (docs/HIERARCHY.md): this member's leaf is number
+ * `leaf` (leaves in order of their first rank, ina_topology_plan), and
+ * nmembers, node_of_member and rank describe only the members of this leaf
+ * (its ranks in communicator order). comm_rank and comm_size place the
+ * member in the whole communicator: calls are described in its terms
+ * (roots, allgather chunks, reduce_scatter parts; params->nmembers is
+ * comm_size), and an allgather needs each leaf's members to be consecutive
+ * ranks. The leaf opens the job at its parent; every member of every leaf
+ * must pass the same nleaves and window. nleaves 0 (leaf 0, comm_rank =
+ * rank, comm_size = nmembers): ina_job_open. */
+ina_status_t ina_job_open_tree(ina_client_t *client, const uint8_t *key, uint32_t nmembers,
+                               const uint32_t *node_of_member, uint32_t rank, uint32_t leaf,
+                               uint32_t nleaves, uint32_t comm_rank, uint32_t comm_size,
+                               uint32_t requested_window, uint32_t requested_block_bytes,
+                               ina_job_params_t *params, ina_job_t **out);
+
 /* Leave the job (non-blocking toward the agent) and free the descriptor. */
 void ina_job_leave(ina_job_t *job);
 

@@ -346,6 +346,11 @@ public:
 
     uint32_t jid() const { return params_.jid; }
     uint32_t rank() const { return rank_; }
+    // In a tree, the job at a leaf has only that leaf's members (rank_ is
+    // this member's index there, on the wire), while a call's geometry
+    // (roots, chunks, parts) is the whole communicator's: params_.nmembers
+    // is its size and this is our rank in it.
+    void set_comm_rank(uint32_t r) { comm_rank_ = r; }
     uint32_t window() const { return params_.window; }
     Client *client() const { return client_; }
     // The client went away first: outstanding calls fail, later ones fall
@@ -404,6 +409,7 @@ private:
     Client *client_;
     const ina_job_params_t params_;
     const uint32_t rank_;
+    uint32_t comm_rank_;
     uint64_t next_mid_ = 0;
     std::vector<std::unique_ptr<ina_call>> calls_; // every call object of the job
     std::vector<ina_call *> free_;                 // recycled ones

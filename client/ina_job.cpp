@@ -445,7 +445,7 @@ void Call::on_staged_result(const ina_proto_hdr_t &h, const void *data, size_t l
 // --------------------------------------------------------------------- Job
 
 Job::Job(Client *client, const ina_job_params_t &p, uint32_t rank)
-    : client_(client), params_(p), rank_(rank)
+    : client_(client), params_(p), rank_(rank), comm_rank_(rank)
 {
 }
 
@@ -615,7 +615,7 @@ int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_
     s.elem_size = ina_proto_dtype_size(dtype);
     s.count = d.count;
     s.nmembers = params_.nmembers;
-    s.rank = rank_;
+    s.rank = comm_rank_;
     s.root = d.root;
     s.recvcounts = d.recvcounts;
     s.in_place = d.coll == INA_COLL_ALLGATHER && d.sbuf == nullptr;
@@ -626,7 +626,7 @@ int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_
     }
     // The call's own block size, from its result vector (ina_geometry.h).
     s.block_bytes = call_block_bytes(g.total() * s.elem_size, params_.block_bytes);
-    if (!g.plan(s) || (!g.empty() && !buffers_ok(d, g, rank_))) {
+    if (!g.plan(s) || (!g.empty() && !buffers_ok(d, g, comm_rank_))) {
         return cqe->rc = INA_ERR_INVALID;
     }
     return launch(g, wait_decision, out, cqe, [&](ina_call *c, uint64_t mid, bool granted) {

@@ -44,6 +44,7 @@ Agent::Agent(const AgentConfig &cfg, const agg::Aggregator::SchedulerFactory &ma
 
 Agent::~Agent()
 {
+    parent_.reset(); // before the peers: it may still tell the core about calls
     // Stop accepting, close every endpoint, let UCX finish (cancel) what is in
     // flight so no completion callback outlives its SendCtx, then tear down.
     for (ucp_conn_request_h req : conn_reqs_) {
@@ -108,6 +109,11 @@ void Agent::start()
         throw ucs_error(("cannot listen on " + cfg_.host + ":" + port).c_str(), st);
     }
     listener_.reset(listener);
+    if (!cfg_.parent.empty()) {
+        parent_ = std::make_unique<ParentLink>(cfg_.parent, agg_);
+        parent_->start(cfg_.core.seg_bytes, cfg_.parent_timeout_ms);
+        agg_.set_uplink(parent_.get());
+    }
     INA_INFO("listening on %s (segs=%u seg-size=%u max-window=%u)", bound_address().c_str(),
              cfg_.core.segs, cfg_.core.seg_bytes, cfg_.core.max_window);
 }
@@ -135,7 +141,10 @@ int Agent::run(int signal_fd)
     if (ep.get() < 0) {
         throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
     }
-    for (int fd : {efd, signal_fd}) {
+    for (int fd : {efd, signal_fd, parent_ ? parent_->wake_fd() : -1}) {
+        if (fd < 0) {
+            continue;
+        }
         struct epoll_event ev{};
         ev.events = EPOLLIN;
         ev.data.fd = fd;
@@ -150,6 +159,9 @@ int Agent::run(int signal_fd)
         service();
         if (ucp_worker_progress(worker_.get()) != 0) {
             continue; // more came, or sends progressed
+        }
+        if (parent_ && parent_->progress()) {
+            continue; // the parent said something (its replies queued sends)
         }
         // Two kinds of waits, learned apart: for the rest of a call in
         // flight, and between calls (from the last message handled to the
@@ -167,6 +179,9 @@ int Agent::run(int signal_fd)
         if (st != UCS_OK) {
             throw ucs_error("ucp_worker_arm", st);
         }
+        if (parent_ && !parent_->arm()) {
+            continue;
+        }
         // Sleep for good unless calls wait for the scheduler: then wake up
         // for its next tick.
         int timeout = -1;
@@ -175,8 +190,8 @@ int Agent::run(int signal_fd)
                                                                      agg::Clock::now());
             timeout = static_cast<int>(std::max<std::chrono::milliseconds::rep>(left.count(), 0));
         }
-        struct epoll_event evs[2];
-        int n = epoll_wait(ep.get(), evs, 2, timeout);
+        struct epoll_event evs[3];
+        int n = epoll_wait(ep.get(), evs, 3, timeout);
         if (n < 0 && errno != EINTR) {
             throw std::runtime_error(std::string("epoll_wait: ") + std::strerror(errno));
         }
@@ -196,13 +211,16 @@ int Agent::run(int signal_fd)
 
 bool Agent::work_outstanding() const
 {
-    return agg_.pool().free_segs() < agg_.pool().size() || sends_in_flight_ > 0;
+    return agg_.pool().free_segs() < agg_.pool().size() || sends_in_flight_ > 0 ||
+           (parent_ && parent_->sending());
 }
 
 bool Agent::spin(const SpinPolicy &policy)
 {
-    return spin_poll(policy.budget(true), policy.config().yield,
-                     [this] { return ucp_worker_progress(worker_.get()) != 0; });
+    return spin_poll(policy.budget(true), policy.config().yield, [this] {
+        const bool here = ucp_worker_progress(worker_.get()) != 0;
+        return (parent_ && parent_->progress()) || here;
+    });
 }
 
 void Agent::tick()
@@ -422,7 +440,7 @@ void Agent::on_send_done(void *request, ucs_status_t status, void *user_data)
 
 bool Agent::service()
 {
-    bool did = false;
+    bool did = parent_ && parent_->flush();
     if (!conn_reqs_.empty()) {
         std::vector<ucp_conn_request_h> reqs;
         reqs.swap(conn_reqs_);
@@ -646,6 +664,16 @@ void Agent::log_counters() const
     }
     INA_INFO("block bytes in: total=%" PRIu64 " by host:%s", t.block_bytes_in,
              hosts.empty() ? " none" : hosts.c_str());
+    INA_INFO("tree: ready_in=%" PRIu64 " abort_in=%" PRIu64 " partials_up=%" PRIu64
+             " parent_results=%" PRIu64,
+             c.ready_in, c.abort_in, c.partials_up, c.parent_results);
+    if (parent_) {
+        const ParentLink::Counters &p = parent_->counters();
+        INA_INFO("parent %s: msgs_out=%" PRIu64 " block_bytes_up=%" PRIu64 " msgs_in=%" PRIu64
+                 " result_bytes_down=%" PRIu64 " send_errors=%" PRIu64,
+                 parent_->address().c_str(), p.msgs_out, p.block_bytes_up, p.msgs_in,
+                 p.result_bytes_down, p.send_errors);
+    }
 }
 
 } // namespace ina

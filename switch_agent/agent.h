@@ -21,6 +21,7 @@
 #include "aggregator.h"
 #include "ina_proto.h"
 #include "ina_ucx.h"
+#include "parent_link.h"
 #include "spin_policy.h"
 #include "wire.h"
 
@@ -40,6 +41,10 @@ struct AgentConfig {
     // into a Seg buffer (--rndv-bytes; told to clients in HELLO_ACK); 0: all
     // eager.
     uint64_t rndv_bytes = kDefaultRndvBytes;
+    // HOST:PORT of this agent's parent in a tree of agents (--parent; empty:
+    // none, this agent is a root and refuses jobs over several leaves).
+    std::string parent;
+    int parent_timeout_ms = 10000; // to connect to it at start
 };
 
 // What the transport counts (the core counts the rest: agg::Counters).
@@ -186,6 +191,10 @@ private:
     std::vector<std::unique_ptr<RecvCtx>> recv_store_; // owns every RecvCtx
     std::vector<RecvCtx *> recv_free_;
     std::vector<RecvCtx *> recvs_;                       // in flight
+
+    // The link up (--parent). Declared last: gone before the core and the
+    // pool its sends reference.
+    std::unique_ptr<ParentLink> parent_;
 };
 
 } // namespace ina

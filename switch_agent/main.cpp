@@ -49,6 +49,9 @@ void usage(FILE *out)
                  "  --open-wait-ms N     a call of a job opened by key (JOB_OPEN) that\n"
                  "                       starts before every member opened it waits up\n"
                  "                       to N ms for them, then is denied (default %lld)\n"
+                 "  --parent HOST:PORT   this agent is a leaf of a tree: jobs whose members\n"
+                 "                       talk to several leaves go up to this agent\n"
+                 "                       (default none: a root)\n"
                  "  --help               this text\n",
                  INA_PROTO_MAX_SEG_BYTES, INA_PROTO_MAX_WINDOW, ina::kDefaultSpinUs,
                  static_cast<unsigned long long>(ina::AgentConfig::kDefaultRndvBytes),
@@ -127,6 +130,7 @@ int main(int argc, char **argv)
         kSpinYield,
         kRndvBytes,
         kOpenWaitMs,
+        kParent,
         kHelp
     };
     static const struct option opts[] = {
@@ -141,6 +145,7 @@ int main(int argc, char **argv)
         {"spin-yield", no_argument, nullptr, kSpinYield},
         {"rndv-bytes", required_argument, nullptr, kRndvBytes},
         {"open-wait-ms", required_argument, nullptr, kOpenWaitMs},
+        {"parent", required_argument, nullptr, kParent},
         {"help", no_argument, nullptr, kHelp},
         {nullptr, 0, nullptr, 0}};
     opterr = 0;
@@ -207,6 +212,16 @@ int main(int argc, char **argv)
             }
             cfg.core.open_wait = std::chrono::milliseconds(v);
             break;
+        case kParent: {
+            std::string host;
+            std::string port;
+            if (!ina::ucx::split_host_port(optarg, host, port) ||
+                !parse_uint(port.c_str(), 1, 65535, &v)) {
+                bad_arg("--parent wants HOST:PORT, got '%s'", optarg);
+            }
+            cfg.parent = optarg;
+            break;
+        }
         case kHelp:
             usage(stdout);
             return 0;

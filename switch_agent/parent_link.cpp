@@ -1,0 +1,317 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// A leaf's link to its parent agent (parent_link.h).
+#include "parent_link.h"
+
+#include <chrono>
+#include <cinttypes>
+#include <cstring>
+#include <poll.h>
+#include <stdexcept>
+
+#include "ina_client.h"
+#include "ina_ucx.h"
+#include "log.h"
+#include "ucx_channel.h"
+
+namespace ina {
+
+ParentLink::ParentLink(std::string addr, agg::Aggregator &agg) : addr_(std::move(addr)), agg_(agg)
+{
+}
+
+ParentLink::~ParentLink()
+{
+    for (Send *s : outbox_) {
+        recycle(s);
+    }
+    outbox_.clear();
+    lost_ = true; // the core hears nothing more from us
+    if (channel_) {
+        channel_->close(true); // pending sends complete (with !ok) here
+        for (int i = 0; i < 100000 && !channel_->closed(); ++i) {
+            channel_->progress();
+        }
+        channel_.reset();
+    }
+}
+
+void ParentLink::start(uint32_t seg_bytes, int timeout_ms)
+{
+    std::string err;
+    if (client::UcxChannel::open(addr_, false, *this, channel_, err) != INA_OK) {
+        throw std::runtime_error("--parent " + addr_ + ": " + err);
+    }
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_HELLO);
+    h.count = ucx::kStreamSegBytes;
+    h.arg = 0; // RESULTs eager
+    queue(h);
+    flush();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (!hello_done_ && !lost_ && std::chrono::steady_clock::now() < deadline) {
+        if (!channel_->progress() && channel_->arm()) {
+            struct pollfd p{channel_->wake_fd(), POLLIN, 0};
+            poll(&p, 1, 10);
+        }
+    }
+    if (!hello_done_) {
+        throw std::runtime_error("--parent " + addr_ + ": " +
+                                 (lost_ ? "connection lost" : "no HELLO_ACK in time"));
+    }
+    if (hello_ack_.type != INA_PROTO_HELLO_ACK) {
+        throw std::runtime_error("--parent " + addr_ + ": HELLO refused (" +
+                                 ina_proto_status_name(hello_ack_.status) + ")");
+    }
+    if (hello_ack_.arg < seg_bytes) {
+        throw std::runtime_error("--parent " + addr_ + " has Segs of " +
+                                 std::to_string(hello_ack_.arg) + " bytes, this agent " +
+                                 std::to_string(seg_bytes) +
+                                 ": a leaf's blocks must fit its parent's Segs (--seg-size)");
+    }
+    INA_INFO("parent %s: max window %" PRIu32 ", seg %" PRIu64 " bytes", addr_.c_str(),
+             hello_ack_.count, hello_ack_.arg);
+}
+
+bool ParentLink::progress()
+{
+    return channel_ && channel_->progress();
+}
+
+ParentLink::Send &ParentLink::queue(const ina_proto_hdr_t &h)
+{
+    if (free_.empty()) {
+        store_.push_back(std::make_unique<Send>());
+        free_.reserve(store_.size());
+        free_.push_back(store_.back().get());
+    }
+    outbox_.reserve(outbox_.size() + 1);
+    Send *s = free_.back();
+    free_.pop_back();
+    s->link = this;
+    s->hdr = h;
+    s->bytes.clear();
+    s->offset = 0;
+    s->len = 0;
+    outbox_.push_back(s);
+    return *s;
+}
+
+void ParentLink::recycle(Send *s)
+{
+    s->buf.reset();
+    free_.push_back(s);
+}
+
+bool ParentLink::flush()
+{
+    if (outbox_.empty()) {
+        return false;
+    }
+    std::vector<Send *> out;
+    out.swap(outbox_);
+    for (Send *s : out) {
+        if (lost_ || !channel_->alive()) {
+            recycle(s);
+            continue;
+        }
+        const void *payload = !s->bytes.empty() ? static_cast<const void *>(s->bytes.data())
+                              : s->buf          ? static_cast<const void *>(s->buf.data() + s->offset)
+                                                : nullptr;
+        const size_t len = !s->bytes.empty() ? s->bytes.size() : s->len;
+        ++counters_.msgs_out;
+        counters_.block_bytes_up += s->hdr.type == INA_PROTO_BLOCK ? len : 0;
+        switch (channel_->post(s->hdr, payload, len, s)) {
+        case client::Channel::Posted::done:
+            recycle(s);
+            break;
+        case client::Channel::Posted::pending:
+            ++in_flight_;
+            break;
+        case client::Channel::Posted::failed:
+            ++counters_.send_errors;
+            recycle(s);
+            break;
+        }
+    }
+    return true;
+}
+
+void ParentLink::Send::done(bool ok)
+{
+    --link->in_flight_;
+    link->counters_.send_errors += ok ? 0 : 1;
+    link->recycle(this);
+}
+
+bool ParentLink::address(uint32_t leaf_jid, ina_proto_hdr_t &h) const
+{
+    auto it = up_.find(leaf_jid);
+    if (it == up_.end() || it->second.jid == 0) {
+        return false;
+    }
+    h.jid = it->second.jid;
+    h.rank = it->second.rank;
+    if (h.type != INA_PROTO_JOB_LEAVE && h.type != INA_PROTO_CALL_ABORT) {
+        h.window = it->second.window;
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------- agg::Uplink
+
+void ParentLink::open(const agg::Job &job)
+{
+    const uint32_t groups = job.tree().groups;
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_JOB_OPEN);
+    h.rank = job.tree().group;
+    h.count = groups;
+    h.window = static_cast<uint16_t>(job.asked_window());
+    h.arg = job.jid(); // the cookie: JOB_OPENED names the leaf's job
+    h.flags = INA_PROTO_F_CHILDREN;
+    Send &s = queue(h);
+    s.bytes.assign(job.key().begin(), job.key().end());
+    for (uint32_t i = 0; i < groups; ++i) { // one node per leaf
+        const auto *b = reinterpret_cast<const uint8_t *>(&i);
+        s.bytes.insert(s.bytes.end(), b, b + sizeof(i));
+    }
+    up_[job.jid()] = UpJob{0, job.tree().group, 0, false};
+}
+
+void ParentLink::leave(const agg::Job &job)
+{
+    auto it = up_.find(job.jid());
+    if (it == up_.end()) {
+        return;
+    }
+    if (it->second.jid == 0) {
+        it->second.leaving = true; // leave once the parent answered
+        return;
+    }
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_JOB_LEAVE);
+    address(job.jid(), h);
+    queue(h);
+    down_.erase(it->second.jid);
+    up_.erase(it);
+}
+
+void ParentLink::ready(const agg::Job &job, uint64_t mid, const agg::Call &call)
+{
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_CALL_READY);
+    h.mid = mid;
+    h.coll = call.coll;
+    h.op = call.op;
+    h.dtype = call.dtype;
+    h.arg = call.total;
+    if (address(job.jid(), h)) {
+        queue(h);
+    }
+}
+
+void ParentLink::abort(const agg::Job &job, uint64_t mid, ina_proto_status_t why)
+{
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_CALL_ABORT);
+    h.mid = mid;
+    h.status = static_cast<uint8_t>(why);
+    if (address(job.jid(), h)) {
+        queue(h);
+    }
+}
+
+void ParentLink::partial(const agg::Job &job, agg::Partial p)
+{
+    ina_proto_hdr_t h = p.hdr;
+    if (!address(job.jid(), h)) {
+        return;
+    }
+    h.seg = h.sid % h.window;
+    Send &s = queue(h);
+    s.buf = std::move(p.buf);
+    s.offset = p.offset;
+    s.len = p.len;
+}
+
+// ---------------------------------------------------------------- from the parent
+
+void ParentLink::on_message(const ina_proto_hdr_t &h, const void *data, size_t len)
+{
+    ++counters_.msgs_in;
+    if (h.type == INA_PROTO_HELLO_ACK || (!hello_done_ && h.type == INA_PROTO_ERROR)) {
+        hello_ack_ = h;
+        hello_done_ = true;
+        return;
+    }
+    if (h.type == INA_PROTO_JOB_OPENED) {
+        const auto leaf_jid = static_cast<uint32_t>(h.arg);
+        auto it = up_.find(leaf_jid);
+        if (it == up_.end() || it->second.jid != 0) {
+            return;
+        }
+        if (h.status != INA_PROTO_OK || h.jid == 0) {
+            up_.erase(it);
+            agg_.uplink_opened(leaf_jid, static_cast<ina_proto_status_t>(h.status), 0);
+            return;
+        }
+        it->second.jid = h.jid;
+        it->second.window = h.window;
+        down_[h.jid] = leaf_jid;
+        if (it->second.leaving) {
+            ina_proto_hdr_t l;
+            ina_proto_init(&l, INA_PROTO_JOB_LEAVE);
+            address(leaf_jid, l);
+            queue(l);
+            down_.erase(h.jid);
+            up_.erase(it);
+            return;
+        }
+        agg_.uplink_opened(leaf_jid, INA_PROTO_OK, h.window);
+        return;
+    }
+    auto d = down_.find(h.jid);
+    if (d == down_.end()) {
+        INA_DEBUG("parent: %s for job %u, which is not ours (any more)", ina_proto_type_name(h.type),
+                  h.jid);
+        return;
+    }
+    switch (h.type) {
+    case INA_PROTO_GRANT:
+    case INA_PROTO_DENY:
+        agg_.uplink_decision(d->second, h.mid, h.type == INA_PROTO_GRANT,
+                             static_cast<ina_proto_status_t>(h.status));
+        break;
+    case INA_PROTO_RESULT:
+        counters_.result_bytes_down += len;
+        agg_.uplink_result(d->second, h, data, len);
+        break;
+    case INA_PROTO_ERROR:
+        INA_WARN("parent %s refused our %s of job %u mid %" PRIu64 ": %s", addr_.c_str(),
+                 ina_proto_type_name(h.op), d->second, h.mid, ina_proto_status_name(h.status));
+        agg_.uplink_error(d->second, h.mid, static_cast<ina_proto_status_t>(h.status));
+        break;
+    default:
+        INA_DEBUG("parent: unexpected %s", ina_proto_type_name(h.type));
+        break;
+    }
+}
+
+void ParentLink::on_lost(const char *why)
+{
+    if (lost_) {
+        return;
+    }
+    lost_ = true;
+    INA_ERROR("parent %s lost (%s): the calls of jobs over several leaves fail or fall back",
+              addr_.c_str(), why);
+    agg_.uplink_lost();
+}
+
+void ParentLink::on_dropped(const char *why)
+{
+    INA_WARN("parent %s: dropped a message: %s", addr_.c_str(), why);
+}
+
+} // namespace ina

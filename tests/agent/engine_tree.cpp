@@ -1,0 +1,280 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// A tree of real agents: a spine ina-switchd and two leaves started with
+// --parent, four rank processes (two per leaf) that open one job by key
+// (ina_job_open_tree) and run every collective through it, each rank waiting
+// a random while before each call so that the leaves and the spine see the
+// blocks in a different interleaving every round. Every call must be
+// offloaded and every result exact: integers equal to the host's, doubles
+// bit-identical to the tree's association, (r0 + r1) + (r2 + r3).
+// Then leaves that disagree on the window (--max-window): the spine refuses
+// the second leaf's job, and every rank of both leaves falls back alike.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine_harness.h"
+
+namespace {
+
+using namespace ina_test;
+
+constexpr uint32_t kRanks = 4;
+constexpr uint32_t kPerLeaf = 2;
+constexpr int kRounds = 6;
+
+struct Shared {
+    pthread_barrier_t barrier;
+};
+
+double value(uint32_t r, uint64_t i, int round)
+{
+    return 1.0 / (3.0 + r + round) + 1e-7 * static_cast<double>(i % 1000);
+}
+
+// Fail the rank with a message.
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            std::fprintf(stderr, "rank %u: ", rank);                                               \
+            std::fprintf(stderr, __VA_ARGS__);                                                     \
+            std::fprintf(stderr, "\n");                                                            \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+ina_job_t *open_tree_job(ina_client_t *c, uint32_t rank, uint32_t window, ina_job_params_t *p)
+{
+    static const char tag[] = "ina engine tree test";
+    const uint64_t parent = static_cast<uint64_t>(getppid());
+    ina_job_key_t key;
+    ina_job_key_init(&key);
+    ina_job_key_add(&key, tag, sizeof(tag));
+    ina_job_key_add(&key, &parent, sizeof(parent));
+    ina_job_key_add(&key, &groups_reaped(), sizeof(uint32_t));
+    const uint32_t nodes[kPerLeaf] = {0, 1};
+    ina_job_t *job = nullptr;
+    int rc = ina_job_open_tree(c, key.bytes, kPerLeaf, nodes, rank % kPerLeaf, rank / kPerLeaf,
+                               kRanks / kPerLeaf, rank, kRanks, window, 4096, p, &job);
+    if (rc != INA_OK) {
+        std::fprintf(stderr, "rank %u: ina_job_open_tree failed: rc %d\n", rank, rc);
+        std::_Exit(4);
+    }
+    return job;
+}
+
+int run_coll(ina_job_t *job, const ina_coll_desc_t &d, int want)
+{
+    ina_cqe_t cqe{};
+    int rc = ina_job_run(job, &d, &cqe);
+    int v = verdict(rc, cqe);
+    return v == want ? 0 : (v == 0 ? 100 : v);
+}
+
+int rank_main(const char *addr, Shared *sh, uint32_t rank)
+{
+    ina_client_t *c = connect_or_die(addr, "rank " + std::to_string(rank));
+    ina_job_params_t p{};
+    ina_job_t *job = open_tree_job(c, rank, 8, &p);
+    std::mt19937 rng(1234 + rank);
+    const uint64_t n = 20000; // doubles: several blocks of 4 KiB
+    std::vector<double> x(n), y(n);
+    std::vector<int64_t> xi(n), yi(n);
+    const uint32_t chunk = 3000;
+    std::vector<uint8_t> mine(chunk), all(chunk * kRanks);
+    for (int round = 0; round < kRounds; ++round) {
+        auto pause = [&] { usleep(static_cast<useconds_t>(rng() % 3000)); };
+        // ALLREDUCE, doubles: the tree's order.
+        for (uint64_t i = 0; i < n; ++i) {
+            x[i] = value(rank, i, round);
+        }
+        pause();
+        ina_coll_desc_t d{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_DOUBLE, x.data(), y.data(), n};
+        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: double allreduce not offloaded",
+               round);
+        for (uint64_t i = 0; i < n; ++i) {
+            const double want = (value(0, i, round) + value(1, i, round)) +
+                                (value(2, i, round) + value(3, i, round));
+            EXPECT(std::memcmp(&y[i], &want, sizeof(double)) == 0,
+                   "round %d: double sum element %llu %.17g, want %.17g", round,
+                   static_cast<unsigned long long>(i), y[i], want);
+        }
+        // ALLREDUCE MAX and SUM of int64 in place.
+        for (uint64_t i = 0; i < n; ++i) {
+            xi[i] = static_cast<int64_t>(rank * 1000003 + i * 7 + round);
+        }
+        pause();
+        d = ina_coll_desc_t{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT64, xi.data(), xi.data(), n};
+        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: int64 allreduce", round);
+        for (uint64_t i = 0; i < n; ++i) {
+            int64_t want = 0;
+            for (uint32_t r = 0; r < kRanks; ++r) {
+                want += static_cast<int64_t>(r * 1000003 + i * 7 + round);
+            }
+            EXPECT(xi[i] == want, "round %d: int64 sum element %llu", round,
+                   static_cast<unsigned long long>(i));
+        }
+        // REDUCE MAX to root 2.
+        for (uint64_t i = 0; i < n; ++i) {
+            xi[i] = static_cast<int64_t>((rank * 31 + i * 17 + round) % 101);
+        }
+        std::fill(yi.begin(), yi.end(), -1);
+        pause();
+        d = ina_coll_desc_t{INA_COLL_REDUCE, INA_OP_MAX, INA_DT_INT64, xi.data(), yi.data(), n, 2};
+        int v = run_coll(job, d, INA_OFFLOADED);
+        EXPECT(v == 0, "round %d: reduce: %d", round, v);
+        if (rank == 2) {
+            for (uint64_t i = 0; i < n; ++i) {
+                int64_t want = 0;
+                for (uint32_t r = 0; r < kRanks; ++r) {
+                    want = std::max<int64_t>(want, (r * 31 + i * 17 + round) % 101);
+                }
+                EXPECT(yi[i] == want, "round %d: reduce element %llu", round,
+                       static_cast<unsigned long long>(i));
+            }
+        }
+        // ALLGATHER: each leaf's chunks are one range of every block.
+        for (uint32_t i = 0; i < chunk; ++i) {
+            mine[i] = static_cast<uint8_t>(rank * 59 + i + round);
+        }
+        pause();
+        d = ina_coll_desc_t{INA_COLL_ALLGATHER, INA_OP_REPLACE, INA_DT_UINT8, mine.data(),
+                            all.data(), chunk};
+        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: allgather", round);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            for (uint32_t i = 0; i < chunk; ++i) {
+                EXPECT(all[r * chunk + i] == static_cast<uint8_t>(r * 59 + i + round),
+                       "round %d: allgather chunk %u byte %u", round, r, i);
+            }
+        }
+        // BCAST from root 3 (on the second leaf).
+        for (uint32_t i = 0; i < chunk; ++i) {
+            mine[i] = rank == 3 ? static_cast<uint8_t>(i * 13 + round) : 0;
+        }
+        pause();
+        d = ina_coll_desc_t{INA_COLL_BCAST, INA_OP_REPLACE, INA_DT_UINT8, nullptr, mine.data(),
+                            chunk, 3};
+        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: bcast", round);
+        for (uint32_t i = 0; i < chunk; ++i) {
+            EXPECT(mine[i] == static_cast<uint8_t>(i * 13 + round), "round %d: bcast byte %u",
+                   round, i);
+        }
+        // BARRIER.
+        pause();
+        d = ina_coll_desc_t{INA_COLL_BARRIER, INA_OP_REPLACE, INA_DT_UINT8};
+        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: barrier", round);
+    }
+    pthread_barrier_wait(&sh->barrier);
+    ina_job_leave(job);
+    ina_client_disconnect(c);
+    return 0;
+}
+
+// Leaves that grant different windows: every rank falls back on every call.
+int mismatch_main(const char *addr, Shared *sh, uint32_t rank)
+{
+    ina_client_t *c = connect_or_die(addr, "rank " + std::to_string(rank));
+    ina_job_params_t p{};
+    ina_job_t *job = open_tree_job(c, rank, 8, &p);
+    std::vector<int32_t> x(1000, static_cast<int32_t>(rank)), y(1000);
+    for (int i = 0; i < 3; ++i) {
+        ina_coll_desc_t d{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, x.data(), y.data(), 1000};
+        ina_cqe_t cqe{};
+        int rc = ina_job_run(job, &d, &cqe);
+        EXPECT(verdict(rc, cqe) == INA_FALLBACK_DENIED, "call %d: verdict %d (status %s)", i,
+               verdict(rc, cqe), ina_proto_status_name(cqe.status));
+    }
+    pthread_barrier_wait(&sh->barrier);
+    ina_job_leave(job);
+    ina_client_disconnect(c);
+    return 0;
+}
+
+struct Agents {
+    int pids[3] = {-1, -1, -1};
+    char spine[64] = "", leaf[2][64] = {"", ""};
+    ~Agents()
+    {
+        for (int pid : pids) {
+            if (pid > 0) {
+                ina_agent_stop(pid, 5000);
+            }
+        }
+    }
+};
+
+bool start_tree(Agents &a, const char *bin, const char *leaf1_window)
+{
+    char err[256] = "";
+    const char *spine_args[] = {"--log-level", "info", nullptr};
+    if (ina_agent_spawn(bin, "127.0.0.1", spine_args, a.spine, sizeof(a.spine), &a.pids[0], err,
+                        sizeof(err)) != INA_OK) {
+        std::fprintf(stderr, "FAIL: spine: %s\n", err);
+        return false;
+    }
+    for (int l = 0; l < 2; ++l) {
+        const char *args[] = {"--parent", a.spine, "--log-level", "info", "--max-window",
+                              l == 1 ? leaf1_window : "8", nullptr};
+        if (ina_agent_spawn(bin, "127.0.0.1", args, a.leaf[l], sizeof(a.leaf[l]), &a.pids[1 + l],
+                            err, sizeof(err)) != INA_OK) {
+            std::fprintf(stderr, "FAIL: leaf %d: %s\n", l, err);
+            return false;
+        }
+    }
+    return true;
+}
+
+int run_group(Agents &a, int (*fn)(const char *, Shared *, uint32_t), const char *what)
+{
+    Shared *sh = map_shared<Shared>(kRanks);
+    std::vector<pid_t> pids;
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            std::_Exit(fn(a.leaf[r / kPerLeaf], sh, r));
+        }
+        pids.push_back(pid);
+    }
+    int failed = reap_children(pids, what);
+    unmap_shared(sh);
+    return failed;
+}
+
+} // namespace
+
+int main()
+{
+    const char *bin = std::getenv("INA_SWITCHD");
+    if (bin == nullptr) {
+        std::fprintf(stderr, "SKIP: INA_SWITCHD not set\n");
+        return 77;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    int failed = 0;
+    {
+        Agents a;
+        if (!start_tree(a, bin, "8")) {
+            return 1;
+        }
+        failed += run_group(a, rank_main, "tree");
+        std::printf("tree of 3 agents, %d rounds of every collective on 4 ranks: %s\n", kRounds,
+                    failed == 0 ? "ok" : "FAILED");
+    }
+    {
+        Agents a;
+        if (!start_tree(a, bin, "4")) {
+            return 1;
+        }
+        const int f = run_group(a, mismatch_main, "mismatched leaves");
+        std::printf("leaves with different windows: every call falls back on every rank: %s\n",
+                    f == 0 ? "ok" : "FAILED");
+        failed += f;
+    }
+    return failed == 0 ? 0 : 1;
+}
