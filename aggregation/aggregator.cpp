@@ -305,8 +305,7 @@ void Aggregator::deny(Job &job, Call &call, uint64_t mid, ina_proto_status_t st,
 {
     call.finished = true;
     call.deferred = false;
-    call.granted = false;
-    call.up_wait.clear();
+    call.granted = false; // (a lease it held went back in end_call)
     call.deny_status = st != INA_PROTO_OK ? st : INA_PROTO_ERR_NO_RESOURCES;
     ++counters_.calls_denied;
     INA_DEBUG("job %u mid %" PRIu64 " (%s) denied: %s", job.jid(), mid,

@@ -147,6 +147,8 @@ private:
                  size_t len);
     // A message of a member about a job: the job, or null (refused).
     Job *member_job(Member &from, const ina_proto_hdr_t &h, const char *what);
+    // A vote (CALL_READY/ABORT): the job of child agents, or null (refused).
+    Job *child_job(Member &from, const ina_proto_hdr_t &h);
     // The record of a new call, from its first message.
     Call &start_call(Job &job, const ina_proto_hdr_t &h);
     // The GRANT to every member (once; trees tell it late).

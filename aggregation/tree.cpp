@@ -20,18 +20,26 @@ namespace ina::agg {
 
 // ---------------------------------------------------------------- parent side
 
+Job *Aggregator::child_job(Member &from, const ina_proto_hdr_t &h)
+{
+    Job *job = member_job(from, h, "a vote for an unknown job");
+    if (job != nullptr && !job->children()) {
+        reject(&from, h, INA_PROTO_ERR_MISMATCH, "a vote in a job not opened by agents");
+        return nullptr;
+    }
+    if (job != nullptr) {
+        job->note_mid(h.rank, h.mid);
+    }
+    return job;
+}
+
 void Aggregator::call_ready(Member &from, const ina_proto_hdr_t &h)
 {
-    Job *job = member_job(from, h, "CALL_READY for an unknown job");
+    Job *job = child_job(from, h);
     if (job == nullptr) {
         return;
     }
-    if (!job->children()) {
-        reject(&from, h, INA_PROTO_ERR_MISMATCH, "CALL_READY in a job not opened by agents");
-        return;
-    }
     ++counters_.ready_in;
-    job->note_mid(h.rank, h.mid);
     Call *call = job->find_call(h.mid);
     if (call == nullptr) {
         job->retire();
@@ -59,16 +67,11 @@ void Aggregator::call_ready(Member &from, const ina_proto_hdr_t &h)
 
 void Aggregator::call_abort(Member &from, const ina_proto_hdr_t &h)
 {
-    Job *job = member_job(from, h, "CALL_ABORT for an unknown job");
+    Job *job = child_job(from, h);
     if (job == nullptr) {
         return;
     }
-    if (!job->children()) {
-        reject(&from, h, INA_PROTO_ERR_MISMATCH, "CALL_ABORT in a job not opened by agents");
-        return;
-    }
     ++counters_.abort_in;
-    job->note_mid(h.rank, h.mid);
     const auto st = static_cast<ina_proto_status_t>(h.status);
     Call *call = job->find_call(h.mid);
     if (call == nullptr) {

@@ -108,9 +108,10 @@ bool ParentLink::flush()
     if (outbox_.empty()) {
         return false;
     }
-    std::vector<Send *> out;
-    out.swap(outbox_);
-    for (Send *s : out) {
+    // Posting may complete sends (recycle) but never queues new ones; the
+    // scratch list keeps its capacity, so a flush allocates nothing.
+    flushing_.swap(outbox_);
+    for (Send *s : flushing_) {
         if (lost_ || !channel_->alive()) {
             recycle(s);
             continue;
@@ -134,6 +135,7 @@ bool ParentLink::flush()
             break;
         }
     }
+    flushing_.clear();
     return true;
 }
 

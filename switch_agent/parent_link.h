@@ -102,6 +102,7 @@ private:
     std::vector<std::unique_ptr<Send>> store_;
     std::vector<Send *> free_;
     std::vector<Send *> outbox_;
+    std::vector<Send *> flushing_; // flush()'s, swapped with outbox_
     size_t in_flight_ = 0;
     Counters counters_;
 };

@@ -96,9 +96,8 @@ inline uint32_t &groups_reaped()
 // parent, its group count, the group's size and the index), opened by key
 // as `rank`; the process exits on failure. `params` gets what the agent
 // granted (the same on every rank).
-inline ina_job_t *open_job_or_die(ina_client_t *c, uint32_t index, uint32_t rank, uint32_t n,
-                                  const uint32_t *nodes, uint32_t window, uint32_t block,
-                                  ina_job_params_t *params)
+// The key of job `index` of this group of `n` ranks (alike on every rank).
+inline ina_job_key_t group_job_key(uint32_t index, uint32_t n)
 {
     static const char tag[] = "ina engine test";
     const uint64_t parent = static_cast<uint64_t>(getppid());
@@ -109,6 +108,14 @@ inline ina_job_t *open_job_or_die(ina_client_t *c, uint32_t index, uint32_t rank
     ina_job_key_add(&key, &groups_reaped(), sizeof(uint32_t));
     ina_job_key_add(&key, &n, sizeof(n));
     ina_job_key_add(&key, &index, sizeof(index));
+    return key;
+}
+
+inline ina_job_t *open_job_or_die(ina_client_t *c, uint32_t index, uint32_t rank, uint32_t n,
+                                  const uint32_t *nodes, uint32_t window, uint32_t block,
+                                  ina_job_params_t *params)
+{
+    const ina_job_key_t key = group_job_key(index, n);
     ina_job_t *job = nullptr;
     int rc = ina_job_open(c, key.bytes, n, nodes, rank, window, block, params, &job);
     if (rc != INA_OK) {

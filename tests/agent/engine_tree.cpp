@@ -51,13 +51,7 @@ double value(uint32_t r, uint64_t i, int round)
 
 ina_job_t *open_tree_job(ina_client_t *c, uint32_t rank, uint32_t window, ina_job_params_t *p)
 {
-    static const char tag[] = "ina engine tree test";
-    const uint64_t parent = static_cast<uint64_t>(getppid());
-    ina_job_key_t key;
-    ina_job_key_init(&key);
-    ina_job_key_add(&key, tag, sizeof(tag));
-    ina_job_key_add(&key, &parent, sizeof(parent));
-    ina_job_key_add(&key, &groups_reaped(), sizeof(uint32_t));
+    const ina_job_key_t key = group_job_key(0, kRanks);
     const uint32_t nodes[kPerLeaf] = {0, 1};
     ina_job_t *job = nullptr;
     int rc = ina_job_open_tree(c, key.bytes, kPerLeaf, nodes, rank % kPerLeaf, rank / kPerLeaf,
@@ -127,8 +121,7 @@ int rank_main(const char *addr, Shared *sh, uint32_t rank)
         std::fill(yi.begin(), yi.end(), -1);
         pause();
         d = ina_coll_desc_t{INA_COLL_REDUCE, INA_OP_MAX, INA_DT_INT64, xi.data(), yi.data(), n, 2};
-        int v = run_coll(job, d, INA_OFFLOADED);
-        EXPECT(v == 0, "round %d: reduce: %d", round, v);
+        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: reduce", round);
         if (rank == 2) {
             for (uint64_t i = 0; i < n; ++i) {
                 int64_t want = 0;

@@ -105,23 +105,8 @@ struct Tree {
         std::vector<uint32_t> jids(kLeaves);
         for (uint32_t l = 0; l < kLeaves; ++l) {
             for (uint32_t r = 0; r < kPerLeaf; ++r) {
-                ina_proto_hdr_t h;
-                ina_proto_init(&h, INA_PROTO_JOB_OPEN);
-                h.rank = r;
-                h.count = kPerLeaf;
-                h.window = kWindow;
-                h.seg_count = kLeaves;
-                h.offset = l;
-                std::vector<uint8_t> payload(INA_PROTO_JOB_KEY_BYTES, 0);
-                std::memcpy(payload.data(), &tag, sizeof(tag));
-                for (uint32_t i = 0; i < kPerLeaf; ++i) {
-                    const uint32_t node = 7 + i; // one rank per node
-                    const auto *b = reinterpret_cast<const uint8_t *>(&node);
-                    payload.insert(payload.end(), b, b + 4);
-                }
-                expect_valid(h, payload.size());
-                leaves[l]->agg.job_open(members[l][r], h, payload.data());
-                const Event &e = leaves[l]->sink.events.back();
+                const Event e = open_job(leaves[l]->agg, leaves[l]->sink, members[l][r], tag,
+                                         {7, 8}, kWindow, r, l, kLeaves);
                 ck_assert_int_eq(e.status, INA_PROTO_OK);
                 jids[l] = e.jid;
             }
@@ -503,15 +488,8 @@ START_TEST(test_tree_job_without_parent_refused)
 {
     Rig rig;
     Member m;
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_JOB_OPEN);
-    h.count = 1;
-    h.window = 4;
-    h.seg_count = 2;
-    std::vector<uint8_t> payload(INA_PROTO_JOB_KEY_BYTES + 4, 0);
-    expect_valid(h, payload.size());
-    rig.agg.job_open(m, h, payload.data());
-    ck_assert_int_eq(rig.sink.events.back().status, INA_PROTO_ERR_UPSTREAM);
+    const Event e = open_job(rig.agg, rig.sink, m, 1, {0}, 4, 0, 0, 2);
+    ck_assert_int_eq(e.status, INA_PROTO_ERR_UPSTREAM);
     ck_assert_uint_eq(rig.agg.live_jobs(), 0);
 }
 END_TEST
