@@ -48,6 +48,18 @@ void Aggregator::reject(Member *to, const ina_proto_hdr_t &req, ina_proto_status
     }
 }
 
+void Aggregator::refuse(Job &job, Call &call, Member &from, const ina_proto_hdr_t &h,
+                        ina_proto_status_t status, const char *why)
+{
+    reject(&from, h, status, why);
+    if (job.children() && !call.finished) {
+        // A child agent's partial stands for its whole leaf: without it the
+        // block never completes. The call ends on every member of every
+        // leaf alike (ERROR after the GRANT, DENY before).
+        abort_call(job, h.mid, call, status, "a child agent's partial was refused", true);
+    }
+}
+
 // ---------------------------------------------------------------- jobs
 
 Job &Aggregator::new_job(Member &from, const JobKey &key, std::vector<uint32_t> node_ids,
@@ -503,7 +515,12 @@ void Aggregator::handle_block(Member &from, const ina_proto_hdr_t &h, const void
     }
     Job &job = *jp;
     if (static_cast<size_t>(h.seg_count) * ina_proto_dtype_size(h.dtype) > pool_.seg_bytes()) {
-        reject(&from, h, INA_PROTO_ERR_MALFORMED, "block larger than a Seg");
+        Call *call = job.find_call(h.mid);
+        if (call != nullptr && call->granted) {
+            refuse(job, *call, from, h, INA_PROTO_ERR_MALFORMED, "block larger than a Seg");
+        } else {
+            reject(&from, h, INA_PROTO_ERR_MALFORMED, "block larger than a Seg");
+        }
         return;
     }
     job.note_mid(h.rank, h.mid);
@@ -574,11 +591,18 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
         return;
     }
     if (job.children() && !call.ready[h.rank]) {
-        reject(&from, h, INA_PROTO_ERR_MISMATCH, "a child agent's block before its CALL_READY");
+        refuse(job, call, from, h, INA_PROTO_ERR_MISMATCH,
+               "a child agent's block before its CALL_READY");
         return;
     }
     if (h.arg != call.total) {
-        reject(&from, h, INA_PROTO_ERR_MISMATCH, "call size differs between members");
+        refuse(job, call, from, h, INA_PROTO_ERR_MISMATCH, "call size differs between members");
+        return;
+    }
+    if (h.coll != call.coll || h.op != call.op || h.dtype != call.dtype) {
+        // Checked per call, not only per Seg: the first block into a Seg
+        // must not get to define it wrongly.
+        refuse(job, call, from, h, INA_PROTO_ERR_MISMATCH, "coll/op/dtype differ from the call's");
         return;
     }
     uint32_t seg = call.lease[h.seg];
@@ -594,24 +618,26 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
         INA_DEBUG("duplicate block jid %u rank %u sid %u", h.jid, h.rank, h.sid);
         return;
     case SegOutcome::kMismatch:
-        reject(&from, h, INA_PROTO_ERR_MISMATCH,
+        refuse(job, call, from, h, INA_PROTO_ERR_MISMATCH,
                "coll/op/dtype/seg_count/size differ from the Seg's");
         return;
     case SegOutcome::kNotWhole:
-        reject(&from, h, INA_PROTO_ERR_MISMATCH, "data does not cover the whole block");
+        refuse(job, call, from, h, INA_PROTO_ERR_MISMATCH,
+               "data does not cover the whole block");
         return;
     case SegOutcome::kOverlap:
-        reject(&from, h, INA_PROTO_ERR_MISMATCH,
+        refuse(job, call, from, h, INA_PROTO_ERR_MISMATCH,
                "piece overlaps data already placed (second root or overlapping chunk)");
         return;
     case SegOutcome::kUncovered:
-        reject(&from, h, INA_PROTO_ERR_MISMATCH, "last piece leaves part of the block empty");
+        refuse(job, call, from, h, INA_PROTO_ERR_MISMATCH,
+               "last piece leaves part of the block empty");
         return;
     case SegOutcome::kBusy:
-        reject(&from, h, INA_PROTO_ERR_SEG_BUSY, "Seg holds another SID");
+        refuse(job, call, from, h, INA_PROTO_ERR_SEG_BUSY, "Seg holds another SID");
         return;
     case SegOutcome::kTooBig:
-        reject(&from, h, INA_PROTO_ERR_MALFORMED, "block larger than a Seg");
+        refuse(job, call, from, h, INA_PROTO_ERR_MALFORMED, "block larger than a Seg");
         return;
     case SegOutcome::kComplete:
         break;

@@ -155,6 +155,10 @@ private:
     void tell_grant(Job &job, Call &call, uint64_t mid);
     // Deny an undecided call on every member (and, tell_parent, at the parent).
     void deny(Job &job, Call &call, uint64_t mid, ina_proto_status_t st, bool tell_parent = true);
+    // A block of a granted call refused: reject() to the sender; a child
+    // agent's partial also ends the call on every member (abort_call).
+    void refuse(Job &job, Call &call, Member &from, const ina_proto_hdr_t &h,
+                ina_proto_status_t status, const char *why);
     // End an open call that can never complete: members who were told GRANT
     // get an ERROR; in a tree, a call not told yet is denied instead (every
     // member of every leaf then falls back alike). tell_parent: a leaf's own

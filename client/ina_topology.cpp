@@ -256,6 +256,22 @@ bool plan(const Topology &topo, const std::vector<std::string> &rank_hosts, Plan
         out.leaf_of_rank.push_back(it->second);
         out.members[it->second].push_back(static_cast<uint32_t>(r));
     }
+    // Several leaves: the agents build trees of depth 2 (docs/HIERARCHY.md),
+    // so each leaf must be a child of the root, never the root itself or
+    // deeper.
+    for (size_t l = 0; out.leaves.size() > 1 && l < out.leaves.size(); ++l) {
+        const size_t depth = topo.path_to_root(out.leaves[l]).size() - 1;
+        if (depth != 1) {
+            const Agent &a = topo.agents()[out.leaves[l]];
+            err = "rank " + std::to_string(out.members[l].front()) + " talks to agent \"" +
+                  a.name + "\", " +
+                  (depth == 0 ? std::string("the root of the tree")
+                              : std::to_string(depth) + " levels below the root") +
+                  ": a communicator over several leaf agents needs each to be a child of "
+                  "the root (depth 2)";
+            return false;
+        }
+    }
     return true;
 }
 

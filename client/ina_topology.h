@@ -65,8 +65,9 @@ struct Plan {
     int root = -1;                           // agent index
 };
 
-// False with `err` when a host is not in the topology or the ranks' agents
-// lie in different trees.
+// False with `err` when a host is not in the topology, the ranks' agents
+// lie in different trees, or there are several leaves and one of them is
+// not a child of the root (the agents build trees of depth 2).
 bool plan(const Topology &topo, const std::vector<std::string> &rank_hosts, Plan &out,
           std::string &err);
 

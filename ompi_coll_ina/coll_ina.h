@@ -216,6 +216,14 @@ typedef struct mca_coll_ina_module_t {
     mca_coll_ina_job_state_t job_state;
     ina_job_t *job;
     ina_job_params_t job_params;
+    /* The leaf agents serving the job (1: one agent; more: a tree of agents
+     * from coll_ina_topology, docs/HIERARCHY.md; 0: no agent) and this
+     * rank's leaf, numbered by first rank. */
+    uint32_t nleaves;
+    uint32_t leaf;
+    /* Why MPI_Allgather runs the host algorithm on this communicator
+     * whatever the call (a leaf's ranks are not consecutive), or NULL. */
+    const char *allgather_unsupported;
 
     /* Counters (read through MPI_T pvars bound to the communicator). */
     unsigned long long offloaded_calls;

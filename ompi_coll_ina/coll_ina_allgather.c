@@ -68,6 +68,7 @@ int mca_coll_ina_allgather(const void *sbuf, int scount, struct ompi_datatype_t 
         return MPI_SUCCESS; /* rcount is the same on every rank */
     }
     why = ina_allgather_desc(&desc, &bytes, m->size, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+    why = NULL != why ? why : m->allgather_unsupported;
     if (0 == bytes && NULL == why) {
         return MPI_SUCCESS;
     }
@@ -94,6 +95,7 @@ int mca_coll_ina_iallgather(const void *sbuf, int scount, struct ompi_datatype_t
         return mca_coll_ina_request_done(m, request);
     }
     why = ina_allgather_desc(&desc, &bytes, m->size, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+    why = NULL != why ? why : m->allgather_unsupported;
     if (0 == bytes && NULL == why) {
         return mca_coll_ina_request_done(m, request);
     }

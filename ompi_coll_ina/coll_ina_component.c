@@ -776,7 +776,8 @@ typedef enum ina_layout_what {
     INA_LAYOUT_NODES,
     INA_LAYOUT_LOCAL,
     INA_LAYOUT_MEMBERS,
-    INA_LAYOUT_STREAMS
+    INA_LAYOUT_STREAMS,
+    INA_LAYOUT_LEAVES
 } ina_layout_what_t;
 
 typedef struct ina_layout_pvar_def {
@@ -796,6 +797,8 @@ static const ina_layout_pvar_def_t ina_layout_pvar_defs[] = {
     {"node_streams", "Streams each node of this communicator sends to the agent, each "
                      "one job led by one local rank (0: no node stage uplink)",
      INA_LAYOUT_STREAMS},
+    {"job_leaves", "Leaf agents serving this communicator's job: 1 for one agent, more "
+                   "for a tree of agents (coll_ina_topology; 0: no job)", INA_LAYOUT_LEAVES},
 };
 
 static int ina_layout_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *obj)
@@ -821,6 +824,9 @@ static int ina_layout_pvar_get(const struct mca_base_pvar_t *pvar, void *value, 
         break;
     case INA_LAYOUT_STREAMS:
         *out = m->node_uplink ? (unsigned long long) m->nstreams : 0;
+        break;
+    case INA_LAYOUT_LEAVES:
+        *out = MCA_COLL_INA_JOB_READY == m->job_state ? m->nleaves : 0;
         break;
     }
     return OPAL_SUCCESS;

@@ -91,6 +91,9 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     }
     m->job_state = MCA_COLL_INA_JOB_NONE;
     m->job = NULL;
+    m->nleaves = 0;
+    m->leaf = 0;
+    m->allgather_unsupported = NULL;
     memset(&m->job_params, 0, sizeof(m->job_params));
     m->offloaded_calls = 0;
     memset(m->offloaded_by_kind, 0, sizeof(m->offloaded_by_kind));
@@ -524,10 +527,12 @@ void mca_coll_ina_host_of(ompi_communicator_t *comm, int rank, char *host, size_
     }
 }
 
-/* With a topology file: how many leaf agents the members talk to (0 and a
- * reason in why when the plan fails). The same on every member: the same
- * file, the same host names. */
-static uint32_t ina_topology_leaves(mca_coll_ina_module_t *m, char *why, size_t whylen)
+/* With a topology file: how many leaf agents the members talk to, and each
+ * member's leaf in leaf_of (m->size entries; leaves numbered in order of
+ * their first rank); 0 and a reason in why when the plan fails. The same on
+ * every member: the same file, the same host names. */
+static uint32_t ina_topology_leaves(mca_coll_ina_module_t *m, uint32_t *leaf_of, char *why,
+                                    size_t whylen)
 {
     char **names = calloc((size_t) m->size, sizeof(*names));
     char host[256];
@@ -542,7 +547,7 @@ static uint32_t ina_topology_leaves(mca_coll_ina_module_t *m, char *why, size_t 
         snprintf(why, whylen, "out of memory");
     } else if (INA_OK != ina_topology_plan(mca_coll_ina_component.topo,
                                            (const char *const *) names, (uint32_t) m->size,
-                                           &nleaves, NULL, why, whylen)) {
+                                           &nleaves, leaf_of, why, whylen)) {
         nleaves = 0;
     }
     for (r = 0; NULL != names && r < m->size; ++r) {
@@ -552,39 +557,154 @@ static uint32_t ina_topology_leaves(mca_coll_ina_module_t *m, char *why, size_t 
     return nleaves;
 }
 
+/* This member's part of a job over several leaf agents (docs/HIERARCHY.md),
+ * as its leaf is told it: the leaf's members are its ranks, or with the node
+ * uplink its nodes, in communicator order, their node ids renumbered in the
+ * leaf (the Node bitmap at each level names that level's children). */
+typedef struct ina_leaf_part {
+    uint32_t nmembers;  /* members at this leaf */
+    uint32_t *nodes;    /* their node ids at this leaf (nmembers entries) */
+    uint32_t as;        /* this member's index among them */
+    uint32_t comm_as;   /* and in the communicator's terms: rank, or node */
+    uint32_t comm_size; /* ranks, or nodes */
+} ina_leaf_part_t;
+
+/* Fill `part` from leaf_of (as ina_topology_leaves gave it); NULL, or why
+ * the communicator cannot use the tree (alike on every member). */
+static const char *ina_leaf_part(mca_coll_ina_module_t *m, const uint32_t *leaf_of,
+                                 ina_leaf_part_t *part)
+{
+    const uint32_t nnodes = (uint32_t) m->nnodes;
+    uint32_t *first = malloc(sizeof(*first) * nnodes);  /* node -> its first rank */
+    uint32_t *remap = malloc(sizeof(*remap) * nnodes);  /* node -> id at the leaf */
+    const char *why = NULL;
+    uint32_t r, j, next = 0;
+
+    part->nmembers = 0;
+    part->nodes = malloc(sizeof(*part->nodes) * (size_t) m->size);
+    if (NULL == first || NULL == remap || NULL == part->nodes) {
+        why = "out of memory";
+        goto out;
+    }
+    for (j = 0; j < nnodes; ++j) {
+        first[j] = UINT32_MAX;
+        remap[j] = UINT32_MAX;
+    }
+    for (r = 0; r < (uint32_t) m->size; ++r) {
+        const uint32_t node = m->node_of[r];
+        first[node] = UINT32_MAX == first[node] ? r : first[node];
+        if (m->node_uplink && leaf_of[r] != leaf_of[first[node]]) {
+            /* A node's one partial goes to one leaf. */
+            why = "the ranks of one node talk to different leaf agents (the topology's host "
+                  "names disagree with the node layout)";
+            goto out;
+        }
+    }
+    if (m->node_uplink) {
+        part->comm_as = m->node_of[m->rank];
+        part->comm_size = nnodes;
+        for (j = 0; j < nnodes; ++j) {
+            if (leaf_of[first[j]] == m->leaf) {
+                part->as = j == part->comm_as ? part->nmembers : part->as;
+                part->nodes[part->nmembers] = part->nmembers;
+                ++part->nmembers;
+            }
+        }
+    } else {
+        part->comm_as = (uint32_t) m->rank;
+        part->comm_size = (uint32_t) m->size;
+        for (r = 0; r < (uint32_t) m->size; ++r) {
+            if (leaf_of[r] == m->leaf) {
+                const uint32_t node = m->node_of[r];
+                remap[node] = UINT32_MAX == remap[node] ? next++ : remap[node];
+                part->as = r == part->comm_as ? part->nmembers : part->as;
+                part->nodes[part->nmembers++] = remap[node];
+            }
+        }
+    }
+out:
+    free(first);
+    free(remap);
+    if (NULL != why) {
+        free(part->nodes);
+        part->nodes = NULL;
+    }
+    return why;
+}
+
+/* With a topology file: which leaf agents serve the communicator (m->nleaves,
+ * m->leaf) and, over several, this member's part (ina_leaf_part). False when
+ * the communicator must run the host algorithms (alike on every member:
+ * the same file, the same host names). */
+static bool ina_tree_setup(mca_coll_ina_module_t *m, ina_leaf_part_t *part)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    uint32_t *leaf_of = malloc(sizeof(*leaf_of) * (size_t) m->size);
+    const char *bad = NULL;
+    char why[256] = "";
+    int r;
+
+    m->nleaves = NULL != leaf_of ? ina_topology_leaves(m, leaf_of, why, sizeof(why)) : 0;
+    if (NULL == leaf_of) {
+        snprintf(why, sizeof(why), "out of memory");
+    }
+    if (m->nleaves > 1) {
+        m->leaf = leaf_of[m->rank];
+        bad = ina_leaf_part(m, leaf_of, part);
+        if (NULL != bad) {
+            snprintf(why, sizeof(why), "%s", bad);
+        }
+        /* Leaves are numbered by first rank: each one's ranks are
+         * consecutive exactly when the numbers never go down. An allgather
+         * leaf sends up the one range its members placed. */
+        for (r = 1; NULL == bad && r < m->size; ++r) {
+            if (leaf_of[r] < leaf_of[r - 1]) {
+                m->allgather_unsupported = "the ranks of a leaf agent are not consecutive "
+                                           "(a tree's allgather needs them in one run)";
+            }
+        }
+    }
+    free(leaf_of);
+    if (0 == m->nleaves || NULL != bad) {
+        INA_VERBOSE(5, "cid %d: host algorithms for this communicator (topology %s): %s",
+                    m->cid, c->topology, why);
+        m->nleaves = 0;
+        return false;
+    }
+    if (m->nleaves > 1) {
+        INA_VERBOSE(10, "cid %d: a tree of %u leaf agents; this rank's leaf %u has %u of the "
+                        "%u %s%s",
+                    m->cid, m->nleaves, m->leaf, part->nmembers, part->comm_size,
+                    m->node_uplink ? "nodes" : "ranks",
+                    NULL != m->allgather_unsupported ? "; allgather on the host" : "");
+    }
+    return true;
+}
+
 /* Open this rank's job at the agent, by key: flat, the communicator's job
  * (one member per rank); with the node uplink, the job of the stream this
- * rank leads (one member per node). No rank waits for another: the agent
- * holds a call until every member opened the job, and denies it on every
- * member if one never does. */
+ * rank leads (one member per node); over several leaf agents, this rank's
+ * leaf's part of it (the leaf opens the rest at its parent). No rank waits
+ * for another: the agent holds a call until every member opened the job,
+ * and denies it on every member if one never does. */
 static int ina_job_setup(mca_coll_ina_module_t *m)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     ina_client_t *client;
     ina_job_key_t key;
     ina_agent_info_t info;
+    ina_leaf_part_t part = {0};
     uint32_t stream = UINT32_MAX, as = (uint32_t) m->rank, *nodes = m->node_of;
     uint32_t nmembers = (uint32_t) m->size, block = 0;
     ina_status_t rc;
     int j;
 
     ina_job_key_base(m, &key);
-    if (NULL != c->topo) {
-        char why[256] = "";
-        uint32_t nleaves = ina_topology_leaves(m, why, sizeof(why));
-        if (1 != nleaves) {
-            /* Alike on every member. A job over several leaves needs the
-             * tree of agents (docs/HIERARCHY.md), not built yet. */
-            if (nleaves > 1) {
-                snprintf(why, sizeof(why), "its ranks talk to %u leaf agents; a tree of "
-                         "agents is not built yet", nleaves);
-            }
-            INA_VERBOSE(5, "cid %d: host algorithms for this communicator (topology %s): %s",
-                        m->cid, c->topology, why);
-            m->job_state = MCA_COLL_INA_JOB_DISABLED;
-            return OMPI_SUCCESS;
-        }
+    if (NULL != c->topo && !ina_tree_setup(m, &part)) {
+        m->job_state = MCA_COLL_INA_JOB_DISABLED;
+        return OMPI_SUCCESS;
     }
+    m->nleaves = NULL != c->topo ? m->nleaves : 1;
     m->job_state = MCA_COLL_INA_JOB_READY;
     if (m->node_uplink) {
         /* Every rank of a node cuts the node's part in blocks of this size,
@@ -596,6 +716,7 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         m->job_params.block_bytes = block;
         m->job_params.nmembers = (uint32_t) m->nnodes;
         if (m->stream < 0) {
+            free(part.nodes);
             return OMPI_SUCCESS; /* never talks to the agent */
         }
         stream = (uint32_t) m->stream;
@@ -610,6 +731,8 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
          * denied by the agent (the job never completes). Node uplink: the
          * stream's verdict is "unreachable" for every call on this node. */
         m->job_state = m->node_uplink ? MCA_COLL_INA_JOB_READY : MCA_COLL_INA_JOB_DISABLED;
+        m->nleaves = 0;
+        free(part.nodes);
         return OMPI_SUCCESS;
     }
     if (m->node_uplink) {
@@ -620,21 +743,33 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
                            "stage's %u-byte blocks: set coll_ina_block_size to at most %u; "
                            "host algorithms for this communicator",
                         m->cid, info.seg_bytes, block, info.seg_bytes);
+            free(part.nodes);
             return OMPI_SUCCESS;
         }
-        nodes = malloc(sizeof(*nodes) * nmembers);
-        if (NULL == nodes) {
-            return OMPI_ERR_OUT_OF_RESOURCE;
-        }
-        for (j = 0; j < (int) nmembers; ++j) {
-            nodes[j] = (uint32_t) j;
+        if (m->nleaves <= 1) {
+            nodes = malloc(sizeof(*nodes) * nmembers);
+            if (NULL == nodes) {
+                return OMPI_ERR_OUT_OF_RESOURCE;
+            }
+            for (j = 0; j < (int) nmembers; ++j) {
+                nodes[j] = (uint32_t) j;
+            }
         }
     }
-    rc = ina_job_open(client, key.bytes, nmembers, nodes, as, (uint32_t) c->window,
-                      0 != block ? block : (uint32_t) c->block_size, &m->job_params, &m->job);
+    if (m->nleaves > 1) {
+        rc = ina_job_open_tree(client, key.bytes, part.nmembers, part.nodes, part.as, m->leaf,
+                               m->nleaves, part.comm_as, part.comm_size, (uint32_t) c->window,
+                               0 != block ? block : (uint32_t) c->block_size, &m->job_params,
+                               &m->job);
+    } else {
+        rc = ina_job_open(client, key.bytes, nmembers, nodes, as, (uint32_t) c->window,
+                          0 != block ? block : (uint32_t) c->block_size, &m->job_params,
+                          &m->job);
+    }
     if (nodes != m->node_of) {
         free(nodes);
     }
+    free(part.nodes);
     if (INA_OK != rc) {
         m->job = NULL;
         m->job_params.block_bytes = block;
@@ -646,9 +781,10 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
     }
     ++c->live_jobs;
     INA_VERBOSE(10, "cid %d: opened job %u as member %u (window %u, block %u bytes, "
-                    "%u members%s)",
-                m->cid, m->job_params.jid, as, m->job_params.window,
-                m->job_params.block_bytes, m->job_params.nmembers,
-                m->node_uplink ? ", one per node: node stage uplink" : "");
+                    "%u members%s%s)",
+                m->cid, m->job_params.jid, m->nleaves > 1 ? part.comm_as : as,
+                m->job_params.window, m->job_params.block_bytes, m->job_params.nmembers,
+                m->node_uplink ? ", one per node: node stage uplink" : "",
+                m->nleaves > 1 ? ", over a tree of agents" : "");
     return OMPI_SUCCESS;
 }

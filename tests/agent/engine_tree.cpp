@@ -9,6 +9,9 @@
 // bit-identical to the tree's association, (r0 + r1) + (r2 + r3).
 // Then leaves that disagree on the window (--max-window): the spine refuses
 // the second leaf's job, and every rank of both leaves falls back alike.
+// Then the spine denies: another job, opened at the spine itself, holds its
+// whole pool (--segs 8) in a call left open; every call of the tree is
+// denied on all four ranks alike, and offloaded again once that call ends.
 #include <signal.h>
 #include <unistd.h>
 
@@ -189,6 +192,83 @@ int mismatch_main(const char *addr, Shared *sh, uint32_t rank)
     return 0;
 }
 
+// While the spine's pool is held by another job: every call denied on every
+// rank; once the parent process ended that call (between barriers 2 and 3),
+// offloaded and exact again. A rank that fails still meets every barrier.
+struct HogShared {
+    pthread_barrier_t barrier; // the ranks and the parent process
+};
+
+int spine_deny_ranks(const char *addr, HogShared *sh, uint32_t rank)
+{
+    pthread_barrier_wait(&sh->barrier); // 1: the pool is held
+    ina_client_t *c = connect_or_die(addr, "rank " + std::to_string(rank));
+    ina_job_params_t p{};
+    ina_job_t *job = open_tree_job(c, rank, 8, &p);
+    std::vector<int64_t> x(3000, static_cast<int64_t>(rank) + 1), y(3000);
+    ina_coll_desc_t d{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT64, x.data(), y.data(), 3000};
+    int bad = 0;
+    for (int i = 0; i < 3; ++i) {
+        ina_cqe_t cqe{};
+        int rc = ina_job_run(job, &d, &cqe);
+        if (verdict(rc, cqe) != INA_FALLBACK_DENIED || cqe.status != INA_PROTO_ERR_NO_RESOURCES) {
+            std::fprintf(stderr, "rank %u: call %d while the spine is full: verdict %d (%s)\n",
+                         rank, i, verdict(rc, cqe), ina_proto_status_name(cqe.status));
+            bad = 1;
+        }
+    }
+    pthread_barrier_wait(&sh->barrier); // 2: the parent gives the pool back
+    pthread_barrier_wait(&sh->barrier); // 3: given back
+    if (run_coll(job, d, INA_OFFLOADED) != 0 || y[0] != 10 || y[2999] != 10) {
+        std::fprintf(stderr, "rank %u: the call after the pool came back: not offloaded or "
+                             "wrong (%lld)\n", rank, static_cast<long long>(y[0]));
+        bad = 1;
+    }
+    ina_job_leave(job);
+    ina_client_disconnect(c);
+    return bad;
+}
+
+// The parent's side: job 99 at the spine, two members, window 8 (the
+// spine's whole pool); member 0's call is granted and stays open until
+// member 1 sends its part.
+int spine_deny_hog(const char *spine, HogShared *sh)
+{
+    ina_client_t *h0 = connect_or_die(spine, "hog 0");
+    ina_client_t *h1 = connect_or_die(spine, "hog 1");
+    const uint32_t nodes[2] = {0, 1};
+    ina_job_params_t hp{};
+    ina_job_t *hog0 = open_job_or_die(h0, 99, 0, 2, nodes, 8, 4096, &hp);
+    ina_job_t *hog1 = open_job_or_die(h1, 99, 1, 2, nodes, 8, 4096, &hp);
+    std::vector<int32_t> in(8 * 1024, 1), out0(in.size()), out1(in.size());
+    ina_coll_desc_t d0{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, in.data(), out0.data(),
+                       in.size()};
+    ina_coll_desc_t d1 = d0;
+    d1.rbuf = out1.data();
+    ina_call_t *held = nullptr, *other = nullptr;
+    int bad = post(hog0, &d0, &held) == INA_OFFLOADED && hp.window == 8 ? 0 : 1;
+    pthread_barrier_wait(&sh->barrier); // 1
+    pthread_barrier_wait(&sh->barrier); // 2
+    bad += post(hog1, &d1, &other) == INA_OFFLOADED ? 0 : 1;
+    ina_cqe_t cqe{};
+    for (ina_call_t *call : {held, other}) {
+        if (call != nullptr) {
+            bad += ina_call_wait(call, &cqe) == INA_OK && cqe.outcome == INA_OFFLOADED ? 0 : 1;
+            ina_call_free(call);
+        }
+    }
+    bad += out0[0] == 2 && out1[in.size() - 1] == 2 ? 0 : 1;
+    pthread_barrier_wait(&sh->barrier); // 3
+    ina_job_leave(hog0);
+    ina_job_leave(hog1);
+    ina_client_disconnect(h0);
+    ina_client_disconnect(h1);
+    if (bad != 0) {
+        std::fprintf(stderr, "FAIL: the other job at the spine (%d)\n", bad);
+    }
+    return bad;
+}
+
 struct Agents {
     int pids[3] = {-1, -1, -1};
     char spine[64] = "", leaf[2][64] = {"", ""};
@@ -202,10 +282,10 @@ struct Agents {
     }
 };
 
-bool start_tree(Agents &a, const char *bin, const char *leaf1_window)
+bool start_tree(Agents &a, const char *bin, const char *leaf1_window, const char *spine_segs)
 {
     char err[256] = "";
-    const char *spine_args[] = {"--log-level", "info", nullptr};
+    const char *spine_args[] = {"--log-level", "info", "--segs", spine_segs, nullptr};
     if (ina_agent_spawn(bin, "127.0.0.1", spine_args, a.spine, sizeof(a.spine), &a.pids[0], err,
                         sizeof(err)) != INA_OK) {
         std::fprintf(stderr, "FAIL: spine: %s\n", err);
@@ -252,7 +332,7 @@ int main()
     int failed = 0;
     {
         Agents a;
-        if (!start_tree(a, bin, "8")) {
+        if (!start_tree(a, bin, "8", "1024")) {
             return 1;
         }
         failed += run_group(a, rank_main, "tree");
@@ -261,11 +341,35 @@ int main()
     }
     {
         Agents a;
-        if (!start_tree(a, bin, "4")) {
+        if (!start_tree(a, bin, "4", "1024")) {
             return 1;
         }
         const int f = run_group(a, mismatch_main, "mismatched leaves");
         std::printf("leaves with different windows: every call falls back on every rank: %s\n",
+                    f == 0 ? "ok" : "FAILED");
+        failed += f;
+    }
+    {
+        Agents a;
+        if (!start_tree(a, bin, "8", "8")) {
+            return 1;
+        }
+        // The ranks fork before the parent connects (no client state
+        // crosses a fork).
+        HogShared *sh = map_shared<HogShared>(kRanks + 1);
+        std::vector<pid_t> pids;
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            pid_t pid = fork();
+            if (pid == 0) {
+                std::_Exit(spine_deny_ranks(a.leaf[r / kPerLeaf], sh, r));
+            }
+            pids.push_back(pid);
+        }
+        int f = spine_deny_hog(a.spine, sh);
+        f += reap_children(pids, "spine denies");
+        unmap_shared(sh);
+        std::printf("the spine denies (its pool held by another job): every call denied on "
+                    "every rank, then offloaded again: %s\n",
                     f == 0 ? "ok" : "FAILED");
         failed += f;
     }

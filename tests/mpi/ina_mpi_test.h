@@ -159,6 +159,40 @@ class Counters {
         return dt == MPI_INT ? static_cast<long long>(value.i) : static_cast<long long>(value.u);
     }
 
+    // Value of the string control variable `name`; "" if it does not exist,
+    // is empty or is of another type.
+    static std::string cvar_string(const char *name)
+    {
+        int index;
+        if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS) {
+            return "";
+        }
+        char vname[256], desc[1024];
+        int vlen = sizeof(vname), dlen = sizeof(desc), verbosity, bind, scope;
+        MPI_Datatype dt;
+        MPI_T_enum et;
+        if (MPI_T_cvar_get_info(index, vname, &vlen, &verbosity, &dt, &et, desc, &dlen, &bind,
+                                &scope) != MPI_SUCCESS ||
+            dt != MPI_CHAR) {
+            return "";
+        }
+        MPI_T_cvar_handle handle;
+        int count = 0;
+        if (MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) != MPI_SUCCESS) {
+            return "";
+        }
+        std::vector<char> value(static_cast<size_t>(count > 4096 ? count : 4096) + 1, '\0');
+        int rc = MPI_T_cvar_read(handle, value.data());
+        MPI_T_cvar_handle_free(&handle);
+        return rc == MPI_SUCCESS ? std::string(value.data()) : std::string();
+    }
+    // The leaf agents serving `comm`'s job: 1 for one agent, more for a
+    // tree of agents (coll_ina_topology), 0 without a job.
+    long long job_leaves(MPI_Comm comm)
+    {
+        return read("coll_ina_job_leaves", comm, MPI_T_PVAR_CLASS_SIZE);
+    }
+
   private:
     MPI_T_pvar_session session_;
     bool open_ = true;
@@ -353,14 +387,20 @@ void reference(std::vector<T> &ref, Op op, int nranks, uint64_t seed)
 }
 
 // The order ina folds the contributions of `comm`'s ranks in (docs/
-// ARCHITECTURE.md, "Reduction order"): groups of ranks folded left to right
-// in rank order, then the groups' partials left to right. With the node
-// stage on several nodes a group is a node's ranks (nodes numbered by their
-// lowest rank); else one group of every rank (rank order). Nodes as these
-// tests lay them out without communication: coll_ina_test_node_size K > 0
-// puts world ranks [0, K) on node 0, [K, 2K) on node 1, ...; without it the
-// tests run on one machine, one node.
-inline std::vector<std::vector<int>> fold_groups(MPI_Comm comm)
+// ARCHITECTURE.md, "Reduction order"; docs/HIERARCHY.md): leaves, groups,
+// ranks. Each group's ranks fold left to right in rank order, a leaf folds
+// its groups' partials left to right, and the leaves' partials fold left to
+// right. A group is a node's ranks with the node stage on several nodes
+// (nodes numbered by their lowest rank), else one rank. A leaf is the ranks
+// of one leaf agent of a tree (coll_ina_topology, the communicator over
+// several of them), else every rank. How these tests lay them out without
+// communication: coll_ina_test_node_size K > 0 puts world ranks [0, K) on
+// node 0, [K, 2K) on node 1, ... (without it the tests run on one machine,
+// one node); coll_ina_test_hosts names each world rank's host, and the
+// scenarios' topology files give each host its own leaf agent.
+using FoldTree = std::vector<std::vector<std::vector<int>>>; // leaves -> groups -> ranks
+
+inline FoldTree fold_tree(MPI_Comm comm)
 {
     int size = 0;
     MPI_Comm_size(comm, &size);
@@ -376,37 +416,72 @@ inline std::vector<std::vector<int>> fold_groups(MPI_Comm comm)
     MPI_Group_free(&wg);
     const long long k = Counters::cvar("coll_ina_test_node_size");
     const bool staged = Counters::cvar("coll_ina_node_stage") != 0;
-    std::vector<std::vector<int>> groups;
-    std::vector<long long> node_key;
-    for (int r = 0; r < size; ++r) {
-        const long long key = staged && k > 0 ? world[r] / k : 0;
+    std::vector<std::string> hosts;
+    if (!Counters::cvar_string("coll_ina_topology").empty()) {
+        std::string list = Counters::cvar_string("coll_ina_test_hosts") + ",";
+        for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1) {
+            hosts.push_back(list.substr(at, comma - at));
+        }
+    }
+    // Index of `key` in `keys`, appended if new: numbering by first rank.
+    auto number = [](std::vector<std::string> &keys, const std::string &key) {
         size_t n = 0;
-        while (n < node_key.size() && node_key[n] != key) {
+        while (n < keys.size() && keys[n] != key) {
             ++n;
         }
-        if (n == node_key.size()) {
-            node_key.push_back(key);
-            groups.emplace_back();
+        if (n == keys.size()) {
+            keys.push_back(key);
         }
-        groups[n].push_back(r);
+        return n;
+    };
+    std::vector<std::string> leaf_keys, node_keys;
+    std::vector<size_t> leaf_of(size), node_of(size);
+    for (int r = 0; r < size; ++r) {
+        const size_t w = static_cast<size_t>(world[r]);
+        leaf_of[r] = number(leaf_keys, w < hosts.size() ? hosts[w] : "");
+        node_of[r] = number(node_keys, staged && k > 0 ? std::to_string(world[r] / k)
+                                                       : "rank " + std::to_string(r));
     }
-    return groups;
+    FoldTree tree(leaf_keys.size());
+    std::vector<long> group_at(node_keys.size(), -1); // node -> its group in its leaf
+    for (int r = 0; r < size; ++r) {
+        auto &leaf = tree[leaf_of[r]];
+        if (group_at[node_of[r]] < 0) {
+            group_at[node_of[r]] = static_cast<long>(leaf.size());
+            leaf.emplace_back();
+        }
+        leaf[static_cast<size_t>(group_at[node_of[r]])].push_back(r);
+    }
+    return tree;
+}
+
+// Fold value(rank) over `tree` with `combine`, in ina's order.
+template <typename T, typename Value, typename Combine>
+T fold(const FoldTree &tree, Value value, Combine combine)
+{
+    T total{};
+    for (size_t l = 0; l < tree.size(); ++l) {
+        T leaf{};
+        for (size_t n = 0; n < tree[l].size(); ++n) {
+            T acc = value(tree[l][n][0]);
+            for (size_t q = 1; q < tree[l][n].size(); ++q) {
+                acc = combine(acc, value(tree[l][n][q]));
+            }
+            leaf = n == 0 ? acc : combine(leaf, acc);
+        }
+        total = l == 0 ? leaf : combine(total, leaf);
+    }
+    return total;
 }
 
 template <typename T>
 void reference(std::vector<T> &ref, Op op, MPI_Comm comm, uint64_t seed)
 {
-    const std::vector<std::vector<int>> groups = fold_groups(comm);
+    const FoldTree tree = fold_tree(comm);
     for (size_t i = 0; i < ref.size(); ++i) {
-        T total{};
-        for (size_t n = 0; n < groups.size(); ++n) {
-            T acc = input<T>(op, groups[n][0], i, seed);
-            for (size_t q = 1; q < groups[n].size(); ++q) {
-                acc = apply<T>(op, acc, input<T>(op, groups[n][q], i, seed));
-            }
-            total = n == 0 ? acc : apply<T>(op, total, acc);
-        }
-        ref[i] = total;
+        ref[i] = fold<T>(
+            tree, [&](int r) { return input<T>(op, r, i, seed); },
+            [&](T a, T b) { return apply<T>(op, a, b); });
     }
 }
 

@@ -13,11 +13,15 @@
 # AGENTS=N starts N ina-switchd on 127.0.0.1 before the job; TOPOLOGY is then
 # the text of a coll_ina_topology file in which @AGENTi@ stands for agent
 # i's address; EXPECT_AGENT="i:TEXT ..." wants TEXT in agent i's log (its
-# counters, printed when it stops after the job).
+# counters, printed when it stops after the job); PARENTS="i:j ..." starts
+# agent i as a leaf of agent j (--parent; j < i, so the parent runs first);
+# AGENT_ARGS="i:ARG,ARG ..." gives agent i more options (commas for spaces);
+# AGENT_CHECKS holds shell tests, one per line, that must hold after the job,
+# `counter i NAME` giving the first NAME=VALUE of agent i's counters.
 set -u
 scenario=$1
 NP=2 MODE=alone PROG='' ARGS='' EXPECT_FAIL=0 EXPECT_OUTPUT='' EXTRA_MCA='' TIMEOUT=600
-AGENTS=0 TOPOLOGY='' EXPECT_AGENT=''
+AGENTS=0 TOPOLOGY='' EXPECT_AGENT='' PARENTS='' AGENT_CHECKS='' AGENT_ARGS=''
 # shellcheck disable=SC1090
 . "$scenario"
 
@@ -51,21 +55,33 @@ out=$(mktemp)
 work=$(mktemp -d)
 agent_pids=()
 stop_agents() {
-  local p
-  for p in "${agent_pids[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${agent_pids[@]}"; do wait "$p" 2>/dev/null; done
+  local i
+  # Leaves before their parents (started after them): no leaf logs its
+  # parent's end as a loss.
+  for ((i = ${#agent_pids[@]} - 1; i >= 0; i--)); do
+    kill "${agent_pids[i]}" 2>/dev/null; wait "${agent_pids[i]}" 2>/dev/null
+  done
   agent_pids=()
 }
 trap 'stop_agents; rm -rf "$out" "$work"' EXIT
 if [ "$AGENTS" -gt 0 ]; then
   topo_text=$TOPOLOGY
+  addrs=()
   for ((i = 0; i < AGENTS; i++)); do
-    "$daemon" --listen 127.0.0.1:0 --ready-fd 3 --log-level info 3>"$work/ready$i" \
+    opts=()
+    for link in $PARENTS; do
+      [ "${link%%:*}" = "$i" ] && opts+=(--parent "${addrs[${link#*:}]:?PARENTS: agent ${link#*:} must come before $i}")
+    done
+    for more in $AGENT_ARGS; do
+      [ "${more%%:*}" = "$i" ] && { IFS=, read -ra more_opts <<<"${more#*:}"; opts+=("${more_opts[@]}"); }
+    done
+    "$daemon" --listen 127.0.0.1:0 --ready-fd 3 --log-level info "${opts[@]}" 3>"$work/ready$i" \
       </dev/null >"$work/agent$i.log" 2>&1 &
     agent_pids+=($!)
     for _ in $(seq 100); do [ -s "$work/ready$i" ] && break; sleep 0.1; done
     addr=$(head -n1 "$work/ready$i")
     [ -n "$addr" ] || { echo "FAIL: agent $i did not start"; cat "$work/agent$i.log"; exit 1; }
+    addrs+=("$addr")
     topo_text=${topo_text//@AGENT$i@/$addr}
   done
   printf '%b\n' "$topo_text" >"$work/topology"
@@ -94,8 +110,16 @@ fi
 # The agents of the scenario print their counters when they stop.
 stop_agents
 for ((i = 0; i < AGENTS; i++)); do
-  echo "+ agent $i:"; grep -E "counters|jobs:|rejected" "$work/agent$i.log" | sed 's/^/    /'
+  echo "+ agent $i:"; grep -E "counters|jobs:|rejected|tree:|parent " "$work/agent$i.log" | sed 's/^/    /'
 done
+# shellcheck disable=SC2317  # used by the AGENT_CHECKS eval-ed below
+counter() { grep -o " $2=[0-9]*" "$work/agent$1.log" | head -n1 | cut -d= -f2; }
+while IFS= read -r check; do
+  [ -n "${check// /}" ] || continue
+  if ! eval "$check"; then
+    echo "FAIL: agent counters: $check"; status=1
+  fi
+done <<<"$AGENT_CHECKS"
 for want in $EXPECT_AGENT; do
   if ! grep -q -- "${want#*:}" "$work/agent${want%%:*}.log"; then
     echo "FAIL: agent ${want%%:*}'s log lacks '${want#*:}'"; status=1

@@ -28,16 +28,10 @@ void run(MPI_Datatype dt, MPI_Op op, const char *what, size_t n, bool offload, R
 {
     std::vector<T> in(n), out(n), ref(n);
     for (size_t i = 0; i < n; ++i) in[i] = make_input(rank_, i);
-    // In ina's fold order for this communicator (ina_mpi_test.h, fold_groups).
-    const std::vector<std::vector<int>> groups = fold_groups(comm);
+    // In ina's fold order for this communicator (ina_mpi_test.h, fold_tree).
+    const FoldTree tree = fold_tree(comm);
     for (size_t i = 0; i < n; ++i) {
-        T total{};
-        for (size_t g = 0; g < groups.size(); ++g) {
-            T acc = make_input(groups[g][0], i);
-            for (size_t q = 1; q < groups[g].size(); ++q) acc = combine(acc, make_input(groups[g][q], i));
-            total = g == 0 ? acc : combine(total, acc);
-        }
-        ref[i] = total;
+        ref[i] = fold<T>(tree, [&](int r) { return make_input(r, i); }, combine);
     }
     level->rebase();
     long long fb0 = counters->fallbacks(comm);

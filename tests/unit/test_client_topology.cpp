@@ -149,6 +149,21 @@ START_TEST(test_plan)
     ck_assert(!ina::topo::plan(t, {"node01", "login1"}, p, err));
     ck_assert_str_eq(err.c_str(), "rank 1 talks to agent \"lone\", in another tree than rank "
                                   "0's (root \"lone\" vs \"spine\")");
+    // Several leaves must each be a child of the root: not the root itself,
+    // not deeper (the agents build trees of depth 2).
+    Topology deep;
+    ck_assert(Topology::parse("agent s h:1\nagent a h:2 parent s\nagent b h:3 parent a\n"
+                              "hosts s n0\nhosts a n1\nhosts b n2\n",
+                              deep, err));
+    ck_assert(!ina::topo::plan(deep, {"n1", "n0"}, p, err));
+    ck_assert_str_eq(err.c_str(), "rank 1 talks to agent \"s\", the root of the tree: a "
+                                  "communicator over several leaf agents needs each to be a "
+                                  "child of the root (depth 2)");
+    ck_assert(!ina::topo::plan(deep, {"n1", "n2"}, p, err));
+    ck_assert_str_eq(err.c_str(), "rank 1 talks to agent \"b\", 2 levels below the root: a "
+                                  "communicator over several leaf agents needs each to be a "
+                                  "child of the root (depth 2)");
+    ck_assert(ina::topo::plan(deep, {"n2", "n2"}, p, err)); // one leaf: any depth
 }
 END_TEST
 

@@ -8,7 +8,8 @@
 // bit-identical in any interleaving), a leaf sends one partial per block and
 // releases its Seg only when the parent's RESULT came back and went on, the
 // members hear GRANT only once every leaf holds a lease, and a DENY by a leaf
-// or by the spine reaches every member of every leaf alike.
+// or by the spine reaches every member of every leaf alike, and a malformed
+// partial from a leaf ends the call on every member alike.
 #include <check.h>
 
 #include <cstring>
@@ -39,6 +40,8 @@ struct LeafLink final : Member, Uplink {
     std::map<uint32_t, uint32_t> down;   // spine JID -> leaf JID
     std::map<uint32_t, uint16_t> up_win; // leaf JID -> spine window
     uint64_t partials = 0;
+    // Changes a partial on its way up (a child agent gone wrong), if set.
+    std::function<void(ina_proto_hdr_t &)> tamper;
 
     void open(const Job &job) override;
     void leave(const Job &job) override;
@@ -184,6 +187,9 @@ void LeafLink::partial(const Job &job, Partial p)
     h.window = up_win.at(job.jid());
     h.seg = h.sid % h.window;
     expect_valid(h, p.len);
+    if (tamper) {
+        tamper(h);
+    }
     ++partials;
     std::vector<std::byte> data(p.len);
     if (p.len > 0) {
@@ -263,12 +269,15 @@ struct TreeCall {
     std::vector<std::vector<bool>> got = std::vector<std::vector<bool>>(N);
     std::vector<int> grants = std::vector<int>(N, 0);
     std::vector<int> denies = std::vector<int>(N, 0);
+    std::vector<int> errors = std::vector<int>(N, 0);
     std::vector<ina_proto_status_t> deny_status = std::vector<ina_proto_status_t>(N);
     std::vector<std::vector<std::byte>> result = std::vector<std::vector<std::byte>>(N);
 
+    bool allow_errors = false; // an ERROR for the call is expected
+
     bool can_send(uint32_t m) const
     {
-        return denies[m] == 0 && next[m] < nblocks() &&
+        return denies[m] == 0 && errors[m] == 0 && next[m] < nblocks() &&
                (next[m] < kWindow || got[m][next[m] - kWindow]);
     }
     void send(uint32_t m)
@@ -300,6 +309,9 @@ struct TreeCall {
                     got[m][e.hdr.sid] = true;
                     std::memcpy(result[m].data() + size_t{e.hdr.sid} * seg_count * esz,
                                 e.payload.data(), e.payload.size());
+                } else if (e.kind == Event::Kind::kError && allow_errors) {
+                    ck_assert_uint_eq(e.hdr.mid, mid);
+                    errors[m]++;
                 } else {
                     ck_abort_msg("member %u: unexpected event %d", m, static_cast<int>(e.kind));
                 }
@@ -482,6 +494,94 @@ START_TEST(test_tree_deny_by_leaf_or_spine)
 }
 END_TEST
 
+// A malformed partial from a child agent (wrong op, a size other than the
+// call's, more elements than a Seg holds, a block before the child's vote):
+// the spine refuses it, and since that leaf's part of the block is lost, the
+// call ends on every member of both leaves alike: all DENY when it comes
+// before the GRANT, else all GRANT then one ERROR. Nothing wrong is
+// delivered, every lease comes back on all three agents, the job goes on.
+START_TEST(test_tree_malformed_partial)
+{
+    const std::vector<std::function<void(ina_proto_hdr_t &)>> tampers = {
+        [](ina_proto_hdr_t &h) { h.op = INA_OP_MAX; },
+        [](ina_proto_hdr_t &h) { h.arg += 1; },
+        [](ina_proto_hdr_t &h) { h.seg_count = 1u << 20; },
+        [](ina_proto_hdr_t &h) { h.count = h.seg_count - 1; },
+    };
+    for (size_t k = 0; k < tampers.size(); ++k) {
+        // Seeds 4 and 5: leaf 0's members call first, so its bad partial
+        // reaches the spine before leaf 1 voted (before any GRANT).
+        for (int seed = 0; seed < 6; ++seed) {
+            const bool early = seed >= 4;
+            const uint32_t bad_leaf = early ? 0 : static_cast<uint32_t>(seed % 2);
+            const uint32_t bad_sid = early ? 0 : 1;
+            Tree t;
+            const std::vector<uint32_t> jids = t.open(13);
+            t.links[bad_leaf].tamper = [&, k, bad_sid](ina_proto_hdr_t &h) {
+                if (h.sid == bad_sid) {
+                    tampers[k](h);
+                }
+            };
+            TreeCall c{t, jids, 0, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT64, 8, 64};
+            c.allow_errors = true;
+            c.piece = [](uint32_t m, uint32_t sid, uint32_t &, uint32_t &cnt,
+                         std::vector<std::byte> &bytes) {
+                bytes.resize(size_t{cnt} * 8);
+                auto *d = reinterpret_cast<int64_t *>(bytes.data());
+                for (uint32_t i = 0; i < cnt; ++i) {
+                    d[i] = static_cast<int64_t>(m * 100000 + sid * 8 + i);
+                }
+            };
+            std::mt19937 rng(static_cast<unsigned>(seed));
+            if (early) {
+                c.run(rng, {0, 1});
+            }
+            c.run(rng);
+            const bool denied = c.denies[0] == 1;
+            ck_assert_msg(denied == early, "k %zu seed %d: denies %d grants %d errors %d", k, seed, c.denies[0], c.grants[0], c.errors[0]);
+            for (uint32_t m = 0; m < TreeCall::N; ++m) {
+                ck_assert_msg(denied ? c.denies[m] == 1 && c.grants[m] == 0 && c.errors[m] == 0
+                                     : c.grants[m] == 1 && c.denies[m] == 0 && c.errors[m] == 1,
+                              "tamper %zu seed %d member %u: grants %d denies %d errors %d", k,
+                              seed, m, c.grants[m], c.denies[m], c.errors[m]);
+                // What did arrive is right (block 0 may have completed).
+                for (uint32_t sid = 0; sid < c.nblocks(); ++sid) {
+                    if (!c.got[m][sid]) {
+                        continue;
+                    }
+                    const auto *d = reinterpret_cast<const int64_t *>(c.result[m].data());
+                    for (uint32_t i = 0; i < 8; ++i) {
+                        int64_t want = 0;
+                        for (uint32_t q = 0; q < TreeCall::N; ++q) {
+                            want += static_cast<int64_t>(q * 100000 + sid * 8 + i);
+                        }
+                        ck_assert_int_eq(d[sid * 8 + i], want);
+                    }
+                }
+                ck_assert(!c.got[m][bad_sid]);
+            }
+            ck_assert_uint_ge(t.spine.counters().rejected[INA_PROTO_ERR_MISMATCH] +
+                                  t.spine.counters().rejected[INA_PROTO_ERR_MALFORMED],
+                              1);
+            for (uint32_t l = 0; l < kLeaves; ++l) {
+                ck_assert_uint_eq(t.leaves[l]->agg.pool().free_segs(),
+                                  t.leaves[l]->agg.pool().size());
+            }
+            ck_assert_uint_eq(t.spine.pool().free_segs(), t.spine.pool().size());
+            // The job goes on: the next call, untampered, is offloaded.
+            t.links[bad_leaf].tamper = nullptr;
+            TreeCall next{t, jids, 1, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT64, 8, 16};
+            next.piece = c.piece;
+            next.run(rng);
+            for (uint32_t m = 0; m < TreeCall::N; ++m) {
+                ck_assert_int_eq(next.grants[m], 1);
+                ck_assert(next.got[m][0] && next.got[m][1]);
+            }
+        }
+    }
+}
+END_TEST
+
 // A job over several leaves at an agent without a parent: refused at
 // JOB_OPEN (UPSTREAM), so its calls never wait for members that cannot come.
 START_TEST(test_tree_job_without_parent_refused)
@@ -499,7 +599,7 @@ int main()
     return ina_test::run_suite("tree", "tree",
                                {test_tree_allreduce_order, test_tree_allgather,
                                 test_tree_grant_waits_for_every_leaf,
-                                test_tree_deny_by_leaf_or_spine,
+                                test_tree_deny_by_leaf_or_spine, test_tree_malformed_partial,
                                 test_tree_job_without_parent_refused},
                                60);
 }
