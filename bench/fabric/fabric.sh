@@ -10,12 +10,20 @@
 # in the switch namespace behind its own, unlimited veth (ag0), like an agent
 # running on the switch: its aggregate bandwidth is the sum of the host links.
 #
+# With leaves (fab_up's LEAVES >= 2): the hosts are split in blocks over L
+# leaf switches ${FAB_PREFIX}-sw0 .. -sw{L-1}, each a bridge with its own
+# agent (a leaf of the agent tree); every leaf's bridge has one uplink veth
+# to the spine switch ${FAB_PREFIX}-sp, rate-limited like a host link both
+# ways, and the spine holds the root agent. Everything stays one L2 subnet,
+# so host-to-host traffic between leaves crosses the spine links too.
+#
 # Everything is named with FAB_PREFIX, so fab_down can remove what a crashed
 # earlier run left behind without touching anything else on the machine.
 
 FAB_PREFIX=${FAB_PREFIX:-inafab}
 FAB_STATE=${FAB_STATE:-/run/$FAB_PREFIX}
-# Addresses exist only inside our namespaces: hosts .1 .. .N, the agent .254.
+# Addresses exist only inside our namespaces: hosts .1 .. .N, the agent (or
+# the spine's) .254, leaf l's agent .(200 + l).
 FAB_SUBNET=10.77.0
 FAB_AGENT_ADDR=$FAB_SUBNET.254
 FAB_AGENT_PORT=17300
@@ -23,7 +31,12 @@ FAB_HOST_IF=fab0
 
 fab_ns_host() { printf '%s-h%d' "$FAB_PREFIX" "$1"; }
 fab_ns_switch() { printf '%s-sw' "$FAB_PREFIX"; }
+fab_ns_leaf() { printf '%s-sw%d' "$FAB_PREFIX" "$1"; }
+fab_ns_spine() { printf '%s-sp' "$FAB_PREFIX"; }
 fab_host_addr() { printf '%s.%d' "$FAB_SUBNET" $(($1 + 1)); }
+fab_leaf_agent_addr() { printf '%s.%d' "$FAB_SUBNET" $((200 + $1)); }
+# fab_leaf_of HOST HOSTS LEAVES: the leaf switch of host HOST (blocks).
+fab_leaf_of() { echo $(($1 * $3 / $2)); }
 
 fab_log() { printf 'fabric: %s\n' "$*" >&2; }
 
@@ -92,21 +105,42 @@ fab_tbf() {
     tc -n "$1" qdisc replace dev "$2" root tbf rate "$3" burst "$4" latency "$5"
 }
 
-# fab_up HOSTS RATE BURST QUEUE: namespaces, bridge, rate-limited links, agent link.
+# fab_switch NS AGENT_ADDR: a switch namespace with a bridge and an agent
+# port (ag0, no tbf: the agent sees every link of its switch at full rate).
+fab_switch() {
+    local ns=$1 addr=$2
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+    ip -n "$ns" link add br0 type bridge stp_state 0
+    ip -n "$ns" link set br0 up
+    ip -n "$ns" link add ag0 type veth peer name ag0-br
+    ip -n "$ns" link set ag0-br master br0 up
+    ip -n "$ns" addr add "$addr/24" dev ag0
+    ip -n "$ns" link set ag0 up
+}
+
+# fab_up HOSTS RATE BURST QUEUE [LEAVES]: namespaces, bridges, rate-limited
+# links, agent ports; LEAVES >= 2: leaf switches under a spine.
 fab_up() {
-    local hosts=$1 rate=$2 burst=$3 queue=$4 sw i ns
-    sw=$(fab_ns_switch)
+    local hosts=$1 rate=$2 burst=$3 queue=$4 leaves=${5:-0} sw i l ns
     mkdir -p "$FAB_STATE"
-    ip netns add "$sw"
-    ip -n "$sw" link set lo up
-    ip -n "$sw" link add br0 type bridge stp_state 0
-    ip -n "$sw" link set br0 up
-    # The agent's port: no tbf, so the agent sees all host links at full rate.
-    ip -n "$sw" link add ag0 type veth peer name ag0-br
-    ip -n "$sw" link set ag0-br master br0 up
-    ip -n "$sw" addr add "$FAB_AGENT_ADDR/24" dev ag0
-    ip -n "$sw" link set ag0 up
+    if ((leaves >= 2)); then
+        fab_switch "$(fab_ns_spine)" "$FAB_AGENT_ADDR"
+        for ((l = 0; l < leaves; l++)); do
+            sw=$(fab_ns_leaf "$l")
+            fab_switch "$sw" "$(fab_leaf_agent_addr "$l")"
+            # The leaf's uplink: upl (leaf side) <-> l<l> (spine side).
+            ip -n "$sw" link add upl type veth peer name "l$l" netns "$(fab_ns_spine)"
+            ip -n "$sw" link set upl master br0 up
+            ip -n "$(fab_ns_spine)" link set "l$l" master br0 up
+            fab_tbf "$sw" upl "$rate" "$burst" "$queue"
+            fab_tbf "$(fab_ns_spine)" "l$l" "$rate" "$burst" "$queue"
+        done
+    else
+        fab_switch "$(fab_ns_switch)" "$FAB_AGENT_ADDR"
+    fi
     for ((i = 0; i < hosts; i++)); do
+        if ((leaves >= 2)); then sw=$(fab_ns_leaf "$(fab_leaf_of "$i" "$hosts" "$leaves")"); else sw=$(fab_ns_switch); fi
         ns=$(fab_ns_host "$i")
         ip netns add "$ns"
         ip -n "$ns" link set lo up
@@ -151,32 +185,37 @@ fab_relay_up() {
     done
 }
 
-# fab_agent_up AGENT_BINARY LOGFILE [ARG...]: start ina-switchd in the switch
-# namespace with the extra arguments and wait until it reports that it
-# listens (--ready-fd).
+# fab_agent_up NAME NS ADDR AGENT_BINARY LOGFILE [ARG...]: start ina-switchd
+# NAME in namespace NS listening on ADDR:$FAB_AGENT_PORT with the extra
+# arguments and wait until it reports that it listens (--ready-fd).
 fab_agent_up() {
-    local bin=$1 log=$2 ready=$FAB_STATE/agent.ready tries=100
-    shift 2
+    local name=$1 ns=$2 addr=$3 bin=$4 log=$5 tries=100
+    local ready=$FAB_STATE/agent-$name.ready pidf=$FAB_STATE/agent-$name.pid
+    shift 5
     rm -f "$ready"
     # Clients reach the agent over TCP only (the links are what we measure).
-    ip netns exec "$(fab_ns_switch)" env UCX_TLS=tcp "$bin" \
-        --listen "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" --ready-fd 3 --log-level info "$@" \
+    ip netns exec "$ns" env UCX_TLS=tcp "$bin" \
+        --listen "$addr:$FAB_AGENT_PORT" --ready-fd 3 --log-level info "$@" \
         3>"$ready" </dev/null >>"$log" 2>&1 9>&- &
-    echo $! >"$FAB_STATE/agent.pid"
+    echo $! >"$pidf"
     while ((tries-- > 0)); do
         [[ -s $ready ]] && return 0
-        [[ -e /proc/$(<"$FAB_STATE/agent.pid") ]] || break
+        [[ -e /proc/$(<"$pidf") ]] || break
         sleep 0.1
     done
-    fab_log "ina-switchd did not start (see $log)"
+    fab_log "ina-switchd $name did not start (see $log)"
     return 1
 }
 
+# Stops every agent, in name order (leaf0.. before spine: no leaf sees its
+# parent go first).
 fab_agent_down() {
-    [[ -r $FAB_STATE/agent.pid ]] || return 0
-    local pid
-    pid=$(<"$FAB_STATE/agent.pid")
-    fab_kill_pid "$pid" ina-switchd
-    wait "$pid" 2>/dev/null || true # reap it when it is our child
-    rm -f "$FAB_STATE/agent.pid"
+    local f pid
+    for f in "$FAB_STATE"/agent-*.pid; do
+        [[ -r $f ]] || continue
+        pid=$(<"$f")
+        fab_kill_pid "$pid" ina-switchd
+        wait "$pid" 2>/dev/null || true # reap it when it is our child
+        rm -f "$f"
+    done
 }

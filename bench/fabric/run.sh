@@ -16,6 +16,10 @@ usage() {
 usage: $0 [options]
   --hosts N        emulated hosts (network namespaces), default 4
   --ppn P          MPI ranks per host, default 1
+  --leaves L       L >= 2: a tree of agents: the hosts split in blocks over L
+                   leaf switches, each with its agent, under a spine switch
+                   with the root agent; each leaf's uplink is limited like a
+                   host link (--rate). Default 0: one switch, one agent
   --rate R         link rate per direction, NUMBER{kbit|mbit|gbit}, default 500mbit
   --burst B        token bucket of every link (tc size syntax), default 1 ms at
                    the link rate (at least 2 frames)
@@ -41,12 +45,13 @@ die() {
     exit 1
 }
 
-hosts=4 ppn=1 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100 repeat=1
+hosts=4 ppn=1 leaves=0 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100 repeat=1
 systems=tuned,ring,ina builddir='' out=$here/results limit=900 cleanup_only=0 agent_args=()
 while (($#)); do
     case $1 in
     --hosts) hosts=${2:?}; shift 2 ;;
     --ppn) ppn=${2:?}; shift 2 ;;
+    --leaves) leaves=${2:?}; shift 2 ;;
     --rate) rate=${2:?}; shift 2 ;;
     --burst) burst=${2:?}; shift 2 ;;
     --queue) queue=${2:?}; shift 2 ;;
@@ -68,6 +73,7 @@ done
 in_range() { [[ $1 =~ ^[0-9]{1,9}$ ]] && ((10#$1 >= $2 && 10#$1 <= $3)); }
 in_range "$hosts" 2 250 || die "--hosts wants 2..250"
 in_range "$ppn" 1 64 || die "--ppn wants 1..64"
+if ! in_range "$leaves" 0 "$hosts" || ((leaves == 1)); then die "--leaves wants 0 or 2..hosts"; fi
 in_range "$iters" 1 1000000 || die "--iters wants a count >= 1"
 in_range "$repeat" 1 100 || die "--repeat wants 1..100"
 in_range "$limit" 1 86400 || die "--timeout wants seconds"
@@ -161,7 +167,7 @@ done
 [[ -n $pmix_port ]] || die "no free TCP port for the PMIx relay"
 
 fab_down # leftovers of an interrupted run
-fab_up "$hosts" "$rate" "$burst" "$queue"
+fab_up "$hosts" "$rate" "$burst" "$queue" "$leaves"
 fab_relay_up "$hosts" "$pmix_port"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -197,7 +203,9 @@ mpi() {
 
 # Measure one link: a 2-host broadcast is one flow host0 -> switch -> host1;
 # the receiver's time (max over ranks) is when the last byte arrived.
-echo "run.sh: $hosts hosts x $ppn ranks, links $rate (burst $burst, queue $queue), build $builddir"
+shape="$hosts hosts x $ppn ranks"
+((leaves >= 2)) && shape+=" on $leaves leaf switches under a spine"
+echo "run.sh: $shape, links $rate (burst $burst, queue $queue), build $builddir"
 link_log=$out/link.log
 : >"$link_log"
 # About half a second of data per broadcast, 1..32 MiB.
@@ -240,19 +248,55 @@ sys_args() {
     # them), or its node stage would serve the whole job in shared memory
     # and no byte would cross the emulated links.
     ina) args=(--mca mca_base_component_path "$compdir:SYS_DEFAULT" --mca coll ina
-        --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT"
-        --mca coll_ina_test_node_size "$ppn"
+        "${ina_agent_args[@]}" --mca coll_ina_test_node_size "$ppn"
         --mca coll_ina_required 1 --mca coll_ina_verbose 1) ;;
     esac
 }
+
+# Which agent the ranks talk to: the one agent, or with leaves a topology
+# file naming the tree, and each rank's emulated host name (h<i>, which the
+# runtime cannot tell: every namespace has this machine's name).
+if ((leaves >= 2)); then
+    topology=$out/topology
+    {
+        echo "# bench/fabric/run.sh --leaves $leaves"
+        echo "agent spine $FAB_AGENT_ADDR:$FAB_AGENT_PORT"
+        for ((l = 0; l < leaves; l++)); do
+            echo "agent leaf$l $(fab_leaf_agent_addr "$l"):$FAB_AGENT_PORT parent spine"
+        done
+        for ((i = 0; i < hosts; i++)); do
+            echo "hosts leaf$(fab_leaf_of "$i" "$hosts" "$leaves") h$i"
+        done
+    } >"$topology"
+    rank_hosts=()
+    for ((r = 0; r < ranks; r++)); do rank_hosts+=("h$((r / ppn))"); done
+    ina_agent_args=(--mca coll_ina_topology "$topology"
+        --mca coll_ina_test_hosts "$(IFS=,; echo "${rank_hosts[*]}")")
+else
+    ina_agent_args=(--mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT")
+fi
 
 # Allreduce float sum, results checked; the systems take turns band by band,
 # so that a change of load on the machine hits all of them alike.
 # The emulated switch shares this machine's cores with the hosts' ranks (a
 # real one has its own): where they outnumber the cores, its agent yields
 # between polls, as ina's embedded agent and ranks do on an oversubscribed node.
-if ((hosts * ppn + 1 > $(nproc))); then agent_args=(--spin-yield "${agent_args[@]}"); fi
-if ((run_ina)); then fab_agent_up "$agent" "$out/agent.log" "${agent_args[@]}"; fi
+nagents=$((leaves >= 2 ? leaves + 1 : 1))
+if ((hosts * ppn + nagents > $(nproc))); then agent_args=(--spin-yield "${agent_args[@]}"); fi
+rm -f "$out"/agent*.log
+if ((run_ina)); then
+    if ((leaves >= 2)); then
+        fab_agent_up spine "$(fab_ns_spine)" "$FAB_AGENT_ADDR" "$agent" "$out/agent-spine.log" \
+            "${agent_args[@]}"
+        for ((l = 0; l < leaves; l++)); do
+            fab_agent_up "leaf$l" "$(fab_ns_leaf "$l")" "$(fab_leaf_agent_addr "$l")" "$agent" \
+                "$out/agent-leaf$l.log" --parent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" "${agent_args[@]}"
+        done
+    else
+        fab_agent_up switch "$(fab_ns_switch)" "$FAB_AGENT_ADDR" "$agent" "$out/agent.log" \
+            "${agent_args[@]}"
+    fi
+fi
 for sys in tuned ring ina; do rm -f "$out/$sys.log"; done
 for ((rep = 1; rep <= repeat; rep++)); do
     for band in "${bands[@]}"; do
@@ -274,8 +318,18 @@ if ((run_ina)); then
     echo "run.sh: ina counters: $off calls offloaded, $fb fell back"
     # What each host's link carried up to the agent (BLOCK payload bytes,
     # from the agent's counters at exit): S per call per host with the node
-    # stage, ppn x S without it.
-    grep -o 'block bytes in: .*' "$out/agent.log" | sed 's/^/run.sh: agent: /' || true
+    # stage, ppn x S without it. With leaves, what each leaf's uplink carried:
+    # one partial per block up (partials_up, block_bytes_up) and one RESULT
+    # per block down (parent_results), and the spine's blocks_in = their sum.
+    for log in "$out"/agent*.log; do
+        name=$(basename "$log" .log)
+        grep -o 'block bytes in: .*' "$log" | sed "s/^/run.sh: $name: /" || true
+        grep -o ' blocks_in=[0-9]*' "$log" | sed "s/^ /run.sh: $name: /" || true
+        ((leaves >= 2)) || continue
+        grep -o 'tree: .*' "$log" | sed "s/^/run.sh: $name: /" || true
+        grep -o 'block_bytes_up=[0-9]* .*result_bytes_down=[0-9]*' "$log" |
+            sed "s/^/run.sh: $name: uplink /" || true
+    done
 fi
 
 # Results: CSV, Markdown table (printed too), PNG plot. With --repeat, the
@@ -297,7 +351,7 @@ csv=$out/allreduce.csv md=$out/allreduce.md png=$out/allreduce.png
     done
 } >"$csv"
 
-title="MPI_Allreduce (float sum), $hosts hosts x $ppn ranks, links $rate per direction (measured ${link_mbit} Mbit/s)"
+title="MPI_Allreduce (float sum), $shape, links $rate per direction (measured ${link_mbit} Mbit/s)"
 # Columns: time and busbw per system, then each host system's time over ina's.
 awk -F, -v title="$title" -v n="$ranks" -v systems="${active[*]}" '
     NR > 1 { t[$1, $2] = $3; b[$1, $2] = $4; if (!($2 in seen)) { seen[$2] = 1; size[k++] = $2 } }
