@@ -1,7 +1,8 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
 // The aggregation core in a tree of agents (docs/HIERARCHY.md, SEEDS S1/S2):
-//   as a parent, the votes of its child agents (CALL_READY, CALL_ABORT): a
+//   as a parent, the votes of its child agents (CALL_READY, CALL_ABORT; a
+//   rank's CALL_ABORT of a striped call is handled here too): a
 //   call of a job opened by child agents is GRANTed only once every child
 //   said it holds a lease, so no leaf can deny a call another leaf's members
 //   were told granted;
@@ -67,7 +68,19 @@ void Aggregator::call_ready(Member &from, const ina_proto_hdr_t &h)
 
 void Aggregator::call_abort(Member &from, const ina_proto_hdr_t &h)
 {
-    Job *job = child_job(from, h);
+    // From a child agent (its leaf denied the call, or lost a member), or,
+    // in a job of ranks, from a rank whose call is striped over several
+    // agents one of which denied it (status ABORTED): either way nobody can
+    // complete the call here any more.
+    Job *job = nullptr;
+    if (h.status == INA_PROTO_ERR_ABORTED) {
+        job = member_job(from, h, "a CALL_ABORT for an unknown job");
+        if (job != nullptr) {
+            job->note_mid(h.rank, h.mid);
+        }
+    } else {
+        job = child_job(from, h);
+    }
     if (job == nullptr) {
         return;
     }
@@ -85,10 +98,13 @@ void Aggregator::call_abort(Member &from, const ina_proto_hdr_t &h)
         call->total = 0;
         deny(*job, *call, h.mid, st);
     } else if (!call->finished) {
-        INA_INFO("job %u mid %" PRIu64 ": child %u aborted the call (%s)", job->jid(), h.mid,
-                 h.rank, ina_proto_status_name(st));
+        INA_INFO("job %u mid %" PRIu64 ": %s %u aborted the call (%s)", job->jid(), h.mid,
+                 job->children() ? "child" : "rank", h.rank, ina_proto_status_name(st));
         abort_call(*job, h.mid, *call, st != INA_PROTO_OK ? st : INA_PROTO_ERR_NO_RESOURCES,
-                   "a child agent aborted the call", true);
+                   job->children() ? "a child agent aborted the call"
+                                   : "a member gave the call back (another agent of its "
+                                     "stripe denied it)",
+                   true);
     }
     settle();
 }

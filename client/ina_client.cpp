@@ -997,6 +997,19 @@ void ina_call_background(ina_call_t *call)
     }
 }
 
+void ina_call_abort(ina_call_t *call)
+{
+    if (call == nullptr || call->state() == Call::State::free) {
+        return;
+    }
+    ina::client::Job *job = call->job();
+    guard(__func__, [&] {
+        EntryLock lock(job->client());
+        job->abort(call);
+        return 0;
+    });
+}
+
 int ina_call_test(ina_call_t *call, ina_cqe_t *cqe)
 {
     return poll_call(__func__, call, cqe, [](Call &c, ina_cqe_t *out) {

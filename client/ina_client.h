@@ -226,6 +226,19 @@ int ina_call_test(ina_call_t *call, ina_cqe_t *cqe);
  * completes; returns cqe->rc. */
 ina_status_t ina_call_wait(ina_call_t *call, ina_cqe_t *cqe);
 
+/* Give back an outstanding call this member will not carry through: a call
+ * striped over several agents, another of which denied it (docs/HIERARCHY.md,
+ * "Striping"). Sends CALL_ABORT (status ABORTED) to the agent, which ends
+ * the call on every member (each then falls back: DENY or ERROR with status
+ * ABORTED, which the engine reports as INA_FALLBACK_DENIED, never as a
+ * failure), sends no more blocks and drops RESULTs still on their way. The
+ * call completes with outcome INA_FALLBACK_DENIED (status ABORTED), unless
+ * it had already failed or received every RESULT; test/wait and free it as
+ * any call. A RESULT applied before the abort stays where it landed: abort
+ * staged calls (whose RESULTs are the caller's) or calls whose input is not
+ * their receive buffer. */
+void ina_call_abort(ina_call_t *call);
+
 /* Release a completed call. Freeing a call still outstanding is a programming
  * error: the engine logs it and completes the call first, so that nothing
  * writes into its buffers after this returns. */

@@ -273,7 +273,20 @@ public:
     void on_landed(const ina_proto_hdr_t &h, void *dst, size_t length, bool ok);
     void on_grant() { granted_ = true; }
     void on_deny(uint8_t status) { fail(Fail::denied, status); }
-    void on_error(uint8_t status) { fail(Fail::rejected, status); }
+    // Every RESULT arrived.
+    bool all_results() const { return window_.complete(); }
+    // This member gives the call back (Job::abort): it ends as denied, and
+    // RESULTs still on their way are dropped, never applied.
+    void give_back()
+    {
+        fail(Fail::denied, INA_PROTO_ERR_ABORTED);
+        given_back_ = true;
+    }
+    // ERROR(ABORTED): a member gave a striped call back; all fall back.
+    void on_error(uint8_t status)
+    {
+        fail(status == INA_PROTO_ERR_ABORTED ? Fail::denied : Fail::rejected, status);
+    }
 
 private:
     enum class Fail { none, denied, rejected, lost };
@@ -322,6 +335,7 @@ private:
     uint64_t applied_ = 0;         // RESULTs written into rbuf (staged: handed over)
     uint32_t landing_ = 0;         // rendezvous RESULTs landing in rbuf right now
     bool landed_any_ = false;      // a rendezvous RESULT was aimed at rbuf
+    bool given_back_ = false;      // give_back(): RESULTs are dropped
     Fail fail_ = Fail::none;
     uint8_t status_ = INA_PROTO_OK;
     ina_cqe_t cqe_{};
@@ -369,6 +383,9 @@ public:
     int post_staged(const ina_staged_desc_t &d, ina_call **out, ina_cqe_t *cqe);
     // Give a retired (or never started) call back to the free list.
     void release(Call *call);
+    // See ina_call_abort: CALL_ABORT(ABORTED) for an outstanding call, which
+    // then completes as denied.
+    void abort(Call *call);
 
     // Progress engine: pump every outstanding call, retire finished ones in
     // MID order (calls of one job complete in posting order).

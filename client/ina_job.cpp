@@ -108,6 +108,7 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     applied_ = 0;
     landing_ = 0;
     landed_any_ = false;
+    given_back_ = false;
     fail_ = Fail::none;
     status_ = INA_PROTO_OK;
     window_.start(geom.nblocks());
@@ -346,6 +347,9 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
 {
     Client &client = *job_->client();
     const uint64_t sid = h.sid;
+    if (given_back_) {
+        return; // the caller falls back: nothing more lands anywhere
+    }
     if (!matches(h)) {
         client.log(1, "job %u mid %llu: dropping a RESULT that does not match block %u", h.jid,
                    static_cast<unsigned long long>(h.mid), h.sid);
@@ -495,6 +499,23 @@ void Job::leave()
     }
 }
 
+void Job::abort(Call *call)
+{
+    if (call->state() != Call::State::active || call->failed() || call->all_results()) {
+        return; // ended already: the agent has nothing to give back
+    }
+    call->give_back();
+    if (client_ != nullptr && client_->alive()) {
+        ina_proto_hdr_t h;
+        ina_proto_init(&h, INA_PROTO_CALL_ABORT);
+        h.jid = params_.jid;
+        h.rank = rank_;
+        h.mid = call->mid();
+        h.status = INA_PROTO_ERR_ABORTED;
+        client_->post_detached(h);
+    }
+}
+
 ina_call *Job::acquire()
 {
     if (!free_.empty()) {
@@ -553,7 +574,7 @@ int Job::launch(const CallGeometry &g, bool wait_decision, ina_call **out, ina_c
             // Decided before this rank got here: send nothing (the agent drops it).
             free_.push_back(c); // never started
             cqe->status = e.status;
-            if (e.type == INA_PROTO_DENY) {
+            if (e.type == INA_PROTO_DENY || e.status == INA_PROTO_ERR_ABORTED) {
                 cqe->outcome = INA_FALLBACK_DENIED;
                 return cqe->rc = INA_OK;
             }

@@ -93,6 +93,13 @@
  *                     in the middle of it). Before a GRANT went out: the parent
  *                     denies the call on every member with this status; after:
  *                     the call fails (ERROR) on every member.
+ *                     From a rank (protocol 7), status ABORTED: the call is
+ *                     striped over several agents and another of them denied
+ *                     it, so every member falls back (docs/HIERARCHY.md,
+ *                     "Striping"); this agent ends the call and gives its lease
+ *                     back: ERROR(ABORTED) to every member if it had started,
+ *                     else DENY(ABORTED) at their first block of it. Members
+ *                     take either as "fall back", never as a failure.
  *   ERROR       a->c  the sender's message was rejected: status, and the offending
  *                     message's type in op, its jid/mid/sid echoed.
  *
@@ -125,9 +132,11 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 6u /* 6: agent trees (JOB_OPEN's tree fields, CALL_READY,
-                               CALL_ABORT); 5: jobs by key only (JOB_CREATE/JOIN
-                               retired); 4: JOB_OPEN; 3: rendezvous in HELLO */
+#define INA_PROTO_VERSION 7u /* 7: CALL_ABORT from a rank, status ABORTED
+                               (striping); 6: agent trees (JOB_OPEN's tree
+                               fields, CALL_READY, CALL_ABORT); 5: jobs by key
+                               only (JOB_CREATE/JOIN retired); 4: JOB_OPEN;
+                               3: rendezvous in HELLO */
 
 /* UCX active-message ids. */
 #define INA_PROTO_AM_TO_AGENT  17u
@@ -190,7 +199,9 @@ typedef enum ina_proto_status {
     INA_PROTO_ERR_INCOMPLETE = 9,  /* a job opened by key, not by all members yet: a DENY reason */
     INA_PROTO_ERR_UPSTREAM = 10,   /* the parent agent cannot serve the job (unreachable,
                                       refused, lost): a DENY or abort reason */
-    INA_PROTO_STATUS_MAX = 10
+    INA_PROTO_ERR_ABORTED = 11,    /* a member gave a striped call back (another
+                                      agent of the stripe denied it): fall back */
+    INA_PROTO_STATUS_MAX = 11
 } ina_proto_status_t;
 
 /* Element types on the wire. Fixed-width: the component maps every MPI

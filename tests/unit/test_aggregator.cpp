@@ -335,6 +335,73 @@ START_TEST(test_member_lost_mid_call)
 }
 END_TEST
 
+// CALL_ABORT from a rank (protocol 7, striping: another agent of the stripe
+// denied the call). Granted and under way: ERROR(ABORTED) to every member,
+// the lease back, later blocks dropped. Before any block: DENY(ABORTED) to
+// every member at once. Any other status from a rank, or a CALL_ABORT from
+// a non-member: refused, the call untouched.
+START_TEST(test_rank_call_abort)
+{
+    const uint32_t n = 3, window = 2, seg_count = 4;
+    const uint64_t total = 16;
+    Rig rig;
+    rig.sink.hold_refs = true;
+    Members m(n);
+    Member stranger;
+    const uint32_t jid = make_job(rig, m.ptrs(), {0, 1, 2}, window);
+    auto data = int_data(n, total, 5);
+    CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                seg_count, total, data, std::vector<bool>(n, true));
+    sim.send(0);
+    sim.send(1);
+    ck_assert(sim.all_decided());
+    rig.sink.events.clear();
+    auto abort_hdr = [&](uint32_t rank, uint64_t mid, ina_proto_status_t st) {
+        ina_proto_hdr_t h;
+        ina_proto_init(&h, INA_PROTO_CALL_ABORT);
+        h.jid = jid;
+        h.rank = rank;
+        h.mid = mid;
+        h.status = static_cast<uint8_t>(st);
+        expect_valid(h, 0);
+        return h;
+    };
+    // Refused: another status from a rank; the stranger speaking for rank 1.
+    rig.agg.call_abort(m[1], abort_hdr(1, 0, INA_PROTO_ERR_NO_RESOURCES));
+    rig.agg.call_abort(stranger, abort_hdr(1, 0, INA_PROTO_ERR_ABORTED));
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kError), 2);
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kError, &m[1]), 1);
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kError, &stranger), 1);
+    ck_assert_uint_eq(rig.agg.counters().calls_aborted, 0);
+    rig.sink.events.clear();
+    // Rank 2 gives the call back.
+    rig.agg.call_abort(m[2], abort_hdr(2, 0, INA_PROTO_ERR_ABORTED));
+    ck_assert_uint_eq(rig.sink.events.size(), n);
+    for (const Event &e : rig.sink.events) {
+        ck_assert(e.kind == Event::Kind::kError);
+        ck_assert_int_eq(e.status, INA_PROTO_ERR_ABORTED);
+        ck_assert_uint_eq(e.hdr.mid, 0);
+    }
+    rig.sink.events.clear();
+    ck_assert_uint_eq(rig.agg.counters().calls_aborted, 1);
+    ck_assert_uint_eq(rig.agg.counters().abort_in, 1);
+    rig.agg.block(m[2], sim.header(2, 0), sim.payload(2, 0)); // late: dropped
+    ck_assert(rig.sink.events.empty());
+    rig.sink.held.clear();
+    expect_pool_whole(rig);
+    // The next call is given back before anybody sent a block of it.
+    rig.agg.call_abort(m[0], abort_hdr(0, 1, INA_PROTO_ERR_ABORTED));
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kDecision), n);
+    for (const Event &e : rig.sink.events) {
+        ck_assert(!e.d.grant);
+        ck_assert_int_eq(e.d.status, INA_PROTO_ERR_ABORTED);
+        ck_assert_uint_eq(e.d.mid, 1);
+    }
+    ck_assert_uint_eq(rig.sched->asked.size(), 1); // mid 1 never asked for a lease
+    expect_pool_whole(rig);
+}
+END_TEST
+
 // A denied call: every member hears the same DENY exactly once, whoever sent
 // first and whatever they send after; the next call may be granted.
 START_TEST(test_deny_same_for_everybody)
@@ -555,8 +622,8 @@ START_TEST(test_defer_keep_bound)
 }
 END_TEST
 
-// A member lost while its call is deferred: the others get an ERROR (as for a
-// granted call), the kept blocks go.
+// A member lost while its call is deferred: nobody was told GRANT, so the
+// others get a DENY (status not-member) and fall back, the kept blocks go.
 START_TEST(test_defer_then_member_lost)
 {
     const uint32_t n = 3, window = 2, seg_count = 4;
@@ -571,11 +638,16 @@ START_TEST(test_defer_then_member_lost)
     std::mt19937 rng(1);
     sim.run(rng);
     rig.agg.member_lost(m[1]);
-    ck_assert_uint_eq(rig.sink.count(Event::Kind::kError), 2);
-    ck_assert_uint_eq(rig.sink.count(Event::Kind::kError, &m[0]), 1);
-    ck_assert_uint_eq(rig.sink.count(Event::Kind::kError, &m[2]), 1);
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kDecision), 2);
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kDecision, &m[0]), 1);
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kDecision, &m[2]), 1);
     ck_assert_uint_eq(rig.sink.events.size(), 2);
-    ck_assert_uint_eq(rig.agg.counters().calls_aborted, 1);
+    for (const Event &e : rig.sink.events) {
+        ck_assert(!e.d.grant);
+        ck_assert_int_eq(e.d.status, INA_PROTO_ERR_NOT_MEMBER);
+    }
+    ck_assert_uint_eq(rig.agg.counters().calls_aborted, 0);
+    ck_assert_uint_eq(rig.agg.counters().calls_denied, 1);
     ck_assert_uint_eq(rig.agg.deferred_calls(), 0);
     ck_assert_uint_eq(rig.agg.kept_bytes(), 0);
     ck_assert_uint_eq(rig.sched->done.size(), 1);
@@ -727,6 +799,7 @@ int main()
                                 test_duplicates,
                                 test_foreign_members,
                                 test_member_lost_mid_call,
+                                test_rank_call_abort,
                                 test_deny_same_for_everybody,
                                 test_defer_then_grant_on_tick,
                                 test_defer_until_a_lease_returns,

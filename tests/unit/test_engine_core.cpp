@@ -300,10 +300,63 @@ END_TEST
 
 } // namespace
 
+// ina_call_abort (striping: another agent denied the call): rank 0 gives
+// its granted call back; the agent ends it on every member, so rank 1's
+// posted call and ranks 2-3's later posts all end as INA_FALLBACK_DENIED
+// (status ABORTED), never as an error, nothing is written to any receive
+// buffer, and the next call is offloaded with every lease back.
+START_TEST(test_call_abort_falls_back_everywhere)
+{
+    Group g(kRanks);
+    const size_t n = 1000; // four blocks
+    std::vector<std::vector<int32_t>> in(kRanks, std::vector<int32_t>(n));
+    std::vector<std::vector<int32_t>> out(kRanks, std::vector<int32_t>(n, -7));
+    std::vector<ina_coll_desc_t> d(kRanks);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        for (size_t i = 0; i < n; ++i) {
+            in[r][i] = static_cast<int32_t>(i + r);
+        }
+        d[r] = ina_coll_desc_t{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, in[r].data(),
+                               out[r].data(), n, 0, nullptr};
+    }
+    ina_call_t *calls[2] = {nullptr, nullptr};
+    for (uint32_t r = 0; r < 2; ++r) {
+        ina_outcome_t outcome;
+        ck_assert_int_eq(ina_job_post(g.jobs[r], &d[r], &calls[r], &outcome), INA_OK);
+        ck_assert_int_eq(outcome, INA_OFFLOADED);
+    }
+    ina_call_abort(calls[0]);
+    for (uint32_t r = 0; r < 2; ++r) {
+        ina_cqe_t cqe;
+        ck_assert_int_eq(ina_call_wait(calls[r], &cqe), INA_OK);
+        ck_assert_int_eq(cqe.outcome, INA_FALLBACK_DENIED);
+        ck_assert_int_eq(cqe.status, INA_PROTO_ERR_ABORTED);
+        ina_call_free(calls[r]);
+    }
+    for (uint32_t r = 2; r < kRanks; ++r) {
+        ina_cqe_t cqe;
+        ck_assert_int_eq(ina_job_run(g.jobs[r], &d[r], &cqe), INA_OK);
+        ck_assert_int_eq(cqe.outcome, INA_FALLBACK_DENIED);
+        ck_assert_int_eq(cqe.status, INA_PROTO_ERR_ABORTED);
+    }
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        ck_assert(out[r] == std::vector<int32_t>(n, -7));
+    }
+    ck_assert_uint_eq(g.hub.agg().counters().calls_aborted, 1);
+    g.run(d);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        ck_assert_int_eq(out[r][5], 4 * 5 + 6);
+    }
+    const ina::agg::SegPool &pool = g.hub.agg().pool();
+    ck_assert_uint_eq(pool.free_segs(), pool.size());
+}
+END_TEST
+
 int main()
 {
     return ina_test::run_suite("engine_core", "in-process",
                                {test_allreduce_float_exact,
                                 test_reduce_scatter_and_bcast,
-                                test_leases_back_after_calls});
+                                test_leases_back_after_calls,
+                                test_call_abort_falls_back_everywhere});
 }

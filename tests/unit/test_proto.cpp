@@ -300,7 +300,7 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved), 58);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved2), 60);
     // Enum values are wire values: pin them.
-    ck_assert_uint_eq(INA_PROTO_VERSION, 6);
+    ck_assert_uint_eq(INA_PROTO_VERSION, 7);
     ck_assert_uint_eq(INA_PROTO_HELLO, 1);
     ck_assert_uint_eq(INA_PROTO_ERROR, 11);
     ck_assert_uint_eq(INA_PROTO_GRANT, 12);
@@ -312,7 +312,8 @@ START_TEST(test_layout)
     ck_assert_uint_eq(INA_PROTO_F_CHILDREN, 4);
     ck_assert_uint_eq(INA_PROTO_ERR_INCOMPLETE, 9);
     ck_assert_uint_eq(INA_PROTO_ERR_UPSTREAM, 10);
-    ck_assert_uint_eq(INA_PROTO_STATUS_MAX, 10);
+    ck_assert_uint_eq(INA_PROTO_ERR_ABORTED, 11);
+    ck_assert_uint_eq(INA_PROTO_STATUS_MAX, 11);
     ck_assert_uint_eq(INA_DT_LONG_DOUBLE, 10);
     ck_assert_uint_eq(INA_DT_BOOL, 11);
     ck_assert_uint_eq(INA_DT_LONG_DOUBLE_COMPLEX, 14);
@@ -714,6 +715,7 @@ START_TEST(test_call_ready)
     ck_assert_str_eq(ina_proto_type_name(INA_PROTO_CALL_READY), "CALL_READY");
     ck_assert_str_eq(ina_proto_type_name(INA_PROTO_CALL_ABORT), "CALL_ABORT");
     ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_UPSTREAM), "upstream");
+    ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_ABORTED), "aborted");
 }
 END_TEST
 
