@@ -341,6 +341,46 @@ ina_status_t ina_agent_spawn(const char *path, const char *listen_host,
 /* SIGTERM the embedded agent, wait up to timeout_ms, then SIGKILL. */
 void ina_agent_stop(int pid, int timeout_ms);
 
+/* ---- striping: one job over several agents (docs/HIERARCHY.md) --------
+ *
+ * The job named by `key` is opened at every client's agent alike (each
+ * member passes its clients in the same agent order). A call is cut into
+ * blocks as one agent would cut it, and block sid goes to agent
+ * ina_stripe_agent(sid, nagents) = sid mod nagents: agent k aggregates
+ * blocks k, k+A, k+2A, ... as a call of its own (own MID, window, lease); an
+ * agent with no block of a call has no part in it. The call is offloaded
+ * only if every agent with a part granted it; otherwise every member falls
+ * back alike (granted parts are given back with ina_call_abort). RESULTs
+ * stay out of the caller's buffers until every verdict is known, so a
+ * fallback always finds the input intact. params gets agent 0's JID and the
+ * smallest window and block of all agents. */
+typedef struct ina_stripe ina_stripe_t;
+typedef struct ina_stripe_call ina_stripe_call_t;
+
+uint32_t ina_stripe_agent(uint64_t sid, uint32_t nagents);
+
+ina_status_t ina_stripe_open(ina_client_t *const *clients, uint32_t nagents, const uint8_t *key,
+                             uint32_t nmembers, const uint32_t *node_of_member, uint32_t rank,
+                             uint32_t requested_window, uint32_t requested_block_bytes,
+                             ina_job_params_t *params, ina_stripe_t **out);
+/* Leave the job at every agent and free the stripe. */
+void ina_stripe_leave(ina_stripe_t *stripe);
+/* As ina_job_post. With wait_decision, waits until every agent's verdict is
+ * known: *call is set when the call is offloaded (test/wait, then free it);
+ * a fallback outcome (or an error) returns with *call NULL, the parts
+ * already ended. Without, *call is always set (outcome INA_OFFLOADED: it
+ * was posted) and its CQE says what became of it. */
+ina_status_t ina_stripe_post(ina_stripe_t *stripe, const ina_coll_desc_t *desc,
+                             int wait_decision, ina_stripe_call_t **call,
+                             ina_outcome_t *outcome);
+int ina_stripe_call_test(ina_stripe_call_t *call, ina_cqe_t *cqe);
+ina_status_t ina_stripe_call_wait(ina_stripe_call_t *call, ina_cqe_t *cqe);
+/* Waits for the call first if it is still outstanding. */
+void ina_stripe_call_free(ina_stripe_call_t *call);
+/* As ina_job_run: post, wait, free, without waiting for the verdicts before
+ * the blocks stream. */
+ina_status_t ina_stripe_run(ina_stripe_t *stripe, const ina_coll_desc_t *desc, ina_cqe_t *cqe);
+
 /* The cluster's topology file (client/ina_topology.h, docs/HIERARCHY.md):
  * which agent each host's ranks talk to. Every rank reads the same file and
  * derives the same answers from the same host names, without communicating. */

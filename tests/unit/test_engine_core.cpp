@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,18 +40,48 @@ struct LoopMember final : ina::agg::Member {
     std::deque<Msg> inbox;
 };
 
+// The agent's policy (grant while Segs are free), unless a test tells it to
+// deny or to keep calls waiting.
+class SwitchScheduler final : public ina::agg::Scheduler {
+public:
+    enum class Mode { policy, deny, defer };
+    explicit SwitchScheduler(ina::agg::SegPool &pool) : policy_(pool) {}
+    ina::agg::Verdict decide(const ina::agg::CallRequest &req) override
+    {
+        switch (mode) {
+        case Mode::deny:
+            return ina::agg::Verdict::deny(INA_PROTO_ERR_NO_RESOURCES);
+        case Mode::defer:
+            return ina::agg::Verdict::defer();
+        default:
+            return policy_.decide(req);
+        }
+    }
+    void on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &lease) override
+    {
+        policy_.on_call_done(jid, mid, lease);
+    }
+    Mode mode = Mode::policy;
+
+private:
+    ina::sched::FreeSegScheduler policy_;
+};
+
 // The in-process "agent": an Aggregator whose messages land in the members' inboxes.
 class Hub final : public ina::agg::WireSink {
 public:
     explicit Hub(uint32_t seg_bytes)
         : agg_(config(seg_bytes),
-               [](ina::agg::SegPool &pool) {
-                   return std::make_unique<ina::sched::FreeSegScheduler>(pool);
+               [this](ina::agg::SegPool &pool) {
+                   auto s = std::make_unique<SwitchScheduler>(pool);
+                   sched_ = s.get();
+                   return s;
                },
                *this)
     {
     }
     ina::agg::Aggregator &agg() { return agg_; }
+    SwitchScheduler &sched() { return *sched_; }
 
     void send(ina::agg::Member &to, const ina_proto_hdr_t &h, ina::agg::BufRef payload,
               size_t len) override
@@ -72,6 +103,7 @@ private:
         c.max_window = 4;
         return c;
     }
+    SwitchScheduler *sched_ = nullptr;
     ina::agg::Aggregator agg_;
 };
 
@@ -124,20 +156,31 @@ private:
 constexpr uint32_t kRanks = 4;
 constexpr uint32_t kSegBytes = 1024; // small Segs: every call below spans several blocks
 
+// A client of `hub` over a LoopChannel.
+ina_client_t *loop_client(Hub &hub)
+{
+    ina_client_config_t cfg{};
+    cfg.agent_addr = "in-process";
+    cfg.connect_timeout_ms = 1000;
+    cfg.progress_timeout_ms = 10000;
+    ina_client_t *client = nullptr;
+    std::string err;
+    int rc = ina::client::connect_over(
+        cfg,
+        [&hub](ChannelEvents &ev, bool, std::unique_ptr<Channel> &out, std::string &) {
+            out = std::make_unique<LoopChannel>(hub, ev);
+            return static_cast<int>(INA_OK);
+        },
+        "in-process", &client, err);
+    ck_assert_msg(rc == INA_OK, "connect_over: %s", err.c_str());
+    return client;
+}
+
 struct Group {
     explicit Group(uint32_t n) : hub(kSegBytes), clients(n, nullptr), jobs(n, nullptr)
     {
-        ina_client_config_t cfg{"in-process", 1000, 10000, 0, 0, nullptr, nullptr};
         for (uint32_t r = 0; r < n; ++r) {
-            std::string err;
-            int rc = ina::client::connect_over(
-                cfg,
-                [this](ChannelEvents &ev, bool, std::unique_ptr<Channel> &out, std::string &) {
-                    out = std::make_unique<LoopChannel>(hub, ev);
-                    return static_cast<int>(INA_OK);
-                },
-                "in-process", &clients[r], err);
-            ck_assert_msg(rc == INA_OK, "connect_over: %s", err.c_str());
+            clients[r] = loop_client(hub);
         }
         std::vector<uint32_t> nodes(n);
         for (uint32_t r = 0; r < n; ++r) {
@@ -201,31 +244,45 @@ float input_f(uint32_t rank, size_t i)
     return static_cast<float>((i * 7 + rank * 13) % 101) * 0.37f - 11.0f + 1e-3f * rank;
 }
 
+// ALLREDUCE of floats on every rank, and its check: every rank's result is
+// the agent's documented order (rank order), bit for bit. A striped job's
+// agents each fold their blocks the same way.
+struct FloatSums {
+    explicit FloatSums(size_t n)
+        : in(kRanks, std::vector<float>(n)), out(kRanks, std::vector<float>(n, -1.0f)),
+          d(kRanks)
+    {
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            for (size_t i = 0; i < n; ++i) {
+                in[r][i] = input_f(r, i);
+            }
+            d[r] = ina_coll_desc_t{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_FLOAT, in[r].data(),
+                                   out[r].data(), n, 0, nullptr};
+        }
+    }
+    void check() const
+    {
+        for (size_t i = 0; i < in[0].size(); ++i) {
+            float want = in[0][i];
+            for (uint32_t r = 1; r < kRanks; ++r) {
+                want += in[r][i];
+            }
+            for (uint32_t r = 0; r < kRanks; ++r) {
+                ck_assert_msg(std::memcmp(&out[r][i], &want, sizeof(float)) == 0,
+                              "rank %u element %zu: %a, want %a", r, i, out[r][i], want);
+            }
+        }
+    }
+    std::vector<std::vector<float>> in, out;
+    std::vector<ina_coll_desc_t> d;
+};
+
 START_TEST(test_allreduce_float_exact)
 {
     Group g(kRanks);
-    const size_t n = 1000; // 4000 bytes: 4 blocks of 1 KiB through a window of 4
-    std::vector<std::vector<float>> in(kRanks, std::vector<float>(n));
-    std::vector<std::vector<float>> out(kRanks, std::vector<float>(n, -1.0f));
-    std::vector<ina_coll_desc_t> d(kRanks);
-    for (uint32_t r = 0; r < kRanks; ++r) {
-        for (size_t i = 0; i < n; ++i) {
-            in[r][i] = input_f(r, i);
-        }
-        d[r] = ina_coll_desc_t{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_FLOAT, in[r].data(),
-                               out[r].data(), n, 0, nullptr};
-    }
-    g.run(d);
-    for (size_t i = 0; i < n; ++i) {
-        float want = in[0][i]; // the agent's documented order: rank order
-        for (uint32_t r = 1; r < kRanks; ++r) {
-            want += in[r][i];
-        }
-        for (uint32_t r = 0; r < kRanks; ++r) {
-            ck_assert_msg(std::memcmp(&out[r][i], &want, sizeof(float)) == 0,
-                          "rank %u element %zu: %a, want %a", r, i, out[r][i], want);
-        }
-    }
+    FloatSums f(1000); // 4000 bytes: 4 blocks of 1 KiB through a window of 4
+    g.run(f.d);
+    f.check();
 }
 END_TEST
 
@@ -352,11 +409,271 @@ START_TEST(test_call_abort_falls_back_everywhere)
 }
 END_TEST
 
+// ---- striping over two in-process agents (ina_stripe_*) -------------------
+
+constexpr uint32_t kAgents = 2;
+
+// kRanks ranks, each with one client per agent, one striped job.
+struct StripeGroup {
+    StripeGroup() : hubs{Hub(kSegBytes), Hub(kSegBytes)}, stripes(kRanks, nullptr)
+    {
+        clients.assign(kRanks, std::vector<ina_client_t *>(kAgents, nullptr));
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            for (uint32_t k = 0; k < kAgents; ++k) {
+                clients[r][k] = loop_client(hubs[k]);
+            }
+        }
+        const std::vector<uint32_t> nodes = {0, 1, 2, 3};
+        ina_job_key_t key;
+        ina_job_key_init(&key);
+        ina_job_key_add(&key, "stripe", 6);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ina_job_params_t params;
+            ck_assert_int_eq(ina_stripe_open(clients[r].data(), kAgents, key.bytes, kRanks,
+                                             nodes.data(), r, 0, 0, &params, &stripes[r]),
+                             INA_OK);
+            ck_assert_uint_eq(params.block_bytes, kSegBytes);
+        }
+    }
+    ~StripeGroup()
+    {
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ina_stripe_leave(stripes[r]);
+            for (ina_client_t *c : clients[r]) {
+                ina_client_disconnect(c);
+            }
+        }
+    }
+    // Post every rank's call (without waiting for the verdicts), then test
+    // them round-robin; every CQE must have `want` as its outcome.
+    void run(std::vector<ina_coll_desc_t> &d, ina_outcome_t want = INA_OFFLOADED,
+             const std::function<void()> &between = nullptr)
+    {
+        std::vector<ina_stripe_call_t *> calls(kRanks, nullptr);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ina_outcome_t oc;
+            ck_assert_int_eq(ina_stripe_post(stripes[r], &d[r], 0, &calls[r], &oc), INA_OK);
+        }
+        if (between) {
+            between();
+        }
+        std::vector<bool> done(kRanks, false);
+        for (size_t left = kRanks, spins = 0; left > 0; ++spins) {
+            ck_assert_msg(spins < 100000, "striped calls did not complete");
+            for (uint32_t r = 0; r < kRanks; ++r) {
+                ina_cqe_t cqe;
+                if (!done[r] && ina_stripe_call_test(calls[r], &cqe)) {
+                    ck_assert_int_eq(cqe.rc, INA_OK);
+                    ck_assert_int_eq(cqe.outcome, want);
+                    ina_stripe_call_free(calls[r]);
+                    done[r] = true;
+                    --left;
+                }
+            }
+        }
+    }
+    void expect_leases_back()
+    {
+        for (Hub &h : hubs) {
+            ck_assert_uint_eq(h.agg().pool().free_segs(), h.agg().pool().size());
+        }
+    }
+
+    Hub hubs[kAgents];
+    std::vector<std::vector<ina_client_t *>> clients;
+    std::vector<ina_stripe_t *> stripes;
+};
+
+// Every collective over two agents: block sid goes to agent sid mod 2 (each
+// agent's share of the blocks counted), results exact (floats bit-identical
+// to a flat agent's rank order: each agent folds its blocks alike).
+START_TEST(test_stripe_every_collective)
+{
+    StripeGroup g;
+    std::vector<ina_coll_desc_t> d(kRanks);
+    // ALLREDUCE of floats: 1000 elements, 4 blocks of 1 KiB: 2 per agent.
+    FloatSums f(1000);
+    g.run(f.d);
+    for (uint32_t k = 0; k < kAgents; ++k) {
+        ck_assert_uint_eq(g.hubs[k].agg().counters().blocks_in, 2 * kRanks);
+        ck_assert_uint_eq(g.hubs[k].agg().counters().calls_granted, 1);
+    }
+    f.check();
+    // ALLREDUCE in place (int64, 5 blocks: 3 at agent 0, 2 at agent 1),
+    // REDUCE to rank 2, REDUCE_SCATTER with uneven parts.
+    const size_t m = 600;
+    std::vector<std::vector<int64_t>> iv(kRanks, std::vector<int64_t>(m)), ov = iv;
+    auto ival = [](uint32_t r, size_t i) { return static_cast<int64_t>(i * 1000003 + r * 7); };
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        for (size_t i = 0; i < m; ++i) {
+            iv[r][i] = ival(r, i);
+        }
+        d[r] = ina_coll_desc_t{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT64, iv[r].data(),
+                               iv[r].data(), m, 0, nullptr};
+    }
+    g.run(d);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        for (size_t i = 0; i < m; ++i) {
+            ck_assert_int_eq(iv[r][i], 4 * static_cast<int64_t>(i * 1000003) + 7 * 6);
+        }
+    }
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        for (size_t i = 0; i < m; ++i) {
+            iv[r][i] = ival(r, i);
+        }
+        std::fill(ov[r].begin(), ov[r].end(), -1);
+        d[r] = ina_coll_desc_t{INA_COLL_REDUCE, INA_OP_MAX, INA_DT_INT64, iv[r].data(),
+                               ov[r].data(), m, 2, nullptr};
+    }
+    g.run(d);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        for (size_t i = 0; i < m; ++i) {
+            ck_assert_int_eq(ov[r][i], r == 2 ? ival(3, i) : -1);
+        }
+    }
+    const uint64_t counts[kRanks] = {250, 0, 301, 49};
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        std::fill(ov[r].begin(), ov[r].end(), -1);
+        d[r] = ina_coll_desc_t{INA_COLL_REDUCE_SCATTER, INA_OP_SUM, INA_DT_INT64, iv[r].data(),
+                               ov[r].data(), m, 0, counts};
+    }
+    g.run(d);
+    for (uint32_t r = 0, first = 0; r < kRanks; first += static_cast<uint32_t>(counts[r]), ++r) {
+        for (uint64_t i = 0; i < counts[r]; ++i) {
+            ck_assert_int_eq(ov[r][i], 4 * static_cast<int64_t>((first + i) * 1000003) + 42);
+        }
+        ck_assert_int_eq(ov[r][counts[r]], -1);
+    }
+    // BCAST from rank 1, ALLGATHER (and in place), BARRIER.
+    const size_t bytes = 3000;
+    std::vector<std::vector<uint8_t>> b(kRanks, std::vector<uint8_t>(bytes * kRanks));
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        for (size_t i = 0; i < bytes; ++i) {
+            b[r][i] = static_cast<uint8_t>(r == 1 ? i * 13 + 5 : 0);
+        }
+        d[r] = ina_coll_desc_t{INA_COLL_BCAST, INA_OP_REPLACE, INA_DT_UINT8, nullptr, b[r].data(),
+                               bytes, 1, nullptr};
+    }
+    g.run(d);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        for (size_t i = 0; i < bytes; ++i) {
+            ck_assert_uint_eq(b[r][i], static_cast<uint8_t>(i * 13 + 5));
+        }
+    }
+    std::vector<std::vector<uint8_t>> mine(kRanks, std::vector<uint8_t>(bytes));
+    for (int in_place = 0; in_place < 2; ++in_place) {
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            std::fill(b[r].begin(), b[r].end(), 0);
+            for (size_t i = 0; i < bytes; ++i) {
+                mine[r][i] = static_cast<uint8_t>(r * 59 + i);
+            }
+            if (in_place) {
+                std::memcpy(b[r].data() + r * bytes, mine[r].data(), bytes);
+            }
+            d[r] = ina_coll_desc_t{INA_COLL_ALLGATHER, INA_OP_REPLACE, INA_DT_UINT8,
+                                   in_place ? nullptr : mine[r].data(), b[r].data(), bytes, 0,
+                                   nullptr};
+        }
+        g.run(d);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            for (uint32_t q = 0; q < kRanks; ++q) {
+                ck_assert(std::memcmp(b[r].data() + q * bytes, mine[q].data(), bytes) == 0);
+            }
+        }
+    }
+    const uint64_t barriers0 = g.hubs[0].agg().counters().calls_granted;
+    const uint64_t barriers1 = g.hubs[1].agg().counters().calls_granted;
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        d[r] = ina_coll_desc_t{INA_COLL_BARRIER, INA_OP_REPLACE, INA_DT_UINT8, nullptr, nullptr,
+                               0, 0, nullptr};
+    }
+    g.run(d);
+    // One block: agent 0 alone serves it.
+    ck_assert_uint_eq(g.hubs[0].agg().counters().calls_granted, barriers0 + 1);
+    ck_assert_uint_eq(g.hubs[1].agg().counters().calls_granted, barriers1);
+    g.expect_leases_back();
+}
+END_TEST
+
+// One of two agents denies: every rank falls back alike, the other agent's
+// lease comes back (its part given back), and no receive buffer was touched
+// (in place: the input is intact). Then agent 1 keeps the call waiting while
+// agent 0 completes its blocks: those RESULTs stay out of the buffers until
+// agent 1 denies. Then everything is granted again.
+START_TEST(test_stripe_one_agent_denies)
+{
+    for (uint32_t who = 0; who < kAgents; ++who) {
+        StripeGroup g;
+        const size_t n = 1000;
+        std::vector<std::vector<int32_t>> v(kRanks, std::vector<int32_t>(n));
+        std::vector<ina_coll_desc_t> d(kRanks);
+        auto reset = [&] {
+            for (uint32_t r = 0; r < kRanks; ++r) {
+                for (size_t i = 0; i < n; ++i) {
+                    v[r][i] = static_cast<int32_t>(i * 3 + r);
+                }
+                d[r] = ina_coll_desc_t{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, v[r].data(),
+                                       v[r].data(), n, 0, nullptr};
+            }
+        };
+        auto intact = [&] {
+            for (uint32_t r = 0; r < kRanks; ++r) {
+                for (size_t i = 0; i < n; ++i) {
+                    ck_assert_int_eq(v[r][i], static_cast<int32_t>(i * 3 + r));
+                }
+            }
+        };
+        reset();
+        g.hubs[who].sched().mode = SwitchScheduler::Mode::deny;
+        g.run(d, INA_FALLBACK_DENIED);
+        intact();
+        g.expect_leases_back();
+        // The other agent granted its part (and, all blocks in, may have
+        // completed it before the ranks gave it back).
+        ck_assert_uint_eq(g.hubs[1 - who].agg().counters().calls_granted, 1);
+        ck_assert_uint_eq(g.hubs[who].agg().counters().calls_denied, 1);
+
+        // Agent `who` defers; the other completes every block of its part.
+        g.hubs[who].sched().mode = SwitchScheduler::Mode::defer;
+        reset();
+        g.run(d, INA_FALLBACK_DENIED, [&] {
+            for (int i = 0; i < 50; ++i) {
+                for (uint32_t r = 0; r < kRanks; ++r) {
+                    for (ina_client_t *c : g.clients[r]) {
+                        ina_client_progress(c);
+                    }
+                }
+            }
+            // Its part is complete there (the lease is back: every RESULT
+            // went out) and delivered, yet nothing reached the buffers.
+            const ina::agg::SegPool &other = g.hubs[1 - who].agg().pool();
+            ck_assert_uint_eq(g.hubs[1 - who].agg().counters().calls_granted, 2);
+            ck_assert_uint_eq(other.free_segs(), other.size());
+            intact();
+            g.hubs[who].sched().mode = SwitchScheduler::Mode::deny;
+            g.hubs[who].agg().tick(ina::agg::Clock::now());
+        });
+        intact();
+        g.expect_leases_back();
+
+        g.hubs[who].sched().mode = SwitchScheduler::Mode::policy;
+        reset();
+        g.run(d);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ck_assert_int_eq(v[r][10], 4 * 30 + 6);
+        }
+        g.expect_leases_back();
+    }
+}
+END_TEST
+
 int main()
 {
     return ina_test::run_suite("engine_core", "in-process",
                                {test_allreduce_float_exact,
                                 test_reduce_scatter_and_bcast,
                                 test_leases_back_after_calls,
-                                test_call_abort_falls_back_everywhere});
+                                test_call_abort_falls_back_everywhere,
+                                test_stripe_every_collective,
+                                test_stripe_one_agent_denies});
 }

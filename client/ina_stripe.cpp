@@ -1,0 +1,490 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// A job striped over several agents (SEEDS S2, docs/HIERARCHY.md,
+// "Striping"): the job is opened at every agent alike, a call is cut into
+// blocks by the usual rule (ina_geometry.h) and block sid goes to agent
+// ina_stripe_agent(sid, A). Agent k sees its blocks k, k+A, ... as one
+// staged call of its own (block s' of that call is the call's block
+// s'A + k), with its own MID, window and lease; an agent with no block of a
+// call has no part in it.
+//
+// One decision per call: the call is offloaded only if every agent with a
+// part granted it. On any other verdict the granted parts are given back
+// (ina_call_abort) and the caller falls back; every member sees the same
+// verdicts, so every member decides alike. Until every verdict is known,
+// RESULTs are kept here, out of the caller's buffer (an in-place call's
+// input must survive a fallback), and applied once the call is offloaded.
+//
+// Built on the engine's public API only (staged calls, decisions, aborts):
+// each part is an ordinary call of its agent's client.
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <utility>
+#include <vector>
+
+#include "ina_client.h"
+#include "ina_geometry.h"
+
+using ina::BlockResult;
+using ina::BlockSend;
+using ina::CallGeometry;
+using ina::CallShape;
+
+struct ina_stripe {
+    std::vector<ina_job_t *> jobs; // one per agent, in the order given
+    ina_job_params_t params{};     // block_bytes: the smallest of the agents'
+    uint32_t rank = 0;
+};
+
+struct ina_stripe_call {
+    struct Part {
+        ina_stripe_call *call = nullptr;
+        uint32_t agent = 0;
+        ina_call_t *engine = nullptr; // null once completed (or never posted)
+        bool decided = false;
+        bool done = false;
+        ina_cqe_t cqe{}; // the decision's, then the completion's
+    };
+    enum class Verdict { open, offloaded, fallback };
+
+    ina_stripe *stripe = nullptr;
+    CallGeometry g;
+    size_t esz = 1;
+    const uint8_t *src = nullptr;
+    uint8_t *rbuf = nullptr;
+    std::vector<Part> parts;
+    Verdict verdict = Verdict::open;
+    ina_cqe_t result{}; // the CQE once the verdict is known
+    std::vector<std::pair<uint64_t, std::vector<uint8_t>>> stash;
+
+    uint32_t nagents() const { return static_cast<uint32_t>(stripe->jobs.size()); }
+
+    // ---- the parts' staged ops ------------------------------------------
+    static int block_cb(void *arg, uint64_t sub, ina_stage_block_t *b)
+    {
+        Part &p = *static_cast<Part *>(arg);
+        ina_stripe_call &c = *p.call;
+        const uint64_t sid = sub * c.nagents() + p.agent;
+        const BlockSend s = c.g.send(sid);
+        b->offset = s.offset;
+        b->count = s.count;
+        b->want_result = s.want_result ? 1 : 0;
+        // The engine sends from data + offset elements: hand it the place of
+        // element 0 of the block, computed without leaving the buffer.
+        b->data = s.count > 0 ? reinterpret_cast<const void *>(
+                                    reinterpret_cast<uintptr_t>(c.src + s.src) - s.offset * c.esz)
+                              : nullptr;
+        return 1;
+    }
+    static void result_cb(void *arg, uint64_t sub, const void *data, uint32_t count)
+    {
+        Part &p = *static_cast<Part *>(arg);
+        ina_stripe_call &c = *p.call;
+        const uint64_t sid = sub * c.nagents() + p.agent;
+        if (data == nullptr || count == 0 || !c.g.wants(sid)) {
+            return; // an ACK
+        }
+        if (c.verdict == Verdict::offloaded) {
+            c.apply(sid, static_cast<const uint8_t *>(data));
+        } else if (c.verdict == Verdict::open) {
+            const auto *d = static_cast<const uint8_t *>(data);
+            c.stash.emplace_back(sid, std::vector<uint8_t>(d, d + count * c.esz));
+        } // fallback: dropped
+    }
+    void apply(uint64_t sid, const uint8_t *data)
+    {
+        const BlockResult r = g.result(sid);
+        for (unsigned i = 0; i < r.npieces; ++i) {
+            const BlockResult::Piece &pc = r.piece[i];
+            std::memcpy(rbuf + pc.dst, data + static_cast<size_t>(pc.from) * esz,
+                        static_cast<size_t>(pc.count) * esz);
+        }
+    }
+
+    // ---- the decision -----------------------------------------------------
+    // One round: every undecided part asked once. True once the verdict is
+    // known.
+    bool decide()
+    {
+        if (verdict != Verdict::open) {
+            return true;
+        }
+        bool all = true;
+        for (Part &p : parts) {
+            if (!p.decided && p.engine != nullptr) {
+                p.decided = ina_call_decision(p.engine, &p.cqe) != 0;
+            }
+            all = all && p.decided;
+        }
+        if (!all) {
+            return false;
+        }
+        bool granted = true, denied = false;
+        ina_status_t error = INA_OK;
+        uint8_t status = INA_PROTO_OK;
+        for (const Part &p : parts) {
+            if (p.cqe.rc != INA_OK) {
+                error = error != INA_OK ? error : static_cast<ina_status_t>(p.cqe.rc);
+                granted = false;
+            } else if (p.cqe.outcome != INA_OFFLOADED) {
+                granted = false;
+                if (p.cqe.outcome == INA_FALLBACK_DENIED && !denied) {
+                    denied = true;
+                    status = p.cqe.status;
+                }
+            }
+        }
+        result = ina_cqe_t{};
+        result.rc = INA_OK;
+        result.blocks = g.nblocks();
+        if (granted) {
+            verdict = Verdict::offloaded;
+            result.outcome = INA_OFFLOADED;
+            for (const auto &s : stash) {
+                apply(s.first, s.second.data());
+            }
+            stash.clear();
+            return true;
+        }
+        // Some agent did not grant: give the granted parts back. A DENY is
+        // every member's verdict, so it decides even beside a local error
+        // (nothing reached the caller's buffer yet: falling back is safe).
+        verdict = Verdict::fallback;
+        stash.clear();
+        for (Part &p : parts) {
+            if (p.engine != nullptr && p.cqe.rc == INA_OK && p.cqe.outcome == INA_OFFLOADED) {
+                ina_call_abort(p.engine);
+            }
+        }
+        if (denied) {
+            result.outcome = INA_FALLBACK_DENIED;
+            result.status = status;
+        } else if (error != INA_OK) {
+            result.rc = error;
+        } else {
+            result.outcome = INA_FALLBACK_UNREACHABLE;
+        }
+        return true;
+    }
+
+    // One round of completion; true once every part completed and the
+    // verdict is known (result holds the CQE).
+    bool test()
+    {
+        const bool decided = decide();
+        bool all = true;
+        for (Part &p : parts) {
+            if (p.done) {
+                continue;
+            }
+            ina_cqe_t cqe{};
+            if (ina_call_test(p.engine, &cqe) != 0) {
+                ina_call_free(p.engine);
+                p.engine = nullptr;
+                p.done = true;
+                if (!p.decided) {
+                    p.decided = true; // its completion is its verdict
+                    p.cqe = cqe;
+                } else if (verdict != Verdict::fallback &&
+                           !(cqe.rc == INA_OK && cqe.outcome == INA_OFFLOADED)) {
+                    p.cqe = cqe; // failed after its GRANT
+                }
+            }
+            all = all && p.done;
+        }
+        if (!all || !(decided || decide())) {
+            return false;
+        }
+        if (verdict == Verdict::offloaded) {
+            for (const Part &p : parts) {
+                if (p.cqe.rc != INA_OK || p.cqe.outcome != INA_OFFLOADED) {
+                    // Granted everywhere, then a part failed: results of the
+                    // others may be in the caller's buffer already.
+                    result.rc = p.cqe.rc != INA_OK ? p.cqe.rc : INA_ERR_LOST;
+                    result.outcome = INA_OFFLOADED;
+                    result.status = p.cqe.status;
+                    break;
+                }
+            }
+        }
+        return true;
+    }
+
+    // Between rounds: yield first, then nap briefly (ranks and agents may
+    // share few cores).
+    static void pause(unsigned &rounds)
+    {
+        if (++rounds < 256) {
+            sched_yield();
+        } else {
+            usleep(20);
+        }
+    }
+};
+
+namespace {
+
+template <typename F> int stripe_guard(F &&body) noexcept
+{
+    try {
+        return body();
+    } catch (const std::bad_alloc &) {
+        return INA_ERR_NOMEM;
+    } catch (...) {
+        return INA_ERR_INVALID;
+    }
+}
+
+// Plan `d` for the stripe and post every part; the verdict stays open.
+int post_parts(ina_stripe *s, const ina_coll_desc_t &d, std::unique_ptr<ina_stripe_call> &out)
+{
+    unsigned op = d.op, dtype = d.dtype;
+    if (d.coll == INA_COLL_BARRIER) {
+        op = INA_OP_REPLACE;
+        dtype = INA_DT_UINT8;
+    }
+    if (d.coll >= INA_COLL_COUNT || !ina_proto_coll_valid(d.coll, op, dtype)) {
+        return INA_ERR_INVALID;
+    }
+    auto c = std::make_unique<ina_stripe_call>();
+    c->stripe = s;
+    c->esz = ina_proto_dtype_size(dtype);
+    CallShape shape;
+    shape.coll = d.coll;
+    shape.elem_size = c->esz;
+    shape.count = d.count;
+    shape.nmembers = s->params.nmembers;
+    shape.rank = s->rank;
+    shape.root = d.root;
+    shape.recvcounts = d.recvcounts;
+    shape.in_place = d.coll == INA_COLL_ALLGATHER && d.sbuf == nullptr;
+    shape.block_bytes = s->params.block_bytes;
+    if (!c->g.plan(shape)) {
+        return INA_ERR_INVALID;
+    }
+    // The whole call's block size, as one agent would cut it.
+    shape.block_bytes = ina::call_block_bytes(c->g.total() * c->esz, s->params.block_bytes);
+    if (!c->g.plan(shape)) {
+        return INA_ERR_INVALID;
+    }
+    c->rbuf = static_cast<uint8_t *>(d.rbuf);
+    switch (d.coll) {
+    case INA_COLL_BCAST:
+        c->src = c->rbuf; // the root's bytes; the others send CREDITs
+        break;
+    case INA_COLL_ALLGATHER:
+        c->src = d.sbuf != nullptr ? static_cast<const uint8_t *>(d.sbuf)
+                                   : c->rbuf + c->g.part_first() * c->esz;
+        break;
+    case INA_COLL_BARRIER:
+        break;
+    default:
+        c->src = static_cast<const uint8_t *>(d.sbuf);
+        break;
+    }
+    const uint32_t A = static_cast<uint32_t>(s->jobs.size());
+    const uint64_t n = c->g.nblocks();
+    c->parts.reserve(A); // stable: the staged ops point at the parts
+    for (uint32_t k = 0; k < A && k < n; ++k) {
+        uint64_t total = 0;
+        for (uint64_t sid = k; sid < n; sid += A) {
+            total += c->g.block_count(sid);
+        }
+        c->parts.emplace_back();
+        ina_stripe_call::Part &p = c->parts.back();
+        p.call = c.get();
+        p.agent = k;
+        ina_staged_desc_t sd{};
+        sd.coll = d.coll;
+        sd.op = op;
+        sd.dtype = dtype;
+        sd.total = total; // BARRIER: 0, one block, at agent 0 only
+        sd.block_bytes = shape.block_bytes;
+        sd.ops.arg = &p;
+        sd.ops.block = ina_stripe_call::block_cb;
+        sd.ops.result = ina_stripe_call::result_cb;
+        ina_outcome_t oc = INA_OFFLOADED;
+        const ina_status_t rc = ina_job_post_staged(s->jobs[k], &sd, &p.engine, &oc);
+        if (p.engine == nullptr) {
+            // Decided before it started (an early DENY, an agent gone), or
+            // refused: this part's verdict is known.
+            p.decided = true;
+            p.done = true;
+            p.cqe.rc = rc;
+            p.cqe.outcome = rc == INA_OK ? oc : INA_OFFLOADED;
+        }
+    }
+    if (c->parts.empty()) {
+        // Moves nothing (and is no BARRIER): complete at once, alike everywhere.
+        c->verdict = ina_stripe_call::Verdict::offloaded;
+        c->result.rc = INA_OK;
+        c->result.outcome = INA_OFFLOADED;
+    }
+    out = std::move(c);
+    return INA_OK;
+}
+
+} // namespace
+
+uint32_t ina_stripe_agent(uint64_t sid, uint32_t nagents)
+{
+    return nagents == 0 ? 0 : static_cast<uint32_t>(sid % nagents);
+}
+
+ina_status_t ina_stripe_open(ina_client_t *const *clients, uint32_t nagents, const uint8_t *key,
+                             uint32_t nmembers, const uint32_t *node_of_member, uint32_t rank,
+                             uint32_t requested_window, uint32_t requested_block_bytes,
+                             ina_job_params_t *params, ina_stripe_t **out)
+{
+    if (out != nullptr) {
+        *out = nullptr;
+    }
+    if (clients == nullptr || nagents == 0 || params == nullptr || out == nullptr) {
+        return INA_ERR_INVALID;
+    }
+    return static_cast<ina_status_t>(stripe_guard([&]() -> int {
+        auto s = std::make_unique<ina_stripe>();
+        s->rank = rank;
+        for (uint32_t k = 0; k < nagents; ++k) {
+            ina_job_params_t p{};
+            ina_job_t *job = nullptr;
+            const ina_status_t rc = ina_job_open(clients[k], key, nmembers, node_of_member, rank,
+                                                 requested_window, requested_block_bytes, &p,
+                                                 &job);
+            if (rc != INA_OK) {
+                for (ina_job_t *j : s->jobs) {
+                    ina_job_leave(j);
+                }
+                return rc;
+            }
+            s->jobs.push_back(job);
+            if (k == 0) {
+                s->params = p; // jid and nmembers: agent 0's job
+            }
+            // Every rank cuts calls alike: by the smallest block of all.
+            s->params.block_bytes = std::min(s->params.block_bytes, p.block_bytes);
+            s->params.window = std::min(s->params.window, p.window);
+        }
+        *params = s->params;
+        *out = s.release();
+        return INA_OK;
+    }));
+}
+
+void ina_stripe_leave(ina_stripe_t *stripe)
+{
+    if (stripe == nullptr) {
+        return;
+    }
+    for (ina_job_t *j : stripe->jobs) {
+        ina_job_leave(j);
+    }
+    delete stripe;
+}
+
+ina_status_t ina_stripe_post(ina_stripe_t *stripe, const ina_coll_desc_t *desc,
+                             int wait_decision, ina_stripe_call_t **call, ina_outcome_t *outcome)
+{
+    if (call != nullptr) {
+        *call = nullptr;
+    }
+    if (stripe == nullptr || desc == nullptr || call == nullptr || outcome == nullptr) {
+        return INA_ERR_INVALID;
+    }
+    return static_cast<ina_status_t>(stripe_guard([&]() -> int {
+        std::unique_ptr<ina_stripe_call> c;
+        int rc = post_parts(stripe, *desc, c);
+        if (rc != INA_OK) {
+            return rc;
+        }
+        unsigned rounds = 0;
+        if (wait_decision == 0) {
+            *outcome = INA_OFFLOADED; // posted: the CQE tells
+            *call = c.release();
+            return INA_OK;
+        }
+        while (!c->decide()) {
+            ina_stripe_call::pause(rounds);
+        }
+        if (c->verdict == ina_stripe_call::Verdict::offloaded) {
+            *outcome = INA_OFFLOADED;
+            *call = c.release();
+            return INA_OK;
+        }
+        // Fell back (or failed) on every agent's word: finish the parts
+        // (their sends read the caller's buffer), then report.
+        while (!c->test()) {
+            ina_stripe_call::pause(rounds);
+        }
+        *outcome = c->result.outcome;
+        return c->result.rc;
+    }));
+}
+
+int ina_stripe_call_test(ina_stripe_call_t *call, ina_cqe_t *cqe)
+{
+    if (call == nullptr) {
+        return 1;
+    }
+    const int done = stripe_guard([&] { return call->test() ? 1 : 0; });
+    if (done != 0 && cqe != nullptr) {
+        *cqe = call->result;
+    }
+    return done == 1;
+}
+
+ina_status_t ina_stripe_call_wait(ina_stripe_call_t *call, ina_cqe_t *cqe)
+{
+    ina_cqe_t local{};
+    unsigned rounds = 0;
+    while (!ina_stripe_call_test(call, &local)) {
+        ina_stripe_call::pause(rounds);
+    }
+    if (cqe != nullptr) {
+        *cqe = local;
+    }
+    return static_cast<ina_status_t>(local.rc);
+}
+
+void ina_stripe_call_free(ina_stripe_call_t *call)
+{
+    if (call == nullptr) {
+        return;
+    }
+    ina_stripe_call_wait(call, nullptr); // its buffers are the caller's until then
+    delete call;
+}
+
+ina_status_t ina_stripe_run(ina_stripe_t *stripe, const ina_coll_desc_t *desc, ina_cqe_t *cqe)
+{
+    ina_cqe_t local{};
+    if (cqe == nullptr) {
+        cqe = &local;
+    }
+    *cqe = ina_cqe_t{};
+    if (stripe == nullptr || desc == nullptr) {
+        cqe->rc = INA_ERR_INVALID;
+        return INA_ERR_INVALID;
+    }
+    const int rc = stripe_guard([&]() -> int {
+        std::unique_ptr<ina_stripe_call> c;
+        int prc = post_parts(stripe, *desc, c);
+        if (prc != INA_OK) {
+            return prc;
+        }
+        unsigned rounds = 0;
+        while (!c->test()) {
+            ina_stripe_call::pause(rounds);
+        }
+        *cqe = c->result;
+        return c->result.rc;
+    });
+    cqe->rc = static_cast<ina_status_t>(rc);
+    return cqe->rc;
+}
