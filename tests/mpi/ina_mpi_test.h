@@ -120,21 +120,28 @@ class Counters {
         return read("coll_ina_node_streams", comm, MPI_T_PVAR_CLASS_SIZE);
     }
 
-    // Value of the integer or boolean control variable (MCA parameter) `name`;
-    // -1 if it does not exist or is of another type.
-    static long long cvar(const char *name)
+    // Index and datatype of the control variable (MCA parameter) `name`;
+    // false if it does not exist.
+    static bool cvar_info(const char *name, int &index, MPI_Datatype &dt)
     {
-        int index;
         if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS) {
-            return -1;
+            return false;
         }
         char vname[256], desc[1024];
         int vlen = sizeof(vname), dlen = sizeof(desc), verbosity, bind, scope;
-        MPI_Datatype dt;
         MPI_T_enum et;
+        return MPI_T_cvar_get_info(index, vname, &vlen, &verbosity, &dt, &et, desc, &dlen, &bind,
+                                   &scope) == MPI_SUCCESS;
+    }
+
+    // Value of the integer or boolean control variable `name`; -1 if it does
+    // not exist or is of another type.
+    static long long cvar(const char *name)
+    {
+        int index;
+        MPI_Datatype dt;
         // Open MPI gives a bool parameter as MPI_C_BOOL (one C bool).
-        if (MPI_T_cvar_get_info(index, vname, &vlen, &verbosity, &dt, &et, desc, &dlen, &bind,
-                                &scope) != MPI_SUCCESS ||
+        if (!cvar_info(name, index, dt) ||
             (dt != MPI_C_BOOL && dt != MPI_INT && dt != MPI_UNSIGNED)) {
             return -1;
         }
@@ -164,16 +171,8 @@ class Counters {
     static std::string cvar_string(const char *name)
     {
         int index;
-        if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS) {
-            return "";
-        }
-        char vname[256], desc[1024];
-        int vlen = sizeof(vname), dlen = sizeof(desc), verbosity, bind, scope;
         MPI_Datatype dt;
-        MPI_T_enum et;
-        if (MPI_T_cvar_get_info(index, vname, &vlen, &verbosity, &dt, &et, desc, &dlen, &bind,
-                                &scope) != MPI_SUCCESS ||
-            dt != MPI_CHAR) {
+        if (!cvar_info(name, index, dt) || dt != MPI_CHAR) {
             return "";
         }
         MPI_T_cvar_handle handle;
