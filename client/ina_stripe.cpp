@@ -48,7 +48,6 @@ struct ina_stripe_call {
         uint32_t agent = 0;
         ina_call_t *engine = nullptr; // null once completed (or never posted)
         bool decided = false;
-        bool done = false;
         ina_cqe_t cqe{}; // the decision's, then the completion's
     };
     enum class Verdict { open, offloaded, fallback };
@@ -180,14 +179,13 @@ struct ina_stripe_call {
         const bool decided = decide();
         bool all = true;
         for (Part &p : parts) {
-            if (p.done) {
-                continue;
+            if (p.engine == nullptr) {
+                continue; // completed
             }
             ina_cqe_t cqe{};
             if (ina_call_test(p.engine, &cqe) != 0) {
                 ina_call_free(p.engine);
                 p.engine = nullptr;
-                p.done = true;
                 if (!p.decided) {
                     p.decided = true; // its completion is its verdict
                     p.cqe = cqe;
@@ -196,7 +194,7 @@ struct ina_stripe_call {
                     p.cqe = cqe; // failed after its GRANT
                 }
             }
-            all = all && p.done;
+            all = all && p.engine == nullptr;
         }
         if (!all || !(decided || decide())) {
             return false;
@@ -315,7 +313,6 @@ int post_parts(ina_stripe *s, const ina_coll_desc_t &d, std::unique_ptr<ina_stri
             // Decided before it started (an early DENY, an agent gone), or
             // refused: this part's verdict is known.
             p.decided = true;
-            p.done = true;
             p.cqe.rc = rc;
             p.cqe.outcome = rc == INA_OK ? oc : INA_OFFLOADED;
         }
