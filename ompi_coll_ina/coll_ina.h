@@ -76,6 +76,8 @@ typedef enum mca_coll_ina_job_state {
 /* Most streams from one node to the agent (coll_ina_node_streams). */
 #define MCA_COLL_INA_MAX_STREAMS 64
 #define MCA_COLL_INA_NODE_SMALL_CHUNK 8192
+/* Most agents one job is striped over (coll_ina_agent=HOST:PORT,HOST:PORT,...). */
+#define MCA_COLL_INA_MAX_AGENTS 16
 
 /* The node stage's shared-memory group of a communicator. */
 typedef enum mca_coll_ina_node_state {
@@ -91,7 +93,7 @@ typedef struct mca_coll_ina_component_t {
     int priority;
     int verbose;
     bool enable;
-    char *agent;          /* "auto" or host:port */
+    char *agent;          /* "auto", or host:port[,host:port...] (striping) */
     char *topology;       /* the cluster's topology file, or "" */
     char *test_hosts;     /* tests only: host names by world rank, or "" */
     int test_no_job;      /* tests only: this world rank opens no job, or -1 */
@@ -116,11 +118,14 @@ typedef struct mca_coll_ina_component_t {
     bool explicitly_selected; /* the coll selection string names ina */
     bool thread_multiple;     /* engine calls are not serialised across threads */
 
-    /* Process-wide agent connection (one engine per process, for every communicator). */
-    char agent_addr[256];     /* empty: no agent known to this process */
-    bool agent_addr_known;    /* agent_addr was resolved (maybe to "none") */
+    /* Process-wide agent connections (one engine per agent and process, for
+     * every communicator): one agent, or the agents a job is striped over
+     * (docs/HIERARCHY.md, "Striping"), in the order coll_ina_agent names them. */
+    char agent_addr[MCA_COLL_INA_MAX_AGENTS][256];
+    uint32_t nagents;         /* agent_addr entries; 0: no agent known to this process */
+    bool agent_addr_known;    /* agent_addr was resolved (maybe to none) */
     int agent_pid;            /* embedded agent started by this process, or -1 */
-    ina_client_t *client;
+    ina_client_t *client[MCA_COLL_INA_MAX_AGENTS];
     ina_topology_t *topo;     /* coll_ina_topology, read at MPI_COMM_WORLD's enable */
     bool connect_tried;
     bool unreachable_warned;
@@ -212,9 +217,13 @@ typedef struct mca_coll_ina_module_t {
     mca_coll_ina_node_state_t node_state[MCA_COLL_INA_NODE_TIERS];
     ina_node_group_t *node_group[MCA_COLL_INA_NODE_TIERS];
 
-    /* Job descriptor of this communicator. */
+    /* Job descriptor of this communicator: one agent's job, or the job
+     * striped over several agents (flat communicators; with the node
+     * uplink, stream j's job is at agent j mod A instead). */
     mca_coll_ina_job_state_t job_state;
     ina_job_t *job;
+    ina_stripe_t *stripe;
+    uint32_t nagents; /* agents the job is striped over (1: not striped; 0: no job) */
     ina_job_params_t job_params;
     /* The leaf agents serving the job (1: one agent; more: a tree of agents
      * from coll_ina_topology, docs/HIERARCHY.md; 0: no agent) and this
@@ -258,6 +267,7 @@ OBJ_CLASS_DECLARATION(mca_coll_ina_module_t);
 typedef struct mca_coll_ina_req_t {
     ompi_request_t super;
     ina_call_t *call;              /* the engine's work request; NULL once done */
+    ina_stripe_call_t *stripe_call; /* or the striped call's; NULL once done */
     ina_node_op_t *node_op;        /* or the node stage's call; NULL once done */
     mca_coll_ina_module_t *module; /* retained until completion */
     mca_coll_ina_kind_t kind;      /* for messages */
@@ -317,9 +327,10 @@ void mca_coll_ina_node_fini(mca_coll_ina_module_t *module);
 /* Resolve the agent address on MPI_COMM_WORLD (embedded agent: rank 0 spawns
  * it and broadcasts the address with WORLD's saved bcast). Collective. */
 int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module);
-/* The connected client, connecting at first need; NULL if the agent cannot
- * be reached (warned once per process). */
-ina_client_t *mca_coll_ina_client(void);
+/* The connected clients, one per agent (coll_ina_agent's order),
+ * connecting at first need: sets clients[0..n) and returns n; 0 if some
+ * agent cannot be reached (warned once per process). */
+uint32_t mca_coll_ina_clients(ina_client_t **clients);
 /* Register the MPI_T performance variables (component register). */
 int mca_coll_ina_pvars_register(void);
 /* Hang the module on its communicator (end of module enable), where the

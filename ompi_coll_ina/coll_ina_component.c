@@ -104,7 +104,9 @@ static int ina_register(void)
     c->agent = "auto";
     (void) mca_base_component_var_register(v, "agent",
         "Aggregation agent: \"auto\" starts an embedded ina-switchd on the node of "
-        "MPI_COMM_WORLD rank 0; otherwise host:port of a running ina-switchd",
+        "MPI_COMM_WORLD rank 0; otherwise host:port of a running ina-switchd, or a "
+        "comma-separated list of them: each communicator's job is striped over those "
+        "agents (block k of a call goes to agent k mod their number, docs/HIERARCHY.md)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_3,
         MCA_BASE_VAR_SCOPE_READONLY, &c->agent);
 
@@ -325,10 +327,10 @@ static int ina_open(void)
     }
 
     mca_coll_ina_dtype_init();
-    c->agent_addr[0] = '\0';
+    c->nagents = 0;
     c->agent_addr_known = false;
     c->agent_pid = -1;
-    c->client = NULL;
+    memset(c->client, 0, sizeof(c->client));
     c->topo = NULL;
     c->connect_tried = false;
     c->unreachable_warned = false;
@@ -359,10 +361,12 @@ static int ina_close(void)
     /* Communicators are gone by now; a job still alive here belongs to a
      * communicator Open MPI never destroyed, so keep its client (the process
      * is exiting anyway) rather than free it under the job. */
-    if (NULL != c->client && 0 == c->live_jobs) {
-        ina_client_disconnect(c->client);
+    for (uint32_t k = 0; k < MCA_COLL_INA_MAX_AGENTS; ++k) {
+        if (NULL != c->client[k] && 0 == c->live_jobs) {
+            ina_client_disconnect(c->client[k]);
+        }
+        c->client[k] = NULL;
     }
-    c->client = NULL;
     ina_topology_free(c->topo);
     c->topo = NULL;
     if (c->agent_pid > 0) {
@@ -488,10 +492,45 @@ static void ina_spawn_embedded(ompi_communicator_t *world, char *addr, size_t ad
                 c->agent_path, pid, c->agent_segs, addr);
 }
 
+/* coll_ina_agent names running agents: "HOST:PORT", or several separated
+ * by commas (a job striped over them, in that order). A list that cannot
+ * be used (an empty entry, too many) leaves no agent, with the reason. */
+static void ina_parse_agents(void)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    const char *p = c->agent, *end;
+    char why[256] = "";
+    size_t len;
+
+    c->nagents = 0;
+    c->agent_addr_known = true;
+    for (;;) {
+        end = strchr(p, ',');
+        len = NULL != end ? (size_t) (end - p) : strlen(p);
+        if (0 == len || len >= sizeof(c->agent_addr[0])) {
+            snprintf(why, sizeof(why), "coll_ina_agent \"%s\": entry %u is %s", c->agent,
+                     c->nagents + 1, 0 == len ? "empty" : "too long");
+            break;
+        }
+        if (MCA_COLL_INA_MAX_AGENTS == c->nagents) {
+            snprintf(why, sizeof(why), "coll_ina_agent \"%s\" names more than %d agents",
+                     c->agent, MCA_COLL_INA_MAX_AGENTS);
+            break;
+        }
+        snprintf(c->agent_addr[c->nagents++], sizeof(c->agent_addr[0]), "%.*s", (int) len, p);
+        if (NULL == end) {
+            return;
+        }
+        p = end + 1;
+    }
+    c->nagents = 0;
+    ina_warn_unreachable("(none)", why);
+}
+
 int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
-    char addr[sizeof(c->agent_addr)];
+    char addr[sizeof(c->agent_addr[0])];
     int rc;
 
     if (c->agent_addr_known) {
@@ -502,7 +541,7 @@ int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
          * communication, no embedded agent. */
         char err[512] = "", host[256];
         const char *found = NULL;
-        c->agent_addr[0] = '\0';
+        c->nagents = 0;
         c->agent_addr_known = true;
         if (INA_OK != ina_topology_load(c->topology, &c->topo, err, sizeof(err))) {
             INA_VERBOSE(1, "coll_ina_topology unusable: %s", err);
@@ -519,14 +558,14 @@ int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
             ina_warn_unreachable("(none)", err);
             return OMPI_SUCCESS;
         }
-        snprintf(c->agent_addr, sizeof(c->agent_addr), "%s", found);
+        snprintf(c->agent_addr[0], sizeof(c->agent_addr[0]), "%s", found);
+        c->nagents = 1;
         INA_VERBOSE(10, "topology %s: host %s talks to agent %s", c->topology, host, found);
         return OMPI_SUCCESS;
     }
     if (0 != strcmp(c->agent, "auto")) {
-        /* A running agent was named: every process knows it already. */
-        snprintf(c->agent_addr, sizeof(c->agent_addr), "%s", c->agent);
-        c->agent_addr_known = true;
+        /* Running agents were named: every process knows them already. */
+        ina_parse_agents();
         return OMPI_SUCCESS;
     }
     if (0 == world_module->rank) {
@@ -541,7 +580,8 @@ int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
         return rc;
     }
     addr[sizeof(addr) - 1] = '\0';
-    memcpy(c->agent_addr, addr, sizeof(addr));
+    memcpy(c->agent_addr[0], addr, sizeof(addr));
+    c->nagents = '\0' != addr[0] ? 1 : 0;
     c->agent_addr_known = true;
     return OMPI_SUCCESS;
 }
@@ -553,44 +593,52 @@ static void ina_engine_log(void *arg, int level, const char *line)
     opal_output_verbose(level, mca_coll_ina_component.output, "coll:ina: engine: %s", line);
 }
 
-ina_client_t *mca_coll_ina_client(void)
+uint32_t mca_coll_ina_clients(ina_client_t **clients)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     ina_client_config_t cfg;
     char err[256] = "";
+    uint32_t k;
     int rc;
 
-    if (NULL != c->client) {
-        return ina_client_alive(c->client) ? c->client : NULL;
+    if (!c->connect_tried) {
+        c->connect_tried = true;
+        if (!c->agent_addr_known || 0 == c->nagents) {
+            ina_warn_unreachable(c->agent_addr_known ? "(none)" : c->agent,
+                                 c->agent_addr_known ? "the embedded agent did not start"
+                                                     : "the agent address is unknown to "
+                                                       "this process");
+            return 0;
+        }
+        cfg.connect_timeout_ms = c->timeout_ms;
+        cfg.progress_timeout_ms = c->timeout_ms;
+        cfg.verbose = c->verbose;
+        cfg.progress_thread = ina_progress_thread && !c->thread_multiple;
+        cfg.log_fn = ina_engine_log;
+        cfg.log_arg = NULL;
+        cfg.spin_us = ina_spin_us > 0 ? ina_spin_us : -1; /* the engine's 0 is its default */
+        cfg.spin_yield = ina_yield_when_idle();
+        cfg.rndv_bytes = ina_rndv_bytes > 0 ? ina_rndv_bytes : 0;
+        for (k = 0; k < c->nagents; ++k) {
+            cfg.agent_addr = c->agent_addr[k];
+            rc = ina_client_connect(&cfg, &c->client[k], err, sizeof(err));
+            if (INA_OK != rc) {
+                /* A job striped over these agents needs every one of them. */
+                c->client[k] = NULL;
+                ina_warn_unreachable(c->agent_addr[k], err);
+                break;
+            }
+            INA_VERBOSE(10, "connected to agent %s (%u of %u)", c->agent_addr[k], k + 1,
+                        c->nagents);
+        }
     }
-    if (c->connect_tried) {
-        return NULL;
+    for (k = 0; k < c->nagents; ++k) {
+        if (NULL == c->client[k] || !ina_client_alive(c->client[k])) {
+            return 0;
+        }
+        clients[k] = c->client[k];
     }
-    c->connect_tried = true;
-    if (!c->agent_addr_known || '\0' == c->agent_addr[0]) {
-        ina_warn_unreachable(c->agent_addr_known ? "(none)" : c->agent,
-                             c->agent_addr_known ? "the embedded agent did not start"
-                                                 : "the agent address is unknown to this process");
-        return NULL;
-    }
-    cfg.agent_addr = c->agent_addr;
-    cfg.connect_timeout_ms = c->timeout_ms;
-    cfg.progress_timeout_ms = c->timeout_ms;
-    cfg.verbose = c->verbose;
-    cfg.progress_thread = ina_progress_thread && !c->thread_multiple;
-    cfg.log_fn = ina_engine_log;
-    cfg.log_arg = NULL;
-    cfg.spin_us = ina_spin_us > 0 ? ina_spin_us : -1; /* the engine's 0 is its default */
-    cfg.spin_yield = ina_yield_when_idle();
-    cfg.rndv_bytes = ina_rndv_bytes > 0 ? ina_rndv_bytes : 0;
-    rc = ina_client_connect(&cfg, &c->client, err, sizeof(err));
-    if (INA_OK != rc) {
-        c->client = NULL;
-        ina_warn_unreachable(c->agent_addr, err);
-        return NULL;
-    }
-    INA_VERBOSE(10, "connected to agent %s", c->agent_addr);
-    return c->client;
+    return c->nagents;
 }
 
 /* ---- the module of a communicator -------------------------------------- */
@@ -777,7 +825,8 @@ typedef enum ina_layout_what {
     INA_LAYOUT_LOCAL,
     INA_LAYOUT_MEMBERS,
     INA_LAYOUT_STREAMS,
-    INA_LAYOUT_LEAVES
+    INA_LAYOUT_LEAVES,
+    INA_LAYOUT_AGENTS
 } ina_layout_what_t;
 
 typedef struct ina_layout_pvar_def {
@@ -799,6 +848,8 @@ static const ina_layout_pvar_def_t ina_layout_pvar_defs[] = {
      INA_LAYOUT_STREAMS},
     {"job_leaves", "Leaf agents serving this communicator's job: 1 for one agent, more "
                    "for a tree of agents (coll_ina_topology; 0: no job)", INA_LAYOUT_LEAVES},
+    {"job_agents", "Agents this communicator's job is striped over (coll_ina_agent "
+                   "naming several): 1 when it is not striped, 0: no job", INA_LAYOUT_AGENTS},
 };
 
 static int ina_layout_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *obj)
@@ -827,6 +878,9 @@ static int ina_layout_pvar_get(const struct mca_base_pvar_t *pvar, void *value, 
         break;
     case INA_LAYOUT_LEAVES:
         *out = MCA_COLL_INA_JOB_READY == m->job_state ? m->nleaves : 0;
+        break;
+    case INA_LAYOUT_AGENTS:
+        *out = MCA_COLL_INA_JOB_READY == m->job_state ? m->nagents : 0;
         break;
     }
     return OPAL_SUCCESS;

@@ -91,6 +91,8 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     }
     m->job_state = MCA_COLL_INA_JOB_NONE;
     m->job = NULL;
+    m->stripe = NULL;
+    m->nagents = 0;
     m->nleaves = 0;
     m->leaf = 0;
     m->allgather_unsupported = NULL;
@@ -133,6 +135,11 @@ static void ina_module_destruct(mca_coll_ina_module_t *m)
     if (NULL != m->job) {
         ina_job_leave(m->job);
         m->job = NULL;
+        --mca_coll_ina_component.live_jobs;
+    }
+    if (NULL != m->stripe) {
+        ina_stripe_leave(m->stripe);
+        m->stripe = NULL;
         --mca_coll_ina_component.live_jobs;
     }
 #define INA_RELEASE_PREVIOUS(fn)                                                  \
@@ -682,20 +689,21 @@ static bool ina_tree_setup(mca_coll_ina_module_t *m, ina_leaf_part_t *part)
 }
 
 /* Open this rank's job at the agent, by key: flat, the communicator's job
- * (one member per rank); with the node uplink, the job of the stream this
- * rank leads (one member per node); over several leaf agents, this rank's
- * leaf's part of it (the leaf opens the rest at its parent). No rank waits
- * for another: the agent holds a call until every member opened the job,
- * and denies it on every member if one never does. */
+ * (one member per rank), at each of the agents it is striped over; with the
+ * node uplink, the job of the stream this rank leads (one member per node),
+ * stream j at agent j mod A; over several leaf agents, this rank's leaf's
+ * part of it (the leaf opens the rest at its parent). No rank waits for
+ * another: the agent holds a call until every member opened the job, and
+ * denies it on every member if one never does. */
 static int ina_job_setup(mca_coll_ina_module_t *m)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
-    ina_client_t *client;
+    ina_client_t *clients[MCA_COLL_INA_MAX_AGENTS], *client;
     ina_job_key_t key;
     ina_agent_info_t info;
     ina_leaf_part_t part = {0};
     uint32_t stream = UINT32_MAX, as = (uint32_t) m->rank, *nodes = m->node_of;
-    uint32_t nmembers = (uint32_t) m->size, block = 0;
+    uint32_t nmembers = (uint32_t) m->size, block = 0, nagents = 0;
     ina_status_t rc;
     int j;
 
@@ -706,6 +714,16 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
     }
     m->nleaves = NULL != c->topo ? m->nleaves : 1;
     m->job_state = MCA_COLL_INA_JOB_READY;
+    if (m->node_uplink && c->nagents > 1 && 1 == m->nlocal_max) {
+        /* Striped, one rank per node: the node stage would carry every
+         * node's data in one stream to one agent; the flat job spreads
+         * each call over all of them (alike on every member: the layout). */
+        m->node_uplink = false;
+        INA_VERBOSE(10, "cid %d: one rank per node and %u striped agents: no node stage",
+                    m->cid, c->nagents);
+    }
+    m->nagents = !m->node_uplink || c->nagents < (uint32_t) m->nstreams ? c->nagents
+                                                                       : (uint32_t) m->nstreams;
     if (m->node_uplink) {
         /* Every rank of a node cuts the node's part in blocks of this size,
          * leaders or not: it comes from the parameters alone, never from the
@@ -725,20 +743,26 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
     }
     ina_job_key_add(&key, &stream, sizeof(stream));
 
-    client = (int) OMPI_PROC_MY_NAME->vpid == c->test_no_job ? NULL : mca_coll_ina_client();
+    if ((int) OMPI_PROC_MY_NAME->vpid != c->test_no_job) {
+        nagents = mca_coll_ina_clients(clients);
+    }
+    client = 0 != nagents ? clients[m->node_uplink ? stream % nagents : 0] : NULL;
     if (NULL == client) {
         /* Flat: this rank falls back on its own; the others' calls are
          * denied by the agent (the job never completes). Node uplink: the
          * stream's verdict is "unreachable" for every call on this node. */
         m->job_state = m->node_uplink ? MCA_COLL_INA_JOB_READY : MCA_COLL_INA_JOB_DISABLED;
         m->nleaves = 0;
+        m->nagents = 0;
         free(part.nodes);
         return OMPI_SUCCESS;
     }
     if (m->node_uplink) {
         ina_client_agent_info(client, &info);
         if (block > info.seg_bytes) {
-            /* Alike on every leader (one agent, one set of parameters). */
+            /* Alike on every leader of a stream (the same agent); a
+             * stream without its job is unreachable for every call, so
+             * every rank falls back alike. */
             INA_VERBOSE(1, "cid %d: the agent's Segs hold %u bytes, less than the node "
                            "stage's %u-byte blocks: set coll_ina_block_size to at most %u; "
                            "host algorithms for this communicator",
@@ -756,7 +780,11 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
             }
         }
     }
-    if (m->nleaves > 1) {
+    if (nagents > 1 && !m->node_uplink) {
+        rc = ina_stripe_open(clients, nagents, key.bytes, nmembers, nodes, as,
+                             (uint32_t) c->window, (uint32_t) c->block_size, &m->job_params,
+                             &m->stripe);
+    } else if (m->nleaves > 1) {
         rc = ina_job_open_tree(client, key.bytes, part.nmembers, part.nodes, part.as, m->leaf,
                                m->nleaves, part.comm_as, part.comm_size, (uint32_t) c->window,
                                0 != block ? block : (uint32_t) c->block_size, &m->job_params,
@@ -781,10 +809,11 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
     }
     ++c->live_jobs;
     INA_VERBOSE(10, "cid %d: opened job %u as member %u (window %u, block %u bytes, "
-                    "%u members%s%s)",
+                    "%u members%s%s%s)",
                 m->cid, m->job_params.jid, m->nleaves > 1 ? part.comm_as : as,
                 m->job_params.window, m->job_params.block_bytes, m->job_params.nmembers,
                 m->node_uplink ? ", one per node: node stage uplink" : "",
-                m->nleaves > 1 ? ", over a tree of agents" : "");
+                m->nleaves > 1 ? ", over a tree of agents" : "",
+                NULL != m->stripe ? ", striped over several agents" : "");
     return OMPI_SUCCESS;
 }

@@ -117,6 +117,7 @@ static mca_coll_ina_req_t *ina_req_get(mca_coll_ina_module_t *m)
     req->super.req_cancel = ina_req_cancel;
     req->super.req_mpi_object.comm = m->comm;
     req->call = NULL;
+    req->stripe_call = NULL;
     req->node_op = NULL;
     req->module = m;
     req->kind = MCA_COLL_INA_ALLREDUCE;
@@ -234,6 +235,14 @@ int mca_coll_ina_progress(void)
             ina_node_op_free(req->node_op);
             req->node_op = NULL;
             req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
+        } else if (NULL != req->stripe_call) {
+            /* Decided at post too: granted by every agent. */
+            if (!ina_stripe_call_test(req->stripe_call, &cqe)) {
+                continue;
+            }
+            ina_stripe_call_free(req->stripe_call);
+            req->stripe_call = NULL;
+            req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
         } else {
             if (!ina_call_test(req->call, &cqe)) {
                 continue;
@@ -260,14 +269,15 @@ int mca_coll_ina_progress(void)
     return completed;
 }
 
-/* Put a started call (an engine call, or a node-stage call) on the
- * outstanding list that mca_coll_ina_progress completes. */
+/* Put a started call (an engine call, a striped call or a node-stage call)
+ * on the outstanding list that mca_coll_ina_progress completes. */
 static int ina_req_start(mca_coll_ina_req_t *req, mca_coll_ina_kind_t kind, ina_call_t *call,
-                         ina_node_op_t *node_op)
+                         ina_stripe_call_t *stripe_call, ina_node_op_t *node_op)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
 
     req->call = call;
+    req->stripe_call = stripe_call;
     req->node_op = node_op;
     req->kind = kind;
     if (NULL != call) {
@@ -295,6 +305,24 @@ static int ina_fallback(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     mca_coll_ina_count_fallback(m, kind, reason, detail);
     *fallback = true;
     return OMPI_SUCCESS;
+}
+
+/* The agents' answer was a fallback outcome (denied, or unreachable before
+ * anything was sent), the same for every member: fall back, or with
+ * coll_ina_required fail if no agent could be asked. `who`: which agent,
+ * for the messages. */
+static int ina_not_offloaded(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
+                             ina_outcome_t outcome, const char *who, bool *fallback)
+{
+    const bool denied = INA_FALLBACK_DENIED == outcome;
+    char why[96];
+
+    snprintf(why, sizeof(why), "%s %s", who, denied ? "denied the call" : "is unreachable");
+    if (!denied && mca_coll_ina_component.required) {
+        return ina_required_error(m, why);
+    }
+    return ina_fallback(m, kind, denied ? MCA_COLL_INA_FB_DENIED : MCA_COLL_INA_FB_UNREACHABLE,
+                        why, fallback);
 }
 
 /* Wait for a blocking call's CQE, progressing the rest of MPI meanwhile. */
@@ -356,15 +384,7 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
         if (INA_OK != cqe.rc) {
             return ina_failed_error(m, kind, cqe.rc, &cqe);
         }
-        if (INA_FALLBACK_UNREACHABLE == cqe.outcome && c->required) {
-            return ina_required_error(m, "the agent is unreachable");
-        }
-        return ina_fallback(m, kind,
-                            INA_FALLBACK_DENIED == cqe.outcome ? MCA_COLL_INA_FB_DENIED
-                                                               : MCA_COLL_INA_FB_UNREACHABLE,
-                            INA_FALLBACK_DENIED == cqe.outcome ? "the agent denied the call"
-                                                               : "the agent is unreachable",
-                            fallback);
+        return ina_not_offloaded(m, kind, cqe.outcome, "the agent", fallback);
     }
     ++m->offloaded_calls;
     ++m->offloaded_by_kind[kind];
@@ -372,7 +392,7 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
         ++m->node_only_calls;
     }
     if (NULL != req) {
-        int rc = ina_req_start(req, kind, NULL, op);
+        int rc = ina_req_start(req, kind, NULL, NULL, op);
         *request = &req->super;
         return rc;
     }
@@ -380,6 +400,53 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
         opal_progress();
     }
     ina_node_op_free(op);
+    if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
+        return ina_failed_error(m, kind, INA_OK != cqe.rc ? cqe.rc : INA_ERR_PROTO, &cqe);
+    }
+    return OMPI_SUCCESS;
+}
+
+/* The call striped over several agents (ina_stripe_*): like one agent's,
+ * the verdict is known when the post returns (every agent's with a part of
+ * the call: offloaded only if all of them granted), so a fallback runs the
+ * host algorithm now, on every rank alike. The parts' staged callbacks run
+ * in this thread only (ina_stripe_call_test, from the blocking wait or
+ * mca_coll_ina_progress): a striped call is not handed to the engine's
+ * progress thread. */
+static int ina_try_stripe(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
+                          const ina_coll_desc_t *desc, ompi_request_t **request, bool *fallback)
+{
+    mca_coll_ina_req_t *req = NULL;
+    ina_stripe_call_t *call = NULL;
+    ina_outcome_t outcome = INA_OFFLOADED;
+    ina_cqe_t cqe = {.rc = INA_OK};
+    ina_status_t erc;
+
+    if (NULL != request && NULL == (req = ina_req_get(m))) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    erc = ina_stripe_post(m->stripe, desc, 1, &call, &outcome);
+    if (INA_OK != erc || INA_OFFLOADED != outcome) {
+        if (NULL != req) {
+            ina_req_discard(req);
+        }
+        if (INA_OK != erc) {
+            cqe.rc = erc;
+            return ina_failed_error(m, kind, erc, &cqe);
+        }
+        return ina_not_offloaded(m, kind, outcome, "an agent the job is striped over",
+                                 fallback);
+    }
+    ++m->offloaded_calls;
+    ++m->offloaded_by_kind[kind];
+    if (NULL != req) {
+        *request = &req->super;
+        return ina_req_start(req, kind, NULL, call, NULL);
+    }
+    while (!ina_stripe_call_test(call, &cqe)) {
+        opal_progress();
+    }
+    ina_stripe_call_free(call);
     if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
         return ina_failed_error(m, kind, INA_OK != cqe.rc ? cqe.rc : INA_ERR_PROTO, &cqe);
     }
@@ -426,6 +493,9 @@ int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     if (m->node_uplink) {
         return ina_try_node(m, kind, desc, bytes, request, fallback);
     }
+    if (NULL != m->stripe) {
+        return ina_try_stripe(m, kind, desc, request, fallback);
+    }
     if (NULL != request && NULL == (req = ina_req_get(m))) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -442,23 +512,13 @@ int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
         if (NULL != req) {
             ina_req_discard(req);
         }
-        if (INA_FALLBACK_UNREACHABLE == outcome && c->required) {
-            return ina_required_error(m, "the agent is unreachable");
-        }
-        /* The scheduler's answer, or the loss of the agent before anything
-         * was sent, is the same for every member. */
-        return ina_fallback(m, kind,
-                            INA_FALLBACK_DENIED == outcome ? MCA_COLL_INA_FB_DENIED
-                                                           : MCA_COLL_INA_FB_UNREACHABLE,
-                            INA_FALLBACK_DENIED == outcome ? "the agent denied the call"
-                                                           : "the agent is unreachable",
-                            fallback);
+        return ina_not_offloaded(m, kind, outcome, "the agent", fallback);
     }
     ++m->offloaded_calls;
     ++m->offloaded_by_kind[kind];
     if (NULL != req) {
         *request = &req->super;
-        return ina_req_start(req, kind, call, NULL);
+        return ina_req_start(req, kind, call, NULL, NULL);
     }
     ina_wait(call, &cqe);
     ina_call_free(call);

@@ -191,6 +191,10 @@ class Counters {
     {
         return read("coll_ina_job_leaves", comm, MPI_T_PVAR_CLASS_SIZE);
     }
+    long long job_agents(MPI_Comm comm)
+    {
+        return read("coll_ina_job_agents", comm, MPI_T_PVAR_CLASS_SIZE);
+    }
 
   private:
     MPI_T_pvar_session session_;
@@ -204,7 +208,9 @@ class Counters {
 // too, unless coll_ina_node_stage is 0; a communicator over several nodes
 // goes to the agent and never counts there: with the node stage, the agent
 // sees one member per node (coll_ina_job_members == coll_ina_job_nodes, in
-// coll_ina_node_streams streams), else one per rank.
+// coll_ina_node_streams streams), else one per rank. A job striped over
+// several agents (coll_ina_job_agents > 1) with one rank on every node has
+// no node stage: its members are the ranks.
 //
 //   WorkLevel level(counters, comm);       // baseline: the counters now
 //   MPI_Allreduce(..., comm); MPI_Bcast(..., comm);
@@ -251,14 +257,15 @@ class WorkLevel {
             int size = 0;
             MPI_Comm_size(comm_, &size);
             long long members = c_.job_members(comm_), streams = c_.node_streams(comm_);
-            long long want_members = stage_ != 0 ? nodes_ : size;
+            const bool uplink = stage_ != 0 && !(c_.job_agents(comm_) > 1 && nodes_ == size);
+            long long want_members = uplink ? nodes_ : size;
             INA_CHECK(members == want_members,
                       "%s: coll_ina_job_members %lld, want %lld (%lld nodes, %d ranks, node "
                       "stage %s)", what, members, want_members, nodes_, size,
-                      stage_ != 0 ? "on" : "off");
-            INA_CHECK((stage_ != 0) == (streams >= 1 && streams <= c_.local_ranks(comm_)),
+                      uplink ? "uplink" : "off");
+            INA_CHECK(uplink == (streams >= 1 && streams <= c_.local_ranks(comm_)),
                       "%s: coll_ina_node_streams %lld (%lld local ranks, node stage %s)", what,
-                      streams, c_.local_ranks(comm_), stage_ != 0 ? "on" : "off");
+                      streams, c_.local_ranks(comm_), uplink ? "uplink" : "off");
         }
         INA_CHECK(node == node_only_ + want,
                   "%s: coll_ina_node_only_calls %lld -> %lld, want +%lld (%lld node(s), "

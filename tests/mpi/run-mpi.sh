@@ -12,8 +12,10 @@
 #   MODE=stacked  --mca coll_ina_enable 1   (ina on top of Open MPI's defaults)
 # AGENTS=N starts N ina-switchd on 127.0.0.1 before the job; TOPOLOGY is then
 # the text of a coll_ina_topology file in which @AGENTi@ stands for agent
-# i's address; EXPECT_AGENT="i:TEXT ..." wants TEXT in agent i's log (its
-# counters, printed when it stops after the job); PARENTS="i:j ..." starts
+# i's address, as it does in EXTRA_MCA (--mca coll_ina_agent
+# @AGENT0@,@AGENT1@: a job striped over both); EXPECT_AGENT="i:TEXT ..."
+# wants TEXT in agent i's log (its counters, printed when it stops after
+# the job); PARENTS="i:j ..." starts
 # agent i as a leaf of agent j (--parent; j < i, so the parent runs first);
 # AGENT_ARGS="i:ARG,ARG ..." gives agent i more options (commas for spaces);
 # AGENT_CHECKS holds shell tests, one per line, that must hold after the job,
@@ -37,8 +39,6 @@ case $MODE in
   stacked) args+=(--mca coll_ina_enable 1) ;;
   *) echo "unknown MODE=$MODE"; exit 99 ;;
 esac
-# shellcheck disable=SC2206
-args+=($EXTRA_MCA)
 
 # The node stage's segments present before the run are not this job's.
 shm_segments() { find /dev/shm -maxdepth 1 -name 'ina-*' 2>/dev/null | sort; }
@@ -83,11 +83,16 @@ if [ "$AGENTS" -gt 0 ]; then
     [ -n "$addr" ] || { echo "FAIL: agent $i did not start"; cat "$work/agent$i.log"; exit 1; }
     addrs+=("$addr")
     topo_text=${topo_text//@AGENT$i@/$addr}
+    EXTRA_MCA=${EXTRA_MCA//@AGENT$i@/$addr}
   done
-  printf '%b\n' "$topo_text" >"$work/topology"
-  echo "+ topology:"; sed 's/^/    /' "$work/topology"
-  args+=(--mca coll_ina_topology "$work/topology")
+  if [ -n "$TOPOLOGY" ]; then
+    printf '%b\n' "$topo_text" >"$work/topology"
+    echo "+ topology:"; sed 's/^/    /' "$work/topology"
+    args+=(--mca coll_ina_topology "$work/topology")
+  fi
 fi
+# shellcheck disable=SC2206
+args+=($EXTRA_MCA)
 echo "+ $mpirun ${args[*]} ./$PROG $ARGS"
 start=$SECONDS
 # shellcheck disable=SC2086
