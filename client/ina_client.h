@@ -352,8 +352,13 @@ void ina_agent_stop(int pid, int timeout_ms);
  * only if every agent with a part granted it; otherwise every member falls
  * back alike (granted parts are given back with ina_call_abort). RESULTs
  * stay out of the caller's buffers until every verdict is known, so a
- * fallback always finds the input intact. params gets agent 0's JID and the
- * smallest window and block of all agents. */
+ * fallback always finds the input intact. requested_window is the member's
+ * whole window: each agent is asked for its share, ceil(window / nagents)
+ * (0: each agent's maximum), so a member has about as many blocks in
+ * flight as over one agent (measured on the emulated fabric: a window per
+ * agent as large as one agent's lets the members' flows drift apart at each
+ * agent's link, docs/PERFORMANCE.md). params gets agent 0's JID and the
+ * smallest window (per agent) and block of all agents. */
 typedef struct ina_stripe ina_stripe_t;
 typedef struct ina_stripe_call ina_stripe_call_t;
 

@@ -348,12 +348,15 @@ ina_status_t ina_stripe_open(ina_client_t *const *clients, uint32_t nagents, con
     return static_cast<ina_status_t>(stripe_guard([&]() -> int {
         auto s = std::make_unique<ina_stripe>();
         s->rank = rank;
+        // The window bounds a member's blocks in flight: spread over the
+        // agents, each gets its share (at least one).
+        const uint32_t share =
+            requested_window == 0 ? 0 : std::max(1u, (requested_window + nagents - 1) / nagents);
         for (uint32_t k = 0; k < nagents; ++k) {
             ina_job_params_t p{};
             ina_job_t *job = nullptr;
             const ina_status_t rc = ina_job_open(clients[k], key, nmembers, node_of_member, rank,
-                                                 requested_window, requested_block_bytes, &p,
-                                                 &job);
+                                                 share, requested_block_bytes, &p, &job);
             if (rc != INA_OK) {
                 for (ina_job_t *j : s->jobs) {
                     ina_job_leave(j);

@@ -12,6 +12,11 @@
 // through shared memory) and the rank order of the agent's reductions differ
 // from job to job.
 //
+// Agents: one (spawned, or -a H:P), or several (-N A spawns A, or -a lists
+// them H:P,H:P,...): every job is then striped over all of them
+// (ina_stripe_*: block k of a call to agent k mod A), and the spawned
+// agents' CPU time per block is reported.
+//
 // Modes:
 //   default      blocking calls (ina_job_allreduce): for call i, job 0, 1, ...,
 //                J-1 in turn; the same order on every process (a blocking
@@ -37,6 +42,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <functional>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -70,7 +76,8 @@ struct Options {
     int rndv_bytes = 0;       // ina_client_config_t::rndv_bytes (0: never)
     bool overlap = false;
     int verbose = 0;
-    std::string agent;        // host:port; empty: spawn one
+    std::string agent;        // host:port[,host:port...]; empty: spawn them
+    uint32_t agents = 1;      // agents to spawn when none is named
     std::string switchd;
     std::vector<std::string> agent_args;
 };
@@ -154,7 +161,8 @@ inline uint32_t input(uint32_t rank, uint32_t j, uint32_t v, uint64_t e)
 constexpr uint32_t kVariants = 2;
 
 struct JobData {
-    ina_job_t *job = nullptr;
+    ina_job_t *job = nullptr;       // one agent
+    ina_stripe_t *stripe = nullptr; // or striped over several
     uint32_t rank = 0;
     std::vector<float> in[kVariants];       // this rank's inputs
     std::vector<float> expected[kVariants]; // sum over every rank, exact
@@ -177,24 +185,29 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
 }
 
 // The body of one simulated rank. Exits the process.
-[[noreturn]] void proc_main(const Options &o, const char *addr, SharedRegion &sh, uint32_t p)
+[[noreturn]] void proc_main(const Options &o, const std::vector<std::string> &addrs,
+                           SharedRegion &sh, uint32_t p)
 {
     alarm(o.timeout_s); // a wedged run dies instead of hanging (SIGALRM kills)
-    const uint32_t P = o.procs, J = o.jobs;
+    const uint32_t P = o.procs, J = o.jobs, A = static_cast<uint32_t>(addrs.size());
     const uint64_t n = o.bytes / sizeof(float);
 
     ina_client_config_t cfg{}; // fields not set here: 0, the engine's defaults
-    cfg.agent_addr = addr;
     cfg.connect_timeout_ms = 10000;
     cfg.progress_timeout_ms = 30000;
     cfg.verbose = o.verbose;
     cfg.rndv_bytes = o.rndv_bytes;
-    ina_client_t *client = nullptr;
+    std::vector<ina_client_t *> clients(A, nullptr);
     char err[256] = "";
-    int rc = ina_client_connect(&cfg, &client, err, sizeof(err));
-    if (rc != INA_OK) {
-        std::fprintf(stderr, "ina_loadgen: process %u: connect to %s: %s\n", p, addr, err);
-        std::_Exit(2);
+    int rc = INA_OK;
+    for (uint32_t k = 0; k < A; ++k) {
+        cfg.agent_addr = addrs[k].c_str();
+        rc = ina_client_connect(&cfg, &clients[k], err, sizeof(err));
+        if (rc != INA_OK) {
+            std::fprintf(stderr, "ina_loadgen: process %u: connect to %s: %s\n", p,
+                         addrs[k].c_str(), err);
+            std::_Exit(2);
+        }
     }
 
     // Inputs and references, before anything is timed.
@@ -226,8 +239,13 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
         ina_job_key_add(&key, &run, sizeof(run));
         ina_job_key_add(&key, &j, sizeof(j));
         ina_job_params_t params{};
-        rc = ina_job_open(client, key.bytes, P, nodes.data(), jobs[j].rank, o.window, o.block,
-                          &params, &jobs[j].job);
+        if (A > 1) {
+            rc = ina_stripe_open(clients.data(), A, key.bytes, P, nodes.data(), jobs[j].rank,
+                                 o.window, o.block, &params, &jobs[j].stripe);
+        } else {
+            rc = ina_job_open(clients[0], key.bytes, P, nodes.data(), jobs[j].rank, o.window,
+                              o.block, &params, &jobs[j].job);
+        }
         if (rc != INA_OK) die(p, "opening a job failed", rc);
         if (jobs[j].rank == 0) sh.params()[j] = params;
     }
@@ -238,6 +256,7 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
     float *lat = sh.latencies(p);
     uint64_t nlat = 0;
     std::vector<ina_call_t *> calls(J, nullptr);
+    std::vector<ina_stripe_call_t *> scalls(J, nullptr);
     std::vector<double> t_post(J, 0.0);
     std::vector<char> granted(J, 0);
 
@@ -254,10 +273,14 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
             granted[j] = 0;
             ina_cqe_t cqe{};
             ina_outcome_t outcome = INA_OFFLOADED;
+            const ina_coll_desc_t desc{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_FLOAT,
+                                       jd.in[v].data(), jd.out.data(), n, 0, nullptr};
             if (!o.overlap) {
                 const double t0 = now_s();
-                rc = ina_job_allreduce(jd.job, jd.in[v].data(), jd.out.data(), n, INA_DT_FLOAT,
-                                       INA_OP_SUM, &cqe);
+                rc = jd.stripe != nullptr ? ina_stripe_run(jd.stripe, &desc, &cqe)
+                                          : ina_job_allreduce(jd.job, jd.in[v].data(),
+                                                              jd.out.data(), n, INA_DT_FLOAT,
+                                                              INA_OP_SUM, &cqe);
                 const double dt = now_s() - t0;
                 outcome = cqe.outcome;
                 if (rc == INA_OK && outcome == INA_OFFLOADED) {
@@ -268,11 +291,12 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
                     }
                 }
             } else {
-                const ina_coll_desc_t desc{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_FLOAT,
-                                           jd.in[v].data(), jd.out.data(), n, 0, nullptr};
                 t_post[j] = now_s();
                 calls[j] = nullptr;
-                rc = ina_job_post(jd.job, &desc, &calls[j], &outcome);
+                scalls[j] = nullptr;
+                rc = jd.stripe != nullptr
+                         ? ina_stripe_post(jd.stripe, &desc, 1, &scalls[j], &outcome)
+                         : ina_job_post(jd.job, &desc, &calls[j], &outcome);
             }
             if (rc != INA_OK) {
                 st.rc = rc;
@@ -284,12 +308,18 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
         }
         if (o.overlap) {
             for (uint32_t j = 0; j < J; ++j) {
-                if (calls[j] == nullptr) continue;
+                if (calls[j] == nullptr && scalls[j] == nullptr) continue;
                 ina_cqe_t cqe{};
-                rc = ina_call_wait(calls[j], &cqe);
+                if (scalls[j] != nullptr) {
+                    rc = ina_stripe_call_wait(scalls[j], &cqe);
+                    ina_stripe_call_free(scalls[j]);
+                    scalls[j] = nullptr;
+                } else {
+                    rc = ina_call_wait(calls[j], &cqe);
+                    ina_call_free(calls[j]);
+                    calls[j] = nullptr;
+                }
                 const double dt = now_s() - t_post[j];
-                ina_call_free(calls[j]);
-                calls[j] = nullptr;
                 if (rc == INA_OK && cqe.outcome == INA_OFFLOADED) {
                     granted[j] = 1;
                     if (measured) {
@@ -319,8 +349,14 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
     if (st.rc != INA_OK) die(p, "engine failure in a call", st.rc);
 
     sh.wait(); // nobody leaves while another member may still need the agent
-    for (JobData &jd : jobs) ina_job_leave(jd.job);
-    ina_client_disconnect(client);
+    for (JobData &jd : jobs) {
+        if (jd.stripe != nullptr) {
+            ina_stripe_leave(jd.stripe);
+        } else {
+            ina_job_leave(jd.job);
+        }
+    }
+    for (ina_client_t *c : clients) ina_client_disconnect(c);
     std::fflush(stdout);
     std::_Exit(0); // wrong results are reported by the parent, not as a failure here
 }
@@ -328,7 +364,8 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
 // Wait for every rank process until the deadline; on the first failure or at
 // the deadline kill the rest (they would wait forever on a dead member).
 // Waits for these pids only: the spawned agent is ina_agent_stop's to reap.
-int reap(std::vector<pid_t> &pids, double deadline)
+// `tick` runs on every round (the parent's sampling of the agents' CPU).
+int reap(std::vector<pid_t> &pids, double deadline, const std::function<void()> &tick)
 {
     int failed = 0;
     size_t left = pids.size();
@@ -357,6 +394,7 @@ int reap(std::vector<pid_t> &pids, double deadline)
         }
         const timespec nap{0, 10 * 1000 * 1000}; // the parent idles; the ranks work
         nanosleep(&nap, nullptr);
+        tick();
     }
     return failed + (killed && failed == 0 ? 1 : 0);
 }
@@ -404,7 +442,9 @@ void usage(FILE *f)
         "  -w, --window W      window requested at job creation (default 0: agent's maximum)\n"
         "  -b, --block B       block bytes requested at job creation (default 0: one Seg)\n"
         "  -o, --overlap       post the J calls of a step together (ina_job_post), then wait\n"
-        "  -a, --agent H:P     use a running ina-switchd instead of spawning one\n"
+        "  -a, --agent H:P     use a running ina-switchd instead of spawning one; a list\n"
+        "                      H:P,H:P,... stripes every job over those agents\n"
+        "  -N, --agents A      spawn A agents and stripe every job over them (default 1)\n"
         "  -d, --switchd PATH  daemon to spawn (default $INA_SWITCHD, else\n"
         "                      %s)\n"
         "  -A, --agent-arg ARG extra argument for the spawned daemon (repeatable),\n"
@@ -440,6 +480,7 @@ Options parse(int argc, char **argv)
         {"block", required_argument, nullptr, 'b'},
         {"overlap", no_argument, nullptr, 'o'},
         {"agent", required_argument, nullptr, 'a'},
+        {"agents", required_argument, nullptr, 'N'},
         {"switchd", required_argument, nullptr, 'd'},
         {"agent-arg", required_argument, nullptr, 'A'},
         {"timeout", required_argument, nullptr, 't'},
@@ -457,7 +498,7 @@ Options parse(int argc, char **argv)
         return v;
     };
     int c;
-    while ((c = getopt_long(argc, argv, "p:j:n:W:s:w:b:oa:d:A:t:R:vh", longs, nullptr)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:j:n:W:s:w:b:oa:N:d:A:t:R:vh", longs, nullptr)) != -1) {
         switch (c) {
         case 'p': o.procs = static_cast<uint32_t>(number(c, 1, kMaxProcs, false)); break;
         case 'j': o.jobs = static_cast<uint32_t>(number(c, 1, kMaxJobs, false)); break;
@@ -471,6 +512,7 @@ Options parse(int argc, char **argv)
         case 'b': o.block = static_cast<uint32_t>(number(c, 0, INA_PROTO_MAX_SEG_BYTES, true)); break;
         case 'o': o.overlap = true; break;
         case 'a': o.agent = optarg; break;
+        case 'N': o.agents = static_cast<uint32_t>(number(c, 1, 16, false)); break;
         case 'd': o.switchd = optarg; break;
         case 'A': o.agent_args.emplace_back(optarg); break;
         case 't': o.timeout_s = static_cast<unsigned>(number(c, 1, 86400, false)); break;
@@ -489,23 +531,73 @@ Options parse(int argc, char **argv)
     return o;
 }
 
+// CPU seconds (user + system) process `pid` used so far; -1 if unknown.
+double cpu_seconds(pid_t pid)
+{
+    char path[64];
+    std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+    FILE *f = std::fopen(path, "r");
+    if (f == nullptr) return -1.0;
+    char buf[1024];
+    const size_t len = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    buf[len] = '\0';
+    // Fields after the command (which may hold spaces), from field 3 on:
+    // utime and stime are fields 14 and 15.
+    const char *q = std::strrchr(buf, ')');
+    unsigned long long ut = 0, st = 0;
+    if (q == nullptr || std::sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                                    &ut, &st) != 2) {
+        return -1.0;
+    }
+    return static_cast<double>(ut + st) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 int run(const Options &o)
 {
-    std::string addr = o.agent;
-    int agent_pid = -1;
-    if (addr.empty()) {
+    std::vector<std::string> addrs;
+    std::vector<int> agent_pids;
+    for (size_t at = 0; !o.agent.empty() && at <= o.agent.size();) {
+        const size_t comma = std::min(o.agent.find(',', at), o.agent.size());
+        addrs.push_back(o.agent.substr(at, comma - at));
+        if (addrs.back().empty() || addrs.size() > 16) bad("-a", o.agent.c_str());
+        at = comma + 1;
+    }
+    auto stop_agents = [&agent_pids] {
+        for (int pid : agent_pids) ina_agent_stop(pid, 2000);
+    };
+    if (!addrs.empty() && o.agents > 1) {
+        bad("-N (with -a, the list names the agents)", o.agent.c_str());
+    }
+    const bool spawn = addrs.empty();
+    for (uint32_t k = 0; spawn && k < o.agents; ++k) {
         std::vector<const char *> extra;
         for (const std::string &a : o.agent_args) extra.push_back(a.c_str());
         extra.push_back(nullptr);
         char buf[256] = "", err[256] = "";
+        int pid = -1;
         int rc = ina_agent_spawn(o.switchd.c_str(), "127.0.0.1", extra.data(), buf, sizeof(buf),
-                                 &agent_pid, err, sizeof(err));
+                                 &pid, err, sizeof(err));
         if (rc != INA_OK) {
             std::fprintf(stderr, "ina_loadgen: cannot start %s: %s\n", o.switchd.c_str(), err);
+            stop_agents();
             return 2;
         }
-        addr = buf;
+        agent_pids.push_back(pid);
+        addrs.emplace_back(buf);
     }
+    // The spawned agents' CPU over the measured phase: sampled by the parent
+    // when the first rank starts measuring and when every rank has ended.
+    double cpu_start = -1.0, cpu_end = -1.0;
+    auto agents_cpu = [&agent_pids] {
+        double sum = 0.0;
+        for (int pid : agent_pids) {
+            const double c = cpu_seconds(pid);
+            if (c < 0.0) return -1.0;
+            sum += c;
+        }
+        return agent_pids.empty() ? -1.0 : sum;
+    };
 
     const uint64_t per_proc = std::min<uint64_t>(o.jobs * o.calls, kMaxSamples / o.procs);
     SharedRegion sh(o.procs, o.jobs, per_proc);
@@ -519,12 +611,20 @@ int run(const Options &o)
             for (pid_t c : pids) kill(c, SIGKILL);
             break;
         }
-        if (pid == 0) proc_main(o, addr.c_str(), sh, p);
+        if (pid == 0) proc_main(o, addrs, sh, p);
         pids.push_back(pid);
     }
     int failed = pids.size() == o.procs ? 0 : 1;
-    failed += reap(pids, now_s() + o.timeout_s + 5);
-    if (agent_pid > 0) ina_agent_stop(agent_pid, 2000);
+    failed += reap(pids, now_s() + o.timeout_s + 5, [&] {
+        bool started = false, ended = true;
+        for (uint32_t p = 0; p < o.procs; ++p) {
+            started = started || sh.stats()[p].t_start > 0.0;
+            ended = ended && sh.stats()[p].t_end > 0.0;
+        }
+        if (started && cpu_start < 0.0) cpu_start = agents_cpu();
+        if (ended && cpu_end < 0.0) cpu_end = agents_cpu();
+    });
+    stop_agents();
     if (failed != 0) {
         std::fprintf(stderr, "ina_loadgen: %d rank process(es) failed; no numbers\n", failed);
         return 1;
@@ -552,9 +652,12 @@ int run(const Options &o)
     const uint64_t rank_calls = uint64_t{o.procs} * o.jobs * o.calls;
     const double bytes_in = static_cast<double>(granted) * static_cast<double>(o.bytes);
 
-    std::printf("ina_loadgen: agent %s%s; %u procs x %u jobs, %" PRIu64 " calls/job of %" PRIu64
+    std::string names;
+    for (const std::string &a : addrs) names += (names.empty() ? "" : ",") + a;
+    std::printf("ina_loadgen: agent%s %s%s; %u procs x %u jobs, %" PRIu64 " calls/job of %" PRIu64
                 " B float sum (%s), window %u, block %u B\n",
-                addr.c_str(), agent_pid > 0 ? " (spawned)" : "", o.procs, o.jobs, o.calls, o.bytes,
+                addrs.size() > 1 ? "s (striped)" : "", names.c_str(),
+                agent_pids.empty() ? "" : " (spawned)", o.procs, o.jobs, o.calls, o.bytes,
                 o.overlap ? "overlapped posts" : "blocking", jp.window, jp.block_bytes);
     std::printf("  wall %.3f s; rank-calls granted %" PRIu64 "/%" PRIu64 ", denied %" PRIu64
                 ", wrong results %" PRIu64 "\n",
@@ -565,14 +668,27 @@ int run(const Options &o)
     std::printf("  per-call latency us: p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (%zu samples)\n",
                 percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99),
                 lat.empty() ? 0.0 : lat.back(), lat.size());
+    // The agents' CPU per block into them (the spawned ones, measured phase).
+    const double agent_cpu = cpu_start >= 0.0 && cpu_end >= cpu_start ? cpu_end - cpu_start : -1.0;
+    const double cpu_per_block = agent_cpu >= 0.0 && blocks > 0
+                                     ? agent_cpu * 1e6 / static_cast<double>(blocks)
+                                     : -1.0;
+    if (cpu_per_block >= 0.0) {
+        std::printf("  agents' CPU: %.3f s over the measured phase, %.2f us per block "
+                    "(%zu agent%s)\n",
+                    agent_cpu, cpu_per_block, agent_pids.size(), agent_pids.size() > 1 ? "s" : "");
+    }
     // One line for scripts.
-    std::printf("RESULT procs=%u jobs=%u calls=%" PRIu64 " bytes=%" PRIu64 " window=%u block=%u "
+    std::printf("RESULT procs=%u jobs=%u agents=%zu calls=%" PRIu64 " bytes=%" PRIu64
+                " window=%u block=%u "
                 "mode=%s wall_s=%.6f blocks_per_s=%.1f bytes_per_s=%.1f allreduces_per_s=%.2f "
-                "p50_us=%.1f p90_us=%.1f p99_us=%.1f denied=%" PRIu64 " wrong=%" PRIu64 "\n",
-                o.procs, o.jobs, o.calls, o.bytes, jp.window, jp.block_bytes,
+                "p50_us=%.1f p90_us=%.1f p99_us=%.1f denied=%" PRIu64 " wrong=%" PRIu64
+                " agent_cpu_us_per_block=%.2f\n",
+                o.procs, o.jobs, addrs.size(), o.calls, o.bytes, jp.window, jp.block_bytes,
                 o.overlap ? "overlap" : "blocking", wall, static_cast<double>(blocks) / wall,
                 bytes_in / wall, static_cast<double>(granted) / o.procs / wall,
-                percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99), denied, wrong);
+                percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99), denied, wrong,
+                cpu_per_block);
     return wrong == 0 ? 0 : 1;
 }
 

@@ -17,13 +17,19 @@
 # ways, and the spine holds the root agent. Everything stays one L2 subnet,
 # so host-to-host traffic between leaves crosses the spine links too.
 #
+# With striped agents (fab_up's AGENTS >= 1): one switch as above, but its
+# agents are A separate "switches" or planes: agent k lives in namespace
+# ${FAB_PREFIX}-ag<k> behind its own veth to the bridge, rate-limited like a
+# host link both ways, so one agent's link carries at most what one host's
+# does and A agents together carry A times that.
+#
 # Everything is named with FAB_PREFIX, so fab_down can remove what a crashed
 # earlier run left behind without touching anything else on the machine.
 
 FAB_PREFIX=${FAB_PREFIX:-inafab}
 FAB_STATE=${FAB_STATE:-/run/$FAB_PREFIX}
 # Addresses exist only inside our namespaces: hosts .1 .. .N, the agent (or
-# the spine's) .254, leaf l's agent .(200 + l).
+# the spine's) .254, leaf l's agent .(200 + l), striped agent k .(254 - k).
 FAB_SUBNET=10.77.0
 FAB_AGENT_ADDR=$FAB_SUBNET.254
 FAB_AGENT_PORT=17300
@@ -35,6 +41,8 @@ fab_ns_leaf() { printf '%s-sw%d' "$FAB_PREFIX" "$1"; }
 fab_ns_spine() { printf '%s-sp' "$FAB_PREFIX"; }
 fab_host_addr() { printf '%s.%d' "$FAB_SUBNET" $(($1 + 1)); }
 fab_leaf_agent_addr() { printf '%s.%d' "$FAB_SUBNET" $((200 + $1)); }
+fab_ns_agent() { printf '%s-ag%d' "$FAB_PREFIX" "$1"; }
+fab_stripe_agent_addr() { printf '%s.%d' "$FAB_SUBNET" $((254 - $1)); }
 # fab_leaf_of HOST HOSTS LEAVES: the leaf switch of host HOST (blocks).
 fab_leaf_of() { echo $(($1 * $3 / $2)); }
 
@@ -105,24 +113,27 @@ fab_tbf() {
     tc -n "$1" qdisc replace dev "$2" root tbf rate "$3" burst "$4" latency "$5"
 }
 
-# fab_switch NS AGENT_ADDR: a switch namespace with a bridge and an agent
-# port (ag0, no tbf: the agent sees every link of its switch at full rate).
+# fab_switch NS [AGENT_ADDR]: a switch namespace with a bridge and, with an
+# address, an agent port (ag0, no tbf: the agent sees every link of its
+# switch at full rate).
 fab_switch() {
-    local ns=$1 addr=$2
+    local ns=$1 addr=${2:-}
     ip netns add "$ns"
     ip -n "$ns" link set lo up
     ip -n "$ns" link add br0 type bridge stp_state 0
     ip -n "$ns" link set br0 up
+    [[ -n $addr ]] || return 0
     ip -n "$ns" link add ag0 type veth peer name ag0-br
     ip -n "$ns" link set ag0-br master br0 up
     ip -n "$ns" addr add "$addr/24" dev ag0
     ip -n "$ns" link set ag0 up
 }
 
-# fab_up HOSTS RATE BURST QUEUE [LEAVES]: namespaces, bridges, rate-limited
-# links, agent ports; LEAVES >= 2: leaf switches under a spine.
+# fab_up HOSTS RATE BURST QUEUE [LEAVES [AGENTS]]: namespaces, bridges,
+# rate-limited links, agent ports; LEAVES >= 2: leaf switches under a spine;
+# AGENTS >= 1: that many agents behind rate-limited links of their own.
 fab_up() {
-    local hosts=$1 rate=$2 burst=$3 queue=$4 leaves=${5:-0} sw i l ns
+    local hosts=$1 rate=$2 burst=$3 queue=$4 leaves=${5:-0} agents=${6:-0} sw i l k ns
     mkdir -p "$FAB_STATE"
     if ((leaves >= 2)); then
         fab_switch "$(fab_ns_spine)" "$FAB_AGENT_ADDR"
@@ -135,6 +146,19 @@ fab_up() {
             ip -n "$(fab_ns_spine)" link set "l$l" master br0 up
             fab_tbf "$sw" upl "$rate" "$burst" "$queue"
             fab_tbf "$(fab_ns_spine)" "l$l" "$rate" "$burst" "$queue"
+        done
+    elif ((agents >= 1)); then
+        fab_switch "$(fab_ns_switch)"
+        for ((k = 0; k < agents; k++)); do
+            ns=$(fab_ns_agent "$k")
+            ip netns add "$ns"
+            ip -n "$ns" link set lo up
+            ip -n "$(fab_ns_switch)" link add "a$k" type veth peer name ag0 netns "$ns"
+            ip -n "$(fab_ns_switch)" link set "a$k" master br0 up
+            ip -n "$ns" addr add "$(fab_stripe_agent_addr "$k")/24" dev ag0
+            ip -n "$ns" link set ag0 up
+            fab_tbf "$ns" ag0 "$rate" "$burst" "$queue"
+            fab_tbf "$(fab_ns_switch)" "a$k" "$rate" "$burst" "$queue"
         done
     else
         fab_switch "$(fab_ns_switch)" "$FAB_AGENT_ADDR"
@@ -208,7 +232,7 @@ fab_agent_up() {
 }
 
 # Stops every agent, in name order (leaf0.. before spine: no leaf sees its
-# parent go first).
+# parent go first; striped agents a0.. are independent).
 fab_agent_down() {
     local f pid
     for f in "$FAB_STATE"/agent-*.pid; do

@@ -17,7 +17,8 @@ set multiplot layout 1,2 title plot_title
 # Rows of one system only; the header and the other systems' rows give NaN.
 sel(sys, col) = (strcol(1) eq sys) ? column(col) : NaN
 label(s) = s eq "tuned" ? "Open MPI tuned (default choice)" : \
-           s eq "ring" ? "Open MPI tuned, ring algorithm" : s
+           s eq "ring" ? "Open MPI tuned, ring algorithm" : \
+           s eq "ina1" ? "ina, agent 0 alone" : s
 set style data linespoints
 
 set title "latency"

@@ -20,6 +20,10 @@ usage: $0 [options]
                    leaf switches, each with its agent, under a spine switch
                    with the root agent; each leaf's uplink is limited like a
                    host link (--rate). Default 0: one switch, one agent
+  --agents A       A >= 1: A agents on the one switch, each behind its own link
+                   limited like a host link (a model of A switches or planes);
+                   system ina stripes every call over all of them, ina1 uses
+                   agent 0 alone (same run). Default 0: one agent, unlimited
   --rate R         link rate per direction, NUMBER{kbit|mbit|gbit}, default 500mbit
   --burst B        token bucket of every link (tc size syntax), default 1 ms at
                    the link rate (at least 2 frames)
@@ -29,7 +33,8 @@ usage: $0 [options]
   --repeat R       run the whole sweep R times, report the median, default 1
   --systems LIST   comma-separated, in this order: tuned (Open MPI's default
                    choice), ring (tuned forced to its ring algorithm: the best
-                   host algorithm for big messages), ina; default tuned,ring,ina
+                   host algorithm for big messages), ina1 (with --agents: ina
+                   over agent 0 alone), ina; default tuned,ring,ina
   --builddir DIR   build tree with examples/ina_bench, switch_agent/ina-switchd
                    and ompi_coll_ina/.libs (default: $repo/build)
   --out DIR        results directory, default $here/results
@@ -45,13 +50,14 @@ die() {
     exit 1
 }
 
-hosts=4 ppn=1 leaves=0 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100 repeat=1
+hosts=4 ppn=1 leaves=0 agents=0 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100 repeat=1
 systems=tuned,ring,ina builddir='' out=$here/results limit=900 cleanup_only=0 agent_args=()
 while (($#)); do
     case $1 in
     --hosts) hosts=${2:?}; shift 2 ;;
     --ppn) ppn=${2:?}; shift 2 ;;
     --leaves) leaves=${2:?}; shift 2 ;;
+    --agents) agents=${2:?}; shift 2 ;;
     --rate) rate=${2:?}; shift 2 ;;
     --burst) burst=${2:?}; shift 2 ;;
     --queue) queue=${2:?}; shift 2 ;;
@@ -74,6 +80,8 @@ in_range() { [[ $1 =~ ^[0-9]{1,9}$ ]] && ((10#$1 >= $2 && 10#$1 <= $3)); }
 in_range "$hosts" 2 250 || die "--hosts wants 2..250"
 in_range "$ppn" 1 64 || die "--ppn wants 1..64"
 if ! in_range "$leaves" 0 "$hosts" || ((leaves == 1)); then die "--leaves wants 0 or 2..hosts"; fi
+in_range "$agents" 0 16 || die "--agents wants 0..16"
+((leaves == 0 || agents == 0)) || die "--leaves and --agents do not combine (yet)"
 in_range "$iters" 1 1000000 || die "--iters wants a count >= 1"
 in_range "$repeat" 1 100 || die "--repeat wants 1..100"
 in_range "$limit" 1 86400 || die "--timeout wants seconds"
@@ -100,7 +108,8 @@ for s in "${active[@]}"; do
     case $s in
     tuned | ring) ;;
     ina) run_ina=1 ;;
-    *) die "--systems: unknown system '$s' (tuned, ring, ina)" ;;
+    ina1) ((agents >= 1)) || die "--systems: ina1 needs --agents"; run_ina=1 ;;
+    *) die "--systems: unknown system '$s' (tuned, ring, ina1, ina)" ;;
     esac
 done
 ((${#active[@]})) || die "--systems: name at least one system"
@@ -167,7 +176,7 @@ done
 [[ -n $pmix_port ]] || die "no free TCP port for the PMIx relay"
 
 fab_down # leftovers of an interrupted run
-fab_up "$hosts" "$rate" "$burst" "$queue" "$leaves"
+fab_up "$hosts" "$rate" "$burst" "$queue" "$leaves" "$agents"
 fab_relay_up "$hosts" "$pmix_port"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -205,6 +214,7 @@ mpi() {
 # the receiver's time (max over ranks) is when the last byte arrived.
 shape="$hosts hosts x $ppn ranks"
 ((leaves >= 2)) && shape+=" on $leaves leaf switches under a spine"
+((agents >= 1)) && shape+=", $agents agent(s) behind links of their own"
 echo "run.sh: $shape, links $rate (burst $burst, queue $queue), build $builddir"
 link_log=$out/link.log
 : >"$link_log"
@@ -247,9 +257,13 @@ sys_args() {
     # emulated layout (ranks in blocks of ppn per host, as rank.sh places
     # them), or its node stage would serve the whole job in shared memory
     # and no byte would cross the emulated links.
-    ina) args=(--mca mca_base_component_path "$compdir:SYS_DEFAULT" --mca coll ina
-        "${ina_agent_args[@]}" --mca coll_ina_test_node_size "$ppn"
-        --mca coll_ina_required 1 --mca coll_ina_verbose 1) ;;
+    ina | ina1) args=(--mca mca_base_component_path "$compdir:SYS_DEFAULT" --mca coll ina
+        --mca coll_ina_test_node_size "$ppn" --mca coll_ina_required 1 --mca coll_ina_verbose 1)
+        if [[ $1 == ina1 ]]; then
+            args+=(--mca coll_ina_agent "$(fab_stripe_agent_addr 0):$FAB_AGENT_PORT")
+        else
+            args+=("${ina_agent_args[@]}")
+        fi ;;
     esac
 }
 
@@ -272,6 +286,11 @@ if ((leaves >= 2)); then
     for ((r = 0; r < ranks; r++)); do rank_hosts+=("h$((r / ppn))"); done
     ina_agent_args=(--mca coll_ina_topology "$topology"
         --mca coll_ina_test_hosts "$(IFS=,; echo "${rank_hosts[*]}")")
+elif ((agents >= 1)); then
+    # Striped: every call over all the agents, block k to agent k mod A.
+    list=()
+    for ((k = 0; k < agents; k++)); do list+=("$(fab_stripe_agent_addr "$k"):$FAB_AGENT_PORT"); done
+    ina_agent_args=(--mca coll_ina_agent "$(IFS=,; echo "${list[*]}")")
 else
     ina_agent_args=(--mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT")
 fi
@@ -281,7 +300,7 @@ fi
 # The emulated switch shares this machine's cores with the hosts' ranks (a
 # real one has its own): where they outnumber the cores, its agent yields
 # between polls, as ina's embedded agent and ranks do on an oversubscribed node.
-nagents=$((leaves >= 2 ? leaves + 1 : 1))
+nagents=$((leaves >= 2 ? leaves + 1 : agents >= 1 ? agents : 1))
 if ((hosts * ppn + nagents > $(nproc))); then agent_args=(--spin-yield "${agent_args[@]}"); fi
 rm -f "$out"/agent*.log
 if ((run_ina)); then
@@ -292,12 +311,17 @@ if ((run_ina)); then
             fab_agent_up "leaf$l" "$(fab_ns_leaf "$l")" "$(fab_leaf_agent_addr "$l")" "$agent" \
                 "$out/agent-leaf$l.log" --parent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" "${agent_args[@]}"
         done
+    elif ((agents >= 1)); then
+        for ((k = 0; k < agents; k++)); do
+            fab_agent_up "a$k" "$(fab_ns_agent "$k")" "$(fab_stripe_agent_addr "$k")" "$agent" \
+                "$out/agent-a$k.log" "${agent_args[@]}"
+        done
     else
         fab_agent_up switch "$(fab_ns_switch)" "$FAB_AGENT_ADDR" "$agent" "$out/agent.log" \
             "${agent_args[@]}"
     fi
 fi
-for sys in tuned ring ina; do rm -f "$out/$sys.log"; done
+for sys in tuned ring ina1 ina; do rm -f "$out/$sys.log"; done
 for ((rep = 1; rep <= repeat; rep++)); do
     for band in "${bands[@]}"; do
         read -r cls lo hi <<<"$band"
@@ -313,14 +337,18 @@ if ((run_ina)); then
     fab_agent_down
     # The component's counters (coll_ina_verbose 1), summed over its reports.
     # Each report reads "offloaded N (per collective...), fallback M (...)".
-    off=$({ grep -o 'offloaded [0-9]*' "$out/ina.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
-    fb=$({ grep -o 'fallback [0-9]*' "$out/ina.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
-    echo "run.sh: ina counters: $off calls offloaded, $fb fell back"
+    for sys in ina1 ina; do
+        [[ -r $out/$sys.log ]] || continue
+        off=$({ grep -o 'offloaded [0-9]*' "$out/$sys.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
+        fb=$({ grep -o 'fallback [0-9]*' "$out/$sys.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
+        echo "run.sh: $sys counters: $off calls offloaded, $fb fell back"
+    done
     # What each host's link carried up to the agent (BLOCK payload bytes,
     # from the agent's counters at exit): S per call per host with the node
     # stage, ppn x S without it. With leaves, what each leaf's uplink carried:
     # one partial per block up (partials_up, block_bytes_up) and one RESULT
     # per block down (parent_results), and the spine's blocks_in = their sum.
+    # With striped agents, each agent's share (agent a0's includes ina1's).
     for log in "$out"/agent*.log; do
         name=$(basename "$log" .log)
         grep -o 'block bytes in: .*' "$log" | sed "s/^/run.sh: $name: /" || true

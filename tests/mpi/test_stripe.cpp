@@ -7,7 +7,7 @@
 //
 // The denial is made deterministic with the agents' pools (the scenario
 // starts agent 0 with two leases of Segs and agent 1 with one, and sets
-// coll_ina_window to a lease): calls of another communicator, posted by
+// coll_ina_window to two leases: each agent gets half of it): calls of another communicator, posted by
 // ranks 0..P-2 and not yet by the last rank, hold their leases while the
 // world's call asks for its own.
 //   round "agent 1 denies": one call of 8 blocks holds half of agent 0's
@@ -199,8 +199,9 @@ int main(int argc, char **argv)
         INA_CHECK(c.job_agents(other) == 2, "coll_ina_job_agents of a duplicate: %lld",
                   c.job_agents(other));
         ++checks;
-        INA_CHECK(Counters::cvar("coll_ina_window") == 8,
-                  "the scenario must set coll_ina_window to 8 (a lease of the agents' pools)");
+        INA_CHECK(Counters::cvar("coll_ina_window") == 16,
+                  "the scenario must set coll_ina_window to 16 (8 per agent: a lease of the "
+                  "agents' pools)");
         for (int round = 0; round < 2; ++round) {
             round_free(c, rank, size, 100 * round);
             round_agent1_denies(c, other, rank, size, 100 * round + 10);
