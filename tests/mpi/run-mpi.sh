@@ -13,7 +13,8 @@
 # AGENTS=N starts N ina-switchd on 127.0.0.1 before the job; TOPOLOGY is then
 # the text of a coll_ina_topology file in which @AGENTi@ stands for agent
 # i's address, as it does in EXTRA_MCA (--mca coll_ina_agent
-# @AGENT0@,@AGENT1@: a job striped over both); EXPECT_AGENT="i:TEXT ..."
+# @AGENT0@,@AGENT1@: a job striped over both), and @PIDi@ its process id
+# in ARGS; EXPECT_AGENT="i:TEXT ..."
 # wants TEXT in agent i's log (its counters, printed when it stops after
 # the job); PARENTS="i:j ..." starts
 # agent i as a leaf of agent j (--parent; j < i, so the parent runs first);
@@ -84,6 +85,7 @@ if [ "$AGENTS" -gt 0 ]; then
     addrs+=("$addr")
     topo_text=${topo_text//@AGENT$i@/$addr}
     EXTRA_MCA=${EXTRA_MCA//@AGENT$i@/$addr}
+    ARGS=${ARGS//@PID$i@/${agent_pids[i]}}
   done
   if [ -n "$TOPOLOGY" ]; then
     printf '%b\n' "$topo_text" >"$work/topology"

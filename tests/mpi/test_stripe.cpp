@@ -20,8 +20,18 @@
 // were granted before it calls the world's collective, and posts its own
 // part of them after it: they complete then.
 //
-// usage: test_stripe
+// usage: test_stripe [-k PID]
+//   -k PID: instead, one of the agents (process PID) is lost in the middle
+//   of a call: rank 0 kills it once the other ranks' MPI_Iallreduce was
+//   granted, before its own part. The call must end, with the component's
+//   explanation (an offloaded collective failed while in progress) and
+//   MPI_ERR_OTHER, which MPI_ERRORS_ARE_FATAL turns into the job's end: no
+//   hang.
 #include "ina_mpi_test.h"
+
+#include <unistd.h>
+
+#include <csignal>
 
 using namespace inatest;
 
@@ -181,6 +191,34 @@ void round_free(Counters &c, int rank, int size, int64_t salt)
     expect(c, MPI_COMM_WORLD, world0, 3, 0, "free: the world's calls");
 }
 
+// One agent lost mid-call (-k): does not return when the job ends as it
+// must. Ranks 1.. post the call (granted: known when the post returns) and
+// tell rank 0, which kills the agent before it posts its own part: the
+// call cannot have completed at that agent.
+void lose_an_agent(pid_t agent, int rank, int size)
+{
+    const int count = 1 << 20; // 8 MiB of int64
+    auto in = input(rank, count, 5), out = in;
+    MPI_Request req;
+    int token = 1;
+    if (rank != 0) {
+        MPI_Iallreduce(in.data(), out.data(), count, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &req);
+        MPI_Send(&token, 1, MPI_INT, 0, 78, MPI_COMM_WORLD);
+    } else {
+        for (int r = 1; r < size; ++r) {
+            MPI_Recv(&token, 1, MPI_INT, r, 78, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+        std::printf("test_stripe: rank 0 kills agent %d (SIGKILL) in the middle of a call\n",
+                    static_cast<int>(agent));
+        std::fflush(stdout);
+        kill(agent, SIGKILL);
+        MPI_Iallreduce(in.data(), out.data(), count, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &req);
+    }
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    ++checks;
+    INA_CHECK(false, "lost agent: the call returned MPI_SUCCESS on rank %d", rank);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -189,6 +227,12 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc == 3 && std::strcmp(argv[1], "-k") == 0) {
+        lose_an_agent(static_cast<pid_t>(std::atoi(argv[2])), rank, size);
+        const int rc = finish("test_stripe -k", checks);
+        MPI_Finalize();
+        return rc;
+    }
     {
         Counters c;
         MPI_Comm other;
