@@ -142,6 +142,7 @@ struct ina_stripe_call {
         result = ina_cqe_t{};
         result.rc = INA_OK;
         result.blocks = g.nblocks();
+        result.mid = parts.front().cqe.mid; // agent 0's part: it has one in every call
         if (granted) {
             verdict = Verdict::offloaded;
             result.outcome = INA_OFFLOADED;
