@@ -19,6 +19,7 @@
 #include "bind.h"
 #include "ina_ucx.h"
 #include "log.h"
+#include "sched/exclusive.h"
 #include "sched/free_seg.h"
 
 namespace {
@@ -52,6 +53,12 @@ void usage(FILE *out)
                  "  --parent HOST:PORT   this agent is a leaf of a tree: jobs whose members\n"
                  "                       talk to several leaves go up to this agent\n"
                  "                       (default none: a root)\n"
+                 "  --policy NAME        how calls of different jobs share the pool:\n"
+                 "                       fcfs (a call is granted when a lease is free) or\n"
+                 "                       exclusive (the first job to offload holds the\n"
+                 "                       agent; the others are denied until it ends or\n"
+                 "                       is idle --exclusive-idle-ms) (default fcfs)\n"
+                 "  --exclusive-idle-ms N  see --policy exclusive (default 1000)\n"
                  "  --help               this text\n",
                  INA_PROTO_MAX_SEG_BYTES, INA_PROTO_MAX_WINDOW, ina::kDefaultSpinUs,
                  static_cast<unsigned long long>(ina::AgentConfig::kDefaultRndvBytes),
@@ -118,6 +125,8 @@ int main(int argc, char **argv)
     ina::AgentConfig cfg;
     int ready_fd = -1;
     std::string bind = "none";
+    std::string policy = "fcfs";
+    std::chrono::milliseconds exclusive_idle(1000);
     enum {
         kListen = 1,
         kSegs,
@@ -131,6 +140,8 @@ int main(int argc, char **argv)
         kRndvBytes,
         kOpenWaitMs,
         kParent,
+        kPolicy,
+        kExclusiveIdleMs,
         kHelp
     };
     static const struct option opts[] = {
@@ -146,6 +157,8 @@ int main(int argc, char **argv)
         {"rndv-bytes", required_argument, nullptr, kRndvBytes},
         {"open-wait-ms", required_argument, nullptr, kOpenWaitMs},
         {"parent", required_argument, nullptr, kParent},
+        {"policy", required_argument, nullptr, kPolicy},
+        {"exclusive-idle-ms", required_argument, nullptr, kExclusiveIdleMs},
         {"help", no_argument, nullptr, kHelp},
         {nullptr, 0, nullptr, 0}};
     opterr = 0;
@@ -222,6 +235,18 @@ int main(int argc, char **argv)
             cfg.parent = optarg;
             break;
         }
+        case kPolicy:
+            policy = optarg;
+            if (policy != "fcfs" && policy != "exclusive") {
+                bad_arg("--policy wants fcfs or exclusive, got '%s'", optarg);
+            }
+            break;
+        case kExclusiveIdleMs:
+            if (!parse_uint(optarg, 0, 3600000, &v)) {
+                bad_arg("--exclusive-idle-ms wants 0..3600000 milliseconds, got '%s'", optarg);
+            }
+            exclusive_idle = std::chrono::milliseconds(v);
+            break;
         case kHelp:
             usage(stdout);
             return 0;
@@ -262,7 +287,10 @@ int main(int argc, char **argv)
 
     int rc = 0;
     try {
-        ina::Agent agent(cfg, [](ina::agg::SegPool &pool) {
+        ina::Agent agent(cfg, [&](ina::agg::SegPool &pool) -> std::unique_ptr<ina::agg::Scheduler> {
+            if (policy == "exclusive") {
+                return std::make_unique<ina::sched::ExclusiveScheduler>(pool, exclusive_idle);
+            }
             return std::make_unique<ina::sched::FreeSegScheduler>(pool);
         });
         agent.start();

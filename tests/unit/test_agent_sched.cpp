@@ -4,7 +4,8 @@
 // free-Seg policy on its own (it takes and returns leases, never defers,
 // needs no clock) and behind the Aggregator (a call that finds the pool
 // taken is denied for every member; leases come back on completion, abort
-// and job free).
+// and job free); the exclusive policy (one job holds the agent until it is
+// freed or idle; the others are denied, on a clock the test steers).
 #include <check.h>
 #include "check_main.h"
 
@@ -14,9 +15,11 @@
 
 #include "aggregator.h"
 #include "aggregation_fakes.h"
+#include "sched/exclusive.h"
 #include "sched/free_seg.h"
 
 using namespace agg_test;
+using ina::sched::ExclusiveScheduler;
 using ina::sched::FreeSegScheduler;
 
 START_TEST(test_free_seg_grant_deny)
@@ -136,10 +139,62 @@ START_TEST(test_free_seg_in_the_aggregator)
 }
 END_TEST
 
+// The exclusive policy on a clock the test moves: job 1 takes the agent at
+// its first call; job 2 is denied while job 1 has a call open and until job
+// 1 was idle for the set time, then takes the agent over; a freed holder
+// frees the agent at once. The holder's own calls share the pool as under
+// the free-Seg policy.
+START_TEST(test_exclusive_holds_until_idle_or_freed)
+{
+    using std::chrono::milliseconds;
+    SegPool pool(8, 64);
+    Clock::time_point t{};
+    ExclusiveScheduler sched(pool, milliseconds(100), [&t] { return t; });
+    auto req = [](uint32_t jid, uint64_t mid, uint32_t window) {
+        return CallRequest{jid, mid, window, 100, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                           2, 0};
+    };
+    ck_assert_uint_eq(sched.holder(), 0);
+    Verdict a = sched.decide(req(1, 0, 4)); // job 1 takes the agent
+    ck_assert(a.kind == Verdict::Kind::kGrant);
+    ck_assert_uint_eq(sched.holder(), 1);
+    Verdict b = sched.decide(req(2, 0, 2)); // job 2: denied, the pool has room
+    ck_assert(b.kind == Verdict::Kind::kDeny);
+    ck_assert_int_eq(b.status, INA_PROTO_ERR_NO_RESOURCES);
+    ck_assert_uint_eq(pool.free_segs(), 4);
+    Verdict a2 = sched.decide(req(1, 1, 4)); // the holder's second call: the rest
+    ck_assert(a2.kind == Verdict::Kind::kGrant);
+    ck_assert(sched.decide(req(1, 2, 1)).kind == Verdict::Kind::kDeny); // pool empty
+    t += milliseconds(500);
+    ck_assert(sched.decide(req(2, 1, 2)).kind == Verdict::Kind::kDeny); // calls still open
+    sched.on_call_done(1, 0, a.lease);
+    sched.on_call_done(1, 1, a2.lease);
+    ck_assert_uint_eq(pool.free_segs(), 8);
+    t += milliseconds(99);
+    ck_assert(sched.decide(req(2, 2, 2)).kind == Verdict::Kind::kDeny); // idle 99 ms only
+    t += milliseconds(1);
+    Verdict c = sched.decide(req(2, 3, 2)); // idle 100 ms: job 2 takes over
+    ck_assert(c.kind == Verdict::Kind::kGrant);
+    ck_assert_uint_eq(sched.holder(), 2);
+    ck_assert(sched.decide(req(1, 3, 4)).kind == Verdict::Kind::kDeny); // now job 1 waits
+    sched.on_call_done(2, 3, c.lease);
+    std::vector<uint32_t> none; // a call that ended without a grant
+    sched.on_call_done(1, 3, none);
+    sched.on_job_freed(2); // the holder leaves: free at once
+    ck_assert_uint_eq(sched.holder(), 0);
+    Verdict d = sched.decide(req(1, 4, 4));
+    ck_assert(d.kind == Verdict::Kind::kGrant);
+    ck_assert_uint_eq(sched.holder(), 1);
+    sched.on_call_done(1, 4, d.lease);
+    ck_assert_uint_eq(pool.free_segs(), 8);
+}
+END_TEST
+
 int main()
 {
-    return ina_test::run_suite("agent_sched", "free_seg",
+    return ina_test::run_suite("agent_sched", "policies",
                                {test_free_seg_grant_deny,
                                 test_free_seg_abort_returns_busy_segs,
-                                test_free_seg_in_the_aggregator});
+                                test_free_seg_in_the_aggregator,
+                                test_exclusive_holds_until_idle_or_freed});
 }
