@@ -10,6 +10,7 @@
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 
 #include "log.h"
 
@@ -63,13 +64,14 @@ void Aggregator::refuse(Job &job, Call &call, Member &from, const ina_proto_hdr_
 // ---------------------------------------------------------------- jobs
 
 Job &Aggregator::new_job(Member &from, const JobKey &key, std::vector<uint32_t> node_ids,
-                         uint32_t asked_window, const TreeDesc &tree)
+                         uint32_t asked_window, const TreeDesc &tree, uint64_t tenant)
 {
     // A window larger than the pool could never be granted.
     uint32_t window = std::min<uint32_t>({asked_window, cfg_.max_window, pool_.size()});
     uint32_t jid = next_jid_;
     auto job =
         std::make_unique<Job>(jid, window, key, std::move(node_ids), asked_window, tree, &from);
+    job->set_tenant(tenant); // before the uplink opens it at the parent
     const uint32_t nmembers = job->nmembers();
     const JobInfo info{jid, nmembers, job->topology().nnodes(), window};
     Job &ref = *job;
@@ -125,7 +127,7 @@ void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *pa
     if (kit == keys_.end()) {
         auto slot = keys_.emplace(key, 0).first; // room first: nothing throws after the job
         try {
-            job = &new_job(from, key, std::move(nodes), h.window, tree);
+            job = &new_job(from, key, std::move(nodes), h.window, tree, h.mid);
         } catch (...) {
             keys_.erase(slot);
             throw;
@@ -225,10 +227,19 @@ void Aggregator::free_job(uint32_t jid)
     if (job.uplinked() && job.up_state() != Job::UpState::kFailed) {
         uplink_->leave(job);
     }
+    const Job::Decisions &d = job.decisions();
+    std::string denied;
+    for (unsigned st = 1; st <= INA_PROTO_STATUS_MAX; ++st) {
+        if (d.denied[st] != 0) {
+            denied += std::string(" ") + ina_proto_status_name(st) + "=" +
+                      std::to_string(d.denied[st]);
+        }
+    }
+    INA_INFO("job %u freed: calls granted=%" PRIu64 " denied:%s", jid, d.granted,
+             denied.empty() ? " none" : denied.c_str());
     keys_.erase(job.key());
     jobs_.erase(it);
     ++counters_.jobs_freed;
-    INA_DEBUG("job %u freed", jid);
     scheduler_->on_job_freed(jid);
 }
 
@@ -236,8 +247,8 @@ void Aggregator::free_job(uint32_t jid)
 
 Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
 {
-    const CallRequest req{job.jid(), mid,        job.window(),   call.total, call.coll,
-                          call.op,   call.dtype, job.nmembers(), call.asked};
+    CallRequest req{job.jid(), mid,        job.window(),   call.total, call.coll,
+                    call.op,   call.dtype, job.nmembers(), call.asked};
     ++call.asked;
     // Room for the per-slot SIDs first: nothing may throw once a lease is taken.
     call.next_sid.resize(job.window());
@@ -264,6 +275,7 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
     } else if (job.uplinked() && job.up_state() != Job::UpState::kOpen) {
         v = Verdict::deny(INA_PROTO_ERR_UPSTREAM);
     } else {
+        req.tenant = job.tenant();
         v = scheduler_->decide(req);
     }
     if (v.kind == Verdict::Kind::kGrant && v.lease.size() != job.window()) {
@@ -279,6 +291,7 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
         call.granted = true;
         call.deferred = false;
         ++counters_.calls_granted;
+        ++job.decisions().granted;
         if (job.uplinked()) {
             // The members hear the GRANT once the parent granted too.
             call.up_pending.assign(job.window(), 0);
@@ -320,6 +333,8 @@ void Aggregator::deny(Job &job, Call &call, uint64_t mid, ina_proto_status_t st,
     call.granted = false; // (a lease it held went back in end_call)
     call.deny_status = st != INA_PROTO_OK ? st : INA_PROTO_ERR_NO_RESOURCES;
     ++counters_.calls_denied;
+    ++counters_.denied_by[call.deny_status];
+    ++job.decisions().denied[call.deny_status];
     INA_DEBUG("job %u mid %" PRIu64 " (%s) denied: %s", job.jid(), mid,
               ina_proto_coll_name(call.coll), ina_proto_status_name(call.deny_status));
     if (call.told.size() != job.nmembers()) {

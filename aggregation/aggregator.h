@@ -51,6 +51,7 @@ struct Counters {
     uint64_t foreign = 0;        // blocks from a member not bound to (jid, rank)
     uint64_t calls_granted = 0;
     uint64_t calls_denied = 0;
+    uint64_t denied_by[INA_PROTO_STATUS_MAX + 1] = {}; // calls_denied by DENY status
     uint64_t calls_deferred = 0; // calls the scheduler put off at least once
     uint64_t calls_aborted = 0;  // a member left/died in the middle of the call
     uint64_t denied_blocks = 0;  // blocks of denied / forgotten calls, dropped
@@ -180,7 +181,7 @@ private:
     void free_job(uint32_t jid);
     // A new job (the first JOB_OPEN of a key).
     Job &new_job(Member &from, const JobKey &key, std::vector<uint32_t> node_ids,
-                 uint32_t asked_window, const TreeDesc &tree);
+                 uint32_t asked_window, const TreeDesc &tree, uint64_t tenant);
     // Bind `from` as `rank` of `job`: OK, or why not.
     ina_proto_status_t join_job(Job &job, uint32_t rank, Member &from);
 

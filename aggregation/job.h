@@ -160,6 +160,18 @@ public:
     bool waited_in_vain() const { return waited_in_vain_; }
     void set_waited_in_vain() { waited_in_vain_ = true; }
 
+    // The scheduler's decisions on this job's calls, by reason (logged
+    // when the job is freed: who was served, who went to the host and why).
+    struct Decisions {
+        uint64_t granted = 0;
+        uint64_t denied[INA_PROTO_STATUS_MAX + 1] = {}; // by DENY status
+    };
+    Decisions &decisions() { return decisions_; }
+    // JOB_OPEN's tenant, as the creator gave it (0: none).
+    uint64_t tenant() const { return tenant_; }
+    void set_tenant(uint64_t t) { tenant_ = t; }
+    const Decisions &decisions() const { return decisions_; }
+
     // A member sent a block of `mid`: it has moved past every older MID.
     void note_mid(uint32_t rank, uint64_t mid);
     Call *find_call(uint64_t mid);
@@ -185,6 +197,8 @@ public:
     size_t live_calls() const { return calls_.size(); }
 
 private:
+    Decisions decisions_;
+    uint64_t tenant_ = 0;
     uint32_t jid_;
     uint32_t window_;
     JobKey key_;

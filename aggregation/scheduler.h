@@ -43,7 +43,17 @@ struct CallRequest {
     uint8_t dtype;     // ina_proto_dtype_t
     uint32_t nmembers; // members of the job
     uint32_t asked;    // how often this call was asked before (0 at its first block)
+    // The job's tenant (JOB_OPEN's): the application it belongs to. Jobs of
+    // one tenant (communicators, node streams of one application) do not
+    // compete: the program orders its own calls. 0: the job is its own.
+    uint64_t tenant = 0;
 };
+
+// Jobs with equal keys are one tenant.
+inline uint64_t tenant_key(const CallRequest &req)
+{
+    return req.tenant != 0 ? req.tenant : (uint64_t{1} << 63) | req.jid;
+}
 
 struct Verdict {
     enum class Kind { kGrant, kDeny, kDefer };

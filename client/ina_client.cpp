@@ -48,7 +48,7 @@ Client::Client(const ina_client_config_t &cfg)
     : connect_timeout_ms_(cfg.connect_timeout_ms > 0 ? cfg.connect_timeout_ms : 10000),
       progress_timeout_ms_(cfg.progress_timeout_ms > 0 ? cfg.progress_timeout_ms : 30000),
       verbose_(cfg.verbose), want_thread_(cfg.progress_thread != 0),
-      rndv_bytes_(static_cast<uint64_t>(std::max(0, cfg.rndv_bytes))),
+      rndv_bytes_(static_cast<uint64_t>(std::max(0, cfg.rndv_bytes))), tenant_(cfg.tenant),
       log_fn_(cfg.log_fn),
       log_arg_(cfg.log_arg), waiting_(spin_config(cfg)), stall_since_(Clock::now()),
       last_round_(stall_since_)
@@ -891,6 +891,7 @@ ina_status_t ina_job_open_tree(ina_client_t *client, const uint8_t *key, uint32_
         ina_proto_hdr_t h;
         ina_proto_init(&h, INA_PROTO_JOB_OPEN);
         h.rank = rank;
+        h.mid = c.tenant();
         h.count = nmembers;
         h.window = static_cast<uint16_t>(window);
         h.arg = c.next_cookie();

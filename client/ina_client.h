@@ -83,6 +83,10 @@ typedef struct ina_client_config {
                                 by rendezvous, straight into the receive buffer
                                 where they can; 0 (the default) never: every
                                 RESULT eager (see docs/RDMA.md) */
+    uint64_t tenant;         /* the application this process belongs to, the same
+                                number in all its processes (JOB_OPEN's tenant):
+                                the agent's scheduler does not make its jobs
+                                compete with each other; 0: each job its own */
 } ina_client_config_t;
 
 /* What HELLO_ACK told us. */

@@ -125,6 +125,7 @@ public:
     void post_detached(const ina_proto_hdr_t &hdr);
 
     uint64_t next_cookie();
+    uint64_t tenant() const { return tenant_; }
 
     bool attach(Job *job);
     void detach(Job *job);
@@ -181,6 +182,7 @@ private:
     const int verbose_;
     const bool want_thread_;
     const uint64_t rndv_bytes_; // HELLO: RESULTs this big come by rendezvous (0: never)
+    const uint64_t tenant_;     // JOB_OPEN's tenant
     const ina_log_fn_t log_fn_;
     void *const log_arg_;
 

@@ -50,7 +50,8 @@ constexpr const char *kTypeNames[] = {"?",          "HELLO",      "HELLO_ACK", "
 constexpr const char *kStatusNames[] = {"ok",           "malformed",  "version",
                                         "no-job",       "not-member", "no-resources",
                                         "mismatch",     "unsupported", "seg-busy",
-                                        "incomplete",   "upstream",   "aborted"};
+                                        "incomplete",   "upstream",   "aborted",
+                                        "busy",         "outscored"};
 constexpr const char *kOpNames[] = {"sum", "prod", "min",    "max",    "land",   "lor",    "lxor",
                                     "band", "bor", "bxor",   "minloc", "maxloc", "replace"};
 constexpr const char *kDtypeNames[] = {"int8",           "uint8",

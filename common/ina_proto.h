@@ -49,6 +49,11 @@
  *                     the same key at its parent as member `offset` of
  *                     seg_count, with flags = INA_PROTO_F_CHILDREN (node ids:
  *                     one node per leaf). Both are part of the description.
+ *                     mid = the tenant: the application the member belongs
+ *                     to, one number in all its processes (0: none, the job
+ *                     is a tenant of its own); the scheduler does not make
+ *                     one tenant's jobs compete. The creator's counts, and a
+ *                     leaf passes it on to its parent.
  *   JOB_OPENED  a->c  jid, rank, window = granted window, status (MISMATCH:
  *                     another description than the job's), arg = cookie.
  *                     A job opened by key is complete once every member opened
@@ -201,7 +206,11 @@ typedef enum ina_proto_status {
                                       refused, lost): a DENY or abort reason */
     INA_PROTO_ERR_ABORTED = 11,    /* a member gave a striped call back (another
                                       agent of the stripe denied it): fall back */
-    INA_PROTO_STATUS_MAX = 11
+    INA_PROTO_ERR_BUSY = 12,       /* another job's call holds the agent (tdm), or another
+                                      job holds it (exclusive): a DENY reason */
+    INA_PROTO_ERR_OUTSCORED = 13,  /* another job's call, predicted while this one would
+                                      run, scores higher (tdm): a DENY reason */
+    INA_PROTO_STATUS_MAX = 13
 } ina_proto_status_t;
 
 /* Element types on the wire. Fixed-width: the component maps every MPI

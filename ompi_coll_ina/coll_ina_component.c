@@ -6,6 +6,7 @@
  */
 #include "ompi_config.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,8 @@ static bool ina_progress_thread = true;
 static int ina_spin_us = 100;
 /* coll_ina_rndv_bytes: likewise. */
 static int ina_rndv_bytes = 0;
+/* coll_ina_tenant: likewise (a string: MCA has no 64-bit unsigned type). */
+static char *ina_tenant = NULL;
 
 mca_coll_ina_component_t mca_coll_ina_component = {
     .super = {
@@ -270,6 +273,16 @@ static int ina_register(void)
         "every message eager (the default; on TCP rendezvous is slower)",
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_READONLY, &ina_rndv_bytes);
+
+    ina_tenant = NULL;
+    (void) mca_base_component_var_register(v, "tenant",
+        "The application this process belongs to, as the agent's scheduler sees "
+        "it: jobs (communicators) of one tenant do not compete for the agent. "
+        "Empty (the default): one tenant per mpirun (from the launcher's address "
+        "and job family); otherwise any string, hashed (processes that give the "
+        "same one are one tenant)",
+        MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &ina_tenant);
 
     return mca_coll_ina_pvars_register();
 }
@@ -586,6 +599,35 @@ int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
     return OMPI_SUCCESS;
 }
 
+/* JOB_OPEN's tenant: coll_ina_tenant, or this mpirun (the launcher's
+ * address and the job family, as in the job key). Never 0 (no tenant), top
+ * bit clear (the agent's own numbering of jobs without one). */
+static uint64_t ina_tenant_id(void)
+{
+    static const char tag[] = "ina tenant 1";
+    const char *launcher = getenv("OMPI_MCA_orte_hnp_uri");
+    uint32_t family = OMPI_PROC_MY_NAME->jobid >> 16;
+    ina_job_key_t key;
+    uint64_t t = 0;
+    size_t i;
+
+    ina_job_key_init(&key);
+    ina_job_key_add(&key, tag, sizeof(tag));
+    if (NULL != ina_tenant && '\0' != ina_tenant[0]) {
+        ina_job_key_add(&key, ina_tenant, strlen(ina_tenant));
+    } else {
+        if (NULL != launcher) {
+            ina_job_key_add(&key, launcher, strlen(launcher));
+        }
+        ina_job_key_add(&key, &family, sizeof(family));
+    }
+    for (i = 0; i < sizeof(t); ++i) {
+        t = (t << 8) | key.bytes[i];
+    }
+    t &= ~(UINT64_C(1) << 63);
+    return 0 != t ? t : 1;
+}
+
 /* The engine's log lines go where the component's go. */
 static void ina_engine_log(void *arg, int level, const char *line)
 {
@@ -601,6 +643,7 @@ uint32_t mca_coll_ina_clients(ina_client_t **clients)
     uint32_t k;
     int rc;
 
+    memset(&cfg, 0, sizeof(cfg));
     if (!c->connect_tried) {
         c->connect_tried = true;
         if (!c->agent_addr_known || 0 == c->nagents) {
@@ -619,6 +662,8 @@ uint32_t mca_coll_ina_clients(ina_client_t **clients)
         cfg.spin_us = ina_spin_us > 0 ? ina_spin_us : -1; /* the engine's 0 is its default */
         cfg.spin_yield = ina_yield_when_idle();
         cfg.rndv_bytes = ina_rndv_bytes > 0 ? ina_rndv_bytes : 0;
+        cfg.tenant = ina_tenant_id();
+        INA_VERBOSE(10, "tenant %016" PRIx64, cfg.tenant);
         for (k = 0; k < c->nagents; ++k) {
             cfg.agent_addr = c->agent_addr[k];
             rc = ina_client_connect(&cfg, &c->client[k], err, sizeof(err));

@@ -652,6 +652,14 @@ void Agent::log_counters() const
              " buffers=%zu",
              c.jobs_created, c.jobs_freed, agg_.live_jobs(), agg_.pool().free_segs(),
              agg_.pool().size(), agg_.pool().buffers().allocated());
+    std::string denied;
+    for (unsigned s = 1; s <= INA_PROTO_STATUS_MAX; ++s) {
+        if (c.denied_by[s] != 0) {
+            denied += std::string(" deny_") + ina_proto_status_name(s) + "=" +
+                      std::to_string(c.denied_by[s]);
+        }
+    }
+    INA_INFO("decisions: granted=%" PRIu64 "%s", c.calls_granted, denied.c_str());
     INA_INFO("sched: calls_deferred=%" PRIu64 " kept_blocks=%" PRIu64 " deferred_live=%zu",
              c.calls_deferred, c.kept_blocks, agg_.deferred_calls());
     std::map<std::string, uint64_t> by_host = host_bytes_in_;

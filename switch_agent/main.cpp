@@ -21,6 +21,7 @@
 #include "log.h"
 #include "sched/exclusive.h"
 #include "sched/free_seg.h"
+#include "sched/tdm.h"
 
 namespace {
 
@@ -53,16 +54,25 @@ void usage(FILE *out)
                  "  --parent HOST:PORT   this agent is a leaf of a tree: jobs whose members\n"
                  "                       talk to several leaves go up to this agent\n"
                  "                       (default none: a root)\n"
-                 "  --policy NAME        how calls of different jobs share the pool:\n"
+                 "  --policy NAME        how calls of different jobs share the agent\n"
+                 "                       (docs/ARCHITECTURE.md): tdm (one job's call at\n"
+                 "                       a time, decided by prediction and CalcScore),\n"
                  "                       fcfs (a call is granted when a lease is free) or\n"
                  "                       exclusive (the first job to offload holds the\n"
                  "                       agent; the others are denied until it ends or\n"
-                 "                       is idle --exclusive-idle-ms) (default fcfs)\n"
+                 "                       is idle --exclusive-idle-ms) (default tdm)\n"
                  "  --exclusive-idle-ms N  see --policy exclusive (default 1000)\n"
+                 "  --tdm-ageing X       tdm: score a job gains per call denied in a row\n"
+                 "                       (default %g)\n"
+                 "  --host-alpha-us X    tdm's model of the host algorithms: latency per\n"
+                 "                       step (default %g)\n"
+                 "  --host-gbps X        ... and link rate; 0 = this agent's measured rate\n"
+                 "                       (default 0)\n"
                  "  --help               this text\n",
                  INA_PROTO_MAX_SEG_BYTES, INA_PROTO_MAX_WINDOW, ina::kDefaultSpinUs,
                  static_cast<unsigned long long>(ina::AgentConfig::kDefaultRndvBytes),
-                 static_cast<long long>(ina::agg::AggregatorConfig{}.open_wait.count()));
+                 static_cast<long long>(ina::agg::AggregatorConfig{}.open_wait.count()),
+                 ina::sched::TdmConfig{}.ageing, ina::sched::TdmConfig{}.host.alpha * 1e6);
 }
 
 [[noreturn]] void bad_arg(const char *fmt, const char *what)
@@ -71,6 +81,22 @@ void usage(FILE *out)
     std::fprintf(stderr, fmt, what);
     std::fprintf(stderr, "\n(see ina-switchd --help)\n");
     std::exit(2);
+}
+
+// Whole-string decimal number in [lo, hi].
+bool parse_double(const char *s, double lo, double hi, double *out)
+{
+    if (s == nullptr || *s == '\0') {
+        return false;
+    }
+    char *end = nullptr;
+    errno = 0;
+    const double v = std::strtod(s, &end);
+    if (errno != 0 || *end != '\0' || !(v >= lo && v <= hi)) {
+        return false;
+    }
+    *out = v;
+    return true;
 }
 
 // Whole-string unsigned parse in [lo, hi].
@@ -125,8 +151,9 @@ int main(int argc, char **argv)
     ina::AgentConfig cfg;
     int ready_fd = -1;
     std::string bind = "none";
-    std::string policy = "fcfs";
+    std::string policy = "tdm";
     std::chrono::milliseconds exclusive_idle(1000);
+    ina::sched::TdmConfig tdm;
     enum {
         kListen = 1,
         kSegs,
@@ -142,6 +169,9 @@ int main(int argc, char **argv)
         kParent,
         kPolicy,
         kExclusiveIdleMs,
+        kTdmAgeing,
+        kHostAlphaUs,
+        kHostGbps,
         kHelp
     };
     static const struct option opts[] = {
@@ -159,6 +189,9 @@ int main(int argc, char **argv)
         {"parent", required_argument, nullptr, kParent},
         {"policy", required_argument, nullptr, kPolicy},
         {"exclusive-idle-ms", required_argument, nullptr, kExclusiveIdleMs},
+        {"tdm-ageing", required_argument, nullptr, kTdmAgeing},
+        {"host-alpha-us", required_argument, nullptr, kHostAlphaUs},
+        {"host-gbps", required_argument, nullptr, kHostGbps},
         {"help", no_argument, nullptr, kHelp},
         {nullptr, 0, nullptr, 0}};
     opterr = 0;
@@ -237,8 +270,8 @@ int main(int argc, char **argv)
         }
         case kPolicy:
             policy = optarg;
-            if (policy != "fcfs" && policy != "exclusive") {
-                bad_arg("--policy wants fcfs or exclusive, got '%s'", optarg);
+            if (policy != "tdm" && policy != "fcfs" && policy != "exclusive") {
+                bad_arg("--policy wants tdm, fcfs or exclusive, got '%s'", optarg);
             }
             break;
         case kExclusiveIdleMs:
@@ -247,6 +280,25 @@ int main(int argc, char **argv)
             }
             exclusive_idle = std::chrono::milliseconds(v);
             break;
+        case kTdmAgeing:
+            if (!parse_double(optarg, 1e-6, 1e6, &tdm.ageing)) {
+                bad_arg("--tdm-ageing wants a number > 0, got '%s'", optarg);
+            }
+            break;
+        case kHostAlphaUs:
+            if (!parse_double(optarg, 0, 1e6, &tdm.host.alpha)) {
+                bad_arg("--host-alpha-us wants 0..1e6 microseconds, got '%s'", optarg);
+            }
+            tdm.host.alpha *= 1e-6;
+            break;
+        case kHostGbps: {
+            double gbps = 0;
+            if (!parse_double(optarg, 0, 1e6, &gbps)) {
+                bad_arg("--host-gbps wants 0..1e6 Gbit/s, got '%s'", optarg);
+            }
+            tdm.host.beta = gbps > 0 ? 8.0 / (gbps * 1e9) : 0;
+            break;
+        }
         case kHelp:
             usage(stdout);
             return 0;
@@ -290,6 +342,9 @@ int main(int argc, char **argv)
         ina::Agent agent(cfg, [&](ina::agg::SegPool &pool) -> std::unique_ptr<ina::agg::Scheduler> {
             if (policy == "exclusive") {
                 return std::make_unique<ina::sched::ExclusiveScheduler>(pool, exclusive_idle);
+            }
+            if (policy == "tdm") {
+                return std::make_unique<ina::sched::TdmScheduler>(pool, tdm);
             }
             return std::make_unique<ina::sched::FreeSegScheduler>(pool);
         });

@@ -171,6 +171,7 @@ void ParentLink::open(const agg::Job &job)
     h.count = groups;
     h.window = static_cast<uint16_t>(job.asked_window());
     h.arg = job.jid(); // the cookie: JOB_OPENED names the leaf's job
+    h.mid = job.tenant();
     h.flags = INA_PROTO_F_CHILDREN;
     Send &s = queue(h);
     s.bytes.assign(job.key().begin(), job.key().end());

@@ -10,9 +10,10 @@ namespace ina::sched {
 agg::Verdict ExclusiveScheduler::decide(const agg::CallRequest &req)
 {
     const agg::Clock::time_point now = now_();
-    if (holder_ != 0 && holder_ != req.jid) {
+    const uint64_t tenant = agg::tenant_key(req);
+    if (holder_ != 0 && holder_ != tenant) {
         if (open_ > 0 || now - last_ < idle_) {
-            return agg::Verdict::deny(INA_PROTO_ERR_NO_RESOURCES);
+            return agg::Verdict::deny(INA_PROTO_ERR_BUSY);
         }
         holder_ = 0; // idle long enough: the agent is free again
     }
@@ -21,7 +22,7 @@ agg::Verdict ExclusiveScheduler::decide(const agg::CallRequest &req)
         // The holder's own calls overlap beyond the pool.
         return agg::Verdict::deny(INA_PROTO_ERR_NO_RESOURCES);
     }
-    holder_ = req.jid;
+    holder_ = tenant;
     ++open_;
     last_ = now;
     return agg::Verdict::grant(std::move(lease));
@@ -30,7 +31,7 @@ agg::Verdict ExclusiveScheduler::decide(const agg::CallRequest &req)
 void ExclusiveScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &lease)
 {
     (void) mid;
-    if (!lease.empty() && jid == holder_) {
+    if (!lease.empty()) {
         // Only granted calls hold a lease, and only the holder's are granted.
         open_ = open_ > 0 ? open_ - 1 : 0;
         last_ = now_();

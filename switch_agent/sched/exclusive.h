@@ -1,8 +1,9 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
 // Exclusive policy (the SHARP model, `ina-switchd --policy exclusive`): the
-// first job to offload holds the agent; every other job's calls are denied
-// (status NO_RESOURCES) until the holder's job is freed, or until the holder
+// first job to offload holds the agent (with the jobs of its tenant: the
+// other communicators of the same application); every other job's calls are denied
+// (status BUSY) until the holder's job is freed, or until the holder
 // has had no call open for `idle` (then the next job to ask takes the agent
 // over). The holder's own calls get leases from the pool as under the
 // free-Seg policy. It never defers; idleness is judged when a call asks, so
@@ -35,14 +36,14 @@ public:
     void on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &lease) override;
     void on_job_freed(uint32_t jid) override;
 
-    // The job holding the agent, 0 if none.
-    uint32_t holder() const { return holder_; }
+    // The tenant holding the agent (agg::tenant_key), 0 if none.
+    uint64_t holder() const { return holder_; }
 
 private:
     agg::SegPool &pool_;
     std::chrono::milliseconds idle_;
     Now now_;
-    uint32_t holder_ = 0;
+    uint64_t holder_ = 0;
     uint32_t open_ = 0;          // the holder's granted calls not done yet
     agg::Clock::time_point last_{}; // the holder's last grant or completion
 };

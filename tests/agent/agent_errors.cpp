@@ -446,7 +446,7 @@ int main()
     }
     {
         // Pool exhaustion: 4 Segs, two jobs of window 4.
-        Daemon d({"--segs", "4"});
+        Daemon d({"--segs", "4", "--policy", "fcfs"}); // the pool's denial, not tdm's
         Client c;
         std::vector<size_t> a = {c.connect(d.address()), c.connect(d.address())};
         std::vector<size_t> b = {c.connect(d.address()), c.connect(d.address())};

@@ -285,7 +285,10 @@ struct Agents {
 bool start_tree(Agents &a, const char *bin, const char *leaf1_window, const char *spine_segs)
 {
     char err[256] = "";
-    const char *spine_args[] = {"--log-level", "info", "--segs", spine_segs, nullptr};
+    // fcfs: a denial here is the pool's (another job holding it), the same
+    // whichever policy; the policies have tests of their own.
+    const char *spine_args[] = {"--log-level", "info", "--segs", spine_segs, "--policy", "fcfs",
+                                nullptr};
     if (ina_agent_spawn(bin, "127.0.0.1", spine_args, a.spine, sizeof(a.spine), &a.pids[0], err,
                         sizeof(err)) != INA_OK) {
         std::fprintf(stderr, "FAIL: spine: %s\n", err);
@@ -293,7 +296,7 @@ bool start_tree(Agents &a, const char *bin, const char *leaf1_window, const char
     }
     for (int l = 0; l < 2; ++l) {
         const char *args[] = {"--parent", a.spine, "--log-level", "info", "--max-window",
-                              l == 1 ? leaf1_window : "8", nullptr};
+                              l == 1 ? leaf1_window : "8", "--policy", "fcfs", nullptr};
         if (ina_agent_spawn(bin, "127.0.0.1", args, a.leaf[l], sizeof(a.leaf[l]), &a.pids[1 + l],
                             err, sizeof(err)) != INA_OK) {
             std::fprintf(stderr, "FAIL: leaf %d: %s\n", l, err);

@@ -117,7 +117,7 @@ fi
 # The agents of the scenario print their counters when they stop.
 stop_agents
 for ((i = 0; i < AGENTS; i++)); do
-  echo "+ agent $i:"; grep -E "counters|jobs:|rejected|tree:|parent " "$work/agent$i.log" | sed 's/^/    /'
+  echo "+ agent $i:"; grep -E "counters|decisions:|jobs:|rejected|tree:|parent " "$work/agent$i.log" | sed 's/^/    /'
 done
 # shellcheck disable=SC2317  # used by the AGENT_CHECKS eval-ed below
 counter() { grep -o " $2=[0-9]*" "$work/agent$1.log" | head -n1 | cut -d= -f2; }

@@ -221,10 +221,10 @@ inline ina_proto_hdr_t block_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint
 // JOB_OPEN by `m` as `rank` of the job whose key starts with `tag`
 // (the rest zero), described by `node_ids` and `window`: the sink's event.
 // `leaves` > 0: the member's part of a job over that many leaf agents, at
-// leaf `leaf` (JOB_OPEN's tree fields).
+// leaf `leaf` (JOB_OPEN's tree fields). `tenant`: JOB_OPEN's.
 inline Event open_job(Aggregator &agg, FakeSink &sink, Member &m, uint32_t tag,
                       const std::vector<uint32_t> &node_ids, uint32_t window, uint32_t rank,
-                      uint32_t leaf = 0, uint32_t leaves = 0)
+                      uint32_t leaf = 0, uint32_t leaves = 0, uint64_t tenant = 0)
 {
     ina_proto_hdr_t h;
     ina_proto_init(&h, INA_PROTO_JOB_OPEN);
@@ -234,6 +234,7 @@ inline Event open_job(Aggregator &agg, FakeSink &sink, Member &m, uint32_t tag,
     h.arg = 0xc00c1e;
     h.offset = leaf;
     h.seg_count = leaves;
+    h.mid = tenant;
     std::vector<uint8_t> payload(INA_PROTO_JOB_KEY_BYTES, 0);
     std::memcpy(payload.data(), &tag, sizeof(tag));
     const auto *ids = reinterpret_cast<const uint8_t *>(node_ids.data());

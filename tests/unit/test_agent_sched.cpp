@@ -152,7 +152,7 @@ START_TEST(test_exclusive_holds_until_idle_or_freed)
     ExclusiveScheduler sched(pool, milliseconds(100), [&t] { return t; });
     auto req = [](uint32_t jid, uint64_t mid, uint32_t window) {
         return CallRequest{jid, mid, window, 100, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                           2, 0};
+                           2, 0, jid}; // each job a tenant of its own
     };
     ck_assert_uint_eq(sched.holder(), 0);
     Verdict a = sched.decide(req(1, 0, 4)); // job 1 takes the agent
@@ -160,7 +160,7 @@ START_TEST(test_exclusive_holds_until_idle_or_freed)
     ck_assert_uint_eq(sched.holder(), 1);
     Verdict b = sched.decide(req(2, 0, 2)); // job 2: denied, the pool has room
     ck_assert(b.kind == Verdict::Kind::kDeny);
-    ck_assert_int_eq(b.status, INA_PROTO_ERR_NO_RESOURCES);
+    ck_assert_int_eq(b.status, INA_PROTO_ERR_BUSY);
     ck_assert_uint_eq(pool.free_segs(), 4);
     Verdict a2 = sched.decide(req(1, 1, 4)); // the holder's second call: the rest
     ck_assert(a2.kind == Verdict::Kind::kGrant);

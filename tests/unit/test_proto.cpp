@@ -313,7 +313,9 @@ START_TEST(test_layout)
     ck_assert_uint_eq(INA_PROTO_ERR_INCOMPLETE, 9);
     ck_assert_uint_eq(INA_PROTO_ERR_UPSTREAM, 10);
     ck_assert_uint_eq(INA_PROTO_ERR_ABORTED, 11);
-    ck_assert_uint_eq(INA_PROTO_STATUS_MAX, 11);
+    ck_assert_uint_eq(INA_PROTO_ERR_BUSY, 12);
+    ck_assert_uint_eq(INA_PROTO_ERR_OUTSCORED, 13);
+    ck_assert_uint_eq(INA_PROTO_STATUS_MAX, 13);
     ck_assert_uint_eq(INA_DT_LONG_DOUBLE, 10);
     ck_assert_uint_eq(INA_DT_BOOL, 11);
     ck_assert_uint_eq(INA_DT_LONG_DOUBLE_COMPLEX, 14);
@@ -716,6 +718,8 @@ START_TEST(test_call_ready)
     ck_assert_str_eq(ina_proto_type_name(INA_PROTO_CALL_ABORT), "CALL_ABORT");
     ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_UPSTREAM), "upstream");
     ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_ABORTED), "aborted");
+    ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_BUSY), "busy");
+    ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_OUTSCORED), "outscored");
 }
 END_TEST
 
