@@ -592,6 +592,7 @@ struct ina_job {
     {
     }
     ina::client::Job impl;
+    uint8_t deny_status = 0; // ina_job_deny_status
 };
 
 namespace {
@@ -941,8 +942,14 @@ ina_status_t ina_job_post(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_
         ina_cqe_t cqe;
         int rc = job->impl.post(*desc, true, call, &cqe);
         *outcome = cqe.outcome;
+        job->deny_status = cqe.outcome == INA_FALLBACK_DENIED ? cqe.status : 0;
         return rc;
     }));
+}
+
+uint8_t ina_job_deny_status(const ina_job_t *job)
+{
+    return job != nullptr ? job->deny_status : 0;
 }
 
 ina_status_t ina_job_post_staged(ina_job_t *job, const ina_staged_desc_t *desc,
@@ -962,6 +969,7 @@ ina_status_t ina_job_post_staged(ina_job_t *job, const ina_staged_desc_t *desc,
         ina_cqe_t cqe;
         int rc = job->impl.post_staged(*desc, call, &cqe);
         *outcome = cqe.outcome;
+        job->deny_status = cqe.outcome == INA_FALLBACK_DENIED ? cqe.status : 0;
         return rc;
     }));
 }

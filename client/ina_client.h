@@ -212,6 +212,13 @@ typedef struct ina_call ina_call_t;
 ina_status_t ina_job_post(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_t **call,
                           ina_outcome_t *outcome);
 
+/* Why the agent denied this job's latest post that returned
+ * INA_FALLBACK_DENIED (ina_job_post or ina_job_post_staged): its DENY status
+ * (ina_proto_status_t: BUSY, OUTSCORED, NO_RESOURCES, ...); 0 after a post
+ * with another outcome. A denial found later, by ina_call_decision, is in
+ * that CQE's status. */
+uint8_t ina_job_deny_status(const ina_job_t *job);
+
 /* Let the engine's progress thread (config progress_thread) drive this posted
  * call while the caller is not in the engine: it sends the next blocks as
  * RESULTs arrive and completes the call, so a caller that computes between
@@ -382,6 +389,9 @@ void ina_stripe_leave(ina_stripe_t *stripe);
 ina_status_t ina_stripe_post(ina_stripe_t *stripe, const ina_coll_desc_t *desc,
                              int wait_decision, ina_stripe_call_t **call,
                              ina_outcome_t *outcome);
+/* As ina_job_deny_status, for the latest ina_stripe_post that waited for
+ * the verdicts: the DENY status of the first agent that denied. */
+uint8_t ina_stripe_deny_status(const ina_stripe_t *stripe);
 int ina_stripe_call_test(ina_stripe_call_t *call, ina_cqe_t *cqe);
 ina_status_t ina_stripe_call_wait(ina_stripe_call_t *call, ina_cqe_t *cqe);
 /* Waits for the call first if it is still outstanding. */

@@ -40,6 +40,7 @@ struct ina_stripe {
     std::vector<ina_job_t *> jobs; // one per agent, in the order given
     ina_job_params_t params{};     // block_bytes: the smallest of the agents'
     uint32_t rank = 0;
+    uint8_t deny_status = 0;       // ina_stripe_deny_status
 };
 
 struct ina_stripe_call {
@@ -133,7 +134,10 @@ struct ina_stripe_call {
                 granted = false;
             } else if (p.cqe.outcome != INA_OFFLOADED) {
                 granted = false;
-                if (p.cqe.outcome == INA_FALLBACK_DENIED && !denied) {
+                if (p.cqe.outcome == INA_FALLBACK_DENIED &&
+                    (!denied || status == INA_PROTO_ERR_ABORTED)) {
+                    // The reason: an agent's own, rather than the ABORTED
+                    // another member's give-back caused at a granting agent.
                     denied = true;
                     status = p.cqe.status;
                 }
@@ -316,6 +320,7 @@ int post_parts(ina_stripe *s, const ina_coll_desc_t &d, std::unique_ptr<ina_stri
             p.decided = true;
             p.cqe.rc = rc;
             p.cqe.outcome = rc == INA_OK ? oc : INA_OFFLOADED;
+            p.cqe.status = ina_job_deny_status(s->jobs[k]);
         }
     }
     if (c->parts.empty()) {
@@ -405,6 +410,7 @@ ina_status_t ina_stripe_post(ina_stripe_t *stripe, const ina_coll_desc_t *desc,
             return rc;
         }
         unsigned rounds = 0;
+        stripe->deny_status = 0;
         if (wait_decision == 0) {
             *outcome = INA_OFFLOADED; // posted: the CQE tells
             *call = c.release();
@@ -424,8 +430,14 @@ ina_status_t ina_stripe_post(ina_stripe_t *stripe, const ina_coll_desc_t *desc,
             ina_stripe_call::pause(rounds);
         }
         *outcome = c->result.outcome;
+        stripe->deny_status = c->result.outcome == INA_FALLBACK_DENIED ? c->result.status : 0;
         return c->result.rc;
     }));
+}
+
+uint8_t ina_stripe_deny_status(const ina_stripe_t *stripe)
+{
+    return stripe != nullptr ? stripe->deny_status : 0;
 }
 
 int ina_stripe_call_test(ina_stripe_call_t *call, ina_cqe_t *cqe)

@@ -27,7 +27,8 @@
  *   reduced  = s  its shard of the result is folded (large local reductions)
  *   returned = s  (a stream's leader) the agent's result of its part is back
  *   released = s  it is done reading step s's buffers
- * and, per call of an UplinkOp, verdict = call * 8 + code (kVerdict*). A
+ * and, per call of an UplinkOp, verdict = call * kVerdictSpan + the agent's
+ * DENY status * 8 + code (kVerdict*). A
  * rank writes into set s % 2 only when every rank released s - 2. Every
  * rank sets released for every step, whatever its role.
  */
@@ -55,7 +56,9 @@ struct alignas(64) RankLine {
     std::atomic<uint64_t> verdict;
 };
 
-// Verdict codes of one stream of an UplinkOp (RankLine::verdict % 8).
+// Verdict codes of one stream of an UplinkOp (RankLine::verdict % 8; the
+// bits above, up to kVerdictSpan, carry the DENY status: why, for MPI_T).
+constexpr uint64_t kVerdictSpan = 256;
 constexpr uint64_t kVerdictGo = 1;          // granted
 constexpr uint64_t kVerdictDenied = 2;      // the agent denied it
 constexpr uint64_t kVerdictUnreachable = 3; // no agent before anything was sent

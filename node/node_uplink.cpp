@@ -281,9 +281,11 @@ struct UplinkOp final : ina_node_op {
     }
 
     // ---- the decision ---------------------------------------------------
-    void publish(uint64_t code)
+    void publish(uint64_t code, uint8_t status = 0)
     {
-        g->lines[g->me].verdict.store(seq * 8 + code, std::memory_order_release);
+        static_assert(INA_PROTO_STATUS_MAX * 8 + 7 < kVerdictSpan, "verdict bits");
+        g->lines[g->me].verdict.store(seq * kVerdictSpan + status * 8u + code,
+                                      std::memory_order_release);
         verdict_sent = true;
     }
     void post_stream()
@@ -309,7 +311,8 @@ struct UplinkOp final : ina_node_op {
             publish(kVerdictError);
         } else if (oc != INA_OFFLOADED) {
             call = nullptr;
-            publish(oc == INA_FALLBACK_DENIED ? kVerdictDenied : kVerdictUnreachable);
+            publish(oc == INA_FALLBACK_DENIED ? kVerdictDenied : kVerdictUnreachable,
+                    ina_job_deny_status(g->job));
         }
     }
     // Leaders: learn the stream's verdict. Everyone: combine the leaders'.
@@ -322,7 +325,8 @@ struct UplinkOp final : ina_node_op {
                 publish(c.rc != INA_OK                   ? kVerdictError
                         : c.outcome == INA_OFFLOADED       ? kVerdictGo
                         : c.outcome == INA_FALLBACK_DENIED ? kVerdictDenied
-                                                           : kVerdictUnreachable);
+                                                           : kVerdictUnreachable,
+                        c.outcome == INA_FALLBACK_DENIED ? c.status : 0);
                 if (c.rc != INA_OK) {
                     call_cqe = c;
                 }
@@ -330,33 +334,38 @@ struct UplinkOp final : ina_node_op {
             }
         }
         uint64_t worst = kVerdictGo;
+        uint8_t why = 0; // the first denying stream's DENY status
         for (uint32_t j = 0; j < K; ++j) {
             const uint64_t x = g->lines[g->leader[j]].verdict.load(std::memory_order_acquire);
-            if (x <= seq * 8) {
+            if (x <= seq * kVerdictSpan) {
                 return moved; // that leader has not heard yet
             }
-            worst = std::max(worst, x - seq * 8);
+            const uint64_t code = (x - seq * kVerdictSpan) % 8;
+            if (code == kVerdictDenied && why == 0) {
+                why = static_cast<uint8_t>((x - seq * kVerdictSpan) / 8);
+            }
+            worst = std::max(worst, code);
         }
         if (worst == kVerdictGo) {
             v = V::Go;
             decided = true;
         } else {
-            finish(worst);
+            finish(worst, why);
         }
         return true;
     }
     bool any_error() const
     {
         for (uint32_t j = 0; j < K; ++j) {
-            if (g->lines[g->leader[j]].verdict.load(std::memory_order_acquire) ==
-                seq * 8 + kVerdictError) {
+            const uint64_t x = g->lines[g->leader[j]].verdict.load(std::memory_order_acquire);
+            if (x > seq * kVerdictSpan && (x - seq * kVerdictSpan) % 8 == kVerdictError) {
                 return true;
             }
         }
         return false;
     }
     // The call ends without (all of) its result: fallback or error.
-    void finish(uint64_t code)
+    void finish(uint64_t code, uint8_t deny_status = 0)
     {
         v = V::Off;
         if (call != nullptr) {
@@ -374,6 +383,7 @@ struct UplinkOp final : ina_node_op {
         switch (code) {
         case kVerdictDenied:
             cqe.outcome = INA_FALLBACK_DENIED;
+            cqe.status = deny_status;
             break;
         case kVerdictUnreachable:
             cqe.outcome = INA_FALLBACK_UNREACHABLE;

@@ -27,6 +27,8 @@
 #include "ompi/request/request.h"
 #include "opal/class/opal_free_list.h"
 #include "opal/class/opal_hash_table.h"
+#include <time.h>
+
 #include "opal/class/opal_list.h"
 #include "opal/threads/mutex.h"
 
@@ -240,6 +242,14 @@ typedef struct mca_coll_ina_module_t {
     unsigned long long node_only_calls; /* of offloaded_calls: done by the node stage alone */
     unsigned long long fallback_calls;
     unsigned long long fallback_by_reason[MCA_COLL_INA_FB_COUNT];
+    /* Sharing the agent (docs/ARCHITECTURE.md, "Sharing an agent among
+     * jobs"): denials by the agent's reason (a DENY status), the time calls
+     * waited for the agents' verdicts, and the time denied calls then spent
+     * in the host algorithm (a non-blocking one: its post only). */
+    unsigned long long denied_by_status[INA_PROTO_STATUS_MAX + 1];
+    unsigned long long verdict_wait_ns;
+    unsigned long long denied_host_ns;
+    bool denied_pending; /* the call in hand was denied: time its fallback */
 
     /* > 0 while a saved collective runs: the collectives it calls on this
      * communicator (basic's allreduce calls comm->c_coll->coll_reduce and
@@ -249,13 +259,27 @@ typedef struct mca_coll_ina_module_t {
     int in_fallback;
 } mca_coll_ina_module_t;
 
-/* Run the saved provider of slot `fn` with the call's arguments, as above. */
+static inline uint64_t mca_coll_ina_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* Run the saved provider of slot `fn` with the call's arguments, as above
+ * (timed when the agent denied the call: denied_host_ns). */
 #define MCA_COLL_INA_RETURN_PREVIOUS(m, fn, ...)                                  \
     do {                                                                          \
         int rc_;                                                                  \
+        const bool timed_ = (m)->denied_pending;                                  \
+        const uint64_t t0_ = timed_ ? mca_coll_ina_now_ns() : 0;                  \
+        (m)->denied_pending = false;                                              \
         ++(m)->in_fallback;                                                       \
         rc_ = (m)->previous_##fn(__VA_ARGS__, (m)->previous_##fn##_module);       \
         --(m)->in_fallback;                                                       \
+        if (timed_) {                                                             \
+            (m)->denied_host_ns += mca_coll_ina_now_ns() - t0_;                   \
+        }                                                                         \
         return rc_;                                                               \
     } while (0)
 

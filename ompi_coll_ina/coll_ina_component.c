@@ -784,8 +784,11 @@ static mca_coll_ina_module_t *ina_comm_module(ompi_communicator_t *comm)
 typedef struct ina_pvar_def {
     const char *name;
     const char *desc;
-    int reason; /* -1: offloaded, -2: fallback total, -3: node only, else a fallback reason */
-    int kind;   /* with -1: a collective's offloaded counter, or -1 for all */
+    int reason; /* -1: offloaded, -2: fallback total, -3: node only, -4: denied by the
+                   agent's reason, -5: verdict wait, -6: denied calls' host time,
+                   else a fallback reason */
+    int kind;   /* with -1: a collective's offloaded counter, or -1 for all; with -4:
+                   the DENY status, or -1 for every other one */
 } ina_pvar_def_t;
 
 static const ina_pvar_def_t ina_pvar_defs[] = {
@@ -802,6 +805,19 @@ static const ina_pvar_def_t ina_pvar_defs[] = {
     {"fallback_denied", "Fallbacks: the agent denied the call", MCA_COLL_INA_FB_DENIED, -1},
     {"fallback_unreachable", "Fallbacks: no agent or no job for this communicator",
      MCA_COLL_INA_FB_UNREACHABLE, -1},
+    {"denied_busy", "Denials: another application's call held the agent (or another "
+                    "application held it: --policy exclusive)", -4, INA_PROTO_ERR_BUSY},
+    {"denied_outscored", "Denials: another application's call, predicted while this one "
+                         "would run, scored higher (--policy tdm)", -4,
+     INA_PROTO_ERR_OUTSCORED},
+    {"denied_no_resources", "Denials: the agent's Seg pool had no lease free", -4,
+     INA_PROTO_ERR_NO_RESOURCES},
+    {"denied_other", "Denials for any other reason (the job incomplete at the agent, its "
+                     "parent agent, another striped agent's denial)", -4, -1},
+    {"verdict_wait_ns", "Nanoseconds this communicator's calls waited for the agents' "
+                        "verdicts (granted or denied)", -5, -1},
+    {"denied_host_ns", "Nanoseconds this communicator's denied calls spent in the host "
+                       "algorithm (a non-blocking call: its post)", -6, -1},
     {"offloaded_allreduce", "MPI_Allreduce and MPI_Iallreduce calls offloaded", -1,
      MCA_COLL_INA_ALLREDUCE},
     {"offloaded_reduce", "MPI_Reduce and MPI_Ireduce calls offloaded", -1, MCA_COLL_INA_REDUCE},
@@ -845,6 +861,20 @@ static int ina_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *o
         *out = m->fallback_calls;
     } else if (-3 == def->reason) {
         *out = m->node_only_calls;
+    } else if (-4 == def->reason && def->kind >= 0) {
+        *out = m->denied_by_status[def->kind];
+    } else if (-4 == def->reason) {
+        unsigned s;
+        for (s = 0; s <= INA_PROTO_STATUS_MAX; ++s) {
+            if (INA_PROTO_ERR_BUSY != s && INA_PROTO_ERR_OUTSCORED != s &&
+                INA_PROTO_ERR_NO_RESOURCES != s) {
+                *out += m->denied_by_status[s];
+            }
+        }
+    } else if (-5 == def->reason) {
+        *out = m->verdict_wait_ns;
+    } else if (-6 == def->reason) {
+        *out = m->denied_host_ns;
     } else {
         *out = m->fallback_by_reason[def->reason];
     }

@@ -312,12 +312,21 @@ static int ina_fallback(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
  * coll_ina_required fail if no agent could be asked. `who`: which agent,
  * for the messages. */
 static int ina_not_offloaded(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
-                             ina_outcome_t outcome, const char *who, bool *fallback)
+                             ina_outcome_t outcome, uint8_t status, const char *who,
+                             bool *fallback)
 {
     const bool denied = INA_FALLBACK_DENIED == outcome;
-    char why[96];
+    char why[128];
 
-    snprintf(why, sizeof(why), "%s %s", who, denied ? "denied the call" : "is unreachable");
+    if (denied) {
+        /* The agent's reason (0 if it gave none: an early verdict not kept). */
+        ++m->denied_by_status[status <= INA_PROTO_STATUS_MAX ? status : 0];
+        m->denied_pending = true;
+        snprintf(why, sizeof(why), "%s denied the call (%s)", who,
+                 0 != status ? ina_proto_status_name(status) : "no reason given");
+    } else {
+        snprintf(why, sizeof(why), "%s is unreachable", who);
+    }
     if (!denied && mca_coll_ina_component.required) {
         return ina_required_error(m, why);
     }
@@ -351,6 +360,7 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     const char *why = NULL;
     ina_cqe_t cqe;
     ina_status_t erc;
+    uint64_t t0;
 
     group = mca_coll_ina_node_group(m, bytes, &why);
     if (NULL == group) {
@@ -362,6 +372,7 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     if (NULL != request && NULL == (req = ina_req_get(m))) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    t0 = mca_coll_ina_now_ns();
     erc = ina_node_post(group, desc, &op);
     if (INA_OK != erc) {
         /* Arguments the component checked already, or no memory for the
@@ -375,6 +386,7 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     while (!ina_node_decision(op, &cqe)) {
         opal_progress();
     }
+    m->verdict_wait_ns += mca_coll_ina_now_ns() - t0;
     if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
         /* Decided: the op is complete. */
         ina_node_op_free(op);
@@ -384,7 +396,7 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
         if (INA_OK != cqe.rc) {
             return ina_failed_error(m, kind, cqe.rc, &cqe);
         }
-        return ina_not_offloaded(m, kind, cqe.outcome, "the agent", fallback);
+        return ina_not_offloaded(m, kind, cqe.outcome, cqe.status, "the agent", fallback);
     }
     ++m->offloaded_calls;
     ++m->offloaded_by_kind[kind];
@@ -421,11 +433,14 @@ static int ina_try_stripe(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     ina_outcome_t outcome = INA_OFFLOADED;
     ina_cqe_t cqe = {.rc = INA_OK};
     ina_status_t erc;
+    uint64_t t0;
 
     if (NULL != request && NULL == (req = ina_req_get(m))) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    t0 = mca_coll_ina_now_ns();
     erc = ina_stripe_post(m->stripe, desc, 1, &call, &outcome);
+    m->verdict_wait_ns += mca_coll_ina_now_ns() - t0;
     if (INA_OK != erc || INA_OFFLOADED != outcome) {
         if (NULL != req) {
             ina_req_discard(req);
@@ -434,8 +449,8 @@ static int ina_try_stripe(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
             cqe.rc = erc;
             return ina_failed_error(m, kind, erc, &cqe);
         }
-        return ina_not_offloaded(m, kind, outcome, "an agent the job is striped over",
-                                 fallback);
+        return ina_not_offloaded(m, kind, outcome, ina_stripe_deny_status(m->stripe),
+                                 "an agent the job is striped over", fallback);
     }
     ++m->offloaded_calls;
     ++m->offloaded_by_kind[kind];
@@ -463,6 +478,7 @@ int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     ina_outcome_t outcome = INA_OFFLOADED;
     ina_cqe_t cqe = {.rc = INA_OK};
     ina_status_t erc;
+    uint64_t t0;
 
     *fallback = false;
     if (m->in_fallback > 0) {
@@ -500,7 +516,9 @@ int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
 
+    t0 = mca_coll_ina_now_ns();
     erc = ina_job_post(m->job, desc, &call, &outcome);
+    m->verdict_wait_ns += mca_coll_ina_now_ns() - t0;
     if (INA_OK != erc) {
         if (NULL != req) {
             ina_req_discard(req);
@@ -512,7 +530,8 @@ int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
         if (NULL != req) {
             ina_req_discard(req);
         }
-        return ina_not_offloaded(m, kind, outcome, "the agent", fallback);
+        return ina_not_offloaded(m, kind, outcome, ina_job_deny_status(m->job), "the agent",
+                                 fallback);
     }
     ++m->offloaded_calls;
     ++m->offloaded_by_kind[kind];

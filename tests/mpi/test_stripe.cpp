@@ -76,12 +76,13 @@ void check_sum(const std::vector<int64_t> &got, int size, int64_t salt, const ch
 }
 
 struct Snapshot {
-    long long offloaded, denied, fallbacks;
+    long long offloaded, denied, fallbacks, no_resources, host_ns;
 };
 
 Snapshot snap(Counters &c, MPI_Comm comm)
 {
-    return {c.offloaded(comm), c.read("coll_ina_fallback_denied", comm), c.fallbacks(comm)};
+    return {c.offloaded(comm), c.read("coll_ina_fallback_denied", comm), c.fallbacks(comm),
+            c.read("coll_ina_denied_no_resources", comm), c.read("coll_ina_denied_host_ns", comm)};
 }
 
 // The calls since `before` were `off` offloaded and `denied` denied ones.
@@ -96,6 +97,14 @@ void expect(Counters &c, MPI_Comm comm, const Snapshot &before, long long off,
               now.denied - before.denied, denied);
     INA_CHECK(now.fallbacks - before.fallbacks == denied, "%s: fallbacks +%lld, want +%lld",
               what, now.fallbacks - before.fallbacks, denied);
+    // The reason travels with the DENY: the pool (the holding calls are of
+    // this application, which does not compete with itself).
+    checks += 2;
+    INA_CHECK(now.no_resources - before.no_resources == denied,
+              "%s: denied for no resources +%lld, want +%lld", what,
+              now.no_resources - before.no_resources, denied);
+    INA_CHECK((now.host_ns > before.host_ns) == (denied > 0),
+              "%s: host time of denied calls %lld -> %lld", what, before.host_ns, now.host_ns);
 }
 
 // Ranks but the last: tell the last rank that the holding calls are granted.
