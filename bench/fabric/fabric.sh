@@ -90,15 +90,16 @@ fab_kill_ns_pids() {
 # Idempotent: removes our namespaces (with their veths, bridge and qdiscs),
 # the processes inside them and the root-namespace relay.
 fab_down() {
-    local ns pid child
-    if [[ -r $FAB_STATE/relay.pid ]]; then
-        pid=$(<"$FAB_STATE/relay.pid")
+    local ns pid child f
+    for f in "$FAB_STATE"/relay-*.pid; do
+        [[ -r $f ]] || continue
+        pid=$(<"$f")
         # socat forks one child per relayed connection; stop those too.
         if [[ $pid =~ ^[0-9]+$ ]]; then
             for child in $(pgrep -P "$pid" 2>/dev/null); do fab_kill_pid "$child" socat; done
         fi
         fab_kill_pid "$pid" socat
-    fi
+    done
     while read -r ns _; do
         [[ $ns == "$FAB_PREFIX"-* ]] || continue
         fab_kill_ns_pids "$ns"
@@ -190,21 +191,23 @@ fab_wait_listen() {
     return 1
 }
 
-# fab_relay_up HOSTS PORT: mpirun's PMIx server listens on 127.0.0.1:PORT of
-# the root namespace only. Each host namespace gets a listener on its own
+# fab_relay_up HOSTS PORT [FIRST]: mpirun's PMIx server listens on
+# 127.0.0.1:PORT of the root namespace only. Each host namespace (hosts
+# FIRST.. FIRST+HOSTS-1, FIRST default 0) gets a listener on its own
 # 127.0.0.1:PORT that forwards through a unix socket (a file, so it crosses
-# namespaces) to the root namespace's port.
+# namespaces) to the root namespace's port. One relay per PORT: several
+# mpiruns (each its own port) can run side by side on disjoint hosts.
 fab_relay_up() {
-    local hosts=$1 port=$2 sock=$FAB_STATE/pmix.sock i ns
+    local hosts=$1 port=$2 first=${3:-0} sock=$FAB_STATE/pmix-$2.sock i ns
     socat "UNIX-LISTEN:$sock,fork,unlink-early,mode=600" "TCP4:127.0.0.1:$port" \
-        </dev/null >/dev/null 2>"$FAB_STATE/relay.log" 9>&- &
-    echo $! >"$FAB_STATE/relay.pid"
-    for ((i = 0; i < hosts; i++)); do
+        </dev/null >/dev/null 2>>"$FAB_STATE/relay.log" 9>&- &
+    echo $! >"$FAB_STATE/relay-$port.pid"
+    for ((i = first; i < first + hosts; i++)); do
         ns=$(fab_ns_host "$i")
         ip netns exec "$ns" socat "TCP4-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork" \
             "UNIX-CONNECT:$sock" </dev/null >/dev/null 2>>"$FAB_STATE/relay.log" 9>&- &
     done
-    for ((i = 0; i < hosts; i++)); do
+    for ((i = first; i < first + hosts; i++)); do
         fab_wait_listen "$(fab_ns_host "$i")" "127.0.0.1:$port" || return 1
     done
 }
