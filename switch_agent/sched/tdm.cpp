@@ -64,23 +64,28 @@ agg::Verdict TdmScheduler::decide(const agg::CallRequest &req)
 {
     const double now = now_s();
     JobState &me = job(req.jid, req.nmembers);
+    me.window = req.window;
     me.tenant = agg::tenant_key(req);
     const double bytes = static_cast<double>(req.total) * ina_proto_dtype_size(req.dtype);
     me.pattern.arrived(now, bytes, req.coll);
 
-    // 1. Another job's call holds the agent.
+    // The resource is the pool: what is left of it once this call has its
+    // lease. Only a tenant that would not fit beside this call competes.
+    const uint32_t free = pool_.free_segs();
+    const uint32_t left = free >= req.window ? free - req.window : 0;
+    // 1. Another tenant's call holds the agent (this one does not fit beside it).
     for (const auto &[jid, other] : jobs_) {
-        if (other.tenant != me.tenant && other.open > 0) {
+        if (other.tenant != me.tenant && other.open > 0 && free < req.window) {
             return deny(me, INA_PROTO_ERR_BUSY);
         }
     }
-    // 2./3. Calls of other jobs predicted while this one would run: the
-    // first in score order takes the agent.
+    // 2./3. Calls of other tenants predicted while this one would run, that
+    // would not fit beside it: the first in score order takes the agent.
     const double until = now + hold(me, bytes);
     Contender best{req.jid, score(me, req.coll, bytes), me.denied, true};
     for (const auto &[jid, other] : jobs_) {
         const CallPattern &p = other.pattern;
-        if (other.tenant == me.tenant || !p.predictable()) {
+        if (other.tenant == me.tenant || !p.predictable() || other.window <= left) {
             continue;
         }
         const double t = p.next_arrival();
@@ -126,7 +131,10 @@ void TdmScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t
     lease.clear();
 }
 
-void TdmScheduler::on_job_created(const agg::JobInfo &info) { job(info.jid, info.nmembers); }
+void TdmScheduler::on_job_created(const agg::JobInfo &info)
+{
+    job(info.jid, info.nmembers).window = info.window;
+}
 
 void TdmScheduler::on_job_freed(uint32_t jid) { jobs_.erase(jid); }
 

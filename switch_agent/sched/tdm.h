@@ -2,9 +2,13 @@
 //
 // Time-division policy (SEEDS S4, `ina-switchd --policy tdm`, the default):
 // the agent serves one job's calls at a time, each with its whole lease,
-// instead of splitting the pool among jobs. When a call of job A asks:
-//   1. another job's call holds the agent now: deny (BUSY);
-//   2. no other job's call is predicted to arrive while A's would run: grant;
+// instead of splitting the pool among jobs. The contended resource is the
+// pool: jobs whose leases fit side by side do not compete (with a pool of
+// many windows tdm grants as fcfs does). When a call of job A asks:
+//   1. another job's call holds the agent now (A's lease does not fit
+//      beside it): deny (BUSY);
+//   2. no other job's call that would not fit beside A's is predicted to
+//      arrive while A's would run: grant;
 //   ("another job": of another tenant, CallRequest::tenant; an application's
 //   own communicators and node streams do not compete, their calls share
 //   the pool as under fcfs)
@@ -61,6 +65,7 @@ private:
     struct JobState {
         uint32_t nmembers = 1;
         uint64_t tenant = 0; // agg::tenant_key, as of its last call
+        uint32_t window = 0; // the lease its calls take
         CallPattern pattern;
         uint32_t open = 0;   // granted calls not done
         uint32_t denied = 0; // calls denied in a row since the last grant

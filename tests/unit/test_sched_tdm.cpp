@@ -280,8 +280,9 @@ START_TEST(test_calc_score_properties)
 END_TEST
 
 // Rule 1 and 2 with no history: a call is granted while no other job's call
-// holds the agent; another job's call that arrives meanwhile is denied
-// BUSY; the same job's second call overlaps (pool permitting).
+// holds the agent; another job's call that arrives meanwhile and does not
+// fit beside it is denied BUSY; one that fits is granted (the pool is the
+// resource); the same job's calls overlap (pool permitting).
 START_TEST(test_tdm_busy_and_free)
 {
     SegPool pool(8, 64);
@@ -293,26 +294,31 @@ START_TEST(test_tdm_busy_and_free)
     };
     Verdict a = sched.decide(req(1, 0, 4));
     ck_assert(a.kind == Verdict::Kind::kGrant);
-    Verdict b = sched.decide(req(2, 0, 4));
+    Verdict b = sched.decide(req(2, 0, 6)); // 6 do not fit beside 4 in 8
     ck_assert(b.kind == Verdict::Kind::kDeny);
     ck_assert_int_eq(b.status, INA_PROTO_ERR_BUSY);
+    Verdict c = sched.decide(CallRequest{3, 0, 2, 1024, INA_COLL_ALLREDUCE, INA_OP_SUM,
+                                         INA_DT_INT32, 4, 0}); // 2 do: no competition
+    ck_assert(c.kind == Verdict::Kind::kGrant);
+    sched.on_call_done(3, 0, c.lease);
     Verdict a2 = sched.decide(req(1, 1, 4)); // job 1's own overlap
     ck_assert(a2.kind == Verdict::Kind::kGrant);
     Verdict a3 = sched.decide(req(1, 2, 4)); // beyond the pool
     ck_assert_int_eq(a3.status, INA_PROTO_ERR_NO_RESOURCES);
     now += std::chrono::milliseconds(1);
     sched.on_call_done(1, 0, a.lease);
-    ck_assert(sched.decide(req(2, 1, 4)).kind == Verdict::Kind::kDeny); // one still open
+    ck_assert(sched.decide(req(2, 1, 6)).kind == Verdict::Kind::kDeny); // one still open
     sched.on_call_done(1, 1, a2.lease);
     ck_assert_uint_eq(pool.free_segs(), 8);
-    Verdict b2 = sched.decide(req(2, 2, 4)); // free: nothing predicted yet
+    Verdict b2 = sched.decide(req(2, 2, 6)); // free: nothing predicted yet
     ck_assert(b2.kind == Verdict::Kind::kGrant);
     now += std::chrono::milliseconds(1);
     sched.on_call_done(2, 2, b2.lease);
-    // The agent learned its rate from the 1 MiB call that held it 1 ms.
+    // The agent learned its rate from the 1 MiB calls that held it 1 ms.
     ck_assert(std::fabs(sched.rate() - 1e-3 / (1 << 20)) < 1e-12);
     sched.on_job_freed(1);
     sched.on_job_freed(2);
+    sched.on_job_freed(3);
     ck_assert(sched.pattern(1) == nullptr);
     ck_assert_uint_eq(pool.free_segs(), 8);
 }
@@ -463,7 +469,8 @@ START_TEST(test_tdm_tenants_in_the_aggregator)
 {
     using namespace agg_test;
     FakeSink sink;
-    Aggregator agg(small_config(16),
+    // The pool holds two leases: the application's two calls fill it.
+    Aggregator agg(small_config(8),
                    [](SegPool &pool) {
                        return std::make_unique<TdmScheduler>(pool, test_config());
                    },
@@ -505,7 +512,7 @@ START_TEST(test_tdm_tenants_in_the_aggregator)
     decisions(false, INA_PROTO_ERR_BUSY);
     agg.block(app[1], blk(world, 1, 0), v.data());
     agg.block(app[0], blk(dup, 0, 0), v.data());
-    ck_assert_uint_eq(agg.pool().free_segs(), 16); // both done: leases back
+    ck_assert_uint_eq(agg.pool().free_segs(), 8); // both done: leases back
     sink.events.clear();
     agg.block(other[1], blk(foreign, 1, 1), v.data()); // free now, nothing predicted
     decisions(true, INA_PROTO_OK);
@@ -515,7 +522,7 @@ START_TEST(test_tdm_tenants_in_the_aggregator)
     ck_assert_uint_eq(agg.counters().denied_by[INA_PROTO_ERR_BUSY], 1);
     ck_assert_uint_eq(agg.counters().calls_denied, 1);
     agg.member_lost(other[0]);
-    ck_assert_uint_eq(agg.pool().free_segs(), 16);
+    ck_assert_uint_eq(agg.pool().free_segs(), 8);
 }
 END_TEST
 
