@@ -52,10 +52,8 @@ public:
     // A granted call of `bytes` held the agent for `secs`.
     void held(double secs, double bytes);
 
-    bool seen() const { return arrivals_ > 0; }
     // The next arrival can be predicted once two gaps were seen.
     bool predictable() const { return gap_.samples() >= 2; }
-    double last_arrival() const { return last_; }
     // When the next call should arrive, and how late it may be and still be
     // expected (the gap's band).
     double next_arrival() const { return last_ + gap_.mean(); }

@@ -15,7 +15,6 @@
 #include <cmath>
 #include <map>
 #include <queue>
-#include <string>
 #include <tuple>
 #include <vector>
 
