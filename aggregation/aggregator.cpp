@@ -73,7 +73,7 @@ Job &Aggregator::new_job(Member &from, const JobKey &key, std::vector<uint32_t> 
         std::make_unique<Job>(jid, window, key, std::move(node_ids), asked_window, tree, &from);
     job->set_tenant(tenant); // before the uplink opens it at the parent
     const uint32_t nmembers = job->nmembers();
-    const JobInfo info{jid, nmembers, job->topology().nnodes(), window};
+    const JobInfo info{jid, nmembers, job->topology().nnodes(), window, tenant};
     Job &ref = *job;
     jobs_.emplace(jid, std::move(job));
     if (++next_jid_ == 0) {
@@ -83,6 +83,9 @@ Job &Aggregator::new_job(Member &from, const JobKey &key, std::vector<uint32_t> 
     INA_DEBUG("job %u created: %u members on %u nodes, window %u", jid, nmembers, info.nnodes,
               window);
     scheduler_->on_job_created(info);
+    // What its members may send of MID 0 before its verdict: every member
+    // hears the same word, whenever it opens.
+    ref.set_ahead_at_open(ref.children() ? window : ahead_word(ref));
     if (ref.uplinked()) {
         ref.set_up_state(Job::UpState::kOpening);
         uplink_->open(ref); // calls wait for it (decide)
@@ -118,7 +121,7 @@ void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *pa
         INA_WARN("JOB_OPEN of a job over %u leaf agents refused: this agent has no parent "
                  "(--parent)",
                  tree.groups);
-        sink_.job_opened(from, h, 0, 0, INA_PROTO_ERR_UPSTREAM);
+        sink_.job_opened(from, h, 0, 0, 0, INA_PROTO_ERR_UPSTREAM);
         return;
     }
     Job *job = nullptr;
@@ -151,7 +154,8 @@ void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *pa
                  st == INA_PROTO_ERR_MISMATCH ? "described differently than by its first member"
                                               : ina_proto_status_name(st));
     }
-    sink_.job_opened(from, h, st == INA_PROTO_OK ? job->jid() : 0, job->window(), st);
+    sink_.job_opened(from, h, st == INA_PROTO_OK ? job->jid() : 0, job->window(),
+                     st == INA_PROTO_OK ? job->ahead_at_open() : 0, st);
     settle();
 }
 
@@ -249,6 +253,13 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
 {
     CallRequest req{job.jid(), mid,        job.window(),   call.total, call.coll,
                     call.op,   call.dtype, job.nmembers(), call.asked};
+    // Blocks sent before the verdict must find their Segs: as many as the
+    // members were told and the call has (a child agent sends its whole
+    // window at once, it ignores `ahead`).
+    req.min_window = job.children()
+                         ? job.window()
+                         : static_cast<uint32_t>(std::min<uint64_t>(
+                               {job.ahead_for(mid), job.window(), std::max<uint64_t>(1, call.nblocks)}));
     ++call.asked;
     // Room for the per-slot SIDs first: nothing may throw once a lease is taken.
     call.next_sid.resize(job.window());
@@ -278,23 +289,27 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
         req.tenant = job.tenant();
         v = scheduler_->decide(req);
     }
-    if (v.kind == Verdict::Kind::kGrant && v.lease.size() != job.window()) {
-        INA_ERROR("scheduler granted job %u mid %" PRIu64 " a lease of %zu Segs, not %u: denied",
-                  job.jid(), mid, v.lease.size(), job.window());
+    if (v.kind == Verdict::Kind::kGrant &&
+        (v.lease.size() < req.min_window || v.lease.size() > req.window)) {
+        INA_ERROR("scheduler granted job %u mid %" PRIu64
+                  " a lease of %zu Segs, not %u..%u: denied",
+                  job.jid(), mid, v.lease.size(), req.min_window, req.window);
         scheduler_->on_call_done(job.jid(), mid, v.lease);
         v = Verdict::deny(INA_PROTO_ERR_NO_RESOURCES);
     }
     switch (v.kind) {
     case Verdict::Kind::kGrant:
+        call.next_sid.resize(v.lease.size()); // shrinks: allocates nothing
         std::iota(call.next_sid.begin(), call.next_sid.end(), 0u);
         call.lease = std::move(v.lease);
         call.granted = true;
         call.deferred = false;
         ++counters_.calls_granted;
+        counters_.leased_segs += call.lease.size();
         ++job.decisions().granted;
         if (job.uplinked()) {
             // The members hear the GRANT once the parent granted too.
-            call.up_pending.assign(job.window(), 0);
+            call.up_pending.assign(call.lease.size(), 0);
             call.up_next.resize(job.up_window());
             std::iota(call.up_next.begin(), call.up_next.end(), uint64_t{0});
             uplink_->ready(job, mid, call);
@@ -322,7 +337,7 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
 void Aggregator::tell_grant(Job &job, Call &call, uint64_t mid)
 {
     call.grant_told = true;
-    announce(job, call, Decision{job.jid(), mid, job.window(), true, INA_PROTO_OK});
+    announce(job, call, mid, true, INA_PROTO_OK);
 }
 
 void Aggregator::deny(Job &job, Call &call, uint64_t mid, ina_proto_status_t st,
@@ -340,7 +355,7 @@ void Aggregator::deny(Job &job, Call &call, uint64_t mid, ina_proto_status_t st,
     if (call.told.size() != job.nmembers()) {
         call.told.assign(job.nmembers(), false);
     }
-    announce(job, call, Decision{job.jid(), mid, job.window(), false, call.deny_status});
+    announce(job, call, mid, false, call.deny_status);
     if (tell_parent && job.uplinked() && job.up_state() == Job::UpState::kOpen) {
         uplink_->abort(job, mid, call.deny_status); // the other leaves deny it too
     }
@@ -372,8 +387,36 @@ void Aggregator::abort_call(Job &job, uint64_t mid, Call &call, ina_proto_status
     }
 }
 
-void Aggregator::announce(Job &job, Call &call, const Decision &d)
+uint32_t Aggregator::ahead_word(const Job &job) const
 {
+    return std::clamp<uint32_t>(scheduler_->ahead(job.jid(), job.window()), 1, job.window());
+}
+
+void Aggregator::tell_ahead(Job &job, Call &call, uint64_t mid)
+{
+    if (call.ahead != 0) {
+        return; // told once, with the verdict
+    }
+    // A member that hears this before it starts mid + 1 may send that many
+    // of its blocks before their verdict. If mid + 1 is already decided, its
+    // lease was sized without this word: say no more than 1.
+    const bool next_decided = job.find_call(mid + 1) != nullptr || job.is_retired(mid + 1);
+    call.ahead = job.children() ? job.window() : next_decided ? 1 : ahead_word(job);
+    job.tell_ahead(mid, call.ahead);
+}
+
+Decision Aggregator::decision(const Job &job, const Call &call, uint64_t mid, bool grant,
+                              ina_proto_status_t st) const
+{
+    const uint32_t window = grant || call.granted ? static_cast<uint32_t>(call.lease.size())
+                                                  : job.window();
+    return Decision{job.jid(), mid, window, grant, st, call.ahead};
+}
+
+void Aggregator::announce(Job &job, Call &call, uint64_t mid, bool grant, ina_proto_status_t st)
+{
+    tell_ahead(job, call, mid);
+    const Decision d = decision(job, call, mid, grant, st);
     for (uint32_t rank = 0; rank < job.nmembers(); ++rank) {
         if (Member *m = job.member(rank)) {
             sink_.decision(*m, rank, d);
@@ -492,7 +535,12 @@ Job *Aggregator::member_job(Member &from, const ina_proto_hdr_t &h, const char *
         reject(&from, h, INA_PROTO_ERR_NOT_MEMBER, "sender is not this member");
         return nullptr;
     }
-    if (h.type != INA_PROTO_CALL_ABORT && h.window != job.window()) {
+    // A BLOCK names the window its seg was computed in: the job's before
+    // the verdict, the call's lease after (apply checks which).
+    const bool window_ok = h.type == INA_PROTO_CALL_ABORT ||
+                           (h.type == INA_PROTO_BLOCK ? h.window >= 1 && h.window <= job.window()
+                                                      : h.window == job.window());
+    if (!window_ok) {
         reject(&from, h, INA_PROTO_ERR_MISMATCH, "window differs from the job's");
         return nullptr;
     }
@@ -506,6 +554,9 @@ Call &Aggregator::start_call(Job &job, const ina_proto_hdr_t &h)
     c.op = h.op;
     c.dtype = h.dtype;
     c.total = h.arg;
+    // A member's first block of a call is its SID 0: a whole block's length
+    // (BARRIER's is empty).
+    c.nblocks = h.seg_count == 0 ? 1 : (h.arg + h.seg_count - 1) / h.seg_count;
     if (job.children()) {
         c.ready.assign(job.nmembers(), false);
     }
@@ -596,12 +647,21 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
             // Except one that joined after the decision (a job opened by
             // key): it learns the verdict now, at its first block.
             call.told[h.rank] = true;
-            sink_.decision(from, h.rank,
-                           Decision{job.jid(), h.mid, job.window(), false, call.deny_status});
+            sink_.decision(from, h.rank, decision(job, call, h.mid, false, call.deny_status));
         }
         return;
     }
-    if (call.finished || h.sid < call.next_sid[h.seg]) {
+    if (call.finished) {
+        ++counters_.duplicate; // a block whose RESULT already went out
+        return;
+    }
+    if (h.seg >= call.lease.size() || h.seg != h.sid % call.lease.size()) {
+        // Sent beyond what `ahead` allowed before the verdict, or in another
+        // lease than the GRANT's.
+        refuse(job, call, from, h, INA_PROTO_ERR_MISMATCH, "block outside the call's lease");
+        return;
+    }
+    if (h.sid < call.next_sid[h.seg]) {
         ++counters_.duplicate; // a block whose RESULT already went out
         return;
     }
@@ -659,12 +719,17 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
     }
     // Complete: the Seg is free again at once; the result buffer travels
     // (to the members, or up to the parent: its RESULT comes back later).
-    call.next_sid[h.seg] = h.sid + job.window();
+    call.next_sid[h.seg] = h.sid + static_cast<uint32_t>(call.lease.size());
     if (job.uplinked()) {
         send_up(job, call, h, seg);
         return;
     }
-    send_result(job, h, seg);
+    // Every RESULT carries the call's lease and the word for the next call
+    // (a member of one-member jobs hears no GRANT).
+    ina_proto_hdr_t done = h;
+    done.window = static_cast<uint16_t>(call.lease.size());
+    done.ahead = static_cast<uint16_t>(call.ahead);
+    send_result(job, done, seg);
     // BARRIER's single block is empty (total 0): done >= total at once.
     call.done += h.seg_count;
     if (call.done >= call.total) {

@@ -50,6 +50,7 @@ struct Counters {
     uint64_t rejected[INA_PROTO_STATUS_MAX + 1] = {}; // refusals by status
     uint64_t foreign = 0;        // blocks from a member not bound to (jid, rank)
     uint64_t calls_granted = 0;
+    uint64_t leased_segs = 0;    // Segs of all granted leases (their mean: leased_segs / calls_granted)
     uint64_t calls_denied = 0;
     uint64_t denied_by[INA_PROTO_STATUS_MAX + 1] = {}; // calls_denied by DENY status
     uint64_t calls_deferred = 0; // calls the scheduler put off at least once
@@ -133,7 +134,14 @@ public:
 private:
     Verdict::Kind decide(Job &job, Call &call, uint64_t mid);
     // The decision to every joined member (who is then told: Call::told).
-    void announce(Job &job, Call &call, const Decision &d);
+    // Tell every member the call's verdict (with the call's `ahead`).
+    void announce(Job &job, Call &call, uint64_t mid, bool grant, ina_proto_status_t st);
+    Decision decision(const Job &job, const Call &call, uint64_t mid, bool grant,
+                      ina_proto_status_t st) const;
+    // Leases (ina_proto.h): the scheduler's `ahead` for the job's next call,
+    // and fixing it once per call, with its verdict.
+    uint32_t ahead_word(const Job &job) const;
+    void tell_ahead(Job &job, Call &call, uint64_t mid);
     void handle_block(Member &from, const ina_proto_hdr_t &h, const void *payload, BufRef *own);
     void keep(Job &job, Call &call, uint64_t mid, Member &from, const ina_proto_hdr_t &h,
               const void *payload);

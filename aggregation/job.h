@@ -77,9 +77,11 @@ struct Call {
     bool granted = false;
     bool deferred = false;          // waiting for the scheduler; blocks in `kept`
     ina_proto_status_t deny_status = INA_PROTO_OK;
-    std::vector<uint32_t> lease;    // Seg of each slot: lease[sid % window]
+    std::vector<uint32_t> lease;    // Seg of each slot: lease[sid % lease.size()]
+    uint32_t ahead = 0;             // told with its verdict: for the next MID (0: not yet)
     std::vector<uint32_t> next_sid; // per slot: next SID it may serve (older = duplicate)
     uint64_t total = 0;             // elements of the call's result vector
+    uint64_t nblocks = 1;           // blocks of the call (from its first block's length)
     uint64_t done = 0;              // elements whose RESULT went out
     uint32_t asked = 0;             // times the scheduler was asked
     bool finished = false;          // lease returned (granted), denied or aborted
@@ -172,6 +174,33 @@ public:
     void set_tenant(uint64_t t) { tenant_ = t; }
     const Decisions &decisions() const { return decisions_; }
 
+    // Leases (ina_proto.h): the `ahead` the members were told for call
+    // `mid` (1 if none: nothing told before the call was decided). A grant
+    // of that call must lease at least that many Segs.
+    uint32_t ahead_for(uint64_t mid) const
+    {
+        auto it = ahead_.find(mid);
+        return it != ahead_.end() ? it->second : 1;
+    }
+    // The verdict of `mid` (which used its own word) tells `ahead` for
+    // mid + 1. Words for calls that never come (every member fell back
+    // before sending) are forgotten beyond a few.
+    void tell_ahead(uint64_t mid, uint32_t ahead)
+    {
+        ahead_.erase(mid);
+        ahead_[mid + 1] = ahead;
+        while (ahead_.size() > kAheadWords) {
+            ahead_.erase(ahead_.begin());
+        }
+    }
+    // JOB_OPENED's word, for MID 0 (fixed when the job is created).
+    uint32_t ahead_at_open() const { return ahead_at_open_; }
+    void set_ahead_at_open(uint32_t ahead)
+    {
+        ahead_at_open_ = ahead;
+        ahead_[0] = ahead;
+    }
+
     // A member sent a block of `mid`: it has moved past every older MID.
     void note_mid(uint32_t rank, uint64_t mid);
     Call *find_call(uint64_t mid);
@@ -218,6 +247,9 @@ private:
     bool waited_in_vain_ = false;
     uint64_t retired_below_ = 0;
     std::map<uint64_t, Call> calls_;
+    static constexpr size_t kAheadWords = 64;
+    std::map<uint64_t, uint32_t> ahead_; // MID -> `ahead` its members were told
+    uint32_t ahead_at_open_ = 1;
 };
 
 } // namespace ina::agg

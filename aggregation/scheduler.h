@@ -29,14 +29,15 @@ struct JobInfo {
     uint32_t jid;
     uint32_t nmembers;
     uint32_t nnodes;
-    uint32_t window; // the lease a call of this job needs
+    uint32_t window; // the longest lease a call of this job may get
+    uint64_t tenant = 0; // JOB_OPEN's (CallRequest::tenant)
 };
 
 // What a policy may know about a call.
 struct CallRequest {
     uint32_t jid;
     uint64_t mid;
-    uint32_t window;   // Segs the call needs (its lease)
+    uint32_t window;   // the job's window: the longest lease the call may get
     uint64_t total;    // elements of the call's result vector
     uint8_t coll;      // ina_proto_coll_t
     uint8_t op;        // ina_proto_op_t
@@ -47,19 +48,25 @@ struct CallRequest {
     // one tenant (communicators, node streams of one application) do not
     // compete: the program orders its own calls. 0: the job is its own.
     uint64_t tenant = 0;
+    // The shortest lease the call may get: blocks its members may have sent
+    // before the verdict (the `ahead` they were told, ina_proto.h "Leases").
+    // 1 <= min_window <= window.
+    uint32_t min_window = 1;
 };
 
 // Jobs with equal keys are one tenant.
-inline uint64_t tenant_key(const CallRequest &req)
+inline uint64_t tenant_key(uint64_t tenant, uint32_t jid)
 {
-    return req.tenant != 0 ? req.tenant : (uint64_t{1} << 63) | req.jid;
+    return tenant != 0 ? tenant : (uint64_t{1} << 63) | jid;
 }
+inline uint64_t tenant_key(const CallRequest &req) { return tenant_key(req.tenant, req.jid); }
+inline uint64_t tenant_key(const JobInfo &job) { return tenant_key(job.tenant, job.jid); }
 
 struct Verdict {
     enum class Kind { kGrant, kDeny, kDefer };
     Kind kind = Kind::kDeny;
     ina_proto_status_t status = INA_PROTO_ERR_NO_RESOURCES; // kDeny: the reason
-    std::vector<uint32_t> lease; // kGrant: `window` Segs, lease[i] serves sid % window == i
+    std::vector<uint32_t> lease; // kGrant: min_window..window Segs, lease[i] serves sid % size == i
 
     static Verdict grant(std::vector<uint32_t> lease)
     {
@@ -89,9 +96,15 @@ class Scheduler {
 public:
     virtual ~Scheduler() = default;
 
-    // Decide a call. A Grant's lease must hold exactly req.window Segs of the
-    // pool; the scheduler gets it back in on_call_done.
+    // Decide a call. A Grant's lease must hold req.min_window..req.window
+    // Segs of the pool; the scheduler gets it back in on_call_done.
     virtual Verdict decide(const CallRequest &req) = 0;
+    // How many blocks of its next call the members of `jid` may send before
+    // that call's verdict (1..window; ina_proto.h "Leases"): what a denial
+    // of it will cost the link, and the shortest lease it may then get. An
+    // agent nobody else wants says `window` (no round trip before a call
+    // streams); one that may deny or cut the call says less.
+    virtual uint32_t ahead(uint32_t jid, uint32_t window) const { return window; }
     // A call that was granted or deferred is over: `lease` is the granted
     // lease (the scheduler gives it back to the pool; it may hold busy Segs of
     // an aborted call, SegPool::release empties them), or empty when a

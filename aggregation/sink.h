@@ -22,18 +22,20 @@ namespace ina::agg {
 struct Decision {
     uint32_t jid;
     uint64_t mid;
-    uint32_t window;
+    uint32_t window;           // GRANT: the call's lease; DENY: the job's window
     bool grant;                // GRANT, else DENY
     ina_proto_status_t status; // OK for a grant, the reason of a deny
+    uint32_t ahead = 0;        // for the job's next call (ina_proto.h "Leases")
 };
 
 class Sink {
 public:
     virtual ~Sink() = default;
 
-    // JOB_OPEN answered: the job's `jid` (0 if refused) and `window`, OK or why not.
+    // JOB_OPEN answered: the job's `jid` (0 if refused), `window` and
+    // `ahead` for its first call, OK or why not.
     virtual void job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window,
-                            ina_proto_status_t status) = 0;
+                            uint32_t ahead, ina_proto_status_t status) = 0;
     // GRANT or DENY of a call to member `rank`.
     virtual void decision(Member &to, uint32_t rank, const Decision &d) = 0;
     // Block complete; `blk` is the header of the block that completed it (all

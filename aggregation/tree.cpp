@@ -136,7 +136,7 @@ void Aggregator::send_up(Job &job, Call &call, const ina_proto_hdr_t &blk, uint3
     p.buf = std::move(ref);
     p.offset = static_cast<size_t>(offset) * esz;
     p.len = static_cast<size_t>(count) * esz;
-    call.up_pending[blk.sid % job.window()] = uint64_t{blk.sid} + 1;
+    call.up_pending[blk.sid % call.lease.size()] = uint64_t{blk.sid} + 1;
     call.up_wait.push_back(std::move(p));
     flush_up(job, call);
 }
@@ -216,7 +216,7 @@ void Aggregator::uplink_result(uint32_t jid, const ina_proto_hdr_t &h, const voi
         return;
     }
     Job &job = *it->second;
-    const uint32_t slot = h.sid % job.window();
+    const uint32_t slot = h.sid % static_cast<uint32_t>(call->lease.size());
     const uint32_t seg = call->lease[slot];
     const size_t want_len = pool_.wanted(seg) > 0
                                 ? static_cast<size_t>(h.seg_count) * ina_proto_dtype_size(h.dtype)
@@ -231,6 +231,7 @@ void Aggregator::uplink_result(uint32_t jid, const ina_proto_hdr_t &h, const voi
     call->up_pending[slot] = 0;
     call->up_next[h.sid % job.up_window()] = uint64_t{h.sid} + job.up_window();
     call->grant_told = true; // a RESULT implies the GRANT
+    tell_ahead(job, *call, h.mid);
     ++counters_.parent_results;
     BufRef result;
     if (len > 0) {
@@ -243,7 +244,8 @@ void Aggregator::uplink_result(uint32_t jid, const ina_proto_hdr_t &h, const voi
     blk.mid = h.mid;
     blk.sid = h.sid;
     blk.seg = slot;
-    blk.window = static_cast<uint16_t>(job.window());
+    blk.window = static_cast<uint16_t>(call->lease.size());
+    blk.ahead = static_cast<uint16_t>(call->ahead);
     blk.coll = call->coll;
     blk.op = call->op;
     blk.dtype = call->dtype;

@@ -14,6 +14,7 @@ ina_proto_hdr_t result_hdr(const ina_proto_hdr_t &blk, uint32_t rank)
     r.op = blk.op;
     r.dtype = blk.dtype;
     r.window = blk.window;
+    r.ahead = blk.ahead;
     r.jid = blk.jid;
     r.sid = blk.sid;
     r.mid = blk.mid;
@@ -27,7 +28,7 @@ ina_proto_hdr_t result_hdr(const ina_proto_hdr_t &blk, uint32_t rank)
 } // namespace
 
 void WireSink::job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window,
-                          ina_proto_status_t status)
+                          uint32_t ahead, ina_proto_status_t status)
 {
     ina_proto_hdr_t r;
     ina_proto_init(&r, INA_PROTO_JOB_OPENED);
@@ -35,6 +36,7 @@ void WireSink::job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, 
     r.jid = jid;
     r.rank = req.rank;
     r.window = static_cast<uint16_t>(window);
+    r.ahead = static_cast<uint16_t>(ahead);
     r.arg = req.arg;
     send(to, r, {}, 0);
 }
@@ -47,6 +49,7 @@ void WireSink::decision(Member &to, uint32_t rank, const Decision &d)
     h.jid = d.jid;
     h.mid = d.mid;
     h.window = static_cast<uint16_t>(d.window);
+    h.ahead = static_cast<uint16_t>(d.ahead);
     h.rank = rank;
     send(to, h, {}, 0);
 }

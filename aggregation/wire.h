@@ -38,7 +38,7 @@ public:
     }
 
     void job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window,
-                    ina_proto_status_t status) final;
+                    uint32_t ahead, ina_proto_status_t status) final;
     void decision(Member &to, uint32_t rank, const Decision &d) final;
     void result(Member &to, uint32_t rank, const ina_proto_hdr_t &blk, BufRef payload,
                 size_t len) final;

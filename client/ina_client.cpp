@@ -806,6 +806,7 @@ int job_request(Client &c, ina_proto_hdr_t h, const void *payload, size_t len, u
     }
     params->jid = reply.jid;
     params->window = reply.window;
+    params->ahead = std::min<uint32_t>(reply.ahead, reply.window);
     params->block_bytes = block;
     params->nmembers = h.count;
     c.log(10, "job %u (JOB_OPENED): %u members, window %u, block %u bytes", reply.jid, h.count,

@@ -124,6 +124,8 @@ typedef struct ina_job_params {
     uint32_t window;         /* granted by the agent */
     uint32_t block_bytes;    /* min(requested block, seg_bytes), multiple of 16 */
     uint32_t nmembers;
+    uint32_t ahead;          /* blocks of MID 0 sent before its verdict (0: 1),
+                                ina_proto.h "Leases" */
 } ina_job_params_t;
 
 /* The key of a job opened by key (ina_job_open): bytes every member of a

@@ -216,6 +216,13 @@ private:
     std::thread thread_;
 };
 
+// What a rank knows of a call's verdict when it starts the call
+// (ina_proto.h "Leases").
+struct Opening {
+    uint32_t lease = 0; // an early GRANT's lease (0: no verdict yet)
+    uint32_t ahead = 1; // blocks that may go before the verdict
+};
+
 // One offloaded collective call. Owned by its Job, recycled through the
 // job's free list: posting a call allocates nothing once the job has run as
 // many calls at a time before.
@@ -229,11 +236,11 @@ public:
 
     // Arm a call for `mid` (the geometry is planned, the buffers checked).
     void start(uint64_t mid, const CallGeometry &geom, const ina_coll_desc_t &d, unsigned op,
-               unsigned dtype, bool granted);
+               unsigned dtype, const Opening &open);
     // Arm a staged call for `mid` (geometry from CallGeometry::plan_total):
     // blocks come from ops.block, RESULTs go to ops.result.
     void start_staged(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned op,
-                      unsigned dtype, const ina_stage_ops_t &ops, bool granted);
+                      unsigned dtype, const ina_stage_ops_t &ops, const Opening &open);
     // A call that moves nothing: complete at once, without a MID.
     void start_empty();
 
@@ -273,7 +280,8 @@ public:
     // followed by exactly one on_landed; the call does not finish before.
     void *landing(const ina_proto_hdr_t &h, size_t length);
     void on_landed(const ina_proto_hdr_t &h, void *dst, size_t length, bool ok);
-    void on_grant() { granted_ = true; }
+    // GRANT with the call's lease.
+    void on_grant(uint32_t lease);
     void on_deny(uint8_t status) { fail(Fail::denied, status); }
     // Every RESULT arrived.
     bool all_results() const { return window_.complete(); }
@@ -305,7 +313,9 @@ private:
     enum class Post { sent, not_ready, failed, refused };
 
     void arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned op, unsigned dtype,
-             bool granted);
+             const Opening &open);
+    // The verdict's lease: the window from now on (false: the call failed).
+    bool take_lease(uint32_t lease);
     void fail(Fail f, uint8_t status);
     // The CQE of a call that failed: an error, or a fallback outcome.
     void fill_failure(ina_cqe_t &cqe) const;
@@ -413,6 +423,7 @@ private:
     struct Early {
         uint8_t type;
         uint8_t status;
+        uint32_t lease; // GRANT's
     };
 
     ina_call *acquire();
@@ -424,12 +435,16 @@ private:
                Start start);
     Call *find(uint64_t mid);
     void remember(const ina_proto_hdr_t &h);
+    // A GRANT, DENY or RESULT of `h.mid` says `ahead` for the next MID.
+    void hear_ahead(const ina_proto_hdr_t &h);
 
     Client *client_;
     const ina_job_params_t params_;
     const uint32_t rank_;
     uint32_t comm_rank_;
     uint64_t next_mid_ = 0;
+    uint64_t ahead_mid_ = 0; // the MID the agent's latest `ahead` is for
+    uint32_t ahead_ = 1;
     std::vector<std::unique_ptr<ina_call>> calls_; // every call object of the job
     std::vector<ina_call *> free_;                 // recycled ones
     std::deque<Call *> active_;                    // posted, not retired, MID order

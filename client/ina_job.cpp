@@ -46,9 +46,9 @@ Call::Call(Job *job, uint32_t window) : job_(job), window_(window), slots_(windo
 }
 
 void Call::start(uint64_t mid, const CallGeometry &geom, const ina_coll_desc_t &d, unsigned op,
-                 unsigned dtype, bool granted)
+                 unsigned dtype, const Opening &open)
 {
-    arm(mid, geom, d.coll, op, dtype, granted);
+    arm(mid, geom, d.coll, op, dtype, open);
     rbuf_ = static_cast<uint8_t *>(d.rbuf);
     switch (d.coll) {
     case INA_COLL_BCAST:
@@ -81,9 +81,9 @@ void Call::start(uint64_t mid, const CallGeometry &geom, const ina_coll_desc_t &
 }
 
 void Call::start_staged(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned op,
-                        unsigned dtype, const ina_stage_ops_t &ops, bool granted)
+                        unsigned dtype, const ina_stage_ops_t &ops, const Opening &open)
 {
-    arm(mid, geom, coll, op, dtype, granted);
+    arm(mid, geom, coll, op, dtype, open);
     staged_ = true;
     ops_ = ops;
     // The caller's memory, not the engine's: what a failure leaves there is
@@ -94,7 +94,7 @@ void Call::start_staged(uint64_t mid, const CallGeometry &geom, unsigned coll, u
 }
 
 void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned op, unsigned dtype,
-               bool granted)
+               const Opening &open)
 {
     state_ = State::active;
     mid_ = mid;
@@ -102,7 +102,7 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     esz_ = ina_proto_dtype_size(dtype);
     staged_ = false;
     any_sent_ = false;
-    granted_ = granted;
+    granted_ = false;
     sends_dropped_ = false;
     background_ = false;
     applied_ = 0;
@@ -111,7 +111,7 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     given_back_ = false;
     fail_ = Fail::none;
     status_ = INA_PROTO_OK;
-    window_.start(geom.nblocks());
+    window_.start(geom.nblocks(), open.ahead);
     cqe_ = ina_cqe_t{};
     cqe_.mid = mid;
     cqe_.blocks = geom.nblocks();
@@ -125,6 +125,30 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     tmpl_.op = static_cast<uint8_t>(op);
     tmpl_.dtype = static_cast<uint8_t>(dtype);
     tmpl_.arg = geom.total();
+    if (open.lease != 0) {
+        take_lease(open.lease);
+    }
+}
+
+bool Call::take_lease(uint32_t lease)
+{
+    granted_ = true;
+    if (window_.set_lease(lease)) {
+        return true;
+    }
+    job_->client()->log(1, "job %u mid %llu: the agent leased %u Segs (window %u, %llu blocks sent)",
+                        tmpl_.jid, static_cast<unsigned long long>(mid_), lease,
+                        window_.capacity(), static_cast<unsigned long long>(window_.next_sid()));
+    fail(Fail::rejected, INA_PROTO_ERR_MALFORMED);
+    return false;
+}
+
+void Call::on_grant(uint32_t lease)
+{
+    if (fail_ == Fail::none && !window_.leased()) {
+        take_lease(lease);
+    }
+    granted_ = true;
 }
 
 void Call::start_empty()
@@ -303,6 +327,7 @@ Call::Post Call::post_block(Client &client)
     sc.hdr = tmpl_;
     sc.hdr.sid = static_cast<uint32_t>(sid);
     sc.hdr.seg = slot;
+    sc.hdr.window = static_cast<uint16_t>(window_.window());
     sc.hdr.seg_count = geom_.block_count(sid);
     sc.hdr.offset = offset;
     sc.hdr.count = count; // 0: a CREDIT
@@ -362,7 +387,11 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
                    a == SendWindow::Ack::duplicate ? "duplicate" : "never sent", h.sid);
         return;
     }
-    granted_ = true; // a RESULT means the agent aggregates this call
+    // A RESULT means the agent aggregates this call, in the lease it names.
+    if (!window_.leased() && !take_lease(h.window)) {
+        return;
+    }
+    granted_ = true;
     if (staged_) {
         on_staged_result(h, data, length);
         return;
@@ -449,7 +478,8 @@ void Call::on_staged_result(const ina_proto_hdr_t &h, const void *data, size_t l
 // --------------------------------------------------------------------- Job
 
 Job::Job(Client *client, const ina_job_params_t &p, uint32_t rank)
-    : client_(client), params_(p), rank_(rank), comm_rank_(rank)
+    : client_(client), params_(p), rank_(rank), comm_rank_(rank),
+      ahead_(std::clamp<uint32_t>(p.ahead, 1, p.window == 0 ? 1 : p.window))
 {
 }
 
@@ -565,7 +595,9 @@ int Job::launch(const CallGeometry &g, bool wait_decision, ina_call **out, ina_c
     // Every rank consumes MIDs in the same order, whatever the outcome.
     const uint64_t mid = next_mid_++;
     cqe->mid = mid;
-    bool granted = false;
+    // What the verdict of the previous MID said (if this rank heard it).
+    Opening open;
+    open.ahead = ahead_mid_ == mid ? ahead_ : 1;
     auto early = early_.find(mid);
     if (early != early_.end()) {
         const Early e = early->second;
@@ -580,14 +612,14 @@ int Job::launch(const CallGeometry &g, bool wait_decision, ina_call **out, ina_c
             }
             return cqe->rc = INA_ERR_PROTO;
         }
-        granted = true;
+        open.lease = e.lease;
     }
     if (client_ == nullptr || !client_->alive()) {
         free_.push_back(c); // never started
         cqe->outcome = INA_FALLBACK_UNREACHABLE;
         return cqe->rc = INA_OK;
     }
-    start(c, mid, granted);
+    start(c, mid, open);
     active_.push_back(c);
     client_->progress(); // the first window goes out
     if (!wait_decision) {
@@ -650,8 +682,8 @@ int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_
     if (!g.plan(s) || (!g.empty() && !buffers_ok(d, g, comm_rank_))) {
         return cqe->rc = INA_ERR_INVALID;
     }
-    return launch(g, wait_decision, out, cqe, [&](ina_call *c, uint64_t mid, bool granted) {
-        c->start(mid, g, d, op, dtype, granted);
+    return launch(g, wait_decision, out, cqe, [&](ina_call *c, uint64_t mid, const Opening &open) {
+        c->start(mid, g, d, op, dtype, open);
     });
 }
 
@@ -676,8 +708,8 @@ int Job::post_staged(const ina_staged_desc_t &d, ina_call **out, ina_cqe_t *cqe)
         !g.plan_total(d.coll, ina_proto_dtype_size(dtype), d.total, block)) {
         return cqe->rc = INA_ERR_INVALID;
     }
-    return launch(g, false, out, cqe, [&](ina_call *c, uint64_t mid, bool granted) {
-        c->start_staged(mid, g, d.coll, op, dtype, d.ops, granted);
+    return launch(g, false, out, cqe, [&](ina_call *c, uint64_t mid, const Opening &open) {
+        c->start_staged(mid, g, d.coll, op, dtype, d.ops, open);
     });
 }
 
@@ -737,14 +769,25 @@ void Job::remember(const ina_proto_hdr_t &h)
         return;
     }
     if (h.type == INA_PROTO_ERROR) {
-        early_[h.mid] = Early{h.type, h.status}; // an abort overrides a GRANT
+        early_[h.mid] = Early{h.type, h.status, 0}; // an abort overrides a GRANT
     } else {
-        early_.emplace(h.mid, Early{h.type, h.status});
+        early_.emplace(h.mid, Early{h.type, h.status, h.window});
+    }
+}
+
+void Job::hear_ahead(const ina_proto_hdr_t &h)
+{
+    // Only the word of the latest verdict counts; it is the agent's
+    // promise for MID h.mid + 1 alone.
+    if (h.mid + 1 >= ahead_mid_) {
+        ahead_mid_ = h.mid + 1;
+        ahead_ = std::clamp<uint32_t>(h.ahead, 1, window());
     }
 }
 
 void Job::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
 {
+    hear_ahead(h);
     Call *c = find(h.mid);
     if (c == nullptr) {
         client_->log(10, "job %u: dropping RESULT of mid %llu sid %u: no such call", h.jid,
@@ -771,9 +814,10 @@ void Job::on_landed(const ina_proto_hdr_t &h, void *dst, size_t length, bool ok)
 
 void Job::on_grant(const ina_proto_hdr_t &h)
 {
+    hear_ahead(h);
     Call *c = find(h.mid);
     if (c != nullptr) {
-        c->on_grant();
+        c->on_grant(h.window);
     } else if (h.mid >= next_mid_) {
         remember(h);
     } else {
@@ -784,6 +828,7 @@ void Job::on_grant(const ina_proto_hdr_t &h)
 
 void Job::on_deny(const ina_proto_hdr_t &h)
 {
+    hear_ahead(h);
     Call *c = find(h.mid);
     if (c != nullptr) {
         c->on_deny(h.status);

@@ -10,6 +10,10 @@
 // arrived (the result is the ACK) and the send of that block has completed
 // locally (its header/slot may then be reused); slot = sid % window. Blocks go
 // out in SID order, so at most `window` blocks are ever in flight.
+//
+// Leases (ina_proto.h): the window is the call's lease, which its verdict
+// tells. Until then only the first `ahead` blocks may go (their slot is their
+// SID in any lease of at least `ahead`); set_lease() then fixes the window.
 #ifndef INA_WINDOW_H
 #define INA_WINDOW_H
 
@@ -26,25 +30,55 @@ public:
 
     // Slot storage is sized once (window <= INA_PROTO_MAX_WINDOW) and reused
     // by every call that recycles this window: no allocation per block.
-    explicit SendWindow(uint32_t window) : slots_(window == 0 ? 1 : window) {}
+    explicit SendWindow(uint32_t window) : slots_(window == 0 ? 1 : window), lease_(capacity()) {}
 
-    // Start a call of `nblocks` blocks (their geometry is CallGeometry's).
-    void start(uint64_t nblocks)
+    // Start a call of `nblocks` blocks (their geometry is CallGeometry's), of
+    // which the first `ahead` (at least 1) may go before the lease is known.
+    void start(uint64_t nblocks, uint32_t ahead)
     {
         nblocks_ = nblocks;
         next_ = 0;
         acked_ = 0;
         sends_pending_ = 0;
+        lease_ = capacity();
+        ahead_ = ahead == 0 ? 1 : ahead > capacity() ? capacity() : ahead;
+        leased_ = false;
         for (Slot &s : slots_) {
             s = Slot{};
         }
     }
+    // Start a call whose lease is already known (or that needs none).
+    void start(uint64_t nblocks)
+    {
+        start(nblocks, capacity());
+        leased_ = true;
+    }
 
-    uint32_t window() const { return static_cast<uint32_t>(slots_.size()); }
+    // The call's verdict tells its lease. False (nothing changed) if it is
+    // none this window can take: empty, longer than the job's window, or
+    // shorter than the blocks already sent.
+    bool set_lease(uint32_t lease)
+    {
+        if (leased_) {
+            return lease == lease_;
+        }
+        if (lease == 0 || lease > capacity() || next_ > lease) {
+            return false;
+        }
+        lease_ = lease;
+        leased_ = true;
+        return true;
+    }
+    bool leased() const { return leased_; }
+
+    // The job's window: the longest lease.
+    uint32_t capacity() const { return static_cast<uint32_t>(slots_.size()); }
+    // The window blocks are sent in now: the lease, or the job's before it.
+    uint32_t window() const { return lease_; }
     uint64_t nblocks() const { return nblocks_; }
     uint64_t next_sid() const { return next_; }
     uint64_t acked() const { return acked_; }
-    uint32_t slot_of(uint64_t sid) const { return static_cast<uint32_t>(sid % slots_.size()); }
+    uint32_t slot_of(uint64_t sid) const { return static_cast<uint32_t>(sid % lease_); }
 
     // Blocks sent whose RESULT has not arrived yet.
     uint64_t in_flight() const { return next_ - acked_; }
@@ -54,7 +88,7 @@ public:
     // Whether block next_sid() may go out now.
     bool can_send() const
     {
-        if (next_ >= nblocks_) {
+        if (next_ >= nblocks_ || (!leased_ && next_ >= ahead_)) {
             return false;
         }
         const Slot &s = slots_[slot_of(next_)];
@@ -117,7 +151,10 @@ private:
         bool send_done = false; // its local send completed
     };
 
-    std::vector<Slot> slots_;
+    std::vector<Slot> slots_; // capacity(): the job's window
+    uint32_t lease_;          // slots in use: slot = sid % lease_
+    uint32_t ahead_ = 1;      // blocks that may go before the lease is known
+    bool leased_ = true;
     uint64_t nblocks_ = 0;
     uint64_t next_ = 0;
     uint64_t acked_ = 0;

@@ -277,9 +277,14 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
     if (h.version != INA_PROTO_VERSION) {
         return INA_PROTO_ERR_VERSION;
     }
-    if (h.type < INA_PROTO_HELLO || h.type > INA_PROTO_TYPE_MAX || h.reserved != 0 ||
-        h.reserved2 != 0 || (h.flags & ~kKnownFlags) != 0 || h.status > INA_PROTO_STATUS_MAX ||
-        h.window > INA_PROTO_MAX_WINDOW) {
+    if (h.type < INA_PROTO_HELLO || h.type > INA_PROTO_TYPE_MAX || h.reserved2 != 0 ||
+        (h.flags & ~kKnownFlags) != 0 || h.status > INA_PROTO_STATUS_MAX ||
+        h.window > INA_PROTO_MAX_WINDOW || h.ahead > INA_PROTO_MAX_WINDOW) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
+    // `ahead` is a word of the agent about a job's next call ("Leases").
+    if (h.ahead != 0 && h.type != INA_PROTO_JOB_OPENED && h.type != INA_PROTO_GRANT &&
+        h.type != INA_PROTO_DENY && h.type != INA_PROTO_RESULT) {
         return INA_PROTO_ERR_MALFORMED;
     }
     if (h.type == INA_PROTO_BLOCK) {

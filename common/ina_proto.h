@@ -13,8 +13,24 @@
  *   JID  job id: one per communicator, unique at the agent.
  *   MID  message id: the n-th offloaded call of a job (0, 1, 2, ...).
  *   SID  sequence id: the block index inside one call.
- *   Seg  the buffer unit a block uses inside the job's lease: seg = sid % window.
+ *   Seg  the buffer unit a block uses inside the call's lease: seg = sid % window.
  *   window  blocks a rank may have in flight; equals the lease size (S0).
+ *
+ * Leases (protocol 8). A job's window (JOB_OPENED) is the most a call of it
+ * may get; the agent's scheduler gives each call its own lease of 1..window
+ * Segs, told in the call's GRANT and in every RESULT (`window`). From then on
+ * a member has at most that many blocks of the call in flight, with seg = sid
+ * % lease. Before the verdict a member may send only the call's first
+ * `ahead` blocks (seg = sid, window = the job's), where `ahead` is what the
+ * JOB_OPENED (for MID 0) or the GRANT, DENY or any RESULT of the previous MID
+ * said, if the member heard it before it started the call, else 1. The agent
+ * never grants a call a lease shorter than the `ahead` it told for it (1 if
+ * it decided the call first), so every block sent before the verdict has its
+ * Seg. A contended agent says 1: a call it then denies cost the link one
+ * block, not a window; an idle one says `window`: no round trip before a
+ * call streams. ahead = 0 reads 1. A job of child agents (F_CHILDREN) gets
+ * leases of its whole window: its members, agents, order themselves by
+ * CALL_READY and ignore `ahead`.
  *
  * Message flow:
  *   HELLO       c->a  first message on a new endpoint. count = the client's stream
@@ -54,7 +70,8 @@
  *                     is a tenant of its own); the scheduler does not make
  *                     one tenant's jobs compete. The creator's counts, and a
  *                     leaf passes it on to its parent.
- *   JOB_OPENED  a->c  jid, rank, window = granted window, status (MISMATCH:
+ *   JOB_OPENED  a->c  jid, rank, window = granted window (the longest lease a
+ *                     call may get), ahead (for MID 0, "Leases"), status (MISMATCH:
  *                     another description than the job's), arg = cookie.
  *                     A job opened by key is complete once every member opened
  *                     it; a call that starts before waits for that (the agent's
@@ -73,18 +90,19 @@
  *                     arg = elements of the call's whole result vector,
  *                     payload = count * dtype size bytes.
  *   RESULT      a->c  jid, mid, sid, seg, coll, op, dtype, seg_count, count,
- *                     flags; payload = the completed block (count = seg_count)
+ *                     flags, window = the call's lease, ahead ("Leases"); payload = the completed block (count = seg_count)
  *                     for a member that set INA_PROTO_F_WANT_RESULT, else no
  *                     payload (count = 0, INA_PROTO_F_ACK_ONLY). Either way the
  *                     RESULT of block sid is the ACK of that member's block (S0).
- *   GRANT       a->c  jid, mid: the agent aggregates this call (a lease is held);
+ *   GRANT       a->c  jid, mid, window = the call's lease, ahead ("Leases"): the
+ *                     agent aggregates this call (a lease is held);
  *                     sent to every member at the decision, like DENY, so a rank
  *                     can learn the decision one round trip after its first
  *                     block, without waiting for the other members. A RESULT
  *                     of the call implies its GRANT: a member whose first
  *                     RESULT goes out with the decision (a call of one member)
  *                     gets that RESULT and no GRANT. Never a GRANT after a RESULT.
- *   DENY        a->c  jid, mid, status: the agent will not aggregate this call; sent
+ *   DENY        a->c  jid, mid, status, ahead: the agent will not aggregate this call; sent
  *                     to every member, so all ranks fall back together.
  *   CALL_READY  c->a  jid, rank, mid, window, coll, op, dtype, arg = elements of
  *                     the call's result vector: a member of a job opened with
@@ -137,7 +155,8 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 7u /* 7: CALL_ABORT from a rank, status ABORTED
+#define INA_PROTO_VERSION 8u /* 8: per-call leases (GRANT/RESULT window)
+                               and `ahead`; 7: CALL_ABORT from a rank, status ABORTED
                                (striping); 6: agent trees (JOB_OPEN's tree
                                fields, CALL_READY, CALL_ABORT); 5: jobs by key
                                only (JOB_CREATE/JOIN retired); 4: JOB_OPEN;
@@ -279,7 +298,7 @@ typedef struct ina_proto_hdr {
     uint32_t offset;    /* 48: BLOCK: element offset of the payload in the block */
     uint32_t seg_count; /* 52: BLOCK/RESULT: elements of the whole block */
     uint16_t flags;     /* 56: INA_PROTO_F_* */
-    uint16_t reserved;  /* 58: must be 0 */
+    uint16_t ahead;     /* 58: JOB_OPENED/GRANT/DENY/RESULT: see "Leases" */
     uint32_t reserved2; /* 60: must be 0 */
 } ina_proto_hdr_t;
 
@@ -302,6 +321,7 @@ INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, arg) == 40, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, offset) == 48, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, seg_count) == 52, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, flags) == 56, "layout");
+INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, ahead) == 58, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, reserved2) == 60, "layout");
 
 /* Fill magic/version/type, zero the rest. */

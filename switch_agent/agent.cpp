@@ -632,12 +632,14 @@ void Agent::log_counters() const
     const TransportCounters &t = counters_;
     INA_INFO("counters: msgs_in=%" PRIu64 " blocks_in=%" PRIu64 " results_out=%" PRIu64
              " acks_out=%" PRIu64 " result_bytes_out=%" PRIu64 " grants_out=%" PRIu64
-             " grants_implied=%" PRIu64 " calls_granted=%" PRIu64 " calls_denied=%" PRIu64
+             " grants_implied=%" PRIu64 " calls_granted=%" PRIu64 " leased_segs=%" PRIu64
+             " calls_denied=%" PRIu64
              " calls_aborted=%" PRIu64 " denied_blocks=%" PRIu64 " duplicate=%" PRIu64
              " foreign=%" PRIu64 " send_errors=%" PRIu64 " peers_accepted=%" PRIu64
              " peers_lost=%" PRIu64,
              t.msgs_in, c.blocks_in, t.results_out, t.acks_out, t.result_bytes_out,
-             t.grants_out, t.grants_implied, c.calls_granted, c.calls_denied, c.calls_aborted,
+             t.grants_out, t.grants_implied, c.calls_granted, c.leased_segs, c.calls_denied,
+             c.calls_aborted,
              c.denied_blocks, c.duplicate, c.foreign, t.send_errors, t.peers_accepted,
              t.peers_lost);
     std::string rej;

@@ -3,6 +3,7 @@
 // Exclusive policy: one job holds the agent (see exclusive.h).
 #include "sched/exclusive.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace ina::sched {
@@ -11,6 +12,7 @@ agg::Verdict ExclusiveScheduler::decide(const agg::CallRequest &req)
 {
     const agg::Clock::time_point now = now_();
     const uint64_t tenant = agg::tenant_key(req);
+    tenants_[req.jid] = tenant;
     if (holder_ != 0 && holder_ != tenant) {
         if (open_ > 0 || now - last_ < idle_) {
             return agg::Verdict::deny(INA_PROTO_ERR_BUSY);
@@ -40,12 +42,33 @@ void ExclusiveScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<ui
     lease.clear();
 }
 
+void ExclusiveScheduler::on_job_created(const agg::JobInfo &job)
+{
+    tenants_[job.jid] = agg::tenant_key(job);
+}
+
 void ExclusiveScheduler::on_job_freed(uint32_t jid)
 {
-    if (jid == holder_) {
+    auto it = tenants_.find(jid);
+    const uint64_t tenant = it != tenants_.end() ? it->second : agg::tenant_key(0, jid);
+    if (it != tenants_.end()) {
+        tenants_.erase(it);
+    }
+    // The holder's last job is gone: the agent is free at once.
+    const bool more = std::any_of(tenants_.begin(), tenants_.end(),
+                                  [&](const auto &t) { return t.second == tenant; });
+    if (tenant == holder_ && !more) {
         holder_ = 0;
         open_ = 0;
     }
+}
+
+uint32_t ExclusiveScheduler::ahead(uint32_t jid, uint32_t window) const
+{
+    auto it = tenants_.find(jid);
+    const uint64_t tenant = it != tenants_.end() ? it->second : agg::tenant_key(0, jid);
+    const bool held = holder_ != 0 && (open_ > 0 || now_() - last_ < idle_);
+    return held && holder_ != tenant ? 1 : window;
 }
 
 } // namespace ina::sched

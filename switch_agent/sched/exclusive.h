@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "scheduler.h"
@@ -34,7 +35,11 @@ public:
 
     agg::Verdict decide(const agg::CallRequest &req) override;
     void on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &lease) override;
+    void on_job_created(const agg::JobInfo &job) override;
     void on_job_freed(uint32_t jid) override;
+    // `window`, but 1 for a job of another tenant while the holder holds:
+    // its calls will be denied, each then costs the link one block.
+    uint32_t ahead(uint32_t jid, uint32_t window) const override;
 
     // The tenant holding the agent (agg::tenant_key), 0 if none.
     uint64_t holder() const { return holder_; }
@@ -43,6 +48,7 @@ private:
     agg::SegPool &pool_;
     std::chrono::milliseconds idle_;
     Now now_;
+    std::map<uint32_t, uint64_t> tenants_; // jid -> agg::tenant_key
     uint64_t holder_ = 0;
     uint32_t open_ = 0;          // the holder's granted calls not done yet
     agg::Clock::time_point last_{}; // the holder's last grant or completion

@@ -65,6 +65,19 @@ public:
     double hold_for(double bytes) const;
 
     const Estimate &gap() const { return gap_; }
+    // Calls seen, and when the latest arrived.
+    uint64_t arrivals() const { return arrivals_; }
+    double last_arrival() const { return last_; }
+    // Whether a call of this job is to be expected at `now` or soon: its
+    // next arrival is not overdue beyond the band, or, with too few calls
+    // to predict, one came within the last `quiet` seconds.
+    bool expected(double now, double quiet) const
+    {
+        if (arrivals_ == 0) {
+            return false;
+        }
+        return predictable() ? now <= next_arrival() + lateness() : now - last_ < quiet;
+    }
 
 private:
     Estimate gap_;

@@ -133,7 +133,25 @@ void TdmScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t
 
 void TdmScheduler::on_job_created(const agg::JobInfo &info)
 {
-    job(info.jid, info.nmembers).window = info.window;
+    JobState &j = job(info.jid, info.nmembers);
+    j.window = info.window;
+    j.tenant = agg::tenant_key(info);
+}
+
+uint32_t TdmScheduler::ahead(uint32_t jid, uint32_t window) const
+{
+    auto me = jobs_.find(jid);
+    const uint64_t tenant = me != jobs_.end() ? me->second.tenant : agg::tenant_key(0, jid);
+    const double now = now_s();
+    for (const auto &[other_jid, other] : jobs_) {
+        if (other.tenant == tenant || other.window + window <= pool_.size()) {
+            continue; // one application's, or fits beside it
+        }
+        if (other.open > 0 || other.pattern.expected(now, cfg_.quiet)) {
+            return 1;
+        }
+    }
+    return window;
 }
 
 void TdmScheduler::on_job_freed(uint32_t jid) { jobs_.erase(jid); }

@@ -40,6 +40,9 @@ struct TdmConfig {
     double ageing = 0.5; // score per denial in a row (score.h)
     // The agent's rate before it measured one (seconds per byte): 10 Gbit/s.
     double initial_rate = 8.0 / 10e9;
+    // A job seen only once is expected again for this long (seconds): what
+    // `ahead` assumes of a job too new to predict.
+    double quiet = 1.0;
 };
 
 class TdmScheduler final : public agg::Scheduler {
@@ -52,6 +55,10 @@ public:
     void on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &lease) override;
     void on_job_created(const agg::JobInfo &job) override;
     void on_job_freed(uint32_t jid) override;
+    // `window` while no call of another tenant that would not fit beside
+    // this job's is open or expected; else 1: a call then denied cost the
+    // link one block, not a window (ina_proto.h "Leases").
+    uint32_t ahead(uint32_t jid, uint32_t window) const override;
 
     // The jobs whose next call is predicted, in the order they would get the
     // agent now (first: the best scorer).

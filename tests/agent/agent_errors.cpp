@@ -394,9 +394,13 @@ int main()
         }
         {   // a member with the wrong window / op
             auto v = block_data(1, 0);
-            ina_proto_hdr_t m = allreduce_hdr(jid, 1, 0, 0, 2, INA_OP_SUM, INA_DT_INT32, kCount, total);
+            ina_proto_hdr_t m = allreduce_hdr(jid, 1, 0, 0, w + 1, INA_OP_SUM, INA_DT_INT32, kCount, total);
             expect_error(c, a[1], &m, sizeof(m), v.data(), v.size() * 4, INA_PROTO_ERR_MISMATCH,
-                         "window differs from the job's");
+                         "window larger than the job's");
+            // A shorter window than the GRANT's lease (4) puts SID 2 in Seg 0.
+            m = allreduce_hdr(jid, 1, 0, 2, 2, INA_OP_SUM, INA_DT_INT32, kCount, total);
+            expect_error(c, a[1], &m, sizeof(m), v.data(), v.size() * 4, INA_PROTO_ERR_MISMATCH,
+                         "block outside the call's lease");
             m = allreduce_hdr(jid, 1, 0, 0, w, INA_OP_MAX, INA_DT_INT32, kCount, total);
             expect_error(c, a[1], &m, sizeof(m), v.data(), v.size() * 4, INA_PROTO_ERR_MISMATCH,
                          "op differs from the Seg's");

@@ -15,16 +15,20 @@
 // denied (reason busy) on every B rank alike and runs on the host, exact.
 // Then A completes, exact and offloaded.
 // (Under exclusive, B's first call is already denied: A's first took the
-// agent.) Round "after": B calls again with nothing open.
+// agent.) Under partition the two calls run side by side instead, each
+// on a lease of half the pool (the agent's leased_segs, checked by the
+// scenario, tells the lease sizes). Round "after": B calls again with
+// nothing open.
 //   -p tdm:        offloaded (nothing held; A's next call is not predictable
 //                  after one call);
 //   -p exclusive:  denied busy again: A still holds the agent (the scenario
-//                  sets --exclusive-idle-ms far beyond the test's length).
+//                  sets --exclusive-idle-ms far beyond the test's length);
+//   -p partition:  offloaded, on half the pool.
 // Every rank checks its results against the sum computed here and its
 // communicator's MPI_T counters (offloaded, denied by reason); the agent's
 // counters are checked by the scenario.
 //
-// usage: test_tenancy -p tdm|exclusive
+// usage: test_tenancy -p tdm|exclusive|partition
 #include "ina_mpi_test.h"
 
 #include <cstdlib>
@@ -124,9 +128,11 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if ((policy != "tdm" && policy != "exclusive") || size < 4 || size % 2 != 0) {
+    if ((policy != "tdm" && policy != "exclusive" && policy != "partition") || size < 4 ||
+        size % 2 != 0) {
         if (rank == 0) {
-            std::fprintf(stderr, "usage: test_tenancy -p tdm|exclusive (an even np >= 4)\n");
+            std::fprintf(stderr,
+                         "usage: test_tenancy -p tdm|exclusive|partition (an even np >= 4)\n");
         }
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
@@ -165,8 +171,13 @@ int main(int argc, char **argv)
         INA_CHECK(MPI_Allreduce(in.data(), out.data(), kCount, MPI_INT64_T, MPI_SUM, mine) ==
                       MPI_SUCCESS,
                   "held: B's MPI_Allreduce failed");
-        check_sum(out, half, half, 3, "held: B's call, on the host");
-        expect(c, mine, s1, 0, 1, "held: B's call");
+        if (policy == "partition") {
+            check_sum(out, half, half, 3, "held: B's call, beside A's");
+            expect(c, mine, s1, 1, 0, "held: B's call (partition: its share of the pool)");
+        } else {
+            check_sum(out, half, half, 3, "held: B's call, on the host");
+            expect(c, mine, s1, 0, 1, "held: B's call");
+        }
     }
     signal(rank, half, half, 1, half - 1, 21); // B is done: A's other ranks join
     if (in_a) {
@@ -185,12 +196,15 @@ int main(int argc, char **argv)
         auto in = input(rank, 4), out = in;
         MPI_Allreduce(in.data(), out.data(), kCount, MPI_INT64_T, MPI_SUM, mine);
         check_sum(out, half, half, 4, "after: B's call");
-        if (policy == "tdm") {
-            expect(c, mine, s2, 1, 0, "after: B's call (tdm: nothing held)");
+        if (policy != "exclusive") {
+            expect(c, mine, s2, 1, 0, "after: B's call (nothing held)");
         } else {
             expect(c, mine, s2, 0, 1, "after: B's call (exclusive: A holds the agent)");
         }
     }
+    // A frees its communicator only now: the holder's last job gone frees
+    // the agent at once (exclusive), which B's round "after" must not see.
+    signal(rank, half, half, 0, half, 23);
     MPI_Comm_free(&mine);
     c.close();
     const int rc = finish("test_tenancy", checks);

@@ -40,6 +40,7 @@ struct Event {
     Decision d{};
     uint32_t jid = 0;                // kOpened
     uint32_t window = 0;             // kOpened
+    uint32_t ahead = 0;              // kOpened
     std::vector<std::byte> payload;  // kResult: a copy
     bool has_buffer = false;         // kResult: the reference was not empty
 };
@@ -52,13 +53,14 @@ public:
     std::vector<BufRef> held;
 
     void job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window,
-                    ina_proto_status_t status) override
+                    uint32_t ahead, ina_proto_status_t status) override
     {
         Event e(Event::Kind::kOpened);
         e.to = &to;
         e.hdr = req;
         e.jid = jid;
         e.window = window;
+        e.ahead = ahead;
         e.status = status;
         events.push_back(std::move(e));
     }
@@ -136,6 +138,8 @@ public:
 
     Mode mode = Mode::kFree;
     ina_proto_status_t deny_status = INA_PROTO_ERR_NO_RESOURCES;
+    uint32_t lease_size = 0; // Segs a grant leases (0: the job's window)
+    uint32_t ahead_word = 0; // ahead() (0: the job's window)
     std::vector<CallRequest> asked;
     std::vector<Done> done;
     std::vector<JobInfo> created;
@@ -153,7 +157,7 @@ public:
             return Verdict::deny(deny_status);
         case Mode::kFree:
         case Mode::kFreeOrDefer:
-            if (pool_.acquire(req.window, lease)) {
+            if (pool_.acquire(lease_size != 0 ? lease_size : req.window, lease)) {
                 return Verdict::grant(std::move(lease));
             }
             return mode == Mode::kFree ? Verdict::deny(INA_PROTO_ERR_NO_RESOURCES)
@@ -168,6 +172,10 @@ public:
         lease.clear();
     }
     void on_job_created(const JobInfo &job) override { created.push_back(job); }
+    uint32_t ahead(uint32_t, uint32_t window) const override
+    {
+        return ahead_word != 0 ? ahead_word : window;
+    }
     void on_job_freed(uint32_t jid) override { freed.push_back(jid); }
     void tick(Clock::time_point) override { ++ticks; }
 

@@ -790,6 +790,99 @@ START_TEST(test_reject_counts_and_tells)
 }
 END_TEST
 
+// Leases (ina_proto.h): JOB_OPENED says `ahead` for MID 0, each verdict
+// says it for the next MID; a call's lease may be shorter than the job's
+// window and is named in its GRANT and RESULTs; blocks sent before the
+// verdict (seg = sid) fit any lease of at least `ahead`; a block outside the
+// lease is refused; a scheduler may not lease less than the members were
+// told; a call decided before its predecessor's verdict was told 1, and so
+// is the predecessor's verdict then.
+START_TEST(test_leases)
+{
+    const uint32_t seg_count = 4;
+    const uint64_t total = 4 * seg_count; // 4 blocks
+    Rig rig(small_config(16));
+    rig.sched->ahead_word = 2;
+    Members m(2);
+    const Event o0 = open_job(rig.agg, rig.sink, m[0], 0x1ea5e, {0, 1}, 8, 0);
+    const Event o1 = open_job(rig.agg, rig.sink, m[1], 0x1ea5e, {0, 1}, 8, 1);
+    ck_assert_int_eq(o1.status, INA_PROTO_OK);
+    ck_assert_uint_eq(o0.window, 8);
+    ck_assert_uint_eq(o0.ahead, 2);
+    ck_assert_uint_eq(o1.ahead, 2);
+    const uint32_t jid = o0.jid;
+    rig.sink.events.clear();
+    auto data = int_data(2, total, 7);
+    auto send = [&](uint32_t r, uint64_t mid, uint32_t sid, uint32_t window) {
+        ina_proto_hdr_t h = block_hdr(jid, r, mid, sid, window, INA_COLL_ALLREDUCE, INA_OP_SUM,
+                                      INA_DT_INT32, 0, seg_count, seg_count, total, true);
+        rig.agg.block(m[r], h, data[r].data() + sid * seg_count * sizeof(int32_t), nullptr);
+    };
+
+    // Call 0: leased 3 of the window's 8 Segs.
+    rig.sched->lease_size = 3;
+    send(0, 0, 0, 8); // before the verdict: seg = sid, the job's window
+    ck_assert_uint_eq(rig.sched->asked.back().min_window, 2);
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kDecision), 2);
+    for (const Event &e : rig.sink.events) {
+        ck_assert(e.d.grant);
+        ck_assert_uint_eq(e.d.window, 3);
+        ck_assert_uint_eq(e.d.ahead, 2);
+    }
+    rig.sink.events.clear();
+    send(1, 0, 0, 8);
+    send(1, 0, 1, 8); // member 1 had not heard the GRANT: its `ahead` was 2
+    send(0, 0, 1, 3);
+    send(0, 0, 2, 3);
+    send(1, 0, 2, 3);
+    send(0, 0, 3, 3); // seg 0 again: block 0's Seg is free
+    send(1, 0, 3, 3);
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kResult), 8);
+    std::vector<int32_t> sum = int_sum(data, total);
+    for (const Event &e : rig.sink.events) {
+        ck_assert(e.kind == Event::Kind::kResult);
+        ck_assert_uint_eq(e.hdr.window, 3);
+        ck_assert_uint_eq(e.hdr.ahead, 2);
+        ck_assert_uint_eq(e.hdr.seg, e.hdr.sid % 3);
+        ck_assert(std::memcmp(e.payload.data(), sum.data() + e.hdr.sid * seg_count,
+                              e.payload.size()) == 0);
+    }
+    ck_assert_uint_eq(rig.sched->done.back().lease_size, 3);
+    expect_pool_whole(rig);
+    rig.sink.events.clear();
+
+    // Call 1: a block outside its lease of 2 is refused.
+    rig.sched->lease_size = 2;
+    send(0, 1, 0, 8);
+    ck_assert_uint_eq(rig.sched->asked.back().min_window, 2);
+    rig.sink.events.clear();
+    send(0, 1, 2, 8); // seg 2 of a lease of 2 Segs
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kError), 1);
+    ck_assert_int_eq(rig.sink.events.back().status, INA_PROTO_ERR_MISMATCH);
+    rig.sink.events.clear();
+
+    // Call 2: the members were told 2, a lease of 1 would lose a block.
+    rig.sched->lease_size = 1;
+    send(1, 2, 0, 8);
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kDecision), 2);
+    ck_assert(!rig.sink.events.back().d.grant);
+    ck_assert_int_eq(rig.sink.events.back().status, INA_PROTO_ERR_NO_RESOURCES);
+    rig.sink.events.clear();
+
+    // Call 4 reaches the agent before call 3: nobody heard a word for it.
+    rig.sched->lease_size = 0;
+    send(0, 4, 0, 8);
+    ck_assert_uint_eq(rig.sched->asked.back().min_window, 1);
+    send(0, 3, 0, 8);
+    ck_assert_uint_eq(rig.sched->asked.back().min_window, 2); // call 2's word
+    for (const Event &e : rig.sink.events) {
+        if (e.kind == Event::Kind::kDecision && e.d.mid == 3) {
+            ck_assert_uint_eq(e.d.ahead, 1); // call 4 was leased without it
+        }
+    }
+}
+END_TEST
+
 int main()
 {
     return ina_test::run_suite("aggregator", "aggregator",
@@ -809,5 +902,6 @@ int main()
                                 test_scheduler_hooks,
                                 test_job_freed_with_open_calls,
                                 test_barrier,
-                                test_reject_counts_and_tells}, 60);
+                                test_reject_counts_and_tells,
+                                test_leases}, 60);
 }

@@ -206,6 +206,42 @@ START_TEST(test_reuse_and_large_sids)
 }
 END_TEST
 
+// Leases (ina_proto.h): before the verdict only `ahead` blocks go, in
+// slots equal to their SIDs; the verdict's lease then fixes the window (at
+// most the job's, at least the blocks already sent) and the slots wrap at it.
+START_TEST(test_lease_after_ahead)
+{
+    SendWindow w(8);
+    w.start(10, 2);
+    ck_assert(!w.leased());
+    ck_assert_uint_eq(w.window(), 8);
+    ck_assert(pump(w) == (std::vector<uint64_t>{0, 1}));
+    ck_assert(!w.set_lease(1)); // two blocks are out already
+    ck_assert(!w.set_lease(9)); // longer than the job's window
+    ck_assert(!w.set_lease(0));
+    ck_assert(w.set_lease(3));
+    ck_assert(w.leased());
+    ck_assert_uint_eq(w.window(), 3);
+    ck_assert(w.set_lease(3));  // told again: the same lease
+    ck_assert(!w.set_lease(4)); // another one is not
+    ck_assert(pump(w) == (std::vector<uint64_t>{2}));
+    ck_assert_uint_eq(w.slot_of(3), 0);
+    ck_assert(w.on_ack(1) == SendWindow::Ack::fresh); // slot 1 waits for sid 0's slot
+    ck_assert(pump(w).empty());
+    ck_assert(w.on_ack(0) == SendWindow::Ack::fresh);
+    ck_assert(pump(w) == (std::vector<uint64_t>{3, 4}));
+    // ahead beyond the window reads the window; 0 reads 1; a plain start()
+    // is leased at once (the job's window).
+    w.start(10, 99);
+    ck_assert_uint_eq(pump(w).size(), 8);
+    w.start(10, 0);
+    ck_assert_uint_eq(pump(w).size(), 1);
+    w.start(10);
+    ck_assert(w.leased());
+    ck_assert_uint_eq(pump(w).size(), 8);
+}
+END_TEST
+
 int main()
 {
     return ina_test::run_suite("client_window", "window",
@@ -214,5 +250,6 @@ int main()
                                 test_out_of_order_acks,
                                 test_slot_needs_send_completion,
                                 test_random_orders,
-                                test_reuse_and_large_sids});
+                                test_reuse_and_large_sids,
+                                test_lease_after_ahead});
 }

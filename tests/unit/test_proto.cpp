@@ -297,10 +297,10 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, offset), 48);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, seg_count), 52);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, flags), 56);
-    ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved), 58);
+    ck_assert_uint_eq(offsetof(ina_proto_hdr_t, ahead), 58);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved2), 60);
     // Enum values are wire values: pin them.
-    ck_assert_uint_eq(INA_PROTO_VERSION, 7);
+    ck_assert_uint_eq(INA_PROTO_VERSION, 8);
     ck_assert_uint_eq(INA_PROTO_HELLO, 1);
     ck_assert_uint_eq(INA_PROTO_ERROR, 11);
     ck_assert_uint_eq(INA_PROTO_GRANT, 12);
@@ -469,9 +469,20 @@ START_TEST(test_rejects_common_fields)
             m.hdr.version = static_cast<uint8_t>(v);
             ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_VERSION);
         }
-        for (unsigned r : {1u, 0x80u, 0x8000u, 0xffffu}) {
+        // `ahead`: a word of the agent about the next call, on four types
+        // only, at most the largest window.
+        const bool speaks_ahead = good.hdr.type == INA_PROTO_JOB_OPENED ||
+                                  good.hdr.type == INA_PROTO_GRANT ||
+                                  good.hdr.type == INA_PROTO_DENY ||
+                                  good.hdr.type == INA_PROTO_RESULT;
+        for (unsigned r : {1u, INA_PROTO_MAX_WINDOW}) {
             Msg m = good;
-            m.hdr.reserved = static_cast<uint16_t>(r);
+            m.hdr.ahead = static_cast<uint16_t>(r);
+            ck_assert_int_eq(check_msg(m), speaks_ahead ? INA_PROTO_OK : INA_PROTO_ERR_MALFORMED);
+        }
+        for (unsigned r : {INA_PROTO_MAX_WINDOW + 1, 0x8000u, 0xffffu}) {
+            Msg m = good;
+            m.hdr.ahead = static_cast<uint16_t>(r);
             ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
         }
         for (uint32_t r : {1u, 0x100u, 0x80000000u, UINT32_MAX}) {
@@ -1061,7 +1072,11 @@ START_TEST(test_fuzz)
         ck_assert_uint_eq(h.magic, INA_PROTO_MAGIC);
         ck_assert_uint_eq(h.version, INA_PROTO_VERSION);
         ck_assert(h.type >= INA_PROTO_HELLO && h.type <= INA_PROTO_TYPE_MAX);
-        ck_assert_uint_eq(h.reserved, 0);
+        ck_assert_uint_le(h.ahead, INA_PROTO_MAX_WINDOW);
+        if (h.type != INA_PROTO_JOB_OPENED && h.type != INA_PROTO_GRANT &&
+            h.type != INA_PROTO_DENY && h.type != INA_PROTO_RESULT) {
+            ck_assert_uint_eq(h.ahead, 0);
+        }
         ck_assert_uint_eq(h.reserved2, 0);
         ck_assert_uint_le(h.status, INA_PROTO_STATUS_MAX);
         ck_assert_uint_le(h.window, INA_PROTO_MAX_WINDOW);

@@ -54,7 +54,7 @@ struct LeafLink final : Member, Uplink {
 struct SpineSink final : Sink {
     Tree *tree = nullptr;
     void job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window,
-                    ina_proto_status_t status) override;
+                    uint32_t ahead, ina_proto_status_t status) override;
     void decision(Member &to, uint32_t rank, const Decision &d) override;
     void result(Member &to, uint32_t rank, const ina_proto_hdr_t &blk, BufRef payload,
                 size_t len) override;
@@ -199,7 +199,7 @@ void LeafLink::partial(const Job &job, Partial p)
 }
 
 void SpineSink::job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window,
-                           ina_proto_status_t status)
+                           uint32_t ahead, ina_proto_status_t status)
 {
     auto &l = static_cast<LeafLink &>(to);
     const uint32_t leaf_jid = static_cast<uint32_t>(req.arg);
