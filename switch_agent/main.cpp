@@ -21,6 +21,7 @@
 #include "log.h"
 #include "sched/exclusive.h"
 #include "sched/free_seg.h"
+#include "sched/partition.h"
 #include "sched/tdm.h"
 
 namespace {
@@ -57,11 +58,14 @@ void usage(FILE *out)
                  "  --policy NAME        how calls of different jobs share the agent\n"
                  "                       (docs/ARCHITECTURE.md): tdm (one job's call at\n"
                  "                       a time, decided by prediction and CalcScore),\n"
-                 "                       fcfs (a call is granted when a lease is free) or\n"
+                 "                       fcfs (a call is granted when a lease is free),\n"
                  "                       exclusive (the first job to offload holds the\n"
                  "                       agent; the others are denied until it ends or\n"
-                 "                       is idle --exclusive-idle-ms) (default tdm)\n"
+                 "                       is idle --exclusive-idle-ms) or partition (the\n"
+                 "                       pool split evenly among the jobs active within\n"
+                 "                       --partition-idle-ms) (default tdm)\n"
                  "  --exclusive-idle-ms N  see --policy exclusive (default 1000)\n"
+                 "  --partition-idle-ms N  see --policy partition (default 1000)\n"
                  "  --tdm-ageing X       tdm: score a job gains per call denied in a row\n"
                  "                       (default %g)\n"
                  "  --host-alpha-us X    tdm's model of the host algorithms: latency per\n"
@@ -153,6 +157,7 @@ int main(int argc, char **argv)
     std::string bind = "none";
     std::string policy = "tdm";
     std::chrono::milliseconds exclusive_idle(1000);
+    std::chrono::milliseconds partition_idle(1000);
     ina::sched::TdmConfig tdm;
     enum {
         kListen = 1,
@@ -169,6 +174,7 @@ int main(int argc, char **argv)
         kParent,
         kPolicy,
         kExclusiveIdleMs,
+        kPartitionIdleMs,
         kTdmAgeing,
         kHostAlphaUs,
         kHostGbps,
@@ -189,6 +195,7 @@ int main(int argc, char **argv)
         {"parent", required_argument, nullptr, kParent},
         {"policy", required_argument, nullptr, kPolicy},
         {"exclusive-idle-ms", required_argument, nullptr, kExclusiveIdleMs},
+        {"partition-idle-ms", required_argument, nullptr, kPartitionIdleMs},
         {"tdm-ageing", required_argument, nullptr, kTdmAgeing},
         {"host-alpha-us", required_argument, nullptr, kHostAlphaUs},
         {"host-gbps", required_argument, nullptr, kHostGbps},
@@ -270,8 +277,9 @@ int main(int argc, char **argv)
         }
         case kPolicy:
             policy = optarg;
-            if (policy != "tdm" && policy != "fcfs" && policy != "exclusive") {
-                bad_arg("--policy wants tdm, fcfs or exclusive, got '%s'", optarg);
+            if (policy != "tdm" && policy != "fcfs" && policy != "exclusive" &&
+                policy != "partition") {
+                bad_arg("--policy wants tdm, fcfs, exclusive or partition, got '%s'", optarg);
             }
             break;
         case kExclusiveIdleMs:
@@ -279,6 +287,12 @@ int main(int argc, char **argv)
                 bad_arg("--exclusive-idle-ms wants 0..3600000 milliseconds, got '%s'", optarg);
             }
             exclusive_idle = std::chrono::milliseconds(v);
+            break;
+        case kPartitionIdleMs:
+            if (!parse_uint(optarg, 0, 3600000, &v)) {
+                bad_arg("--partition-idle-ms wants 0..3600000 milliseconds, got '%s'", optarg);
+            }
+            partition_idle = std::chrono::milliseconds(v);
             break;
         case kTdmAgeing:
             if (!parse_double(optarg, 1e-6, 1e6, &tdm.ageing)) {
@@ -345,6 +359,9 @@ int main(int argc, char **argv)
             }
             if (policy == "tdm") {
                 return std::make_unique<ina::sched::TdmScheduler>(pool, tdm);
+            }
+            if (policy == "partition") {
+                return std::make_unique<ina::sched::PartitionScheduler>(pool, partition_idle);
             }
             return std::make_unique<ina::sched::FreeSegScheduler>(pool);
         });

@@ -5,7 +5,9 @@
 // needs no clock) and behind the Aggregator (a call that finds the pool
 // taken is denied for every member; leases come back on completion, abort
 // and job free); the exclusive policy (one job holds the agent until it is
-// freed or idle; the others are denied, on a clock the test steers).
+// freed or idle; the others are denied, on a clock the test steers); the
+// partition policy (the pool split evenly among active tenants, leases that
+// shrink as tenants arrive and grow as they leave).
 #include <check.h>
 #include "check_main.h"
 
@@ -17,8 +19,10 @@
 #include "aggregation_fakes.h"
 #include "sched/exclusive.h"
 #include "sched/free_seg.h"
+#include "sched/partition.h"
 
 using namespace agg_test;
+using ina::sched::PartitionScheduler;
 using ina::sched::ExclusiveScheduler;
 using ina::sched::FreeSegScheduler;
 
@@ -162,6 +166,10 @@ START_TEST(test_exclusive_holds_until_idle_or_freed)
     ck_assert(b.kind == Verdict::Kind::kDeny);
     ck_assert_int_eq(b.status, INA_PROTO_ERR_BUSY);
     ck_assert_uint_eq(pool.free_segs(), 4);
+    // Leases: job 2's members hear "one block before the verdict" while
+    // job 1 holds the agent; the holder streams its whole window.
+    ck_assert_uint_eq(sched.ahead(2, 2), 1);
+    ck_assert_uint_eq(sched.ahead(1, 4), 4);
     Verdict a2 = sched.decide(req(1, 1, 4)); // the holder's second call: the rest
     ck_assert(a2.kind == Verdict::Kind::kGrant);
     ck_assert(sched.decide(req(1, 2, 1)).kind == Verdict::Kind::kDeny); // pool empty
@@ -182,10 +190,80 @@ START_TEST(test_exclusive_holds_until_idle_or_freed)
     sched.on_call_done(1, 3, none);
     sched.on_job_freed(2); // the holder leaves: free at once
     ck_assert_uint_eq(sched.holder(), 0);
+    ck_assert_uint_eq(sched.ahead(1, 4), 4);
     Verdict d = sched.decide(req(1, 4, 4));
     ck_assert(d.kind == Verdict::Kind::kGrant);
     ck_assert_uint_eq(sched.holder(), 1);
     sched.on_call_done(1, 4, d.lease);
+    ck_assert_uint_eq(pool.free_segs(), 8);
+}
+END_TEST
+
+// The partition policy on a clock the test moves. Tenant 1 alone gets its
+// whole window; tenant 2 arrives while 1 holds the pool: denied (its share
+// is still held); each is told ahead = pool / (other tenants + 2); once 1's
+// call ends each gets half; a lease never goes below the call's min_window; a tenant idle for
+// the set time, or freed, gives its share back.
+START_TEST(test_partition_shares)
+{
+    using std::chrono::milliseconds;
+    SegPool pool(8, 64);
+    Clock::time_point t{};
+    PartitionScheduler sched(pool, milliseconds(100), [&t] { return t; });
+    auto req = [](uint32_t jid, uint64_t mid, uint32_t min_window = 1) {
+        CallRequest r{jid, mid, 8, 100, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, 2, 0, jid};
+        r.min_window = min_window;
+        return r;
+    };
+    sched.on_job_created(JobInfo{1, 2, 2, 8, 1});
+    sched.on_job_created(JobInfo{2, 2, 2, 8, 2});
+    ck_assert_uint_eq(sched.ahead(1, 8), 4); // room for a newcomer: 8 / 2
+    Verdict a = sched.decide(req(1, 0, 8)); // alone: the whole window
+    ck_assert(a.kind == Verdict::Kind::kGrant);
+    ck_assert_uint_eq(a.lease.size(), 8);
+    ck_assert_uint_eq(sched.active(), 1);
+    Verdict b = sched.decide(req(2, 0)); // its half is still under tenant 1's call
+    ck_assert(b.kind == Verdict::Kind::kDeny);
+    ck_assert_int_eq(b.status, INA_PROTO_ERR_NO_RESOURCES);
+    ck_assert_uint_eq(sched.active(), 2);
+    ck_assert_uint_eq(sched.share(), 4);
+    ck_assert_uint_eq(sched.ahead(1, 8), 2); // 8 / (1 other + 2)
+    ck_assert_uint_eq(sched.ahead(2, 8), 2);
+    sched.on_call_done(1, 0, a.lease);
+    Verdict a1 = sched.decide(req(1, 1));
+    Verdict b1 = sched.decide(req(2, 1));
+    ck_assert(a1.kind == Verdict::Kind::kGrant && b1.kind == Verdict::Kind::kGrant);
+    ck_assert_uint_eq(a1.lease.size(), 4);
+    ck_assert_uint_eq(b1.lease.size(), 4);
+    // Overlapping calls of one tenant split its share; none goes below its
+    // min_window.
+    sched.on_call_done(2, 1, b1.lease);
+    Verdict b2 = sched.decide(req(2, 2, 2));
+    ck_assert_uint_eq(b2.lease.size(), 4);
+    Verdict b3 = sched.decide(req(2, 3));
+    ck_assert(b3.kind == Verdict::Kind::kDeny); // its share is held
+    sched.on_call_done(2, 2, b2.lease);
+    Verdict b4 = sched.decide(req(2, 4, 5)); // told 5, its share is 4
+    ck_assert(b4.kind == Verdict::Kind::kDeny);
+    // Tenant 2 goes idle: after the set time tenant 1's lease grows back.
+    t += milliseconds(99);
+    sched.on_call_done(1, 1, a1.lease);
+    ck_assert_uint_eq(sched.active(), 2);
+    t += milliseconds(1);
+    ck_assert_uint_eq(sched.active(), 1);
+    ck_assert_uint_eq(sched.ahead(1, 8), 4);
+    Verdict a2 = sched.decide(req(1, 2));
+    ck_assert_uint_eq(a2.lease.size(), 8);
+    sched.on_call_done(1, 2, a2.lease);
+    // A tenant whose last job is freed gives its share back at once.
+    Verdict b5 = sched.decide(req(2, 5));
+    ck_assert_uint_eq(b5.lease.size(), 4);
+    sched.on_call_done(2, 5, b5.lease);
+    sched.on_job_freed(2);
+    ck_assert_uint_eq(sched.active(), 1);
+    Verdict a3 = sched.decide(req(1, 3));
+    ck_assert_uint_eq(a3.lease.size(), 8);
+    sched.on_call_done(1, 3, a3.lease);
     ck_assert_uint_eq(pool.free_segs(), 8);
 }
 END_TEST
@@ -196,5 +274,6 @@ int main()
                                {test_free_seg_grant_deny,
                                 test_free_seg_abort_returns_busy_segs,
                                 test_free_seg_in_the_aggregator,
-                                test_exclusive_holds_until_idle_or_freed});
+                                test_exclusive_holds_until_idle_or_freed,
+                                test_partition_shares});
 }
