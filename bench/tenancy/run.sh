@@ -28,7 +28,7 @@ usage: $0 [options]
   --window W       every job's window (Segs per lease: coll_ina_window and the
                    agent's --max-window), default 8
   --pool-x LIST    agent pool sizes in windows, default 1,4
-  --policies LIST  agent policies, default fcfs,exclusive,tdm
+  --policies LIST  agent policies, default fcfs,exclusive,partition,tdm
   --builddir DIR   build tree (default: $repo/build)
   --out DIR        results directory, default $here/results
   --timeout S      limit for each run, default 600 seconds
@@ -41,7 +41,7 @@ die() {
 }
 
 jobs_default=1048576:300,524288:150,2097152:900
-jobs_list=$jobs_default hpj=4 rate=100mbit iters=20 window=8 poolx=1,4 policies=fcfs,exclusive,tdm
+jobs_list=$jobs_default hpj=4 rate=100mbit iters=20 window=8 poolx=1,4 policies=fcfs,exclusive,partition,tdm
 builddir=$repo/build out=$here/results limit=600
 while (($#)); do
     case $1 in
