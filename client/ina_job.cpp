@@ -781,7 +781,7 @@ void Job::hear_ahead(const ina_proto_hdr_t &h)
     // promise for MID h.mid + 1 alone.
     if (h.mid + 1 >= ahead_mid_) {
         ahead_mid_ = h.mid + 1;
-        ahead_ = std::clamp<uint32_t>(h.ahead, 1, window());
+        ahead_ = std::max<uint32_t>(1, std::min<uint32_t>(h.ahead, window()));
     }
 }
 
