@@ -63,15 +63,19 @@ void Aggregator::refuse(Job &job, Call &call, Member &from, const ina_proto_hdr_
 
 // ---------------------------------------------------------------- jobs
 
-Job &Aggregator::new_job(Member &from, const JobKey &key, std::vector<uint32_t> node_ids,
-                         uint32_t asked_window, const TreeDesc &tree, uint64_t tenant)
+Job &Aggregator::new_job(Member &from, const JobKey &key, const JobCap &cap,
+                         std::vector<uint32_t> node_ids, uint32_t asked_window,
+                         const TreeDesc &tree, uint64_t tenant)
 {
-    // A window larger than the pool could never be granted.
-    uint32_t window = std::min<uint32_t>({asked_window, cfg_.max_window, pool_.size()});
+    // A window larger than the pool (or than a job may hold) could never be
+    // granted.
+    const uint32_t most = cfg_.limits.job_segs != 0 ? cfg_.limits.job_segs : pool_.size();
+    uint32_t window = std::min<uint32_t>({asked_window, cfg_.max_window, pool_.size(), most});
     uint32_t jid = next_jid_;
     auto job =
         std::make_unique<Job>(jid, window, key, std::move(node_ids), asked_window, tree, &from);
     job->set_tenant(tenant); // before the uplink opens it at the parent
+    job->set_cap(cap);
     const uint32_t nmembers = job->nmembers();
     const JobInfo info{jid, nmembers, job->topology().nnodes(), window, tenant};
     Job &ref = *job;
@@ -106,14 +110,28 @@ ina_proto_status_t Aggregator::join_job(Job &job, uint32_t rank, Member &from)
     return st;
 }
 
+const char *Aggregator::over_limit(const Member &from, const ina_proto_hdr_t &h) const
+{
+    const auto &lim = cfg_.limits;
+    if (h.count > lim.members) {
+        return "more members than --max-members";
+    }
+    if (from.memberships_.size() >= lim.jobs_per_member) {
+        return "the connection is in --max-jobs-per-conn jobs already";
+    }
+    return nullptr;
+}
+
 void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *payload)
 {
+    const auto *bytes = static_cast<const std::byte *>(payload);
     JobKey key;
-    std::memcpy(key.data(), payload, key.size());
+    JobCap cap;
+    std::memcpy(key.data(), bytes, key.size());
+    std::memcpy(cap.data(), bytes + key.size(), cap.size());
     // The payload may be unaligned: copy the node ids out.
     std::vector<uint32_t> nodes(h.count);
-    std::memcpy(nodes.data(), static_cast<const std::byte *>(payload) + key.size(),
-                nodes.size() * sizeof(uint32_t));
+    std::memcpy(nodes.data(), bytes + key.size() + cap.size(), nodes.size() * sizeof(uint32_t));
     const TreeDesc tree{h.seg_count, h.offset, (h.flags & INA_PROTO_F_CHILDREN) != 0};
     if (tree.groups > 1 && uplink_ == nullptr) {
         // Its calls would wait forever for the other leaves' members.
@@ -126,36 +144,64 @@ void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *pa
     }
     Job *job = nullptr;
     ina_proto_status_t st = INA_PROTO_OK;
+    const char *why = nullptr;
     auto kit = keys_.find(key);
-    if (kit == keys_.end()) {
+    if (cap == JobCap{}) {
+        st = INA_PROTO_ERR_FORBIDDEN;
+        why = "no capability";
+    } else if (kit != keys_.end() && !jobs_.at(kit->second)->cap_matches(cap)) {
+        // Checked before anything else of the job: a refusal must not tell
+        // a guesser whether it got the description right.
+        st = INA_PROTO_ERR_FORBIDDEN;
+        why = "not the job's capability";
+    } else if (kit != keys_.end() && jobs_.at(kit->second)->is_member(h.rank, &from)) {
+        // Opening again as the same member: idempotent, no new slot.
+    } else if ((why = over_limit(from, h)) != nullptr) {
+        st = INA_PROTO_ERR_LIMIT;
+    }
+    if (st == INA_PROTO_OK && kit == keys_.end()) {
         auto slot = keys_.emplace(key, 0).first; // room first: nothing throws after the job
         try {
-            job = &new_job(from, key, std::move(nodes), h.window, tree, h.mid);
+            job = &new_job(from, key, cap, std::move(nodes), h.window, tree, h.mid);
         } catch (...) {
             keys_.erase(slot);
             throw;
         }
         slot->second = job->jid();
-    } else {
+    } else if (st == INA_PROTO_OK) {
         job = jobs_.at(kit->second).get();
         if (!job->same_description(nodes, h.window, tree)) {
             st = INA_PROTO_ERR_MISMATCH;
+            why = "described differently than by its first member";
         }
     }
     if (st == INA_PROTO_OK) {
         st = join_job(*job, h.rank, from);
+        why = st != INA_PROTO_OK ? ina_proto_status_name(st) : nullptr;
     }
     if (st == INA_PROTO_OK && job->complete()) {
         lease_back_ = true; // calls waiting for this member: ask again now
     }
     if (st != INA_PROTO_OK) {
         ++counters_.rejected[st];
-        INA_WARN("JOB_OPEN of job %u as rank %u refused: %s", job->jid(), h.rank,
-                 st == INA_PROTO_ERR_MISMATCH ? "described differently than by its first member"
-                                              : ina_proto_status_name(st));
+        counters_.forbidden_opens += st == INA_PROTO_ERR_FORBIDDEN;
+        counters_.limit_refusals += st == INA_PROTO_ERR_LIMIT;
+        // Logged by who asked, never by the job it named (a foreign opener
+        // learns nothing, and the log does not say which job was probed).
+        // A prober repeats itself: the first of each reason is a warning,
+        // the rest are counted (forbidden_opens, limit_refusals).
+        const bool first = refusals_warned_.insert(why).second;
+        const LogLevel lvl = !first && st != INA_PROTO_ERR_MISMATCH ? LogLevel::kDebug
+                                                                    : LogLevel::kWarn;
+        INA_LOG(lvl, "JOB_OPEN as rank %u from peer %" PRIu64 " refused (%s): %s%s", h.rank,
+                from.id, ina_proto_status_name(st), why,
+                lvl == LogLevel::kWarn && st != INA_PROTO_ERR_MISMATCH
+                    ? " (more of these are counted, logged at debug)"
+                    : "");
+        sink_.job_opened(from, h, 0, 0, 0, st);
+    } else {
+        sink_.job_opened(from, h, job->jid(), job->window(), job->ahead_at_open(), st);
     }
-    sink_.job_opened(from, h, st == INA_PROTO_OK ? job->jid() : 0, job->window(),
-                     st == INA_PROTO_OK ? job->ahead_at_open() : 0, st);
     settle();
 }
 
@@ -285,8 +331,16 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
         }
     } else if (job.uplinked() && job.up_state() != Job::UpState::kOpen) {
         v = Verdict::deny(INA_PROTO_ERR_UPSTREAM);
+    } else if (cfg_.limits.job_segs != 0 && job.held_segs() + req.min_window > cfg_.limits.job_segs) {
+        // The job's own calls in flight hold its share (--max-job-segs):
+        // this one waits for one of them to end (their leases coming back
+        // ask it again), like a call the scheduler put off.
+        v = Verdict::defer();
     } else {
         req.tenant = job.tenant();
+        if (cfg_.limits.job_segs != 0) {
+            req.window = std::min(req.window, cfg_.limits.job_segs - job.held_segs());
+        }
         v = scheduler_->decide(req);
     }
     if (v.kind == Verdict::Kind::kGrant &&
@@ -302,6 +356,7 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
         call.next_sid.resize(v.lease.size()); // shrinks: allocates nothing
         std::iota(call.next_sid.begin(), call.next_sid.end(), 0u);
         call.lease = std::move(v.lease);
+        job.hold_segs(static_cast<uint32_t>(call.lease.size()));
         call.granted = true;
         call.deferred = false;
         ++counters_.calls_granted;
@@ -430,6 +485,9 @@ void Aggregator::end_call(uint32_t jid, uint64_t mid, Call &call)
     call.up_wait.clear(); // a leaf's blocks waiting to go up
     if (call.granted) {
         if (!call.lease.empty()) {
+            if (auto it = jobs_.find(jid); it != jobs_.end()) {
+                it->second->release_segs(static_cast<uint32_t>(call.lease.size()));
+            }
             scheduler_->on_call_done(jid, mid, call.lease);
             call.lease.clear();
             lease_back_ = true;
@@ -447,9 +505,18 @@ void Aggregator::end_call(uint32_t jid, uint64_t mid, Call &call)
 void Aggregator::drop_kept(Call &call)
 {
     counters_.denied_blocks += call.kept.size();
+    release_kept(call.kept);
     kept_bytes_ -= call.kept_bytes;
     call.kept_bytes = 0;
     std::vector<KeptBlock>().swap(call.kept);
+}
+
+void Aggregator::release_kept(const std::vector<KeptBlock> &kept)
+{
+    for (const KeptBlock &b : kept) {
+        const size_t cost = b.data.size() + sizeof(KeptBlock);
+        b.from->kept_bytes_ -= std::min(cost, b.from->kept_bytes_);
+    }
 }
 
 void Aggregator::forget_deferred(uint32_t jid, uint64_t mid)
@@ -503,6 +570,7 @@ void Aggregator::reask()
             forget_deferred(key.first, key.second);
             std::vector<KeptBlock> kept;
             kept.swap(call->kept);
+            release_kept(kept);
             kept_bytes_ -= call->kept_bytes;
             call->kept_bytes = 0;
             if (k == Verdict::Kind::kDeny) {
@@ -615,17 +683,19 @@ void Aggregator::keep(Job &job, Call &call, uint64_t mid, Member &from, const in
 {
     const size_t len = static_cast<size_t>(h.count) * ina_proto_dtype_size(h.dtype);
     const size_t cost = len + sizeof(KeptBlock);
-    if (kept_bytes_ + cost > cfg_.keep_bytes) {
+    const bool member_full = from.kept_bytes_ + cost > cfg_.limits.member_keep_bytes;
+    if (kept_bytes_ + cost > cfg_.keep_bytes || member_full) {
         // No room to wait any longer: decide now, the same for everybody.
-        INA_DEBUG("job %u mid %" PRIu64 ": no room to keep the blocks of a deferred call",
-                  job.jid(), mid);
+        INA_DEBUG("job %u mid %" PRIu64 ": no room to keep the blocks of a deferred call%s",
+                  job.jid(), mid, member_full ? " (--max-conn-keep-bytes)" : "");
+        counters_.limit_refusals += member_full;
         ++counters_.denied_blocks; // this block
         call.deferred = false;
         drop_kept(call);
         forget_deferred(job.jid(), mid);
         std::vector<uint32_t> none;
         scheduler_->on_call_done(job.jid(), mid, none);
-        deny(job, call, mid, INA_PROTO_ERR_NO_RESOURCES);
+        deny(job, call, mid, member_full ? INA_PROTO_ERR_LIMIT : INA_PROTO_ERR_NO_RESOURCES);
         return;
     }
     KeptBlock b{&from, h, std::vector<std::byte>(len)};
@@ -635,6 +705,7 @@ void Aggregator::keep(Job &job, Call &call, uint64_t mid, Member &from, const in
     call.kept.push_back(std::move(b));
     call.kept_bytes += cost;
     kept_bytes_ += cost;
+    from.kept_bytes_ += cost;
     ++counters_.kept_blocks;
 }
 

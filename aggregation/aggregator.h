@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -41,6 +42,15 @@ struct AggregatorConfig {
     // the job waits this long for them (its blocks kept as a deferred
     // call's), then is denied (INCOMPLETE) on every member.
     std::chrono::milliseconds open_wait{1000};
+    // What one client may take (issue 12: a shared agent must not let one
+    // connection, faulty or hostile, crowd out the others). Exceeding one is
+    // refused with status LIMIT and a warning that names it.
+    struct Limits {
+        uint32_t jobs_per_member = 1024;           // jobs one connection is in at once
+        uint32_t members = INA_PROTO_MAX_MEMBERS;  // members of one job
+        uint32_t job_segs = 0;                     // Segs one job's calls hold together (0: the pool)
+        size_t member_keep_bytes = size_t{16} << 20; // blocks kept for one connection's deferred calls
+    } limits;
 };
 
 // Counted where they happen, in the core. (The transport counts its own:
@@ -49,6 +59,8 @@ struct Counters {
     uint64_t blocks_in = 0;
     uint64_t rejected[INA_PROTO_STATUS_MAX + 1] = {}; // refusals by status
     uint64_t foreign = 0;        // blocks from a member not bound to (jid, rank)
+    uint64_t forbidden_opens = 0; // JOB_OPENs without the job's capability
+    uint64_t limit_refusals = 0;  // refusals by a limit (AggregatorConfig::Limits)
     uint64_t calls_granted = 0;
     uint64_t leased_segs = 0;    // Segs of all granted leases (their mean: leased_segs / calls_granted)
     uint64_t calls_denied = 0;
@@ -180,6 +192,10 @@ private:
     // The call is over: its lease (or, deferred, its kept blocks) goes back.
     void end_call(uint32_t jid, uint64_t mid, Call &call);
     void drop_kept(Call &call);
+    // Kept blocks given back (their bytes, globally and per member).
+    void release_kept(const std::vector<KeptBlock> &kept);
+    // Why a JOB_OPEN is refused by a limit (null: it is not).
+    const char *over_limit(const Member &from, const ina_proto_hdr_t &h) const;
     void forget_deferred(uint32_t jid, uint64_t mid);
     // Ask deferred calls again, oldest first, until a round changes nothing.
     void reask();
@@ -188,8 +204,9 @@ private:
     void leave_job(uint32_t jid, uint32_t rank, Member &m);
     void free_job(uint32_t jid);
     // A new job (the first JOB_OPEN of a key).
-    Job &new_job(Member &from, const JobKey &key, std::vector<uint32_t> node_ids,
-                 uint32_t asked_window, const TreeDesc &tree, uint64_t tenant);
+    Job &new_job(Member &from, const JobKey &key, const JobCap &cap,
+                 std::vector<uint32_t> node_ids, uint32_t asked_window, const TreeDesc &tree,
+                 uint64_t tenant);
     // Bind `from` as `rank` of `job`: OK, or why not.
     ina_proto_status_t join_job(Job &job, uint32_t rank, Member &from);
 
@@ -207,6 +224,7 @@ private:
     bool lease_back_ = false; // a lease returned since deferred calls were last asked
     bool reasking_ = false;
     bool seen_reject_[INA_PROTO_STATUS_MAX + 1] = {}; // first of each reason logs at warn
+    std::set<const char *> refusals_warned_;           // JOB_OPEN refusals (reasons: literals)
 };
 
 } // namespace ina::agg

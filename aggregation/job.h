@@ -7,6 +7,7 @@
 #ifndef INA_AGG_JOB_H
 #define INA_AGG_JOB_H
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstddef>
@@ -37,6 +38,7 @@ public:
 private:
     friend class Aggregator;
     std::vector<std::pair<uint32_t, uint32_t>> memberships_; // (jid, rank)
+    size_t kept_bytes_ = 0; // its blocks the core keeps for deferred calls (Limits)
 };
 
 // Where a job sits in a tree of agents (JOB_OPEN's tree fields, part of the
@@ -101,8 +103,10 @@ struct Call {
     std::vector<Partial> up_wait;     // completed blocks waiting for their parent slot
 };
 
-// The name of a job (JOB_OPEN).
+// The name of a job (JOB_OPEN), and the capability its members prove
+// themselves with (ina_proto.h, JOB_OPEN).
 using JobKey = std::array<uint8_t, INA_PROTO_JOB_KEY_BYTES>;
+using JobCap = std::array<uint8_t, INA_PROTO_JOB_CAP_BYTES>;
 
 class Job {
 public:
@@ -134,6 +138,22 @@ public:
     bool dead() const { return ever_joined_ && joined_ == 0; }
 
     const JobKey &key() const { return key_; }
+    // The capability its first opener brought; whether `cap` is it (in time
+    // independent of where they differ: a refusal tells a guesser nothing).
+    const JobCap &cap() const { return cap_; }
+    void set_cap(const JobCap &cap) { cap_ = cap; }
+    bool cap_matches(const JobCap &cap) const
+    {
+        uint8_t diff = 0;
+        for (size_t i = 0; i < cap.size(); ++i) {
+            diff |= static_cast<uint8_t>(cap[i] ^ cap_[i]);
+        }
+        return diff == 0;
+    }
+    // Segs the job's granted calls hold now, all together (Limits::job_segs).
+    uint32_t held_segs() const { return held_segs_; }
+    void hold_segs(uint32_t n) { held_segs_ += n; }
+    void release_segs(uint32_t n) { held_segs_ -= std::min(n, held_segs_); }
     bool same_description(const std::vector<uint32_t> &node_ids, uint32_t asked_window,
                           const TreeDesc &tree) const
     {
@@ -231,6 +251,8 @@ private:
     uint32_t jid_;
     uint32_t window_;
     JobKey key_;
+    JobCap cap_{};
+    uint32_t held_segs_ = 0;
     std::vector<uint32_t> node_ids_;
     uint32_t asked_window_;
     TreeDesc tree_;

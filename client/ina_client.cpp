@@ -18,6 +18,7 @@
 #include <new>
 #include <system_error>
 
+#include "ina_siphash.h"
 #include "ucx_channel.h"
 
 namespace ina::client {
@@ -843,6 +844,7 @@ void key_store(ina_job_key_t &k, u128 h)
 void ina_job_key_init(ina_job_key_t *key)
 {
     key_store(*key, kFnvBasis);
+    std::memset(key->cap, 0, sizeof(key->cap));
 }
 
 void ina_job_key_add(ina_job_key_t *key, const void *data, size_t len)
@@ -855,7 +857,19 @@ void ina_job_key_add(ina_job_key_t *key, const void *data, size_t len)
     key_store(*key, h);
 }
 
-ina_status_t ina_job_open(ina_client_t *client, const uint8_t *key, uint32_t nmembers,
+void ina_job_key_seal(ina_job_key_t *key, const uint8_t *secret)
+{
+    uint8_t msg[INA_PROTO_JOB_KEY_BYTES + 1];
+    std::memcpy(msg, key->bytes, INA_PROTO_JOB_KEY_BYTES);
+    static_assert(INA_PROTO_JOB_CAP_BYTES == 2 * sizeof(uint64_t), "two SipHash outputs");
+    for (uint8_t half = 0; half < 2; ++half) {
+        msg[INA_PROTO_JOB_KEY_BYTES] = half;
+        const uint64_t v = ina_siphash24(secret, msg, sizeof(msg));
+        std::memcpy(key->cap + half * sizeof(v), &v, sizeof(v));
+    }
+}
+
+ina_status_t ina_job_open(ina_client_t *client, const ina_job_key_t *key, uint32_t nmembers,
                           const uint32_t *node_of_member, uint32_t rank,
                           uint32_t requested_window, uint32_t requested_block_bytes,
                           ina_job_params_t *params, ina_job_t **out)
@@ -864,7 +878,7 @@ ina_status_t ina_job_open(ina_client_t *client, const uint8_t *key, uint32_t nme
                              requested_window, requested_block_bytes, params, out);
 }
 
-ina_status_t ina_job_open_tree(ina_client_t *client, const uint8_t *key, uint32_t nmembers,
+ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, uint32_t nmembers,
                                const uint32_t *node_of_member, uint32_t rank, uint32_t leaf,
                                uint32_t nleaves, uint32_t comm_rank, uint32_t comm_size,
                                uint32_t requested_window, uint32_t requested_block_bytes,
@@ -887,7 +901,8 @@ ina_status_t ina_job_open_tree(ina_client_t *client, const uint8_t *key, uint32_
         if (!job_shape(c.info(), requested_window, requested_block_bytes, &window, &block)) {
             return INA_ERR_INVALID;
         }
-        std::vector<uint8_t> payload(key, key + INA_PROTO_JOB_KEY_BYTES);
+        std::vector<uint8_t> payload(key->bytes, key->bytes + INA_PROTO_JOB_KEY_BYTES);
+        payload.insert(payload.end(), key->cap, key->cap + INA_PROTO_JOB_CAP_BYTES);
         const auto *ids = reinterpret_cast<const uint8_t *>(node_of_member);
         payload.insert(payload.end(), ids, ids + sizeof(uint32_t) * nmembers);
         ina_proto_hdr_t h;

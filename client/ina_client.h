@@ -131,22 +131,32 @@ typedef struct ina_job_params {
 /* The key of a job opened by key (ina_job_open): bytes every member of a
  * communicator knows alike, without communicating, hashed in order
  * (FNV-1a, 128 bits; the key's bytes are the hash, most significant first).
- * Which bytes the component adds is in docs/HIERARCHY.md, "Job setup". It
- * names a job; it is not a secret. */
+ * Which bytes the component adds is in docs/ARCHITECTURE.md, "Job setup".
+ * It names a job. `cap`, the job's capability, proves the opener is a
+ * member: ina_job_key_seal derives it from the key and a secret that only
+ * the job's processes hold (the agent refuses an opener without the
+ * capability the job's first opener brought). ina_job_key_init leaves it
+ * zero, which no agent accepts. */
 typedef struct ina_job_key {
     uint8_t bytes[INA_PROTO_JOB_KEY_BYTES];
+    uint8_t cap[INA_PROTO_JOB_CAP_BYTES];
 } ina_job_key_t;
 void ina_job_key_init(ina_job_key_t *key);
 void ina_job_key_add(ina_job_key_t *key, const void *data, size_t len);
+/* Once every byte is added: cap = SipHash-2-4 of the key's bytes (followed
+ * by 0, then by 1, for the two halves) under the 16-byte `secret`. */
+void ina_job_key_seal(ina_job_key_t *key, const uint8_t *secret);
 
 /* Every member, without waiting for the others: open the job named by `key`
- * (INA_PROTO_JOB_KEY_BYTES bytes every member computes alike) as `rank`.
+ * (bytes every member computes alike, sealed with the job's capability) as
+ * `rank`.
  * The first member to arrive creates it at the agent. Every member must pass
  * the same nmembers, node ids, requested window and block; a member that
- * does not is refused (INA_ERR_PROTO) and the others' calls are denied
+ * does not, or brings another capability, is refused (INA_ERR_PROTO; the
+ * agent's status is in the log at verbose 1) and the others' calls are denied
  * until it opens alike. Calls may start at once: the agent holds a call
  * until every member opened the job (docs/HIERARCHY.md). */
-ina_status_t ina_job_open(ina_client_t *client, const uint8_t *key, uint32_t nmembers,
+ina_status_t ina_job_open(ina_client_t *client, const ina_job_key_t *key, uint32_t nmembers,
                           const uint32_t *node_of_member, uint32_t rank,
                           uint32_t requested_window, uint32_t requested_block_bytes,
                           ina_job_params_t *params, ina_job_t **out);
@@ -162,7 +172,7 @@ ina_status_t ina_job_open(ina_client_t *client, const uint8_t *key, uint32_t nme
  * ranks. The leaf opens the job at its parent; every member of every leaf
  * must pass the same nleaves and window. nleaves 0 (leaf 0, comm_rank =
  * rank, comm_size = nmembers): ina_job_open. */
-ina_status_t ina_job_open_tree(ina_client_t *client, const uint8_t *key, uint32_t nmembers,
+ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, uint32_t nmembers,
                                const uint32_t *node_of_member, uint32_t rank, uint32_t leaf,
                                uint32_t nleaves, uint32_t comm_rank, uint32_t comm_size,
                                uint32_t requested_window, uint32_t requested_block_bytes,
@@ -377,7 +387,8 @@ typedef struct ina_stripe_call ina_stripe_call_t;
 
 uint32_t ina_stripe_agent(uint64_t sid, uint32_t nagents);
 
-ina_status_t ina_stripe_open(ina_client_t *const *clients, uint32_t nagents, const uint8_t *key,
+ina_status_t ina_stripe_open(ina_client_t *const *clients, uint32_t nagents,
+                             const ina_job_key_t *key,
                              uint32_t nmembers, const uint32_t *node_of_member, uint32_t rank,
                              uint32_t requested_window, uint32_t requested_block_bytes,
                              ina_job_params_t *params, ina_stripe_t **out);

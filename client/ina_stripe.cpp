@@ -340,7 +340,8 @@ uint32_t ina_stripe_agent(uint64_t sid, uint32_t nagents)
     return nagents == 0 ? 0 : static_cast<uint32_t>(sid % nagents);
 }
 
-ina_status_t ina_stripe_open(ina_client_t *const *clients, uint32_t nagents, const uint8_t *key,
+ina_status_t ina_stripe_open(ina_client_t *const *clients, uint32_t nagents,
+                             const ina_job_key_t *key,
                              uint32_t nmembers, const uint32_t *node_of_member, uint32_t rank,
                              uint32_t requested_window, uint32_t requested_block_bytes,
                              ina_job_params_t *params, ina_stripe_t **out)

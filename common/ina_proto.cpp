@@ -51,7 +51,8 @@ constexpr const char *kStatusNames[] = {"ok",           "malformed",  "version",
                                         "no-job",       "not-member", "no-resources",
                                         "mismatch",     "unsupported", "seg-busy",
                                         "incomplete",   "upstream",   "aborted",
-                                        "busy",         "outscored"};
+                                        "busy",         "outscored",  "forbidden",
+                                        "limit"};
 constexpr const char *kOpNames[] = {"sum", "prod", "min",    "max",    "land",   "lor",    "lxor",
                                     "band", "bor", "bxor",   "minloc", "maxloc", "replace"};
 constexpr const char *kDtypeNames[] = {"int8",           "uint8",
@@ -153,7 +154,8 @@ ina_proto_status_t check_result(const ina_proto_hdr_t &h, size_t payload_len)
 ina_proto_status_t check_job_open(const ina_proto_hdr_t &h, size_t payload_len)
 {
     if (h.count == 0 || h.count > INA_PROTO_MAX_MEMBERS || h.window == 0 || h.rank >= h.count ||
-        payload_len != INA_PROTO_JOB_KEY_BYTES + static_cast<size_t>(h.count) * sizeof(uint32_t)) {
+        payload_len != INA_PROTO_JOB_KEY_BYTES + INA_PROTO_JOB_CAP_BYTES +
+                           static_cast<size_t>(h.count) * sizeof(uint32_t)) {
         return INA_PROTO_ERR_MALFORMED;
     }
     // The tree fields: this leaf's index among seg_count leaves, or none.

@@ -49,7 +49,8 @@
  *                     receives them straight into a Seg buffer; 0 = eager only.
  *               Every other message is eager.
  *   JOB_OPEN    c->a  rank, count = number of members, window = requested
- *                     window, arg = cookie, payload = a 16-byte job key, then
+ *                     window, arg = cookie, payload = a 16-byte job key, a
+ *                     16-byte capability, then
  *                     uint32_t node_id[count] (members with equal node_id share
  *                     a node: Node/Rank bitmaps): every member sends it, in any
  *                     order, without waiting for the others (no collective at
@@ -57,6 +58,12 @@
  *                     creates the job under the key, each one joins it as
  *                     `rank` (this endpoint is then bound to (jid, rank));
  *                     all must describe the job alike.
+ *                     The capability is a secret only the job's members can
+ *                     compute (docs/ARCHITECTURE.md, "Job setup"); the first
+ *                     opener sets it, every later opener must bring the same
+ *                     (else JOB_OPENED with status FORBIDDEN, and the job
+ *                     does not notice); all zeros is no capability, always
+ *                     FORBIDDEN. A leaf passes its job's on to its parent.
  *                     Trees of agents (docs/HIERARCHY.md): seg_count = the
  *                     number of leaf agents the job's members talk to (0 or
  *                     1: the job ends at this agent), offset = the index of
@@ -72,7 +79,9 @@
  *                     leaf passes it on to its parent.
  *   JOB_OPENED  a->c  jid, rank, window = granted window (the longest lease a
  *                     call may get), ahead (for MID 0, "Leases"), status (MISMATCH:
- *                     another description than the job's), arg = cookie.
+ *                     another description than the job's; FORBIDDEN: not the
+ *                     job's capability; LIMIT: an agent limit), arg = cookie.
+ *                     A refusal says nothing of the job (jid, window 0).
  *                     A job opened by key is complete once every member opened
  *                     it; a call that starts before waits for that (the agent's
  *                     --open-wait-ms), then is denied (status INCOMPLETE) on
@@ -155,7 +164,8 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 8u /* 8: per-call leases (GRANT/RESULT window)
+#define INA_PROTO_VERSION 9u /* 9: JOB_OPEN carries the job's capability;
+                               8: per-call leases (GRANT/RESULT window)
                                and `ahead`; 7: CALL_ABORT from a rank, status ABORTED
                                (striping); 6: agent trees (JOB_OPEN's tree
                                fields, CALL_READY, CALL_ABORT); 5: jobs by key
@@ -166,8 +176,10 @@ extern "C" {
 #define INA_PROTO_AM_TO_AGENT  17u
 #define INA_PROTO_AM_TO_CLIENT 18u
 
-/* Bytes of the key that names a job opened with JOB_OPEN. */
+/* Bytes of the key that names a job opened with JOB_OPEN, and of the
+ * capability that proves the opener is one of its members. */
 #define INA_PROTO_JOB_KEY_BYTES 16u
+#define INA_PROTO_JOB_CAP_BYTES 16u
 
 /* Hard limits the agent enforces (and the client respects). */
 #define INA_PROTO_MAX_MEMBERS  65536u
@@ -229,7 +241,13 @@ typedef enum ina_proto_status {
                                       job holds it (exclusive): a DENY reason */
     INA_PROTO_ERR_OUTSCORED = 13,  /* another job's call, predicted while this one would
                                       run, scores higher (tdm): a DENY reason */
-    INA_PROTO_STATUS_MAX = 13
+    INA_PROTO_ERR_FORBIDDEN = 14,  /* JOB_OPEN without the job's capability (a foreign
+                                      or forged opener): refused, the job unaffected */
+    INA_PROTO_ERR_LIMIT = 15,      /* one of the agent's limits (connections, jobs per
+                                      connection, members, bytes kept per connection):
+                                      HELLO, JOB_OPEN or a call refused; the agent's log
+                                      names the limit */
+    INA_PROTO_STATUS_MAX = 15
 } ina_proto_status_t;
 
 /* Element types on the wire. Fixed-width: the component maps every MPI
@@ -354,7 +372,7 @@ int ina_proto_coll_valid(unsigned coll, unsigned op, unsigned dtype);
  * seg_count * dtype size <= INA_PROTO_MAX_SEG_BYTES, offset + count <= seg_count,
  * seg_count <= arg for BLOCK; BLOCK count 0 is a CREDIT; RESULT count is
  * seg_count, or 0 with INA_PROTO_F_ACK_ONLY; unknown flag bits rejected;
- * payload_len == count * dtype size for BLOCK/RESULT, == 16 + count * 4 for
+ * payload_len == count * dtype size for BLOCK/RESULT, == 32 + count * 4 for
  * JOB_OPEN, == 0 for the others; the retired types 3-6 are MALFORMED).
  * Also rejected (MALFORMED): a reduction BLOCK that is not the whole block
  * (offset 0, count = seg_count; so no CREDIT); seg_count 0 except BARRIER,

@@ -126,6 +126,10 @@ typedef struct mca_coll_ina_component_t {
     char agent_addr[MCA_COLL_INA_MAX_AGENTS][256];
     uint32_t nagents;         /* agent_addr entries; 0: no agent known to this process */
     bool agent_addr_known;    /* agent_addr was resolved (maybe to none) */
+    /* The MPI job's secret, sealing every job's capability (coll_ina_component.c,
+     * ina_launcher_secret); known from MPI_COMM_WORLD's enable on. */
+    uint8_t secret[16];
+    bool secret_known;
     int agent_pid;            /* embedded agent started by this process, or -1 */
     ina_client_t *client[MCA_COLL_INA_MAX_AGENTS];
     ina_topology_t *topo;     /* coll_ina_topology, read at MPI_COMM_WORLD's enable */
@@ -348,8 +352,10 @@ ina_node_group_t *mca_coll_ina_node_group(mca_coll_ina_module_t *module, size_t 
 void mca_coll_ina_node_fini(mca_coll_ina_module_t *module);
 
 /* coll_ina_component.c: the process-wide agent connection. */
-/* Resolve the agent address on MPI_COMM_WORLD (embedded agent: rank 0 spawns
- * it and broadcasts the address with WORLD's saved bcast). Collective. */
+/* Resolve the agent address and the job's secret on MPI_COMM_WORLD
+ * (embedded agent: rank 0 spawns it and broadcasts the address with WORLD's
+ * saved bcast; a secret the launcher did not give, rank 0 draws and
+ * broadcasts alike). Collective. */
 int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module);
 /* The connected clients, one per agent (coll_ina_agent's order),
  * connecting at first need: sets clients[0..n) and returns n; 0 if some

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "mpi.h"
@@ -540,16 +541,47 @@ static void ina_parse_agents(void)
     ina_warn_unreachable("(none)", why);
 }
 
+/* The secret every job's capability is sealed with (ina_job_key_seal;
+ * docs/ARCHITECTURE.md, "Job setup"): one per MPI job, known to its
+ * processes only. mpirun hands every process of a job the same random
+ * 128-bit key for its transports (ORTE's orte_precondition_transports, in
+ * the environment, which only the job's user can read). False without it
+ * (another launcher). */
+static bool ina_launcher_secret(uint8_t *secret)
+{
+    const char *v = getenv("OMPI_MCA_orte_precondition_transports");
+    unsigned long long hi = 0, lo = 0;
+    int end = 0;
+
+    if (NULL == v || 2 != sscanf(v, "%16llx-%16llx%n", &hi, &lo, &end) || '\0' != v[end] ||
+        (0 == hi && 0 == lo)) {
+        return false;
+    }
+    memcpy(secret, &hi, sizeof(hi));
+    memcpy(secret + sizeof(hi), &lo, sizeof(lo));
+    return true;
+}
+
+/* Rank 0's part of WORLD's broadcast: the embedded agent's address and,
+ * without the launcher's, the job's secret. */
+typedef struct ina_world_word {
+    char addr[sizeof(((mca_coll_ina_component_t *) 0)->agent_addr[0])];
+    uint8_t secret[sizeof(((mca_coll_ina_component_t *) 0)->secret)];
+} ina_world_word_t;
+
 int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
-    char addr[sizeof(c->agent_addr[0])];
+    ina_world_word_t word;
+    bool spawn = false, draw = false;
     int rc;
 
-    if (c->agent_addr_known) {
-        return OMPI_SUCCESS;
+    memset(&word, 0, sizeof(word));
+    if (!c->secret_known) {
+        c->secret_known = ina_launcher_secret(c->secret);
+        draw = !c->secret_known; /* alike everywhere: one launcher */
     }
-    if ('\0' != c->topology[0]) {
+    if (!c->agent_addr_known && '\0' != c->topology[0]) {
         /* Every process reads the file and finds its host's agent: no
          * communication, no embedded agent. */
         char err[512] = "", host[256];
@@ -561,41 +593,59 @@ int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
             opal_show_help("help-coll-ina.txt", "topology-invalid", true,
                            opal_process_info.nodename, err);
             c->unreachable_warned = true; /* said why already */
-            return OMPI_SUCCESS;
+        } else {
+            mca_coll_ina_host_of(world_module->comm, world_module->rank, host, sizeof(host));
+            found = ina_topology_agent_for(c->topo, host);
+            if (NULL == found) {
+                snprintf(err, sizeof(err), "host \"%s\" is in no hosts line of %s", host,
+                         c->topology);
+                ina_warn_unreachable("(none)", err);
+            } else {
+                snprintf(c->agent_addr[0], sizeof(c->agent_addr[0]), "%s", found);
+                c->nagents = 1;
+                INA_VERBOSE(10, "topology %s: host %s talks to agent %s", c->topology, host,
+                            found);
+            }
         }
-        mca_coll_ina_host_of(world_module->comm, world_module->rank, host, sizeof(host));
-        found = ina_topology_agent_for(c->topo, host);
-        if (NULL == found) {
-            snprintf(err, sizeof(err), "host \"%s\" is in no hosts line of %s", host,
-                     c->topology);
-            ina_warn_unreachable("(none)", err);
-            return OMPI_SUCCESS;
-        }
-        snprintf(c->agent_addr[0], sizeof(c->agent_addr[0]), "%s", found);
-        c->nagents = 1;
-        INA_VERBOSE(10, "topology %s: host %s talks to agent %s", c->topology, host, found);
-        return OMPI_SUCCESS;
-    }
-    if (0 != strcmp(c->agent, "auto")) {
+    } else if (!c->agent_addr_known && 0 != strcmp(c->agent, "auto")) {
         /* Running agents were named: every process knows them already. */
         ina_parse_agents();
+    } else if (!c->agent_addr_known) {
+        spawn = true;
+    }
+    if (!spawn && !draw) {
         return OMPI_SUCCESS;
     }
     if (0 == world_module->rank) {
-        ina_spawn_embedded(world_module->comm, addr, sizeof(addr));
+        if (spawn) {
+            ina_spawn_embedded(world_module->comm, word.addr, sizeof(word.addr));
+        }
+        if (draw && sizeof(word.secret) != getrandom(word.secret, sizeof(word.secret), 0)) {
+            /* No secret: every job refused at the agent, every call on
+             * the host (alike on every rank: the all-zero capability). */
+            memset(word.secret, 0, sizeof(word.secret));
+        }
     }
     /* The lower-priority bcast of WORLD is fully enabled (modules are enabled
-     * in increasing priority) and the PML is up during comm_select. */
-    rc = world_module->previous_bcast(addr, (int) sizeof(addr), MPI_CHAR, 0,
+     * in increasing priority) and the PML is up during comm_select; WORLD
+     * is never activated from the progress engine (no MPI_Comm_idup). */
+    rc = world_module->previous_bcast(&word, (int) sizeof(word), MPI_BYTE, 0,
                                       world_module->comm,
                                       world_module->previous_bcast_module);
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
-    addr[sizeof(addr) - 1] = '\0';
-    memcpy(c->agent_addr[0], addr, sizeof(addr));
-    c->nagents = '\0' != addr[0] ? 1 : 0;
-    c->agent_addr_known = true;
+    if (draw) {
+        memcpy(c->secret, word.secret, sizeof(c->secret));
+        c->secret_known = true;
+        INA_VERBOSE(10, "no secret from the launcher: rank 0's, broadcast over MPI_COMM_WORLD");
+    }
+    if (spawn) {
+        word.addr[sizeof(word.addr) - 1] = '\0';
+        memcpy(c->agent_addr[0], word.addr, sizeof(word.addr));
+        c->nagents = '\0' != word.addr[0] ? 1 : 0;
+        c->agent_addr_known = true;
+    }
     return OMPI_SUCCESS;
 }
 

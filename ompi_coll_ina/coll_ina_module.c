@@ -484,6 +484,10 @@ static void ina_job_key_base(mca_coll_ina_module_t *m, ina_job_key_t *key)
     }
     ina_job_key_init(key);
     ina_job_key_add(key, tag, sizeof(tag));
+    /* The job's secret too: a key nobody outside the MPI job can compute
+     * names no job a foreign opener could find (its capability, sealed
+     * with the same secret, is what the agent checks). */
+    ina_job_key_add(key, mca_coll_ina_component.secret, sizeof(mca_coll_ina_component.secret));
     len = NULL != launcher ? (uint32_t) strlen(launcher) : 0;
     ina_job_key_add(key, &len, sizeof(len));
     ina_job_key_add(key, NULL != launcher ? launcher : "", len);
@@ -707,6 +711,21 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
     ina_status_t rc;
     int j;
 
+    for (j = 0; j < m->size; ++j) {
+        /* The capability's secret is the MPI job's (ORTE's per-job key, or
+         * WORLD rank 0's): members of other jobs (MPI_Comm_spawn,
+         * MPI_Comm_connect, then merged) share none with this process. Alike
+         * on every member: the same group. */
+        opal_process_name_t name = ompi_group_get_proc_name(m->comm->c_local_group, j);
+        if (name.jobid != OMPI_PROC_MY_NAME->jobid || !c->secret_known) {
+            INA_VERBOSE(5, "cid %d: host algorithms for this communicator: %s", m->cid,
+                        !c->secret_known ? "no secret to seal its job with"
+                                         : "its members come from several MPI jobs, which "
+                                           "share no secret to seal its job with");
+            m->job_state = MCA_COLL_INA_JOB_DISABLED;
+            return OMPI_SUCCESS;
+        }
+    }
     ina_job_key_base(m, &key);
     if (NULL != c->topo && !ina_tree_setup(m, &part)) {
         m->job_state = MCA_COLL_INA_JOB_DISABLED;
@@ -742,6 +761,7 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         nmembers = (uint32_t) m->nnodes;
     }
     ina_job_key_add(&key, &stream, sizeof(stream));
+    ina_job_key_seal(&key, c->secret);
 
     if ((int) OMPI_PROC_MY_NAME->vpid != c->test_no_job) {
         nagents = mca_coll_ina_clients(clients);
@@ -781,16 +801,16 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         }
     }
     if (nagents > 1 && !m->node_uplink) {
-        rc = ina_stripe_open(clients, nagents, key.bytes, nmembers, nodes, as,
+        rc = ina_stripe_open(clients, nagents, &key, nmembers, nodes, as,
                              (uint32_t) c->window, (uint32_t) c->block_size, &m->job_params,
                              &m->stripe);
     } else if (m->nleaves > 1) {
-        rc = ina_job_open_tree(client, key.bytes, part.nmembers, part.nodes, part.as, m->leaf,
+        rc = ina_job_open_tree(client, &key, part.nmembers, part.nodes, part.as, m->leaf,
                                m->nleaves, part.comm_as, part.comm_size, (uint32_t) c->window,
                                0 != block ? block : (uint32_t) c->block_size, &m->job_params,
                                &m->job);
     } else {
-        rc = ina_job_open(client, key.bytes, nmembers, nodes, as, (uint32_t) c->window,
+        rc = ina_job_open(client, &key, nmembers, nodes, as, (uint32_t) c->window,
                           0 != block ? block : (uint32_t) c->block_size, &m->job_params,
                           &m->job);
     }

@@ -326,6 +326,11 @@ void Agent::receive(Peer *peer, const ina_proto_hdr_t &h, const void *header,
         agg_.reject(nullptr, h, INA_PROTO_ERR_MALFORMED, "no reply endpoint");
         return;
     }
+    if (peer->refused) {
+        counters_.rndv_rejected += rndv ? 1 : 0;
+        agg_.reject(nullptr, h, INA_PROTO_ERR_LIMIT, "from a connection refused at HELLO");
+        return;
+    }
     if (rndv) {
         receive_rndv(peer, h, const_cast<void *>(data), length);
         return;
@@ -494,9 +499,23 @@ bool Agent::service()
         outbox_.clear();
         did = true;
     }
+    // A refused HELLO's ERROR went out above: the connection is closed
+    // (flushed first) in the next round. (Still in peers_: only peers in
+    // `dying` are erased, below.)
+    for (Peer *peer : closing_) {
+        if (!peer->dead) {
+            peer->dead = true;
+            dying_.push_back(peer);
+            did = true;
+        }
+    }
+    closing_.clear();
     for (Peer *peer : dying) {
         ucp_ep_h ep = peer->ep;
-        ucx::close_ep_detached(ep, true);
+        // A lost peer is gone anyway; a refused one must still read its
+        // ERROR: flushed first (a forced close resets the connection, and
+        // the reset can discard what the peer had not read yet).
+        ucx::close_ep_detached(ep, !peer->refused);
         peers_.erase(ep);
         did = true;
     }
@@ -505,6 +524,15 @@ bool Agent::service()
 
 void Agent::accept(ucp_conn_request_h req)
 {
+    if (peers_.size() >= 2 * static_cast<size_t>(cfg_.max_conns)) {
+        // Refused at HELLO already would be kinder, but connections that
+        // never say it must not pile up either.
+        ++counters_.peers_refused;
+        INA_WARN("connection refused by the listener: %zu connections open (--max-conns %u)",
+                 peers_.size(), cfg_.max_conns);
+        ucp_listener_reject(listener_.get(), req);
+        return;
+    }
     auto peer = std::make_unique<Peer>();
     peer->id = next_peer_id_++;
     peer->host = "?";
@@ -542,6 +570,10 @@ void Agent::accept(ucp_conn_request_h req)
 void Agent::drop_peer(Peer &peer)
 {
     ++counters_.peers_lost;
+    if (peer.admitted) {
+        peer.admitted = false;
+        --admitted_;
+    }
     host_bytes_in_[peer.host] += peer.block_bytes_in;
     agg_.member_lost(peer);
 }
@@ -591,7 +623,20 @@ ina_proto_status_t Agent::hello(agg::Member &from, const ina_proto_hdr_t &h,
                  ucx::kStreamSegBytes);
         return INA_PROTO_ERR_MISMATCH;
     }
-    static_cast<Peer &>(from).rndv_results = h.arg;
+    Peer &peer = static_cast<Peer &>(from);
+    if (!peer.admitted && admitted_ >= cfg_.max_conns) {
+        ++counters_.peers_refused;
+        INA_WARN("peer %" PRIu64 " (%s) refused: %u clients served already (--max-conns)",
+                 from.id, peer.host.c_str(), admitted_);
+        peer.refused = true; // closed once its ERROR is out (service)
+        closing_.push_back(&peer);
+        return INA_PROTO_ERR_LIMIT;
+    }
+    if (!peer.admitted) {
+        peer.admitted = true;
+        ++admitted_;
+    }
+    peer.rndv_results = h.arg;
     *rndv_blocks = cfg_.rndv_bytes;
     return INA_PROTO_OK;
 }
@@ -684,6 +729,9 @@ void Agent::log_counters() const
                  parent_->address().c_str(), p.msgs_out, p.block_bytes_up, p.msgs_in,
                  p.result_bytes_down, p.send_errors);
     }
+    INA_INFO("guard: forbidden_opens=%" PRIu64 " limit_refusals=%" PRIu64
+             " peers_refused=%" PRIu64 " peers_admitted=%u",
+             c.forbidden_opens, c.limit_refusals, t.peers_refused, admitted_);
 }
 
 } // namespace ina

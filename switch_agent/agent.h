@@ -45,6 +45,10 @@ struct AgentConfig {
     // none, this agent is a root and refuses jobs over several leaves).
     std::string parent;
     int parent_timeout_ms = 10000; // to connect to it at start
+    // Clients served at once (--max-conns): a HELLO beyond is refused
+    // (LIMIT) and the connection closed; connections that never say HELLO
+    // are refused by the listener beyond twice as many.
+    uint32_t max_conns = 4096;
 };
 
 // What the transport counts (the core counts the rest: agg::Counters).
@@ -61,6 +65,7 @@ struct TransportCounters {
     uint64_t rndv_rejected = 0;    // rendezvous messages refused (not a valid BLOCK)
     uint64_t peers_accepted = 0;
     uint64_t peers_lost = 0;
+    uint64_t peers_refused = 0;    // over --max-conns (at HELLO, or by the listener)
     uint64_t send_errors = 0;
 };
 
@@ -71,6 +76,8 @@ struct Peer : agg::Member {
     std::string host;            // the client's IP address ("?" if unknown)
     uint64_t block_bytes_in = 0; // payload bytes of its BLOCKs
     uint64_t rndv_results = 0;   // its HELLO's threshold: RESULTs this big go by rendezvous
+    bool admitted = false;       // its HELLO was accepted (counts against --max-conns)
+    bool refused = false;        // its HELLO was refused: closed once the ERROR is out
     // Where in the outbox a GRANT to it waits to be sent (none: SIZE_MAX):
     // a RESULT of the same call queued behind it makes it redundant.
     size_t grant_at = SIZE_MAX;
@@ -171,6 +178,8 @@ private:
     std::vector<Peer *> dying_;                  // error seen, close after the next flush
     std::vector<ucp_conn_request_h> conn_reqs_;  // accept outside the callback
     uint64_t next_peer_id_ = 1;
+    uint32_t admitted_ = 0; // peers whose HELLO was accepted (AgentConfig::max_conns)
+    std::vector<Peer *> closing_; // refused at HELLO: closed after the outbox's flush
     agg::Clock::time_point next_tick_{};
     SpinPolicy waiting_; // learns the waits that began with work outstanding
     // Learns the waits that began with none: the gap between one call's end

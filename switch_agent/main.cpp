@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -72,11 +73,26 @@ void usage(FILE *out)
                  "                       step (default %g)\n"
                  "  --host-gbps X        ... and link rate; 0 = this agent's measured rate\n"
                  "                       (default 0)\n"
+                 "Limits (what one client may take; exceeding one is refused with\n"
+                 "status \"limit\" and a warning naming it):\n"
+                 "  --max-conns N        client connections served at once (default %u;\n"
+                 "                       mind the open-files limit, ulimit -n)\n"
+                 "  --max-jobs-per-conn N  jobs one connection is in at once (default %u)\n"
+                 "  --max-members N      members of one job (default %u)\n"
+                 "  --max-job-segs N     Segs one job's calls hold together; a call beyond\n"
+                 "                       waits for the job's earlier ones (default 0: the\n"
+                 "                       pool)\n"
+                 "  --max-conn-keep-bytes N  bytes of one connection's blocks kept for\n"
+                 "                       calls waiting for a lease (default %zu)\n"
                  "  --help               this text\n",
                  INA_PROTO_MAX_SEG_BYTES, INA_PROTO_MAX_WINDOW, ina::kDefaultSpinUs,
                  static_cast<unsigned long long>(ina::AgentConfig::kDefaultRndvBytes),
                  static_cast<long long>(ina::agg::AggregatorConfig{}.open_wait.count()),
-                 ina::sched::TdmConfig{}.ageing, ina::sched::TdmConfig{}.host.alpha * 1e6);
+                 ina::sched::TdmConfig{}.ageing, ina::sched::TdmConfig{}.host.alpha * 1e6,
+                 ina::AgentConfig{}.max_conns,
+                 ina::agg::AggregatorConfig{}.limits.jobs_per_member,
+                 ina::agg::AggregatorConfig{}.limits.members,
+                 ina::agg::AggregatorConfig{}.limits.member_keep_bytes);
 }
 
 [[noreturn]] void bad_arg(const char *fmt, const char *what)
@@ -178,6 +194,11 @@ int main(int argc, char **argv)
         kTdmAgeing,
         kHostAlphaUs,
         kHostGbps,
+        kMaxConns,
+        kMaxJobsPerConn,
+        kMaxMembers,
+        kMaxJobSegs,
+        kMaxConnKeepBytes,
         kHelp
     };
     static const struct option opts[] = {
@@ -199,6 +220,11 @@ int main(int argc, char **argv)
         {"tdm-ageing", required_argument, nullptr, kTdmAgeing},
         {"host-alpha-us", required_argument, nullptr, kHostAlphaUs},
         {"host-gbps", required_argument, nullptr, kHostGbps},
+        {"max-conns", required_argument, nullptr, kMaxConns},
+        {"max-jobs-per-conn", required_argument, nullptr, kMaxJobsPerConn},
+        {"max-members", required_argument, nullptr, kMaxMembers},
+        {"max-job-segs", required_argument, nullptr, kMaxJobSegs},
+        {"max-conn-keep-bytes", required_argument, nullptr, kMaxConnKeepBytes},
         {"help", no_argument, nullptr, kHelp},
         {nullptr, 0, nullptr, 0}};
     opterr = 0;
@@ -258,6 +284,36 @@ int main(int argc, char **argv)
                 bad_arg("--rndv-bytes wants 0..1048576 bytes, got '%s'", optarg);
             }
             cfg.rndv_bytes = v;
+            break;
+        case kMaxConns:
+            if (!parse_uint(optarg, 1, 1u << 20, &v)) {
+                bad_arg("--max-conns wants 1..1048576 connections, got '%s'", optarg);
+            }
+            cfg.max_conns = static_cast<uint32_t>(v);
+            break;
+        case kMaxJobsPerConn:
+            if (!parse_uint(optarg, 1, 1u << 20, &v)) {
+                bad_arg("--max-jobs-per-conn wants 1..1048576 jobs, got '%s'", optarg);
+            }
+            cfg.core.limits.jobs_per_member = static_cast<uint32_t>(v);
+            break;
+        case kMaxMembers:
+            if (!parse_uint(optarg, 1, INA_PROTO_MAX_MEMBERS, &v)) {
+                bad_arg("--max-members wants 1..65536 members, got '%s'", optarg);
+            }
+            cfg.core.limits.members = static_cast<uint32_t>(v);
+            break;
+        case kMaxJobSegs:
+            if (!parse_uint(optarg, 0, 1u << 24, &v)) {
+                bad_arg("--max-job-segs wants 0..16777216 Segs, got '%s'", optarg);
+            }
+            cfg.core.limits.job_segs = static_cast<uint32_t>(v);
+            break;
+        case kMaxConnKeepBytes:
+            if (!parse_uint(optarg, 0, ULONG_MAX, &v)) {
+                bad_arg("--max-conn-keep-bytes wants a byte count, got '%s'", optarg);
+            }
+            cfg.core.limits.member_keep_bytes = v;
             break;
         case kOpenWaitMs:
             if (!parse_uint(optarg, 0, 3600000, &v)) {

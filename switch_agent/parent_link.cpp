@@ -175,6 +175,7 @@ void ParentLink::open(const agg::Job &job)
     h.flags = INA_PROTO_F_CHILDREN;
     Send &s = queue(h);
     s.bytes.assign(job.key().begin(), job.key().end());
+    s.bytes.insert(s.bytes.end(), job.cap().begin(), job.cap().end()); // the members' own
     for (uint32_t i = 0; i < groups; ++i) { // one node per leaf
         const auto *b = reinterpret_cast<const uint8_t *>(&i);
         s.bytes.insert(s.bytes.end(), b, b + sizeof(i));

@@ -238,12 +238,17 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
         ina_job_key_add(&key, "ina_loadgen", 11);
         ina_job_key_add(&key, &run, sizeof(run));
         ina_job_key_add(&key, &j, sizeof(j));
+        // The capability's secret: the processes of this run share it (as
+        // an MPI job's share their launcher's); here, simply the run's id.
+        uint8_t secret[16] = {};
+        std::memcpy(secret, &run, std::min(sizeof(run), sizeof(secret)));
+        ina_job_key_seal(&key, secret);
         ina_job_params_t params{};
         if (A > 1) {
-            rc = ina_stripe_open(clients.data(), A, key.bytes, P, nodes.data(), jobs[j].rank,
+            rc = ina_stripe_open(clients.data(), A, &key, P, nodes.data(), jobs[j].rank,
                                  o.window, o.block, &params, &jobs[j].stripe);
         } else {
-            rc = ina_job_open(clients[0], key.bytes, P, nodes.data(), jobs[j].rank, o.window,
+            rc = ina_job_open(clients[0], &key, P, nodes.data(), jobs[j].rank, o.window,
                               o.block, &params, &jobs[j].job);
         }
         if (rc != INA_OK) die(p, "opening a job failed", rc);

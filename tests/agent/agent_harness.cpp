@@ -359,7 +359,7 @@ uint32_t Client::open_all(const std::vector<size_t> &eps, const std::vector<uint
 }
 
 Msg Client::open_job(size_t ep, const std::string &key, const std::vector<uint32_t> &node_ids,
-                     uint32_t window, uint32_t rank)
+                     uint32_t window, uint32_t rank, const std::string &cap)
 {
     ina_proto_hdr_t h;
     ina_proto_init(&h, INA_PROTO_JOB_OPEN);
@@ -370,6 +370,9 @@ Msg Client::open_job(size_t ep, const std::string &key, const std::vector<uint32
     h.arg = cookie;
     std::vector<uint8_t> payload(INA_PROTO_JOB_KEY_BYTES, 0);
     std::memcpy(payload.data(), key.data(), std::min<size_t>(key.size(), payload.size()));
+    std::vector<uint8_t> c(INA_PROTO_JOB_CAP_BYTES, 0);
+    std::memcpy(c.data(), cap.data(), std::min<size_t>(cap.size(), c.size()));
+    payload.insert(payload.end(), c.begin(), c.end());
     const auto *ids = reinterpret_cast<const uint8_t *>(node_ids.data());
     payload.insert(payload.end(), ids, ids + node_ids.size() * sizeof(uint32_t));
     send(ep, h, payload.data(), payload.size());

@@ -99,9 +99,10 @@ public:
     // fails the test on a refusal.
     uint32_t open_all(const std::vector<size_t> &eps, const std::vector<uint32_t> &node_ids,
                       uint32_t window, uint32_t *granted_window);
-    // JOB_OPEN of the job named `key` as `rank`; the JOB_OPENED reply.
+    // JOB_OPEN of the job named `key` as `rank`, with capability `cap`
+    // (padded with zeros; all zeros: none); the JOB_OPENED reply.
     Msg open_job(size_t ep, const std::string &key, const std::vector<uint32_t> &node_ids,
-                 uint32_t window, uint32_t rank);
+                 uint32_t window, uint32_t rank, const std::string &cap = "test capability");
     // JOB_LEAVE has no reply. Leave then fence() so that the agent is known
     // to have processed it (one endpoint's messages are handled in order).
     void leave(size_t ep, uint32_t jid, uint32_t rank);

@@ -173,11 +173,14 @@ ina_job_t *open_by_key(ina_client_t *c, uint32_t rank, uint32_t k, ina_job_param
     for (uint32_t i = 0; i < k; ++i) {
         nodes[i] = i / 2;
     }
-    uint8_t key[INA_PROTO_JOB_KEY_BYTES] = {'e', 'n', 'g', 'i', 'n', 'e', '-', 'k', 'e', 'y'};
-    key[INA_PROTO_JOB_KEY_BYTES - 1] = static_cast<uint8_t>(k);
+    ina_job_key_t key;
+    ina_job_key_init(&key);
+    ina_job_key_add(&key, "engine-key", 10);
+    ina_job_key_add(&key, &k, sizeof(k));
+    ina_job_key_seal(&key, ina_test::test_secret());
     usleep(20000 * rank);
     ina_job_t *job = nullptr;
-    int rc = ina_job_open(c, key, k, nodes.data(), rank, 1000, 1u << 30, params, &job);
+    int rc = ina_job_open(c, &key, k, nodes.data(), rank, 1000, 1u << 30, params, &job);
     if (rc != INA_OK) {
         std::fprintf(stderr, "rank %u: ina_job_open failed: rc %d\n", rank, rc);
         std::_Exit(4);

@@ -96,6 +96,15 @@ inline uint32_t &groups_reaped()
 // parent, its group count, the group's size and the index), opened by key
 // as `rank`; the process exits on failure. `params` gets what the agent
 // granted (the same on every rank).
+// The secret the ranks of a test share (as an MPI job's processes share
+// the launcher's): what seals their jobs' capabilities.
+inline const uint8_t *test_secret()
+{
+    static const uint8_t secret[16] = {'e', 'n', 'g', 'i', 'n', 'e', ' ', 't',
+                                       'e', 's', 't', ' ', 'k', 'e', 'y', '!'};
+    return secret;
+}
+
 // The key of job `index` of this group of `n` ranks (alike on every rank).
 inline ina_job_key_t group_job_key(uint32_t index, uint32_t n)
 {
@@ -108,6 +117,7 @@ inline ina_job_key_t group_job_key(uint32_t index, uint32_t n)
     ina_job_key_add(&key, &groups_reaped(), sizeof(uint32_t));
     ina_job_key_add(&key, &n, sizeof(n));
     ina_job_key_add(&key, &index, sizeof(index));
+    ina_job_key_seal(&key, test_secret());
     return key;
 }
 
@@ -117,7 +127,7 @@ inline ina_job_t *open_job_or_die(ina_client_t *c, uint32_t index, uint32_t rank
 {
     const ina_job_key_t key = group_job_key(index, n);
     ina_job_t *job = nullptr;
-    int rc = ina_job_open(c, key.bytes, n, nodes, rank, window, block, params, &job);
+    int rc = ina_job_open(c, &key, n, nodes, rank, window, block, params, &job);
     if (rc != INA_OK) {
         std::fprintf(stderr, "rank %u: opening job %u failed: rc %d\n", rank, index, rc);
         std::_Exit(4);

@@ -57,7 +57,7 @@ ina_job_t *open_tree_job(ina_client_t *c, uint32_t rank, uint32_t window, ina_jo
     const ina_job_key_t key = group_job_key(0, kRanks);
     const uint32_t nodes[kPerLeaf] = {0, 1};
     ina_job_t *job = nullptr;
-    int rc = ina_job_open_tree(c, key.bytes, kPerLeaf, nodes, rank % kPerLeaf, rank / kPerLeaf,
+    int rc = ina_job_open_tree(c, &key, kPerLeaf, nodes, rank % kPerLeaf, rank / kPerLeaf,
                                kRanks / kPerLeaf, rank, kRanks, window, 4096, p, &job);
     if (rc != INA_OK) {
         std::fprintf(stderr, "rank %u: ina_job_open_tree failed: rc %d\n", rank, rc);

@@ -226,13 +226,24 @@ inline ina_proto_hdr_t block_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint
     return h;
 }
 
+// The capability the tests' members bring unless a test says otherwise
+// (any nonzero bytes: the agent only compares them).
+inline JobCap test_cap(uint8_t fill = 0x5a)
+{
+    JobCap cap;
+    cap.fill(fill);
+    return cap;
+}
+
 // JOB_OPEN by `m` as `rank` of the job whose key starts with `tag`
 // (the rest zero), described by `node_ids` and `window`: the sink's event.
 // `leaves` > 0: the member's part of a job over that many leaf agents, at
-// leaf `leaf` (JOB_OPEN's tree fields). `tenant`: JOB_OPEN's.
+// leaf `leaf` (JOB_OPEN's tree fields). `tenant`: JOB_OPEN's. `cap`: the
+// capability it brings.
 inline Event open_job(Aggregator &agg, FakeSink &sink, Member &m, uint32_t tag,
                       const std::vector<uint32_t> &node_ids, uint32_t window, uint32_t rank,
-                      uint32_t leaf = 0, uint32_t leaves = 0, uint64_t tenant = 0)
+                      uint32_t leaf = 0, uint32_t leaves = 0, uint64_t tenant = 0,
+                      const JobCap &cap = test_cap())
 {
     ina_proto_hdr_t h;
     ina_proto_init(&h, INA_PROTO_JOB_OPEN);
@@ -245,6 +256,7 @@ inline Event open_job(Aggregator &agg, FakeSink &sink, Member &m, uint32_t tag,
     h.mid = tenant;
     std::vector<uint8_t> payload(INA_PROTO_JOB_KEY_BYTES, 0);
     std::memcpy(payload.data(), &tag, sizeof(tag));
+    payload.insert(payload.end(), cap.begin(), cap.end());
     const auto *ids = reinterpret_cast<const uint8_t *>(node_ids.data());
     payload.insert(payload.end(), ids, ids + node_ids.size() * sizeof(uint32_t));
     expect_valid(h, payload.size());
@@ -470,6 +482,42 @@ template <typename T> std::vector<std::byte> bytes_of(const std::vector<T> &v)
     std::vector<std::byte> b(v.size() * sizeof(T));
     std::memcpy(b.data(), v.data(), b.size());
     return b;
+}
+
+// Everything back: every Seg free, every payload buffer on its free list.
+inline void expect_pool_whole(const Rig &rig)
+{
+    ck_assert_uint_eq(rig.agg.pool().free_segs(), rig.agg.pool().size());
+    ck_assert_uint_eq(rig.agg.pool().buffers().free_count(), rig.agg.pool().buffers().allocated());
+}
+
+inline std::vector<std::vector<std::byte>> int_data(uint32_t nranks, uint64_t total, uint32_t seed)
+{
+    std::mt19937 rng(seed);
+    std::vector<std::vector<std::byte>> d;
+    for (uint32_t r = 0; r < nranks; ++r) {
+        std::vector<int32_t> v(total);
+        for (auto &x : v) {
+            x = static_cast<int32_t>(rng());
+        }
+        d.push_back(bytes_of(v));
+    }
+    return d;
+}
+
+inline std::vector<int32_t> int_sum(const std::vector<std::vector<std::byte>> &d, uint64_t total)
+{
+    std::vector<uint32_t> acc(total, 0); // wrapping arithmetic
+    for (const auto &b : d) {
+        for (uint64_t i = 0; i < total; ++i) {
+            int32_t x;
+            std::memcpy(&x, b.data() + i * sizeof(x), sizeof(x));
+            acc[i] += static_cast<uint32_t>(x);
+        }
+    }
+    std::vector<int32_t> out(total);
+    std::memcpy(out.data(), acc.data(), total * sizeof(int32_t));
+    return out;
 }
 
 } // namespace agg_test

@@ -25,42 +25,6 @@ using namespace agg_test;
 
 namespace {
 
-// Everything back: every Seg free, every payload buffer on its free list.
-void expect_pool_whole(const Rig &rig)
-{
-    ck_assert_uint_eq(rig.agg.pool().free_segs(), rig.agg.pool().size());
-    ck_assert_uint_eq(rig.agg.pool().buffers().free_count(), rig.agg.pool().buffers().allocated());
-}
-
-std::vector<std::vector<std::byte>> int_data(uint32_t nranks, uint64_t total, uint32_t seed)
-{
-    std::mt19937 rng(seed);
-    std::vector<std::vector<std::byte>> d;
-    for (uint32_t r = 0; r < nranks; ++r) {
-        std::vector<int32_t> v(total);
-        for (auto &x : v) {
-            x = static_cast<int32_t>(rng());
-        }
-        d.push_back(bytes_of(v));
-    }
-    return d;
-}
-
-std::vector<int32_t> int_sum(const std::vector<std::vector<std::byte>> &d, uint64_t total)
-{
-    std::vector<uint32_t> acc(total, 0); // wrapping arithmetic
-    for (const auto &b : d) {
-        for (uint64_t i = 0; i < total; ++i) {
-            int32_t x;
-            std::memcpy(&x, b.data() + i * sizeof(x), sizeof(x));
-            acc[i] += static_cast<uint32_t>(x);
-        }
-    }
-    std::vector<int32_t> out(total);
-    std::memcpy(out.data(), acc.data(), total * sizeof(int32_t));
-    return out;
-}
-
 // Values over many magnitudes and both signs: the sum depends on the order.
 template <typename T> std::vector<std::vector<std::byte>> fp_data(uint32_t nranks, uint64_t total,
                                                                   uint32_t seed)

@@ -7,6 +7,7 @@
 #include <check.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "check_main.h"
 #include "ina_client.h"
+#include "ina_siphash.h"
 #include "ina_topology.h"
 
 using ina::topo::expand_hostlist;
@@ -245,9 +247,49 @@ START_TEST(test_job_key)
 }
 END_TEST
 
+// SipHash-2-4 against the reference implementation's vectors (key 00..0f,
+// message 00..len-1), and the capability it seals a job key with.
+START_TEST(test_siphash_and_seal)
+{
+    uint8_t key[16], msg[64];
+    for (int i = 0; i < 64; ++i) {
+        msg[i] = static_cast<uint8_t>(i);
+        if (i < 16) {
+            key[i] = static_cast<uint8_t>(i);
+        }
+    }
+    ck_assert_uint_eq(ina_siphash24(key, msg, 0), 0x726fdb47dd0e0e31ull);
+    ck_assert_uint_eq(ina_siphash24(key, msg, 1), 0x74f839c593dc67fdull);
+    ck_assert_uint_eq(ina_siphash24(key, msg, 8), 0x93f5f5799a932462ull);
+    ck_assert_uint_eq(ina_siphash24(key, msg, 15), 0xa129ca6149be45e5ull);
+    ck_assert_uint_eq(ina_siphash24(key, msg, 63), 0x958a324ceb064572ull);
+
+    // init leaves no capability; seal gives one that depends on the key and
+    // on the secret, and is the same wherever it is computed.
+    ina_job_key_t a, b;
+    ina_job_key_init(&a);
+    ck_assert(std::all_of(a.cap, a.cap + sizeof(a.cap), [](uint8_t x) { return x == 0; }));
+    ina_job_key_add(&a, "job", 3);
+    b = a;
+    ina_job_key_seal(&a, key);
+    ina_job_key_seal(&b, key);
+    ck_assert(std::memcmp(a.cap, b.cap, sizeof(a.cap)) == 0);
+    ck_assert(std::memcmp(a.bytes, b.bytes, sizeof(a.bytes)) == 0); // the name is unchanged
+    ck_assert(std::memcmp(a.cap, a.cap + 8, 8) != 0);               // two different halves
+    uint8_t other[16];
+    std::memcpy(other, key, sizeof(other));
+    other[15] ^= 1;
+    ina_job_key_seal(&b, other);
+    ck_assert(std::memcmp(a.cap, b.cap, sizeof(a.cap)) != 0);
+    ina_job_key_add(&b, "!", 1);
+    ina_job_key_seal(&b, key);
+    ck_assert(std::memcmp(a.cap, b.cap, sizeof(a.cap)) != 0);
+}
+END_TEST
+
 int main()
 {
     return ina_test::run_suite("client_topology", "topology",
                                {test_hostlists, test_parse_and_lookup, test_parse_errors,
-                                test_plan, test_job_key, test_c_api});
+                                test_plan, test_job_key, test_siphash_and_seal, test_c_api});
 }

@@ -155,6 +155,8 @@ private:
 
 constexpr uint32_t kRanks = 4;
 constexpr uint32_t kSegBytes = 1024; // small Segs: every call below spans several blocks
+// The secret the ranks share, as an MPI job's processes share their launcher's.
+constexpr uint8_t kTestSecret[16] = {'u', 'n', 'i', 't', ' ', 's', 'e', 'c', 'r', 'e', 't'};
 
 // A client of `hub` over a LoopChannel.
 ina_client_t *loop_client(Hub &hub)
@@ -191,10 +193,11 @@ struct Group {
         ina_job_key_t key;
         ina_job_key_init(&key);
         ina_job_key_add(&key, &groups, sizeof(groups));
+        ina_job_key_seal(&key, kTestSecret);
         ++groups;
         for (uint32_t r = 0; r < n; ++r) {
             ina_job_params_t params;
-            ck_assert_int_eq(ina_job_open(clients[r], key.bytes, n, nodes.data(), r, 0, 0, &params,
+            ck_assert_int_eq(ina_job_open(clients[r], &key, n, nodes.data(), r, 0, 0, &params,
                                           &jobs[r]),
                              INA_OK);
             ck_assert_uint_eq(params.block_bytes, kSegBytes);
@@ -427,9 +430,10 @@ struct StripeGroup {
         ina_job_key_t key;
         ina_job_key_init(&key);
         ina_job_key_add(&key, "stripe", 6);
+        ina_job_key_seal(&key, kTestSecret);
         for (uint32_t r = 0; r < kRanks; ++r) {
             ina_job_params_t params;
-            ck_assert_int_eq(ina_stripe_open(clients[r].data(), kAgents, key.bytes, kRanks,
+            ck_assert_int_eq(ina_stripe_open(clients[r].data(), kAgents, &key, kRanks,
                                              nodes.data(), r, 0, 0, &params, &stripes[r]),
                              INA_OK);
             ck_assert_uint_eq(params.block_bytes, kSegBytes);

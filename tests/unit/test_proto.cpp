@@ -118,7 +118,7 @@ Msg valid_msg(ina_proto_type_t type)
         m.hdr.count = 4;
         m.hdr.window = 16;
         m.hdr.arg = 0xc00c1e;
-        m.payload_len = INA_PROTO_JOB_KEY_BYTES + 4 * sizeof(uint32_t);
+        m.payload_len = INA_PROTO_JOB_KEY_BYTES + INA_PROTO_JOB_CAP_BYTES + 4 * sizeof(uint32_t);
         break;
     case INA_PROTO_JOB_OPENED:
         m.hdr.jid = 7;
@@ -300,7 +300,7 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, ahead), 58);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved2), 60);
     // Enum values are wire values: pin them.
-    ck_assert_uint_eq(INA_PROTO_VERSION, 8);
+    ck_assert_uint_eq(INA_PROTO_VERSION, 9);
     ck_assert_uint_eq(INA_PROTO_HELLO, 1);
     ck_assert_uint_eq(INA_PROTO_ERROR, 11);
     ck_assert_uint_eq(INA_PROTO_GRANT, 12);
@@ -315,7 +315,11 @@ START_TEST(test_layout)
     ck_assert_uint_eq(INA_PROTO_ERR_ABORTED, 11);
     ck_assert_uint_eq(INA_PROTO_ERR_BUSY, 12);
     ck_assert_uint_eq(INA_PROTO_ERR_OUTSCORED, 13);
-    ck_assert_uint_eq(INA_PROTO_STATUS_MAX, 13);
+    ck_assert_uint_eq(INA_PROTO_ERR_FORBIDDEN, 14);
+    ck_assert_uint_eq(INA_PROTO_ERR_LIMIT, 15);
+    ck_assert_uint_eq(INA_PROTO_STATUS_MAX, 15);
+    ck_assert_uint_eq(INA_PROTO_VERSION, 9);
+    ck_assert_uint_eq(INA_PROTO_JOB_CAP_BYTES, 16);
     ck_assert_uint_eq(INA_DT_LONG_DOUBLE, 10);
     ck_assert_uint_eq(INA_DT_BOOL, 11);
     ck_assert_uint_eq(INA_DT_LONG_DOUBLE_COMPLEX, 14);
@@ -589,10 +593,12 @@ START_TEST(test_job_open)
     m = good;
     m.hdr.count = 0;
     m.hdr.rank = 0;
-    m.payload_len = INA_PROTO_JOB_KEY_BYTES;
+    m.payload_len = INA_PROTO_JOB_KEY_BYTES + INA_PROTO_JOB_CAP_BYTES;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
     // The key and the node ids, exactly.
-    for (size_t len : {size_t{0}, size_t{16}, size_t{31}, size_t{33}, size_t{4 * 4}}) {
+    // (Key 16 + capability 16 + 4 node ids of 4 bytes is the good one.)
+    for (size_t len : {size_t{0}, size_t{16}, size_t{32}, size_t{47}, size_t{49}, size_t{4 * 4},
+                       size_t{16 + 4 * 4}}) {
         m = good;
         m.payload_len = len;
         ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
@@ -612,20 +618,20 @@ START_TEST(test_job_open_limits)
     Msg m = good;
     m.hdr.count = 0;
     m.hdr.rank = 0;
-    m.payload_len = INA_PROTO_JOB_KEY_BYTES;
+    m.payload_len = INA_PROTO_JOB_KEY_BYTES + INA_PROTO_JOB_CAP_BYTES;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
 
     m.hdr.count = INA_PROTO_MAX_MEMBERS;
-    m.payload_len = INA_PROTO_JOB_KEY_BYTES + size_t{INA_PROTO_MAX_MEMBERS} * 4;
+    m.payload_len = INA_PROTO_JOB_KEY_BYTES + INA_PROTO_JOB_CAP_BYTES + size_t{INA_PROTO_MAX_MEMBERS} * 4;
     ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
     m.hdr.count = INA_PROTO_MAX_MEMBERS + 1;
-    m.payload_len = INA_PROTO_JOB_KEY_BYTES + size_t{INA_PROTO_MAX_MEMBERS + 1} * 4;
+    m.payload_len = INA_PROTO_JOB_KEY_BYTES + INA_PROTO_JOB_CAP_BYTES + size_t{INA_PROTO_MAX_MEMBERS + 1} * 4;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
     m.hdr.count = UINT32_MAX;
-    m.payload_len = INA_PROTO_JOB_KEY_BYTES + size_t{UINT32_MAX} * 4;
+    m.payload_len = INA_PROTO_JOB_KEY_BYTES + INA_PROTO_JOB_CAP_BYTES + size_t{UINT32_MAX} * 4;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
 
-    for (size_t len : {size_t{0}, size_t{16}, size_t{31}, size_t{33}, size_t{48}}) {
+    for (size_t len : {size_t{0}, size_t{16}, size_t{31}, size_t{33}, size_t{47}, size_t{64}}) {
         m = good;
         m.payload_len = len;
         ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
@@ -731,6 +737,8 @@ START_TEST(test_call_ready)
     ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_ABORTED), "aborted");
     ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_BUSY), "busy");
     ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_OUTSCORED), "outscored");
+    ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_FORBIDDEN), "forbidden");
+    ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_LIMIT), "limit");
 }
 END_TEST
 
@@ -1114,7 +1122,7 @@ START_TEST(test_fuzz)
             ck_assert(h.seg_count == 0 ? h.offset == 0 : h.offset < h.seg_count);
             ck_assert(h.count >= 1 && h.count <= INA_PROTO_MAX_MEMBERS && h.window >= 1 &&
                       h.rank < h.count);
-            ck_assert_uint_eq(payload_len, INA_PROTO_JOB_KEY_BYTES + size_t{h.count} * 4);
+            ck_assert_uint_eq(payload_len, INA_PROTO_JOB_KEY_BYTES + INA_PROTO_JOB_CAP_BYTES + size_t{h.count} * 4);
         } else {
             ck_assert(h.coll == 0 && h.offset == 0 && h.seg_count == 0 && h.flags == 0);
             ck_assert_uint_eq(payload_len, 0);

@@ -131,6 +131,7 @@ void LeafLink::open(const Job &job)
     h.arg = leaf_jid; // the cookie
     h.flags = INA_PROTO_F_CHILDREN;
     std::vector<uint8_t> payload(job.key().begin(), job.key().end());
+    payload.insert(payload.end(), job.cap().begin(), job.cap().end()); // the members' own
     for (uint32_t i = 0; i < job.tree().groups; ++i) {
         const auto *b = reinterpret_cast<const uint8_t *>(&i);
         payload.insert(payload.end(), b, b + 4);
