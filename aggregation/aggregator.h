@@ -46,7 +46,7 @@ struct AggregatorConfig {
     // connection, faulty or hostile, crowd out the others). Exceeding one is
     // refused with status LIMIT and a warning that names it.
     struct Limits {
-        uint32_t jobs_per_member = 1024;           // jobs one connection is in at once
+        uint32_t jobs_per_member = 4096;           // jobs one connection is in at once
         uint32_t members = INA_PROTO_MAX_MEMBERS;  // members of one job
         uint32_t job_segs = 0;                     // Segs one job's calls hold together (0: the pool)
         size_t member_keep_bytes = size_t{16} << 20; // blocks kept for one connection's deferred calls

@@ -3,6 +3,7 @@
 // Communicator churn must not leak agent resources: 1000 communicators alive
 // at once, each used in turn (every one gets its own job at the agent), then
 // 1000 dup/use/free cycles. Every call is checked and must be offloaded.
+// -n N: N cycles; -a A: A alive at once (default N). bench/soak runs it long.
 #include "ina_mpi_test.h"
 
 #include <unistd.h>
@@ -12,10 +13,12 @@ using namespace inatest;
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int n = 1000, c;
-    while ((c = getopt(argc, argv, "n:")) != -1) {
+    int n = 1000, a = -1, c;
+    while ((c = getopt(argc, argv, "n:a:")) != -1) {
         if (c == 'n') n = std::atoi(optarg);
+        if (c == 'a') a = std::atoi(optarg);
     }
+    a = a < 0 ? n : a;
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -34,10 +37,10 @@ int main(int argc, char **argv)
                   counters.offloaded(comm));
     };
 
-    std::vector<MPI_Comm> alive(n);
-    for (int k = 0; k < n; ++k) MPI_Comm_dup(MPI_COMM_WORLD, &alive[k]);
-    for (int k = 0; k < n; ++k) use(alive[k], k);
-    for (int k = 0; k < n; ++k) MPI_Comm_free(&alive[k]);
+    std::vector<MPI_Comm> alive(a);
+    for (int k = 0; k < a; ++k) MPI_Comm_dup(MPI_COMM_WORLD, &alive[k]);
+    for (int k = 0; k < a; ++k) use(alive[k], k);
+    for (int k = 0; k < a; ++k) MPI_Comm_free(&alive[k]);
 
     for (int k = 0; k < n; ++k) {
         MPI_Comm comm;
