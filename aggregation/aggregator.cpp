@@ -658,6 +658,7 @@ void Aggregator::handle_block(Member &from, const ina_proto_hdr_t &h, const void
         return;
     }
     job.note_mid(h.rank, h.mid);
+    job.note_done(h.rank, h.mid, h.done);
 
     Call *call = job.find_call(h.mid);
     if (call == nullptr) {
@@ -800,6 +801,7 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
     ina_proto_hdr_t done = h;
     done.window = static_cast<uint16_t>(call.lease.size());
     done.ahead = static_cast<uint16_t>(call.ahead);
+    done.done = static_cast<uint32_t>(job.certified());
     send_result(job, done, seg);
     // BARRIER's single block is empty (total 0): done >= total at once.
     call.done += h.seg_count;

@@ -14,8 +14,24 @@ Job::Job(uint32_t jid, uint32_t window, const JobKey &key, std::vector<uint32_t>
       asked_window_(asked_window), tree_(tree),
       topo_(node_ids_.data(), static_cast<uint32_t>(node_ids_.size())), creator_(creator),
       members_(node_ids_.size(), nullptr), next_mid_(node_ids_.size(), 0),
+      done_(node_ids_.size(), 0), at_certified_(static_cast<uint32_t>(node_ids_.size())),
       seen_(node_ids_.size(), false)
 {
+}
+
+void Job::note_done(uint32_t rank, uint64_t mid, uint32_t done)
+{
+    const uint64_t mark = ina_proto_mark(mid, done);
+    if (mark <= done_[rank]) {
+        return;
+    }
+    const bool was_least = done_[rank] == certified_;
+    done_[rank] = mark;
+    if (was_least && --at_certified_ == 0) {
+        // The last member at the old mark moved: once per mark, not per block.
+        certified_ = *std::min_element(done_.begin(), done_.end());
+        at_certified_ = static_cast<uint32_t>(std::count(done_.begin(), done_.end(), certified_));
+    }
 }
 
 ina_proto_status_t Job::join(uint32_t rank, Member *m)

@@ -150,6 +150,10 @@ public:
         }
         return diff == 0;
     }
+    // Certification (ina_proto.h): a member's BLOCK of `mid` says its mark
+    // (`done`); the job's certified mark is the least over its members.
+    void note_done(uint32_t rank, uint64_t mid, uint32_t done);
+    uint64_t certified() const { return certified_; }
     // Segs the job's granted calls hold now, all together (Limits::job_segs).
     uint32_t held_segs() const { return held_segs_; }
     void hold_segs(uint32_t n) { held_segs_ += n; }
@@ -262,6 +266,9 @@ private:
     const Member *creator_;
     std::vector<Member *> members_;
     std::vector<uint64_t> next_mid_; // per rank: latest MID seen + 1 (0 = none)
+    std::vector<uint64_t> done_;     // per rank: its certification mark (0 = none)
+    uint64_t certified_ = 0;         // the least of done_
+    uint32_t at_certified_;          // members whose mark is certified_
     uint32_t joined_ = 0;
     bool ever_joined_ = false;
     std::vector<bool> seen_;      // per rank: has joined at least once

@@ -130,6 +130,7 @@ void Aggregator::send_up(Job &job, Call &call, const ina_proto_hdr_t &blk, uint3
     const size_t esz = ina_proto_dtype_size(blk.dtype);
     Partial p;
     p.hdr = blk;
+    p.hdr.done = static_cast<uint32_t>(job.certified()); // the leaf's word for its members
     p.hdr.offset = offset;
     p.hdr.count = count;
     p.hdr.flags = want ? INA_PROTO_F_WANT_RESULT : 0;
@@ -252,6 +253,7 @@ void Aggregator::uplink_result(uint32_t jid, const ina_proto_hdr_t &h, const voi
     blk.seg_count = h.seg_count;
     blk.count = h.seg_count;
     blk.arg = call->total;
+    blk.done = h.done; // the parent's certified mark: the least over every leaf
     // The Seg's want bits stay until its next block, which no member sends
     // before this RESULT.
     fan_out(job, blk, seg, result, len);

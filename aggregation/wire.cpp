@@ -21,6 +21,7 @@ ina_proto_hdr_t result_hdr(const ina_proto_hdr_t &blk, uint32_t rank)
     r.seg = blk.seg;
     r.seg_count = blk.seg_count;
     r.arg = blk.arg;
+    r.done = blk.done;
     r.rank = rank;
     return r;
 }

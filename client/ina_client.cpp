@@ -927,6 +927,15 @@ ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, u
     }));
 }
 
+uint64_t ina_job_certified(const ina_job_t *job)
+{
+    if (job == nullptr) {
+        return 0;
+    }
+    EntryLock lock(job->impl.client());
+    return job->impl.certified();
+}
+
 void ina_job_leave(ina_job_t *job)
 {
     if (job == nullptr) {

@@ -178,6 +178,11 @@ ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, u
                                uint32_t requested_window, uint32_t requested_block_bytes,
                                ina_job_params_t *params, ina_job_t **out);
 
+/* The job's certified mark (ina_proto.h, "Certification"), as the latest
+ * RESULT this member received said: every member holds every call of a
+ * lower MID complete. */
+uint64_t ina_job_certified(const ina_job_t *job);
+
 /* Leave the job (non-blocking toward the agent) and free the descriptor. */
 void ina_job_leave(ina_job_t *job);
 

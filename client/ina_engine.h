@@ -409,6 +409,12 @@ public:
     // See Call::drop_sends: after the endpoint was force-closed.
     void drop_sends();
 
+    // Certification (ina_proto.h): this member's mark, which its BLOCKs
+    // carry (every call below the oldest outstanding one is complete here),
+    // and the job's certified mark, as the latest RESULT said.
+    uint64_t done_mark() const { return active_.empty() ? next_mid_ : active_.front()->mid(); }
+    uint64_t certified() const { return certified_; }
+
     // Called from the client's AM handler.
     void on_result(const ina_proto_hdr_t &h, const void *data, size_t length);
     void *landing(const ina_proto_hdr_t &h, size_t length);
@@ -437,6 +443,11 @@ private:
     void remember(const ina_proto_hdr_t &h);
     // A GRANT, DENY or RESULT of `h.mid` says `ahead` for the next MID.
     void hear_ahead(const ina_proto_hdr_t &h);
+    // A RESULT says the job's certified mark.
+    void hear_certified(const ina_proto_hdr_t &h)
+    {
+        certified_ = std::max(certified_, ina_proto_mark(h.mid, h.done));
+    }
 
     Client *client_;
     const ina_job_params_t params_;
@@ -445,6 +456,7 @@ private:
     uint64_t next_mid_ = 0;
     uint64_t ahead_mid_ = 0; // the MID the agent's latest `ahead` is for
     uint32_t ahead_ = 1;
+    uint64_t certified_ = 0; // the agent's latest word (RESULT's `done`)
     std::vector<std::unique_ptr<ina_call>> calls_; // every call object of the job
     std::vector<ina_call *> free_;                 // recycled ones
     std::deque<Call *> active_;                    // posted, not retired, MID order

@@ -332,6 +332,7 @@ Call::Post Call::post_block(Client &client)
     sc.hdr.offset = offset;
     sc.hdr.count = count; // 0: a CREDIT
     sc.hdr.flags = want ? INA_PROTO_F_WANT_RESULT : 0; // read back by a staged RESULT
+    sc.hdr.done = static_cast<uint32_t>(job_->done_mark());
 
     window_.on_sent();
     switch (client.channel().post(sc.hdr, payload, count * esz_, &sc)) {
@@ -788,6 +789,7 @@ void Job::hear_ahead(const ina_proto_hdr_t &h)
 void Job::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
 {
     hear_ahead(h);
+    hear_certified(h);
     Call *c = find(h.mid);
     if (c == nullptr) {
         client_->log(10, "job %u: dropping RESULT of mid %llu sid %u: no such call", h.jid,
@@ -799,6 +801,7 @@ void Job::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
 
 void *Job::landing(const ina_proto_hdr_t &h, size_t length)
 {
+    hear_certified(h);
     Call *c = find(h.mid);
     return c == nullptr ? nullptr : c->landing(h, length);
 }

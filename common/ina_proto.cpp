@@ -279,7 +279,8 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
     if (h.version != INA_PROTO_VERSION) {
         return INA_PROTO_ERR_VERSION;
     }
-    if (h.type < INA_PROTO_HELLO || h.type > INA_PROTO_TYPE_MAX || h.reserved2 != 0 ||
+    const bool has_done = h.type == INA_PROTO_BLOCK || h.type == INA_PROTO_RESULT;
+    if (h.type < INA_PROTO_HELLO || h.type > INA_PROTO_TYPE_MAX || (h.done != 0 && !has_done) ||
         (h.flags & ~kKnownFlags) != 0 || h.status > INA_PROTO_STATUS_MAX ||
         h.window > INA_PROTO_MAX_WINDOW || h.ahead > INA_PROTO_MAX_WINDOW) {
         return INA_PROTO_ERR_MALFORMED;

@@ -32,6 +32,18 @@
  * leases of its whole window: its members, agents, order themselves by
  * CALL_READY and ignore `ahead`.
  *
+ * Certification (protocol 9; docs/ARCHITECTURE.md, "Recovery from a lost
+ * agent"). Every BLOCK's `done` is its member's mark: MID + 1 of its newest
+ * call that is complete at the member together with every earlier call of
+ * the job (0: none), low 32 bits. Every RESULT's `done` is the job's
+ * certified mark at the agent: the least of its members' latest marks (a
+ * member that sent no BLOCK yet counts 0), low 32 bits: every member holds
+ * every call below it complete, so nobody can need anything of those calls
+ * from another member if the agent is lost. A member's mark never exceeds
+ * the MID of a block it sends + 1 (a call is not complete while it sends
+ * for it): both sides recover the full value from the MID beside it.
+ * `done` is 0 on every other message.
+ *
  * Message flow:
  *   HELLO       c->a  first message on a new endpoint. count = the client's stream
  *                     segment (bytes UCX's TCP transport sends and receives in one
@@ -164,7 +176,8 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 9u /* 9: JOB_OPEN carries the job's capability;
+#define INA_PROTO_VERSION 9u /* 9: JOB_OPEN carries the job's capability, BLOCK
+                               and RESULT certification (`done`);
                                8: per-call leases (GRANT/RESULT window)
                                and `ahead`; 7: CALL_ABORT from a rank, status ABORTED
                                (striping); 6: agent trees (JOB_OPEN's tree
@@ -317,7 +330,7 @@ typedef struct ina_proto_hdr {
     uint32_t seg_count; /* 52: BLOCK/RESULT: elements of the whole block */
     uint16_t flags;     /* 56: INA_PROTO_F_* */
     uint16_t ahead;     /* 58: JOB_OPENED/GRANT/DENY/RESULT: see "Leases" */
-    uint32_t reserved2; /* 60: must be 0 */
+    uint32_t done;      /* 60: BLOCK/RESULT: certification, see "Certification" */
 } ina_proto_hdr_t;
 
 #ifdef __cplusplus
@@ -340,7 +353,7 @@ INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, offset) == 48, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, seg_count) == 52, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, flags) == 56, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, ahead) == 58, "layout");
-INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, reserved2) == 60, "layout");
+INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, done) == 60, "layout");
 
 /* Fill magic/version/type, zero the rest. */
 void ina_proto_init(ina_proto_hdr_t *hdr, ina_proto_type_t type);
@@ -383,6 +396,13 @@ int ina_proto_coll_valid(unsigned coll, unsigned op, unsigned dtype);
  * Returns INA_PROTO_OK or the status that explains the rejection.
  * Never reads past hdr_len. */
 ina_proto_status_t ina_proto_check(const void *hdr, size_t hdr_len, size_t payload_len);
+
+/* The full certification mark a message's 32-bit `done` stands for: the
+ * largest value <= mid + 1 with those low bits ("Certification"). */
+static inline uint64_t ina_proto_mark(uint64_t mid, uint32_t done)
+{
+    return mid + 1 - (uint32_t) ((uint32_t) (mid + 1) - done);
+}
 
 /* Human-readable names, for logs. Never NULL. */
 const char *ina_proto_type_name(unsigned type);

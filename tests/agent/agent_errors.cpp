@@ -183,10 +183,11 @@ void malformed_suite(Client &c, size_t ep, uint32_t jid, uint32_t rank)
     bad.flags = INA_PROTO_F_ACK_ONLY;
     expect_error(c, ep, &bad, sizeof(bad), v.data(), vb, INA_PROTO_ERR_MALFORMED,
                  "ACK_ONLY flag on a BLOCK");
-    bad = h;
-    bad.reserved2 = 1;
-    expect_error(c, ep, &bad, sizeof(bad), v.data(), vb, INA_PROTO_ERR_MALFORMED,
-                 "reserved field set");
+    ina_proto_init(&bad, INA_PROTO_JOB_LEAVE);
+    bad.jid = jid;
+    bad.done = 1; // certification is a BLOCK's and a RESULT's word only
+    expect_error(c, ep, &bad, sizeof(bad), nullptr, 0, INA_PROTO_ERR_MALFORMED,
+                 "done on a JOB_LEAVE");
     bad = block_hdr(jid, 0, 0, 0, w, INA_COLL_BARRIER, INA_OP_REPLACE, INA_DT_UINT8, 0, 0, 1, 0,
                     true);
     expect_error(c, ep, &bad, sizeof(bad), nullptr, 0, INA_PROTO_ERR_MALFORMED,

@@ -754,6 +754,48 @@ START_TEST(test_reject_counts_and_tells)
 }
 END_TEST
 
+// Certification (ina_proto.h): every RESULT carries the least of the
+// members' marks, as their BLOCKs said them (a member that sent nothing yet
+// counts 0); a lagging member holds it back; marks across the 32-bit wrap.
+START_TEST(test_certification)
+{
+    const uint32_t seg_count = 4;
+    Rig rig(small_config(16));
+    Members m(2);
+    const uint32_t jid = make_job(rig, m.ptrs(), {0, 1}, 4);
+    const std::vector<int32_t> v(seg_count, 1);
+    // One one-block allreduce as MID `mid`, member r saying mark done[r]:
+    // the `done` of the RESULT each member gets.
+    auto call = [&](uint64_t mid, uint32_t d0, uint32_t d1) {
+        const uint32_t done[2] = {d0, d1};
+        for (uint32_t r = 0; r < 2; ++r) {
+            ina_proto_hdr_t h = block_hdr(jid, r, mid, 0, 4, INA_COLL_ALLREDUCE, INA_OP_SUM,
+                                          INA_DT_INT32, 0, seg_count, seg_count, seg_count, true);
+            h.done = done[r];
+            expect_valid(h, v.size() * sizeof(int32_t));
+            rig.agg.block(m[r], h, v.data());
+        }
+        std::vector<uint32_t> said;
+        for (const Event &e : rig.sink.events) {
+            if (e.kind == Event::Kind::kResult) {
+                said.push_back(e.hdr.done);
+            }
+        }
+        rig.sink.events.clear();
+        ck_assert_uint_eq(said.size(), 2);
+        ck_assert_uint_eq(said[0], said[1]); // every member hears the same mark
+        return said[0];
+    };
+    ck_assert_uint_eq(call(0, 0, 0), 0);
+    ck_assert_uint_eq(call(1, 1, 1), 1);
+    ck_assert_uint_eq(call(2, 2, 1), 1); // member 1 has not completed MID 1 yet
+    ck_assert_uint_eq(call(3, 3, 3), 3);
+    ck_assert_uint_eq(rig.agg.find_job(jid)->certified(), 3);
+    ck_assert_uint_eq(call(4, 2, 4), 3); // a mark never goes back
+    expect_pool_whole(rig);
+}
+END_TEST
+
 // Leases (ina_proto.h): JOB_OPENED says `ahead` for MID 0, each verdict
 // says it for the next MID; a call's lease may be shorter than the job's
 // window and is named in its GRANT and RESULTs; blocks sent before the
@@ -867,5 +909,6 @@ int main()
                                 test_job_freed_with_open_calls,
                                 test_barrier,
                                 test_reject_counts_and_tells,
-                                test_leases}, 60);
+                                test_leases,
+                                test_certification}, 60);
 }

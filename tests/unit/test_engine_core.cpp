@@ -350,6 +350,9 @@ START_TEST(test_leases_back_after_calls)
         g.run(d);
         for (uint32_t r = 0; r < kRanks; ++r) {
             ck_assert(v[r][round] == 10.0 * (kRanks - 1) + round);
+            // Certification: this round's BLOCKs said every earlier call
+            // was complete at every rank; its RESULTs say so back.
+            ck_assert_uint_eq(ina_job_certified(g.jobs[r]), static_cast<uint64_t>(round));
         }
     }
     const ina::agg::SegPool &pool = g.hub.agg().pool();

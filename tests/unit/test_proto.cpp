@@ -298,7 +298,7 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, seg_count), 52);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, flags), 56);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, ahead), 58);
-    ck_assert_uint_eq(offsetof(ina_proto_hdr_t, reserved2), 60);
+    ck_assert_uint_eq(offsetof(ina_proto_hdr_t, done), 60);
     // Enum values are wire values: pin them.
     ck_assert_uint_eq(INA_PROTO_VERSION, 9);
     ck_assert_uint_eq(INA_PROTO_HELLO, 1);
@@ -489,10 +489,13 @@ START_TEST(test_rejects_common_fields)
             m.hdr.ahead = static_cast<uint16_t>(r);
             ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
         }
+        // `done`: certification, on BLOCK and RESULT only (any value).
+        const bool speaks_done =
+            good.hdr.type == INA_PROTO_BLOCK || good.hdr.type == INA_PROTO_RESULT;
         for (uint32_t r : {1u, 0x100u, 0x80000000u, UINT32_MAX}) {
             Msg m = good;
-            m.hdr.reserved2 = r;
-            ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+            m.hdr.done = r;
+            ck_assert_int_eq(check_msg(m), speaks_done ? INA_PROTO_OK : INA_PROTO_ERR_MALFORMED);
         }
         // Flag bits no type defines (bit 2 is JOB_OPEN's: test_job_open_tree).
         for (unsigned bit = 2; bit < 16; ++bit) {
@@ -1085,7 +1088,9 @@ START_TEST(test_fuzz)
             h.type != INA_PROTO_DENY && h.type != INA_PROTO_RESULT) {
             ck_assert_uint_eq(h.ahead, 0);
         }
-        ck_assert_uint_eq(h.reserved2, 0);
+        if (h.type != INA_PROTO_BLOCK && h.type != INA_PROTO_RESULT) {
+            ck_assert_uint_eq(h.done, 0);
+        }
         ck_assert_uint_le(h.status, INA_PROTO_STATUS_MAX);
         ck_assert_uint_le(h.window, INA_PROTO_MAX_WINDOW);
         if (is_data(h.type)) {
@@ -1181,10 +1186,25 @@ START_TEST(test_names)
 }
 END_TEST
 
+// ina_proto_mark: the full mark from a MID and 32 low bits, across wraps.
+START_TEST(test_certification_mark)
+{
+    ck_assert_uint_eq(ina_proto_mark(0, 0), 0);
+    ck_assert_uint_eq(ina_proto_mark(0, 1), 1);
+    ck_assert_uint_eq(ina_proto_mark(41, 40), 40);
+    ck_assert_uint_eq(ina_proto_mark(41, 42), 42);
+    const uint64_t wrap = uint64_t{1} << 32;
+    ck_assert_uint_eq(ina_proto_mark(wrap + 5, 3), wrap + 3);
+    ck_assert_uint_eq(ina_proto_mark(wrap + 5, UINT32_MAX), wrap - 1); // across the wrap
+    ck_assert_uint_eq(ina_proto_mark(3 * wrap - 1, 0), 3 * wrap);
+}
+END_TEST
+
 int main()
 {
     return ina_test::run_suite("ina_proto", "proto",
                                {test_layout,
+                                test_certification_mark,
                                 test_init,
                                 test_dtype_size_and_pairs,
                                 test_accepts_every_type,
