@@ -936,6 +936,26 @@ uint64_t ina_job_certified(const ina_job_t *job)
     return job->impl.certified();
 }
 
+void ina_job_keep_blocks(ina_job_t *job, int on)
+{
+    if (job != nullptr) {
+        EntryLock lock(job->impl.client());
+        job->impl.set_keeps(on != 0);
+    }
+}
+
+size_t ina_job_kept_calls(const ina_job_t *job, size_t *bytes)
+{
+    if (job == nullptr) {
+        return 0;
+    }
+    EntryLock lock(job->impl.client());
+    if (bytes != nullptr) {
+        *bytes = job->impl.kept_bytes();
+    }
+    return job->impl.kept_calls();
+}
+
 void ina_job_leave(ina_job_t *job)
 {
     if (job == nullptr) {

@@ -223,6 +223,21 @@ struct Opening {
     uint32_t ahead = 1; // blocks that may go before the verdict
 };
 
+// What a member keeps of a completed call until the job's certified mark
+// passes it (docs/ARCHITECTURE.md, "Recovery from a lost agent"): for the
+// call's last `window` blocks, the only ones another member can still lack,
+// what this member sent (its input) and the RESULT payloads it got.
+struct KeptCall {
+    uint64_t mid = 0;
+    unsigned coll = 0, op = 0, dtype = 0;
+    uint64_t nblocks = 0;
+    uint64_t first = 0;                        // the first kept SID
+    std::vector<BlockSend> sent;               // per kept SID: this member's BLOCK
+    std::vector<std::vector<uint8_t>> input;   // ... and its payload
+    std::vector<std::vector<uint8_t>> result;  // the RESULT's payload (empty: none came)
+    size_t bytes() const;
+};
+
 // One offloaded collective call. Owned by its Job, recycled through the
 // job's free list: posting a call allocates nothing once the job has run as
 // many calls at a time before.
@@ -285,6 +300,8 @@ public:
     void on_deny(uint8_t status) { fail(Fail::denied, status); }
     // Every RESULT arrived.
     bool all_results() const { return window_.complete(); }
+    // Recovery: whether the RESULT (or ACK) of block `sid` arrived.
+    bool got(uint64_t sid) const { return sid < got_.size() && got_[sid]; }
     // This member gives the call back (Job::abort): it ends as denied, and
     // RESULTs still on their way are dropped, never applied.
     void give_back()
@@ -351,6 +368,13 @@ private:
     Fail fail_ = Fail::none;
     uint8_t status_ = INA_PROTO_OK;
     ina_cqe_t cqe_{};
+    // Recovery: RESULTs (or ACKs) arrived, by SID; and, when the job keeps
+    // blocks, what this call hands it at retire (KeptCall).
+    std::vector<bool> got_;
+    bool keeping_ = false;
+    KeptCall kept_;
+    void keep_inputs();
+    void keep_result(uint64_t sid, const void *data, size_t length);
 };
 
 } // namespace ina::client
@@ -414,6 +438,14 @@ public:
     // and the job's certified mark, as the latest RESULT said.
     uint64_t done_mark() const { return active_.empty() ? next_mid_ : active_.front()->mid(); }
     uint64_t certified() const { return certified_; }
+    // Keep completed calls' last blocks until they are certified (off until
+    // the caller can recover calls: ina_job_keep_blocks).
+    bool keeps() const { return keeps_; }
+    void set_keeps(bool on) { keeps_ = on; }
+    void keep(KeptCall &&k);
+    const KeptCall *kept(uint64_t mid) const;
+    size_t kept_calls() const { return kept_.size(); }
+    size_t kept_bytes() const { return kept_bytes_; }
 
     // Called from the client's AM handler.
     void on_result(const ina_proto_hdr_t &h, const void *data, size_t length);
@@ -443,11 +475,8 @@ private:
     void remember(const ina_proto_hdr_t &h);
     // A GRANT, DENY or RESULT of `h.mid` says `ahead` for the next MID.
     void hear_ahead(const ina_proto_hdr_t &h);
-    // A RESULT says the job's certified mark.
-    void hear_certified(const ina_proto_hdr_t &h)
-    {
-        certified_ = std::max(certified_, ina_proto_mark(h.mid, h.done));
-    }
+    // A RESULT says the job's certified mark: what it passed is forgotten.
+    void hear_certified(const ina_proto_hdr_t &h);
 
     Client *client_;
     const ina_job_params_t params_;
@@ -457,6 +486,9 @@ private:
     uint64_t ahead_mid_ = 0; // the MID the agent's latest `ahead` is for
     uint32_t ahead_ = 1;
     uint64_t certified_ = 0; // the agent's latest word (RESULT's `done`)
+    bool keeps_ = false;
+    std::map<uint64_t, KeptCall> kept_; // by MID, until certified
+    size_t kept_bytes_ = 0;
     std::vector<std::unique_ptr<ina_call>> calls_; // every call object of the job
     std::vector<ina_call *> free_;                 // recycled ones
     std::deque<Call *> active_;                    // posted, not retired, MID order

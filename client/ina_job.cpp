@@ -78,6 +78,9 @@ void Call::start(uint64_t mid, const CallGeometry &geom, const ina_coll_desc_t &
     writes_input_ = (d.coll == INA_COLL_ALLREDUCE || d.coll == INA_COLL_REDUCE ||
                      d.coll == INA_COLL_REDUCE_SCATTER) &&
                     d.sbuf == d.rbuf;
+    if (job_->keeps()) {
+        keep_inputs(); // before any RESULT overwrites them
+    }
 }
 
 void Call::start_staged(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned op,
@@ -115,6 +118,8 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     cqe_ = ina_cqe_t{};
     cqe_.mid = mid;
     cqe_.blocks = geom.nblocks();
+    got_.assign(geom.nblocks(), false);
+    keeping_ = false;
 
     ina_proto_init(&tmpl_, INA_PROTO_BLOCK);
     tmpl_.jid = job_->jid();
@@ -127,6 +132,55 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     tmpl_.arg = geom.total();
     if (open.lease != 0) {
         take_lease(open.lease);
+    }
+}
+
+size_t KeptCall::bytes() const
+{
+    size_t n = 0;
+    for (const auto &v : input) {
+        n += v.size();
+    }
+    for (const auto &v : result) {
+        n += v.size();
+    }
+    return n;
+}
+
+// The input of the last `window` blocks, copied now: in place, RESULTs will
+// overwrite it (a window's worth, not the whole buffer).
+void Call::keep_inputs()
+{
+    const uint64_t n = geom_.nblocks();
+    const uint64_t w = job_->window();
+    kept_.mid = mid_;
+    kept_.coll = tmpl_.coll;
+    kept_.op = tmpl_.op;
+    kept_.dtype = tmpl_.dtype;
+    kept_.nblocks = n;
+    kept_.first = n > w ? n - w : 0;
+    const size_t k = static_cast<size_t>(n - kept_.first);
+    kept_.sent.resize(k);
+    kept_.input.resize(k);
+    kept_.result.resize(k);
+    for (size_t i = 0; i < k; ++i) {
+        const BlockSend b = geom_.send(kept_.first + i);
+        kept_.sent[i] = b;
+        kept_.input[i].clear();
+        if (b.count > 0) {
+            const uint8_t *from = src_ + b.src;
+            kept_.input[i].assign(from, from + static_cast<size_t>(b.count) * esz_);
+        }
+        kept_.result[i].clear();
+    }
+    keeping_ = true;
+}
+
+void Call::keep_result(uint64_t sid, const void *data, size_t length)
+{
+    if (keeping_ && sid >= kept_.first && data != nullptr && length > 0) {
+        const auto *p = static_cast<const uint8_t *>(data);
+        kept_.result[static_cast<size_t>(sid - kept_.first)].assign(p, p + length);
     }
 }
 
@@ -247,6 +301,10 @@ void Call::retire()
     }
     cqe_.status = status_;
     state_ = State::retired;
+    if (keeping_ && cqe_.rc == INA_OK && cqe_.outcome == INA_OFFLOADED) {
+        job_->keep(std::move(kept_));
+    }
+    keeping_ = false;
 }
 
 void Call::drop_sends()
@@ -416,9 +474,11 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
             }
         }
         applied_ += r.npieces > 0 ? 1 : 0;
+        keep_result(sid, data, bytes);
     }
     // The RESULT, with or without payload, is the ACK of our block (S0).
     window_.on_ack(sid);
+    got_[sid] = true;
 }
 
 void *Call::landing(const ina_proto_hdr_t &h, size_t length)
@@ -784,6 +844,30 @@ void Job::hear_ahead(const ina_proto_hdr_t &h)
         ahead_mid_ = h.mid + 1;
         ahead_ = std::max<uint32_t>(1, std::min<uint32_t>(h.ahead, window()));
     }
+}
+
+void Job::hear_certified(const ina_proto_hdr_t &h)
+{
+    certified_ = std::max(certified_, ina_proto_mark(h.mid, h.done));
+    while (!kept_.empty() && kept_.begin()->first < certified_) {
+        kept_bytes_ -= kept_.begin()->second.bytes();
+        kept_.erase(kept_.begin());
+    }
+}
+
+void Job::keep(KeptCall &&k)
+{
+    if (k.mid < certified_) {
+        return; // certified already: every member holds it
+    }
+    kept_bytes_ += k.bytes();
+    kept_[k.mid] = std::move(k);
+}
+
+const KeptCall *Job::kept(uint64_t mid) const
+{
+    auto it = kept_.find(mid);
+    return it != kept_.end() ? &it->second : nullptr;
 }
 
 void Job::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)

@@ -361,6 +361,42 @@ START_TEST(test_leases_back_after_calls)
 }
 END_TEST
 
+// Recovery's kept blocks (ina_job_keep_blocks): each rank keeps the last
+// window of every call it completes (input and RESULT payloads) until the
+// certified mark passes the call: one call at a time in a run of blocking
+// calls; nothing with keeping off.
+START_TEST(test_kept_until_certified)
+{
+    Group g(kRanks);
+    const size_t elems = 1536; // 12 KiB: 12 blocks of 1 KiB, the last 4 kept
+    std::vector<std::vector<double>> v(kRanks, std::vector<double>(elems, 0.25));
+    std::vector<ina_coll_desc_t> d(kRanks);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        ina_job_keep_blocks(g.jobs[r], r != 0); // rank 0 keeps nothing
+    }
+    for (int round = 0; round < 3; ++round) {
+        for (uint32_t r = 0; r < kRanks; ++r) { // in place
+            d[r] = ina_coll_desc_t{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_DOUBLE, v[r].data(),
+                                   v[r].data(), elems, 0, nullptr};
+        }
+        g.run(d);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            size_t bytes = 0;
+            const size_t calls = ina_job_kept_calls(g.jobs[r], &bytes);
+            if (r == 0) {
+                ck_assert_uint_eq(calls, 0);
+                ck_assert_uint_eq(bytes, 0);
+            } else {
+                // This round's call only (the earlier ones are certified):
+                // 4 blocks of input and 4 of results, 1 KiB each.
+                ck_assert_uint_eq(calls, 1);
+                ck_assert_uint_eq(bytes, 2 * 4 * kSegBytes);
+            }
+        }
+    }
+}
+END_TEST
+
 } // namespace
 
 // ina_call_abort (striping: another agent denied the call): rank 0 gives
@@ -680,6 +716,7 @@ int main()
                                {test_allreduce_float_exact,
                                 test_reduce_scatter_and_bcast,
                                 test_leases_back_after_calls,
+                                test_kept_until_certified,
                                 test_call_abort_falls_back_everywhere,
                                 test_stripe_every_collective,
                                 test_stripe_one_agent_denies});
