@@ -956,6 +956,46 @@ size_t ina_job_kept_calls(const ina_job_t *job, size_t *bytes)
     return job->impl.kept_calls();
 }
 
+void ina_job_set_peers(ina_job_t *job, const ina_peer_ops_t *ops)
+{
+    if (job != nullptr && ops != nullptr && ops->send != nullptr) {
+        EntryLock lock(job->impl.client());
+        job->impl.set_peers(*ops);
+    }
+}
+
+void ina_job_peer_message(ina_job_t *job, uint32_t from, const void *msg, size_t len)
+{
+    if (job == nullptr || msg == nullptr) {
+        return;
+    }
+    guard(__func__, [&] {
+        EntryLock lock(job->impl.client());
+        job->impl.peer_message(from, msg, len);
+        return 0;
+    });
+}
+
+ina_status_t ina_call_recover_start(ina_call_t *call, int host_ok)
+{
+    if (call == nullptr) {
+        return INA_ERR_INVALID;
+    }
+    return static_cast<ina_status_t>(guard(__func__, [&] {
+        EntryLock lock(call->job()->client());
+        return call->recover_start(host_ok != 0);
+    }));
+}
+
+int ina_call_recover_test(ina_call_t *call, ina_cqe_t *cqe)
+{
+    if (call == nullptr || cqe == nullptr) {
+        return 0;
+    }
+    EntryLock lock(call->job()->client());
+    return call->recover_test(cqe) ? 1 : 0;
+}
+
 void ina_job_leave(ina_job_t *job)
 {
     if (job == nullptr) {

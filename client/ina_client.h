@@ -191,6 +191,23 @@ uint64_t ina_job_certified(const ina_job_t *job);
 void ina_job_keep_blocks(ina_job_t *job, int on);
 size_t ina_job_kept_calls(const ina_job_t *job, size_t *bytes);
 
+/* Recovering calls lost with their agent (docs/ARCHITECTURE.md, "Recovery
+ * from a lost agent"); flat jobs (ina_job_open), every collective but
+ * REDUCE_SCATTER. The members talk to each other through the caller's
+ * point-to-point layer, member r being the job's rank r:
+ *   send  deliver `len` bytes to member `to` (in order per pair); the bytes
+ *         may be reused once it returns. 0 on success.
+ * Setting peers turns ina_job_keep_blocks on. Every message a member's
+ * send gave must reach ina_job_peer_message on member `to`, whenever that
+ * member is in the MPI library (it answers for calls it has finished). */
+typedef struct ina_peer_ops {
+    void *arg;
+    int (*send)(void *arg, uint32_t to, const void *msg, size_t len);
+} ina_peer_ops_t;
+void ina_job_set_peers(ina_job_t *job, const ina_peer_ops_t *ops);
+void ina_job_peer_message(ina_job_t *job, uint32_t from, const void *msg, size_t len);
+
+
 /* Leave the job (non-blocking toward the agent) and free the descriptor. */
 void ina_job_leave(ina_job_t *job);
 
@@ -279,6 +296,21 @@ void ina_call_abort(ina_call_t *call);
  * error: the engine logs it and completes the call first, so that nothing
  * writes into its buffers after this returns. */
 void ina_call_free(ina_call_t *call);
+
+/* A call whose test/wait returned INA_ERR_LOST (not freed yet), on a job
+ * with peers: finish it with the other members. host_ok: this member could
+ * still run the host algorithm for the call now (its input intact, and the
+ * call may start late: not a non-blocking call posted before). Then test
+ * it with ina_call_recover_test, which progresses the exchange (messages
+ * arrive through ina_job_peer_message) and returns 1 when it is over: cqe
+ * rc INA_OK and outcome INA_OFFLOADED (every block in place, bit for bit
+ * what the agent would have given), INA_FALLBACK_DENIED (the call was
+ * denied somewhere: run the host algorithm), INA_FALLBACK_UNREACHABLE
+ * (nobody holds anything and every member may run the host algorithm: run
+ * it), or an error (the call cannot be recovered: the same on every
+ * member). Free the call afterwards as any call. */
+ina_status_t ina_call_recover_start(ina_call_t *call, int host_ok);
+int ina_call_recover_test(ina_call_t *call, ina_cqe_t *cqe);
 
 /* A staged call: the caller produces each block when it is ready and takes
  * each block's RESULT; the engine keeps the MID, window, verdict and CQE as

@@ -246,6 +246,7 @@ public:
     enum class State { free, active, retired };
 
     Call(Job *job, uint32_t window);
+    ~Call();
     Call(const Call &) = delete;
     Call &operator=(const Call &) = delete;
 
@@ -302,6 +303,21 @@ public:
     bool all_results() const { return window_.complete(); }
     // Recovery: whether the RESULT (or ACK) of block `sid` arrived.
     bool got(uint64_t sid) const { return sid < got_.size() && got_[sid]; }
+    // The agent is gone before this call sent anything (a post after the
+    // loss): it fails as lost, to be recovered like any other.
+    void lose() { fail(Fail::lost, INA_PROTO_OK); }
+
+    // Recovery with the other members (ina_recover.cpp; ina_call_recover_*).
+    int recover_start(bool host_ok);
+    bool recover_test(ina_cqe_t *cqe);
+    bool recovering() const { return rescue_ != nullptr; }
+    // This member's word on the call for the others (STATE), and one of its
+    // blocks (FETCH): what it sent, or the RESULT it holds whole.
+    void describe(std::vector<uint8_t> &msg) const;
+    bool block_for_peer(uint64_t sid, bool result, std::vector<uint8_t> &bytes, uint32_t *offset,
+                        uint32_t *count) const;
+    // A STATE or DATA for this call's recovery.
+    void on_peer(uint32_t from, const void *msg, size_t len);
     // This member gives the call back (Job::abort): it ends as denied, and
     // RESULTs still on their way are dropped, never applied.
     void give_back()
@@ -373,6 +389,18 @@ private:
     std::vector<bool> got_;
     bool keeping_ = false;
     KeptCall kept_;
+    struct Rescue; // ina_recover.cpp
+    struct RescueDelete {
+        void operator()(Rescue *r) const; // where Rescue is complete
+    };
+    std::unique_ptr<Rescue, RescueDelete> rescue_;
+    // Recovery's helpers: the whole block `sid` as this member holds it in
+    // rbuf (null: it does not, or not in one piece); a block's result put
+    // in place as a RESULT would be.
+    const uint8_t *whole_result(uint64_t sid) const;
+    void apply_block(uint64_t sid, const uint8_t *data);
+    void rescue_plan();
+    void rescue_finish();
     void keep_inputs();
     void keep_result(uint64_t sid, const void *data, size_t length);
 };
@@ -447,6 +475,23 @@ public:
     size_t kept_calls() const { return kept_.size(); }
     size_t kept_bytes() const { return kept_bytes_; }
 
+    // Recovery (ina_recover.cpp): the members' point-to-point link, a
+    // message from member `from`, and the calls that answer for themselves.
+    void set_peers(const ina_peer_ops_t &ops)
+    {
+        peers_ = ops;
+        keeps_ = true;
+    }
+    bool has_peers() const { return peers_.send != nullptr; }
+    uint32_t nmembers() const { return params_.nmembers; }
+    void peer_message(uint32_t from, const void *msg, size_t len);
+    void send_peer(uint32_t to, const std::vector<uint8_t> &msg);
+    void note_denied(uint64_t mid);
+    void rescuing(uint64_t mid, Call *c);
+    // The call's recovery is over; `final_word` is its STATE from now on
+    // (empty: the job keeps its blocks instead, KeptCall).
+    void rescued(uint64_t mid, std::vector<uint8_t> final_word);
+
     // Called from the client's AM handler.
     void on_result(const ina_proto_hdr_t &h, const void *data, size_t length);
     void *landing(const ina_proto_hdr_t &h, size_t length);
@@ -489,6 +534,15 @@ private:
     bool keeps_ = false;
     std::map<uint64_t, KeptCall> kept_; // by MID, until certified
     size_t kept_bytes_ = 0;
+    ina_peer_ops_t peers_{};
+    std::map<uint64_t, std::vector<uint32_t>> asks_; // ASKs this member cannot answer yet
+    std::map<uint64_t, Call *> rescuing_;            // calls being recovered, by MID
+    std::map<uint64_t, bool> denied_;                // recent MIDs denied here
+    std::map<uint64_t, std::vector<uint8_t>> final_; // STATEs of recoveries ended without blocks
+    // The STATE of `mid` for member `to`, if this member's word is final;
+    // and the ASKs that waited for it.
+    bool answer(uint32_t to, uint64_t mid);
+    void answer_waiting(uint64_t mid);
     std::vector<std::unique_ptr<ina_call>> calls_; // every call object of the job
     std::vector<ina_call *> free_;                 // recycled ones
     std::deque<Call *> active_;                    // posted, not retired, MID order

@@ -120,6 +120,7 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     cqe_.blocks = geom.nblocks();
     got_.assign(geom.nblocks(), false);
     keeping_ = false;
+    rescue_.reset();
 
     ina_proto_init(&tmpl_, INA_PROTO_BLOCK);
     tmpl_.jid = job_->jid();
@@ -281,7 +282,9 @@ void Call::fill_failure(ina_cqe_t &cqe) const
         cqe.rc = input_gone ? INA_ERR_LOST : INA_ERR_PROTO;
         break;
     case Fail::lost:
-        if (any_sent_) {
+        // With peers the members finish a lost call together (recovery):
+        // a blind fallback here could meet others that hold results.
+        if (any_sent_ || job_->has_peers()) {
             cqe.rc = INA_ERR_LOST;
         } else {
             cqe.outcome = INA_FALLBACK_UNREACHABLE;
@@ -305,6 +308,9 @@ void Call::retire()
         job_->keep(std::move(kept_));
     }
     keeping_ = false;
+    if (cqe_.rc == INA_OK && cqe_.outcome == INA_FALLBACK_DENIED) {
+        job_->note_denied(mid_); // what another member recovering it must hear
+    }
 }
 
 void Call::drop_sends()
@@ -669,11 +675,22 @@ int Job::launch(const CallGeometry &g, bool wait_decision, ina_call **out, ina_c
             cqe->status = e.status;
             if (e.type == INA_PROTO_DENY || e.status == INA_PROTO_ERR_ABORTED) {
                 cqe->outcome = INA_FALLBACK_DENIED;
+                note_denied(mid);
                 return cqe->rc = INA_OK;
             }
             return cqe->rc = INA_ERR_PROTO;
         }
         open.lease = e.lease;
+    }
+    if ((client_ == nullptr || !client_->alive()) && has_peers()) {
+        // The agent is gone, but others may have sent (or got) this call's
+        // blocks before it went: the caller recovers it with them.
+        start(c, mid, open);
+        c->lose();
+        c->retire();
+        *out = c;
+        *cqe = c->cqe();
+        return cqe->rc;
     }
     if (client_ == nullptr || !client_->alive()) {
         free_.push_back(c); // never started
@@ -699,6 +716,11 @@ int Job::launch(const CallGeometry &g, bool wait_decision, ina_call **out, ina_c
                 active_.erase(it);
                 c->retire();
             }
+        }
+        if (c->cqe().rc == INA_ERR_LOST && has_peers()) {
+            *cqe = c->cqe(); // the caller recovers it with the other members
+            *out = c;
+            return cqe->rc;
         }
         if (c->cqe().rc != INA_OK || c->cqe().outcome != INA_OFFLOADED) {
             *cqe = c->cqe();
@@ -852,6 +874,9 @@ void Job::hear_certified(const ina_proto_hdr_t &h)
     while (!kept_.empty() && kept_.begin()->first < certified_) {
         kept_bytes_ -= kept_.begin()->second.bytes();
         kept_.erase(kept_.begin());
+    }
+    while (!denied_.empty() && denied_.begin()->first < certified_) {
+        denied_.erase(denied_.begin());
     }
 }
 

@@ -82,10 +82,21 @@ public:
     }
     ina::agg::Aggregator &agg() { return agg_; }
     SwitchScheduler &sched() { return *sched_; }
+    // The agent dies after sending `n` more RESULTs (a RESULT to each
+    // member counts): nothing leaves it any more, and its members' links
+    // report it gone.
+    void die_after(int n) { results_left_ = n; }
+    bool dead() const { return dead_; }
 
     void send(ina::agg::Member &to, const ina_proto_hdr_t &h, ina::agg::BufRef payload,
               size_t len) override
     {
+        if (h.type == INA_PROTO_RESULT && results_left_ >= 0 && results_left_-- == 0) {
+            dead_ = true; // the agent dies before this RESULT goes out
+        }
+        if (dead_) {
+            return;
+        }
         Msg m{h, {}};
         if (len > 0) {
             const auto *p = static_cast<const std::byte *>(payload.data());
@@ -104,6 +115,8 @@ private:
         return c;
     }
     SwitchScheduler *sched_ = nullptr;
+    int results_left_ = -1;
+    bool dead_ = false;
     ina::agg::Aggregator agg_;
 };
 
@@ -126,7 +139,7 @@ public:
     }
     Posted post(const ina_proto_hdr_t &hdr, const void *payload, size_t len, SendOp *) override
     {
-        if (closed_ || ina_proto_check(&hdr, sizeof(hdr), len) != INA_PROTO_OK) {
+        if (closed_ || hub_.dead() || ina_proto_check(&hdr, sizeof(hdr), len) != INA_PROTO_OK) {
             return Posted::failed;
         }
         // The core reduces or copies the payload before it returns.
@@ -136,7 +149,7 @@ public:
     bool arm() override { return member_.inbox.empty(); }
     int wake_fd() const override { return -1; } // poll() ignores it: a short nap
     void signal() override {}
-    bool alive() const override { return !closed_; }
+    bool alive() const override { return !closed_ && !hub_.dead(); }
     void close(bool) override
     {
         if (!closed_) {
@@ -392,6 +405,137 @@ START_TEST(test_kept_until_certified)
                 ck_assert_uint_eq(calls, 1);
                 ck_assert_uint_eq(bytes, 2 * 4 * kSegBytes);
             }
+        }
+    }
+}
+END_TEST
+
+// The members' point-to-point link for recovery, in process: mailboxes.
+struct PeerLink {
+    struct Box {
+        PeerLink *link;
+        uint32_t me;
+    };
+    explicit PeerLink(Group &g) : boxes(g.jobs.size()), mail(g.jobs.size())
+    {
+        for (uint32_t r = 0; r < g.jobs.size(); ++r) {
+            boxes[r] = Box{this, r};
+            ina_peer_ops_t ops{&boxes[r], [](void *arg, uint32_t to, const void *msg, size_t len) {
+                                   auto *b = static_cast<Box *>(arg);
+                                   const auto *p = static_cast<const uint8_t *>(msg);
+                                   b->link->mail[to].push_back({b->me, {p, p + len}});
+                                   return 0;
+                               }};
+            ina_job_set_peers(g.jobs[r], &ops);
+        }
+    }
+    // Hand every waiting message to its member; whether there was any.
+    bool deliver(Group &g)
+    {
+        bool any = false;
+        for (uint32_t r = 0; r < mail.size(); ++r) {
+            while (!mail[r].empty()) {
+                auto m = std::move(mail[r].front());
+                mail[r].pop_front();
+                ina_job_peer_message(g.jobs[r], m.first, m.second.data(), m.second.size());
+                any = true;
+            }
+        }
+        return any;
+    }
+    std::vector<Box> boxes;
+    std::vector<std::deque<std::pair<uint32_t, std::vector<uint8_t>>>> mail;
+};
+
+// Every rank's call to completion, recovering those the lost agent left
+// unfinished (host_ok: what each rank says it could do): their CQEs.
+std::vector<ina_cqe_t> run_recovering(Group &g, PeerLink &link, std::vector<ina_coll_desc_t> &d,
+                                      bool host_ok, uint32_t *recovered = nullptr)
+{
+    const uint32_t n = static_cast<uint32_t>(d.size());
+    std::vector<ina_call_t *> calls(n, nullptr);
+    std::vector<ina_cqe_t> cqes(n);
+    std::vector<int> phase(n, 0); // 0 running, 1 recovering, 2 done
+    for (uint32_t r = 0; r < n; ++r) {
+        ina_outcome_t outcome;
+        const int rc = ina_job_post(g.jobs[r], &d[r], &calls[r], &outcome);
+        ck_assert(rc == INA_OK || rc == INA_ERR_LOST);
+        ck_assert_msg(calls[r] != nullptr, "rank %u: post rc %d outcome %d", r, rc, outcome); // with peers a lost post still gives the call
+    }
+    for (size_t spins = 0, left = n; left > 0; ++spins) {
+        ck_assert_msg(spins < 200000, "calls did not complete");
+        link.deliver(g);
+        for (uint32_t r = 0; r < n; ++r) {
+            ina_cqe_t cqe;
+            if (phase[r] == 0 && ina_call_test(calls[r], &cqe)) {
+                if (cqe.rc == INA_ERR_LOST) {
+                    ck_assert_int_eq(ina_call_recover_start(calls[r], host_ok), INA_OK);
+                    phase[r] = 1;
+                    if (recovered != nullptr) {
+                        ++*recovered;
+                    }
+                } else {
+                    cqes[r] = cqe;
+                    phase[r] = 2;
+                    --left;
+                }
+            } else if (phase[r] == 1 && ina_call_recover_test(calls[r], &cqe)) {
+                cqes[r] = cqe;
+                phase[r] = 2;
+                --left;
+            }
+        }
+    }
+    link.deliver(g);
+    for (uint32_t r = 0; r < n; ++r) {
+        ina_call_free(calls[r]);
+    }
+    return cqes;
+}
+
+// The agent dies at every point of a 12-block float allreduce (after 0, 1,
+// ..., all of its 48 RESULTs): every rank still completes the call with the
+// exact, rank-order sum the agent would have given, bit for bit, whatever
+// it got before; and the next call, with the agent gone, too (all ranks
+// recover it by exchange). With host_ok and nothing held anywhere, the
+// ranks agree to run the host algorithm instead.
+START_TEST(test_recover_lost_agent)
+{
+    const size_t elems = 12 * kSegBytes / sizeof(float);
+    for (int k = 0; k <= 48; k += 1) {
+        Group g(kRanks);
+        PeerLink link(g);
+        FloatSums warm(64);
+        g.run(warm.d); // MID 0 complete everywhere, kept until certified
+        warm.check();
+        g.hub.die_after(k);
+        FloatSums f(elems);
+        uint32_t recovered = 0;
+        std::vector<ina_cqe_t> c = run_recovering(g, link, f.d, false, &recovered);
+        // Until the agent's last RESULT, somebody lacks a block and recovers.
+        ck_assert_msg(k == 48 ? recovered == 0 : recovered > 0, "k %d: %u recovered", k,
+                      recovered);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ck_assert_msg(c[r].rc == INA_OK && c[r].outcome == INA_OFFLOADED,
+                          "k %d rank %u: rc %d outcome %d", k, r, c[r].rc, c[r].outcome);
+        }
+        f.check();
+        // The agent is gone: the next call is recovered by exchange alone.
+        FloatSums next(300);
+        recovered = 0;
+        c = run_recovering(g, link, next.d, false, &recovered);
+        ck_assert_uint_eq(recovered, kRanks);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ck_assert_int_eq(c[r].rc, INA_OK);
+            ck_assert_int_eq(c[r].outcome, INA_OFFLOADED);
+        }
+        next.check();
+        // ... or by the host, when every rank may run it.
+        FloatSums host(300);
+        c = run_recovering(g, link, host.d, true);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ck_assert_int_eq(c[r].rc, INA_OK);
+            ck_assert_int_eq(c[r].outcome, INA_FALLBACK_UNREACHABLE);
         }
     }
 }
@@ -717,6 +861,7 @@ int main()
                                 test_reduce_scatter_and_bcast,
                                 test_leases_back_after_calls,
                                 test_kept_until_certified,
+                                test_recover_lost_agent,
                                 test_call_abort_falls_back_everywhere,
                                 test_stripe_every_collective,
                                 test_stripe_one_agent_denies});

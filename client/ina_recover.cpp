@@ -1,0 +1,600 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// Recovering calls lost with their agent (docs/ARCHITECTURE.md, "Recovery
+// from a lost agent"): the members of a job finish such a call among
+// themselves, over the caller's point-to-point layer (ina_peer_ops_t).
+//
+//   ASK(mid)            "what do you hold of this call?", to every member;
+//   STATE(mid, ...)     the answer, once the call is over at the member:
+//                       denied, complete, failed or unrecoverable, with three
+//                       bitmaps over its blocks: R (it holds the RESULT whole
+//                       and can give it), I (it can give what it sent), L (it
+//                       wanted the RESULT and lacks it);
+//   FETCH(mid, sid, what)  a block's RESULT, or the BLOCK a member sent;
+//   DATA(...)           the answer (len UINT32_MAX: it cannot).
+//
+// From the STATEs every member decides alike: denied anywhere, the host
+// algorithm; nothing held anywhere and every member able to, the host
+// algorithm; else each lacking block comes from the lowest member that
+// holds it, or is reduced from every member's BLOCK in rank order with the
+// agent's kernels (so its bits are the agent's).
+#include <cstring>
+
+#include "ina_engine.h"
+#include "ina_reduce.h"
+
+namespace ina::client {
+
+namespace {
+
+constexpr uint32_t kPeerMagic = 0x52414e49u; // "INAR"
+constexpr uint32_t kNone = UINT32_MAX;
+
+enum PeerType : uint8_t { kAsk = 1, kState, kFetch, kData };
+enum PeerState : uint8_t { kDenied = 1, kComplete, kFailed, kUnrecoverable };
+enum PeerWhat : uint8_t { kResult = 1, kInput };
+
+struct PeerHdr {
+    uint32_t magic;
+    uint8_t type;
+    uint8_t state;   // STATE
+    uint8_t what;    // FETCH / DATA
+    uint8_t host_ok; // STATE: the member could run the host algorithm
+    uint32_t sid;    // FETCH / DATA
+    uint32_t offset; // DATA: the BLOCK's element offset
+    uint32_t count;  // DATA: its elements
+    uint32_t len;    // payload bytes (DATA: kNone, it cannot)
+    uint64_t mid;
+    uint64_t nblocks; // STATE
+};
+
+size_t bitmap_bytes(uint64_t n) { return static_cast<size_t>((n + 7) / 8); }
+bool bit(const uint8_t *m, uint64_t i) { return (m[i / 8] >> (i % 8)) & 1u; }
+void set_bit(uint8_t *m, uint64_t i) { m[i / 8] = static_cast<uint8_t>(m[i / 8] | (1u << (i % 8))); }
+
+std::vector<uint8_t> message(const PeerHdr &h, const void *payload, size_t len)
+{
+    std::vector<uint8_t> m(sizeof(h) + len);
+    std::memcpy(m.data(), &h, sizeof(h));
+    if (len > 0) {
+        std::memcpy(m.data() + sizeof(h), payload, len);
+    }
+    return m;
+}
+
+PeerHdr header(PeerType type, uint64_t mid)
+{
+    PeerHdr h{};
+    h.magic = kPeerMagic;
+    h.type = type;
+    h.mid = mid;
+    return h;
+}
+
+bool recoverable(unsigned coll)
+{
+    return coll == INA_COLL_ALLREDUCE || coll == INA_COLL_REDUCE || coll == INA_COLL_BCAST ||
+           coll == INA_COLL_ALLGATHER || coll == INA_COLL_BARRIER;
+}
+
+} // namespace
+
+// A call's recovery, at the member whose call it is.
+struct Call::Rescue {
+    bool host_ok = false;
+    uint32_t n = 0, me = 0;
+    uint32_t states_in = 0;
+    std::vector<uint8_t> state;              // per member: PeerState (0: not heard)
+    std::vector<uint8_t> host;               // per member: its host_ok
+    std::vector<std::vector<uint8_t>> r, i, l; // per member: the bitmaps
+    bool planned = false;
+    uint32_t pending = 0;                     // DATAs awaited
+    // Blocks reduced here: sid -> per member its BLOCK (offset, count, bytes).
+    struct Piece {
+        bool in = false;
+        uint32_t offset = 0, count = 0;
+        std::vector<uint8_t> bytes;
+    };
+    std::map<uint64_t, std::vector<Piece>> rebuild;
+    bool done = false;
+    ina_cqe_t cqe{};
+};
+
+Call::~Call() = default;
+
+void Call::RescueDelete::operator()(Rescue *r) const { delete r; }
+
+// ---------------------------------------------------------------- this member's word
+
+const uint8_t *Call::whole_result(uint64_t sid) const
+{
+    if (!got(sid) || !geom_.wants(sid) || rbuf_ == nullptr) {
+        return nullptr;
+    }
+    const BlockResult r = geom_.result(sid);
+    if (r.npieces != 1 || r.piece[0].from != 0 || r.piece[0].count != geom_.block_count(sid)) {
+        return nullptr;
+    }
+    return rbuf_ + r.piece[0].dst;
+}
+
+void Call::describe(std::vector<uint8_t> &msg) const
+{
+    const uint64_t n = geom_.nblocks();
+    const size_t bm = bitmap_bytes(n);
+    std::vector<uint8_t> maps(3 * bm, 0);
+    PeerHdr h = header(kState, mid_);
+    h.nblocks = n;
+    h.host_ok = rescue_ != nullptr && rescue_->host_ok ? 1 : 0;
+    h.state = recoverable(tmpl_.coll) && !staged_ ? kFailed : kUnrecoverable;
+    for (uint64_t sid = 0; sid < n && h.state == kFailed; ++sid) {
+        if (whole_result(sid) != nullptr) {
+            set_bit(maps.data(), sid);
+        }
+        // In place, a block's input is gone once its RESULT landed (and then
+        // the RESULT is what the others need).
+        if (!writes_input_ || !got(sid)) {
+            set_bit(maps.data() + bm, sid);
+        }
+        if (geom_.wants(sid) && !got(sid)) {
+            set_bit(maps.data() + 2 * bm, sid);
+        }
+    }
+    h.len = static_cast<uint32_t>(maps.size());
+    msg = message(h, maps.data(), maps.size());
+}
+
+bool Call::block_for_peer(uint64_t sid, bool result, std::vector<uint8_t> &bytes,
+                          uint32_t *offset, uint32_t *count) const
+{
+    if (sid >= geom_.nblocks()) {
+        return false;
+    }
+    if (result) {
+        const uint8_t *p = whole_result(sid);
+        if (p == nullptr) {
+            return false;
+        }
+        *offset = 0;
+        *count = geom_.block_count(sid);
+        bytes.assign(p, p + static_cast<size_t>(*count) * esz_);
+        return true;
+    }
+    if (writes_input_ && got(sid)) {
+        return false;
+    }
+    const BlockSend b = geom_.send(sid);
+    *offset = b.offset;
+    *count = b.count;
+    bytes.clear();
+    if (b.count > 0) {
+        bytes.assign(src_ + b.src, src_ + b.src + static_cast<size_t>(b.count) * esz_);
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------- the job: serving
+
+void Job::send_peer(uint32_t to, const std::vector<uint8_t> &msg)
+{
+    if (peers_.send(peers_.arg, to, msg.data(), msg.size()) != 0 && client_ != nullptr) {
+        client_->log(1, "job %u: recovery message to member %u not sent", jid(), to);
+    }
+}
+
+void Job::note_denied(uint64_t mid)
+{
+    if (has_peers()) {
+        denied_[mid] = true;
+        answer_waiting(mid);
+    }
+}
+
+bool Job::answer(uint32_t to, uint64_t mid)
+{
+    std::vector<uint8_t> msg;
+    if (auto r = rescuing_.find(mid); r != rescuing_.end()) {
+        r->second->describe(msg);
+    } else if (auto f = final_.find(mid); f != final_.end()) {
+        msg = f->second; // a recovery that ended on the host (or failed): as it was
+    } else if (denied_.count(mid) != 0) {
+        PeerHdr h = header(kState, mid);
+        h.state = kDenied;
+        msg = message(h, nullptr, 0);
+    } else if (const KeptCall *k = kept(mid)) {
+        const size_t bm = bitmap_bytes(k->nblocks);
+        std::vector<uint8_t> maps(3 * bm, 0);
+        for (uint64_t j = 0; j < k->input.size(); ++j) {
+            if (!k->result[j].empty()) {
+                set_bit(maps.data(), k->first + j);
+            }
+            set_bit(maps.data() + bm, k->first + j);
+        }
+        PeerHdr h = header(kState, mid);
+        h.state = kComplete;
+        h.nblocks = k->nblocks;
+        h.len = static_cast<uint32_t>(maps.size());
+        msg = message(h, maps.data(), maps.size());
+    } else if (mid < certified_) {
+        PeerHdr h = header(kState, mid); // every member holds it: nothing to give
+        h.state = kComplete;
+        msg = message(h, nullptr, 0);
+    } else {
+        return false; // not posted here yet, or still running
+    }
+    send_peer(to, msg);
+    return true;
+}
+
+void Job::answer_waiting(uint64_t mid)
+{
+    auto it = asks_.find(mid);
+    if (it == asks_.end()) {
+        return;
+    }
+    std::vector<uint32_t> who;
+    who.swap(it->second);
+    asks_.erase(it);
+    for (uint32_t to : who) {
+        if (!answer(to, mid)) {
+            asks_[mid].push_back(to);
+        }
+    }
+}
+
+void Job::rescuing(uint64_t mid, Call *c)
+{
+    rescuing_[mid] = c;
+    answer_waiting(mid);
+}
+
+void Job::rescued(uint64_t mid, std::vector<uint8_t> final_word)
+{
+    rescuing_.erase(mid);
+    if (!final_word.empty()) {
+        final_[mid] = std::move(final_word);
+    }
+    answer_waiting(mid);
+}
+
+void Job::peer_message(uint32_t from, const void *msg, size_t len)
+{
+    PeerHdr h{};
+    if (len >= sizeof(h)) {
+        std::memcpy(&h, msg, sizeof(h));
+    }
+    const bool none = h.type == kData && h.len == kNone && len == sizeof(h);
+    if (len < sizeof(h) || h.magic != kPeerMagic || from >= params_.nmembers ||
+        (!none && h.len != len - sizeof(h))) {
+        if (client_ != nullptr) {
+            client_->log(1, "job %u: dropping a malformed recovery message from member %u", jid(),
+                         from);
+        }
+        return;
+    }
+    switch (h.type) {
+    case kAsk:
+        if (!answer(from, h.mid)) {
+            asks_[h.mid].push_back(from);
+        }
+        return;
+    case kFetch: {
+        PeerHdr d = header(kData, h.mid);
+        d.sid = h.sid;
+        d.what = h.what;
+        std::vector<uint8_t> bytes;
+        bool ok = false;
+        if (auto r = rescuing_.find(h.mid); r != rescuing_.end()) {
+            ok = r->second->block_for_peer(h.sid, h.what == kResult, bytes, &d.offset, &d.count);
+        } else if (const KeptCall *k = kept(h.mid); k != nullptr && h.sid >= k->first &&
+                                                    h.sid - k->first < k->input.size()) {
+            const size_t j = static_cast<size_t>(h.sid - k->first);
+            if (h.what == kResult) {
+                ok = !k->result[j].empty();
+                bytes = k->result[j];
+                d.offset = 0;
+                d.count = static_cast<uint32_t>(bytes.size() / ina_proto_dtype_size(k->dtype));
+            } else {
+                ok = true;
+                bytes = k->input[j];
+                d.offset = k->sent[j].offset;
+                d.count = k->sent[j].count;
+            }
+        }
+        d.len = ok ? static_cast<uint32_t>(bytes.size()) : kNone;
+        send_peer(from, message(d, bytes.data(), ok ? bytes.size() : 0));
+        return;
+    }
+    case kState:
+    case kData:
+        if (auto r = rescuing_.find(h.mid); r != rescuing_.end()) {
+            r->second->on_peer(from, msg, len);
+        } else if (client_ != nullptr) {
+            client_->log(1, "job %u: recovery answer for mid %llu, which is not recovering",
+                         jid(), static_cast<unsigned long long>(h.mid));
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+// ---------------------------------------------------------------- the call: recovering
+
+int Call::recover_start(bool host_ok)
+{
+    if (!job_->has_peers() || state_ != State::retired || fail_ != Fail::lost || rescue_) {
+        return INA_ERR_INVALID;
+    }
+    rescue_.reset(new Rescue());
+    Rescue &x = *rescue_;
+    x.host_ok = host_ok;
+    x.n = job_->nmembers();
+    x.me = job_->rank();
+    x.state.assign(x.n, 0);
+    x.host.assign(x.n, 0);
+    x.r.assign(x.n, {});
+    x.i.assign(x.n, {});
+    x.l.assign(x.n, {});
+    if (Client *c = job_->client()) {
+        c->log(5, "job %u mid %llu: the agent is lost; recovering the call with the other %u "
+                  "members",
+               tmpl_.jid, static_cast<unsigned long long>(mid_), x.n - 1);
+    }
+    job_->rescuing(mid_, this);
+    // Our own word first, then everybody else's.
+    std::vector<uint8_t> mine;
+    describe(mine);
+    on_peer(x.me, mine.data(), mine.size());
+    const std::vector<uint8_t> ask = message(header(kAsk, mid_), nullptr, 0);
+    for (uint32_t to = 0; to < x.n; ++to) {
+        if (to != x.me) {
+            job_->send_peer(to, ask);
+        }
+    }
+    return INA_OK;
+}
+
+void Call::on_peer(uint32_t from, const void *msg, size_t len)
+{
+    if (!rescue_ || rescue_->done) {
+        return;
+    }
+    Rescue &x = *rescue_;
+    PeerHdr h;
+    std::memcpy(&h, msg, sizeof(h));
+    const auto *payload = static_cast<const uint8_t *>(msg) + sizeof(h);
+    if (h.type == kState) {
+        if (x.state[from] != 0) {
+            return;
+        }
+        x.state[from] = h.state;
+        x.host[from] = h.host_ok;
+        const uint64_t n = geom_.nblocks();
+        const size_t bm = bitmap_bytes(n);
+        if ((h.state == kComplete || h.state == kFailed) && h.len == 3 * bm && h.nblocks == n) {
+            x.r[from].assign(payload, payload + bm);
+            x.i[from].assign(payload + bm, payload + 2 * bm);
+            x.l[from].assign(payload + 2 * bm, payload + 3 * bm);
+        } else if (h.state == kComplete || h.state == kFailed) {
+            x.r[from].assign(bm, 0); // holds nothing it can give (certified, or none kept)
+            x.i[from].assign(bm, 0);
+            x.l[from].assign(bm, 0);
+        }
+        if (++x.states_in == x.n) {
+            rescue_plan();
+        }
+        return;
+    }
+    // DATA, of a FETCH this member sent.
+    if (!x.planned || x.pending == 0) {
+        return;
+    }
+    --x.pending;
+    auto rb = x.rebuild.find(h.sid);
+    if (h.len == kNone) {
+        x.cqe.rc = INA_ERR_LOST; // a member could not give what its STATE offered
+    } else if (h.what == kResult) {
+        if (h.sid < geom_.nblocks() &&
+            h.len == static_cast<size_t>(geom_.block_count(h.sid)) * esz_) {
+            apply_block(h.sid, payload);
+        } else {
+            x.cqe.rc = INA_ERR_LOST;
+        }
+    } else if (rb != x.rebuild.end() && from < rb->second.size()) {
+        Rescue::Piece &p = rb->second[from];
+        p.in = true;
+        p.offset = h.offset;
+        p.count = h.count;
+        p.bytes.assign(payload, payload + h.len);
+    } else {
+        x.cqe.rc = INA_ERR_LOST;
+    }
+    if (x.pending == 0) {
+        rescue_finish();
+    }
+}
+
+void Call::apply_block(uint64_t sid, const uint8_t *data)
+{
+    if (geom_.wants(sid)) {
+        const BlockResult r = geom_.result(sid);
+        for (unsigned k = 0; k < r.npieces; ++k) {
+            const BlockResult::Piece &pc = r.piece[k];
+            std::memmove(rbuf_ + pc.dst, data + static_cast<size_t>(pc.from) * esz_,
+                         static_cast<size_t>(pc.count) * esz_);
+        }
+    }
+    got_[sid] = true;
+}
+
+void Call::rescue_plan()
+{
+    Rescue &x = *rescue_;
+    x.planned = true;
+    x.cqe = cqe_;
+    x.cqe.rc = INA_OK;
+    x.cqe.outcome = INA_OFFLOADED;
+    bool denied = false, broken = false, anything = false, all_host = true;
+    for (uint32_t j = 0; j < x.n; ++j) {
+        denied = denied || x.state[j] == kDenied;
+        broken = broken || x.state[j] == kUnrecoverable;
+        all_host = all_host && x.host[j] != 0 && x.state[j] == kFailed;
+        for (uint8_t b : x.r[j]) {
+            anything = anything || b != 0;
+        }
+        anything = anything || x.state[j] == kComplete;
+    }
+    if (denied || broken || (!anything && all_host)) {
+        x.cqe.rc = broken && !denied ? INA_ERR_LOST : INA_OK;
+        x.cqe.outcome = denied ? INA_FALLBACK_DENIED : INA_FALLBACK_UNREACHABLE;
+        x.pending = 0;
+        rescue_finish();
+        return;
+    }
+    const uint64_t n = geom_.nblocks();
+    for (uint64_t sid = 0; sid < n; ++sid) {
+        if (geom_.block_count(sid) == 0) {
+            got_[sid] = true; // BARRIER's empty block: everybody got here
+        }
+        if (got(sid) || !geom_.wants(sid)) {
+            continue; // here already, or this member wants no payload of it
+        }
+        uint32_t holder = kNone;
+        for (uint32_t j = 0; j < x.n && holder == kNone; ++j) {
+            if (j != x.me && !x.r[j].empty() && bit(x.r[j].data(), sid)) {
+                holder = j;
+            }
+        }
+        PeerHdr f = header(kFetch, mid_);
+        f.sid = static_cast<uint32_t>(sid);
+        if (holder != kNone) {
+            f.what = kResult;
+            job_->send_peer(holder, message(f, nullptr, 0));
+            ++x.pending;
+            continue;
+        }
+        // Nobody holds it: every member's BLOCK, reduced (or placed) here.
+        auto &pieces = x.rebuild[sid];
+        pieces.assign(x.n, {});
+        f.what = kInput;
+        for (uint32_t j = 0; j < x.n; ++j) {
+            if (j == x.me) {
+                Rescue::Piece &p = pieces[j];
+                p.in = block_for_peer(sid, false, p.bytes, &p.offset, &p.count);
+                x.cqe.rc = p.in ? x.cqe.rc : INA_ERR_LOST;
+            } else if (x.i[j].empty() || !bit(x.i[j].data(), sid)) {
+                x.cqe.rc = INA_ERR_LOST; // its input is gone: nobody can rebuild the block
+            } else {
+                job_->send_peer(j, message(f, nullptr, 0));
+                ++x.pending;
+            }
+        }
+    }
+    if (x.pending == 0) {
+        rescue_finish();
+    }
+}
+
+void Call::rescue_finish()
+{
+    Rescue &x = *rescue_;
+    std::vector<uint8_t> final_word;
+    if (x.cqe.rc == INA_OK && x.cqe.outcome == INA_OFFLOADED) {
+        for (auto &[sid, pieces] : x.rebuild) {
+            const uint32_t cnt = geom_.block_count(sid);
+            std::vector<uint8_t> acc(static_cast<size_t>(cnt) * esz_, 0);
+            const bool reduce = tmpl_.coll == INA_COLL_ALLREDUCE || tmpl_.coll == INA_COLL_REDUCE;
+            bool first = true;
+            for (const Rescue::Piece &p : pieces) {
+                const size_t bytes = static_cast<size_t>(p.count) * esz_;
+                if (!p.in || static_cast<uint64_t>(p.offset) + p.count > cnt ||
+                    p.bytes.size() != bytes || (reduce && p.count != cnt)) {
+                    x.cqe.rc = INA_ERR_LOST;
+                    break;
+                }
+                if (reduce && first) {
+                    std::memcpy(acc.data(), p.bytes.data(), bytes);
+                } else if (reduce) {
+                    ina_reduce(tmpl_.op, tmpl_.dtype, acc.data(), p.bytes.data(), cnt);
+                } else if (bytes > 0) {
+                    std::memcpy(acc.data() + static_cast<size_t>(p.offset) * esz_,
+                                p.bytes.data(), bytes);
+                }
+                first = false;
+            }
+            if (x.cqe.rc != INA_OK) {
+                break;
+            }
+            apply_block(sid, acc.data());
+        }
+    }
+    if (x.cqe.rc == INA_OK && x.cqe.outcome == INA_OFFLOADED) {
+        // Keep what a slower member may still ask for: every block some
+        // member lacked, as this member can give it now.
+        const uint64_t n = geom_.nblocks();
+        uint64_t lo = n, hi = 0;
+        for (uint32_t j = 0; j < x.n; ++j) {
+            for (uint64_t sid = 0; sid < n && !x.l[j].empty(); ++sid) {
+                if (bit(x.l[j].data(), sid) || x.rebuild.count(sid) != 0) {
+                    lo = std::min(lo, sid);
+                    hi = std::max(hi, sid);
+                }
+            }
+        }
+        KeptCall k;
+        k.mid = mid_;
+        k.coll = tmpl_.coll;
+        k.op = tmpl_.op;
+        k.dtype = tmpl_.dtype;
+        k.nblocks = n;
+        k.first = lo <= hi ? lo : n;
+        for (uint64_t sid = k.first; sid < n && sid <= hi; ++sid) {
+            std::vector<uint8_t> in, res;
+            uint32_t off = 0, cnt = 0;
+            BlockSend b;
+            if (block_for_peer(sid, false, in, &off, &cnt)) {
+                b.offset = off;
+                b.count = cnt;
+            }
+            if (const uint8_t *p = whole_result(sid)) {
+                res.assign(p, p + static_cast<size_t>(geom_.block_count(sid)) * esz_);
+            }
+            k.sent.push_back(b);
+            k.input.push_back(std::move(in));
+            k.result.push_back(std::move(res));
+        }
+        job_->keep(std::move(k));
+        cqe_.rc = INA_OK;
+        cqe_.outcome = INA_OFFLOADED;
+    } else {
+        // Members that ask later must decide alike: they get this word.
+        describe(final_word);
+        cqe_.rc = x.cqe.rc;
+        cqe_.outcome = x.cqe.outcome;
+    }
+    x.done = true;
+    if (Client *c = job_->client()) {
+        c->log(5, "job %u mid %llu: recovered with the other members: %s", tmpl_.jid,
+               static_cast<unsigned long long>(mid_),
+               cqe_.rc != INA_OK                        ? "cannot be (the call fails)"
+               : cqe_.outcome == INA_OFFLOADED          ? "every block in place"
+               : cqe_.outcome == INA_FALLBACK_DENIED    ? "denied somewhere: host algorithm"
+                                                        : "nothing held anywhere: host algorithm");
+    }
+    job_->rescued(mid_, std::move(final_word));
+}
+
+bool Call::recover_test(ina_cqe_t *cqe)
+{
+    if (!rescue_) {
+        return false;
+    }
+    if (rescue_->done) {
+        *cqe = cqe_;
+        return true;
+    }
+    return false;
+}
+
+} // namespace ina::client
