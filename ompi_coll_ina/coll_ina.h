@@ -105,6 +105,7 @@ typedef struct mca_coll_ina_component_t {
     int block_size;
     int window;
     bool required;
+    bool recover;             /* coll_ina_recover: finish calls lost with the agent */
     int timeout_ms;
     size_t min_bytes;
     int test_node_size;   /* tests only: > 0 pretends world ranks [0, K) are node 0, ... */
@@ -229,6 +230,11 @@ typedef struct mca_coll_ina_module_t {
     mca_coll_ina_job_state_t job_state;
     ina_job_t *job;
     ina_stripe_t *stripe;
+    /* Recovery's point-to-point traffic (coll_ina_recover.c), for a job at
+     * one agent: set up with it. */
+    bool peers;
+    struct ina_peer_io *peer_sends, *peer_recvs;
+    unsigned long long recovered_calls;
     uint32_t nagents; /* agents the job is striped over (1: not striped; 0: no job) */
     ina_job_params_t job_params;
     /* The leaf agents serving the job (1: one agent; more: a tree of agents
@@ -299,6 +305,7 @@ typedef struct mca_coll_ina_req_t {
     ina_node_op_t *node_op;        /* or the node stage's call; NULL once done */
     mca_coll_ina_module_t *module; /* retained until completion */
     mca_coll_ina_kind_t kind;      /* for messages */
+    bool recovering;               /* call lost with the agent: ina_call_recover_test */
     bool freed;                    /* MPI_Request_free before completion */
 } mca_coll_ina_req_t;
 
@@ -350,6 +357,16 @@ ina_node_group_t *mca_coll_ina_node_group(mca_coll_ina_module_t *module, size_t 
                                           const char **why);
 /* Close the module's group (module destructor). */
 void mca_coll_ina_node_fini(mca_coll_ina_module_t *module);
+
+/* coll_ina_recover.c: recovering calls lost with their agent. Setup after
+ * the job opened (flat, one agent) and teardown before it is left; run a
+ * lost call's recovery to its end (host_ok: see ina_call_recover_start). */
+void mca_coll_ina_peers_setup(mca_coll_ina_module_t *m);
+void mca_coll_ina_peers_fini(mca_coll_ina_module_t *m);
+int mca_coll_ina_recover(mca_coll_ina_module_t *m, ina_call_t *call, bool host_ok,
+                         ina_cqe_t *cqe);
+/* A non-blocking call started its recovery: answer the others from now on. */
+void mca_coll_ina_peers_lost(void);
 
 /* coll_ina_component.c: the process-wide agent connection. */
 /* Resolve the agent address and the job's secret on MPI_COMM_WORLD

@@ -162,6 +162,16 @@ static int ina_register(void)
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
         MCA_BASE_VAR_SCOPE_READONLY, &c->required);
 
+    c->recover = true;
+    (void) mca_base_component_var_register(v, "recover",
+        "An agent lost in the middle of a call: the ranks finish the call among themselves "
+        "(results that arrived are reused, the rest rebuilt from the inputs) and every later "
+        "call of the communicator runs the host algorithm; 0: the call fails with an MPI "
+        "error. Communicators served by one agent, without the node stage (docs/ARCHITECTURE.md, "
+        "\"Recovery from a lost agent\")",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->recover);
+
     c->timeout_ms = 30000;
     (void) mca_base_component_var_register(v, "timeout",
         "Milliseconds without progress from the agent before it is declared lost "
@@ -836,7 +846,7 @@ typedef struct ina_pvar_def {
     const char *desc;
     int reason; /* -1: offloaded, -2: fallback total, -3: node only, -4: denied by the
                    agent's reason, -5: verdict wait, -6: denied calls' host time,
-                   else a fallback reason */
+                   -7: recovered calls, else a fallback reason */
     int kind;   /* with -1: a collective's offloaded counter, or -1 for all; with -4:
                    the DENY status, or -1 for every other one */
 } ina_pvar_def_t;
@@ -844,6 +854,8 @@ typedef struct ina_pvar_def {
 static const ina_pvar_def_t ina_pvar_defs[] = {
     {"offloaded_calls", "Calls of this communicator offloaded (to the agent, or done by "
                         "the node stage alone)", -1, -1},
+    {"recovered_calls", "Calls of this communicator the ranks finished among themselves "
+                        "after the agent was lost in the middle (coll_ina_recover)", -7, -1},
     {"node_only_calls", "Offloaded calls of this communicator done by the node stage "
                         "alone (shared memory, no agent)", -3, -1},
     {"fallback_calls", "Offloadable-kind calls of this communicator that ran the host "
@@ -925,6 +937,8 @@ static int ina_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *o
         *out = m->verdict_wait_ns;
     } else if (-6 == def->reason) {
         *out = m->denied_host_ns;
+    } else if (-7 == def->reason) {
+        *out = m->recovered_calls;
     } else {
         *out = m->fallback_by_reason[def->reason];
     }

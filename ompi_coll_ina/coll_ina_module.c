@@ -92,6 +92,9 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->job_state = MCA_COLL_INA_JOB_NONE;
     m->job = NULL;
     m->stripe = NULL;
+    m->peers = false;
+    m->peer_sends = m->peer_recvs = NULL;
+    m->recovered_calls = 0;
     m->nagents = 0;
     m->nleaves = 0;
     m->leaf = 0;
@@ -132,6 +135,7 @@ static void ina_module_destruct(mca_coll_ina_module_t *m)
     }
     /* Non-blocking calls retain the module, so none is in flight here. */
     mca_coll_ina_node_fini(m);
+    mca_coll_ina_peers_fini(m);
     if (NULL != m->job) {
         ina_job_leave(m->job);
         m->job = NULL;
@@ -828,6 +832,9 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         return OMPI_SUCCESS;
     }
     ++c->live_jobs;
+    if (NULL != m->job && !m->node_uplink && m->nleaves <= 1) {
+        mca_coll_ina_peers_setup(m); /* one agent, one member per rank */
+    }
     INA_VERBOSE(10, "cid %d: opened job %u as member %u (window %u, block %u bytes, "
                     "%u members%s%s%s)",
                 m->cid, m->job_params.jid, m->nleaves > 1 ? part.comm_as : as,

@@ -243,8 +243,25 @@ int mca_coll_ina_progress(void)
             ina_stripe_call_free(req->stripe_call);
             req->stripe_call = NULL;
             req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
+        } else if (req->recovering) {
+            if (!ina_call_recover_test(req->call, &cqe)) {
+                continue;
+            }
+            ina_call_free(req->call);
+            req->call = NULL;
+            req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
         } else {
             if (!ina_call_test(req->call, &cqe)) {
+                continue;
+            }
+            if (INA_ERR_LOST == cqe.rc && req->module->peers &&
+                INA_OK == ina_call_recover_start(req->call, 0)) {
+                /* The agent is gone: finish it with the other members. Never
+                 * the host algorithm now: this rank may have started other
+                 * non-blocking collectives since the post. */
+                ++req->module->recovered_calls;
+                req->recovering = true;
+                mca_coll_ina_peers_lost();
                 continue;
             }
             ina_call_free(req->call);
@@ -280,6 +297,7 @@ static int ina_req_start(mca_coll_ina_req_t *req, mca_coll_ina_kind_t kind, ina_
     req->stripe_call = stripe_call;
     req->node_op = node_op;
     req->kind = kind;
+    req->recovering = false;
     if (NULL != call) {
         /* The engine's thread (coll_ina_progress_thread) moves it while the
          * application computes; completion stays ours, in mca_coll_ina_progress. */
@@ -519,6 +537,30 @@ int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     t0 = mca_coll_ina_now_ns();
     erc = ina_job_post(m->job, desc, &call, &outcome);
     m->verdict_wait_ns += mca_coll_ina_now_ns() - t0;
+    if (INA_ERR_LOST == erc && NULL != call) {
+        /* The agent is gone before this rank heard the verdict (or before
+         * it posted): the ranks settle the call among themselves, here in
+         * program order, so a host algorithm may still start now. */
+        erc = (ina_status_t) mca_coll_ina_recover(m, call, true, &cqe);
+        ina_call_free(call);
+        call = NULL;
+        if (INA_OK == erc && INA_OFFLOADED != cqe.outcome) {
+            if (NULL != req) {
+                ina_req_discard(req);
+            }
+            return ina_not_offloaded(m, kind, cqe.outcome, cqe.status, "the agent (lost)",
+                                     fallback);
+        }
+        if (INA_OK == erc) {
+            ++m->offloaded_calls;
+            ++m->offloaded_by_kind[kind];
+            if (NULL != req) {
+                *request = &req->super;
+                ina_req_complete(req, MPI_SUCCESS);
+            }
+            return OMPI_SUCCESS;
+        }
+    }
     if (INA_OK != erc) {
         if (NULL != req) {
             ina_req_discard(req);
@@ -540,6 +582,18 @@ int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
         return ina_req_start(req, kind, call, NULL, NULL);
     }
     ina_wait(call, &cqe);
+    if (INA_ERR_LOST == cqe.rc && m->peers) {
+        /* Lost in the middle: finish it with the other members; still in
+         * this blocking call, so the host algorithm may start now. */
+        (void) mca_coll_ina_recover(m, call, true, &cqe);
+        if (INA_OK == cqe.rc && INA_OFFLOADED != cqe.outcome) {
+            ina_call_free(call);
+            --m->offloaded_calls;
+            --m->offloaded_by_kind[kind];
+            return ina_not_offloaded(m, kind, cqe.outcome, cqe.status, "the agent (lost)",
+                                     fallback);
+        }
+    }
     ina_call_free(call);
     if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
         return ina_failed_error(m, kind, INA_OK != cqe.rc ? cqe.rc : INA_ERR_PROTO, &cqe);

@@ -20,6 +20,7 @@
 #include <cinttypes>
 #include <cstddef>
 #include <cstdio>
+#include <csignal>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -582,6 +583,12 @@ void Agent::drop_peer(Peer &peer)
 
 void Agent::send(agg::Member &to, const ina_proto_hdr_t &h, agg::BufRef payload, size_t len)
 {
+    if (h.type == INA_PROTO_RESULT && cfg_.test_die_after_results != 0 &&
+        ++results_queued_ > cfg_.test_die_after_results) {
+        INA_WARN("--test-die-after-results %" PRIu64 ": killing myself",
+                 cfg_.test_die_after_results);
+        ::raise(SIGKILL);
+    }
     if (send_free_.empty()) {
         send_store_.push_back(std::make_unique<SendCtx>());
         send_free_.push_back(send_store_.back().get());

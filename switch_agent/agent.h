@@ -49,6 +49,9 @@ struct AgentConfig {
     // (LIMIT) and the connection closed; connections that never say HELLO
     // are refused by the listener beyond twice as many.
     uint32_t max_conns = 4096;
+    // Tests only (--test-die-after-results N): SIGKILL itself instead of
+    // queueing RESULT number N + 1, as a crash in the middle of calls.
+    uint64_t test_die_after_results = 0;
 };
 
 // What the transport counts (the core counts the rest: agg::Counters).
@@ -179,6 +182,7 @@ private:
     std::vector<ucp_conn_request_h> conn_reqs_;  // accept outside the callback
     uint64_t next_peer_id_ = 1;
     uint32_t admitted_ = 0; // peers whose HELLO was accepted (AgentConfig::max_conns)
+    uint64_t results_queued_ = 0; // for test_die_after_results
     std::vector<Peer *> closing_; // refused at HELLO: closed after the outbox's flush
     agg::Clock::time_point next_tick_{};
     SpinPolicy waiting_; // learns the waits that began with work outstanding

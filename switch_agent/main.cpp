@@ -199,6 +199,7 @@ int main(int argc, char **argv)
         kMaxMembers,
         kMaxJobSegs,
         kMaxConnKeepBytes,
+        kTestDieAfterResults,
         kHelp
     };
     static const struct option opts[] = {
@@ -225,6 +226,7 @@ int main(int argc, char **argv)
         {"max-members", required_argument, nullptr, kMaxMembers},
         {"max-job-segs", required_argument, nullptr, kMaxJobSegs},
         {"max-conn-keep-bytes", required_argument, nullptr, kMaxConnKeepBytes},
+        {"test-die-after-results", required_argument, nullptr, kTestDieAfterResults},
         {"help", no_argument, nullptr, kHelp},
         {nullptr, 0, nullptr, 0}};
     opterr = 0;
@@ -284,6 +286,12 @@ int main(int argc, char **argv)
                 bad_arg("--rndv-bytes wants 0..1048576 bytes, got '%s'", optarg);
             }
             cfg.rndv_bytes = v;
+            break;
+        case kTestDieAfterResults: // tests only: not in --help
+            if (!parse_uint(optarg, 1, ULONG_MAX, &v)) {
+                bad_arg("--test-die-after-results wants a count >= 1, got '%s'", optarg);
+            }
+            cfg.test_die_after_results = v;
             break;
         case kMaxConns:
             if (!parse_uint(optarg, 1, 1u << 20, &v)) {

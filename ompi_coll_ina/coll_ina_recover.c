@@ -1,0 +1,274 @@
+/*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Recovering calls lost with their agent (docs/ARCHITECTURE.md, "Recovery
+ * from a lost agent"): the engine's exchange (ina_call_recover_*) over Open
+ * MPI's point-to-point layer. Each flat communicator's members talk on one
+ * tag of ina's own; messages are received with improbe/imrecv from a
+ * progress callback, so a member that already finished the call (or is in
+ * a later one, or in a host collective, or in a point-to-point wait) still
+ * answers the others whenever it is in the MPI library.
+ */
+#include "ompi_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/mca/pml/pml.h"
+#include "ompi/message/message.h"
+#include "ompi/request/request.h"
+#include "opal/runtime/opal_progress.h"
+
+#include "coll_ina.h"
+
+/* The last tag of the collective range (coll_tags.h gives HCOLL the range
+ * down to it; hcoll starts at the other end, and is not built with Debian's
+ * Open MPI): no other component matches it. */
+#define INA_TAG_RECOVERY (-INT_MAX)
+
+/* One message this process sent or is receiving. */
+typedef struct ina_peer_io {
+    ompi_request_t *req;
+    void *buf;
+    size_t len;
+    int from;
+    struct ina_peer_io *next;
+} ina_peer_io_t;
+
+static mca_coll_ina_module_t **ina_peer_modules;
+static int ina_npeer_modules, ina_peer_cap;
+static bool ina_peer_registered;
+/* Messages come only once the agent is lost: until this process knows it
+ * is (or recovers a call itself), the progress callback only asks the
+ * agent's connection now and then (a probe per communicator on every
+ * opal_progress would cost every MPI call of the job). */
+static bool ina_agent_lost;
+static int ina_recovering;
+#define INA_LOSS_CHECK_EVERY 256
+
+static int ina_peer_send(void *arg, uint32_t to, const void *msg, size_t len)
+{
+    mca_coll_ina_module_t *m = arg;
+    ina_peer_io_t *io = calloc(1, sizeof(*io));
+    int rc;
+
+    if (NULL == io || NULL == (io->buf = malloc(len > 0 ? len : 1))) {
+        free(io);
+        return -1;
+    }
+    memcpy(io->buf, msg, len);
+    io->len = len;
+    rc = MCA_PML_CALL(isend(io->buf, len, MPI_BYTE, (int) to, INA_TAG_RECOVERY,
+                            MCA_PML_BASE_SEND_STANDARD, m->comm, &io->req));
+    if (OMPI_SUCCESS != rc) {
+        free(io->buf);
+        free(io);
+        return -1;
+    }
+    io->next = m->peer_sends;
+    m->peer_sends = io;
+    return 0;
+}
+
+/* Free completed sends; deliver completed receives; match new ones. */
+static int ina_peer_poll(mca_coll_ina_module_t *m)
+{
+    ina_peer_io_t **p = &m->peer_sends, *io;
+    int flag = 0, events = 0;
+
+    while (NULL != (io = *p)) {
+        if (REQUEST_COMPLETE(io->req)) {
+            *p = io->next;
+            ompi_request_free(&io->req);
+            free(io->buf);
+            free(io);
+        } else {
+            p = &io->next;
+        }
+    }
+    for (;;) {
+        ompi_message_t *msg = NULL;
+        ompi_status_public_t st;
+        size_t bytes = 0;
+
+        flag = 0;
+        if (OMPI_SUCCESS != MCA_PML_CALL(improbe(MPI_ANY_SOURCE, INA_TAG_RECOVERY, m->comm,
+                                                 &flag, &msg, &st)) ||
+            !flag) {
+            break;
+        }
+        io = calloc(1, sizeof(*io));
+        bytes = st._ucount;
+        if (NULL == io || NULL == (io->buf = malloc(bytes > 0 ? bytes : 1))) {
+            /* Cannot take it now: it stays matched to nobody; the sender's
+             * recovery times out on its own progress (an MPI error). */
+            free(io);
+            break;
+        }
+        io->len = bytes;
+        io->from = st.MPI_SOURCE;
+        if (OMPI_SUCCESS != MCA_PML_CALL(imrecv(io->buf, bytes, MPI_BYTE, &msg, &io->req))) {
+            free(io->buf);
+            free(io);
+            break;
+        }
+        io->next = m->peer_recvs;
+        m->peer_recvs = io;
+    }
+    p = &m->peer_recvs;
+    while (NULL != (io = *p)) {
+        if (REQUEST_COMPLETE(io->req)) {
+            *p = io->next;
+            ompi_request_free(&io->req);
+            ina_job_peer_message(m->job, (uint32_t) io->from, io->buf, io->len);
+            free(io->buf);
+            free(io);
+            ++events;
+        } else {
+            p = &io->next;
+        }
+    }
+    return events;
+}
+
+/* Whether this process's agents are all still there (progresses each
+ * connection once: a loss the engine's thread has not seen yet shows). */
+static bool ina_agents_alive(void)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    uint32_t k;
+
+    for (k = 0; k < c->nagents; ++k) {
+        if (NULL != c->client[k] && !ina_client_progress(c->client[k])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int ina_peers_progress(void)
+{
+    static bool busy = false;
+    static unsigned ticks = 0;
+    int i, events = 0;
+
+    if (busy) {
+        return 0; /* a probe or a delivery's sends progress the PML again */
+    }
+    if (!ina_agent_lost && 0 == ina_recovering) {
+        if (0 != ++ticks % INA_LOSS_CHECK_EVERY) {
+            return 0;
+        }
+        busy = true;
+        ina_agent_lost = !ina_agents_alive();
+        busy = false;
+        if (!ina_agent_lost) {
+            return 0;
+        }
+        INA_VERBOSE(5, "the agent is lost: answering the other ranks' recoveries from now on");
+    }
+    busy = true;
+    for (i = 0; i < ina_npeer_modules; ++i) {
+        events += ina_peer_poll(ina_peer_modules[i]);
+    }
+    busy = false;
+    return events;
+}
+
+void mca_coll_ina_peers_setup(mca_coll_ina_module_t *m)
+{
+    ina_peer_ops_t ops = {.arg = m, .send = ina_peer_send};
+
+    if (!mca_coll_ina_component.recover || mca_coll_ina_component.required || NULL == m->job) {
+        return; /* coll_ina_required: a lost agent is an error, as it says */
+    }
+    if (ina_npeer_modules == ina_peer_cap) {
+        int cap = 0 == ina_peer_cap ? 16 : 2 * ina_peer_cap;
+        mca_coll_ina_module_t **grown = realloc(ina_peer_modules, sizeof(*grown) * (size_t) cap);
+        if (NULL == grown) {
+            return; /* no recovery for this communicator: an agent lost is an error */
+        }
+        ina_peer_modules = grown;
+        ina_peer_cap = cap;
+    }
+    if (!ina_peer_registered) {
+        if (OPAL_SUCCESS != opal_progress_register(ina_peers_progress)) {
+            return;
+        }
+        ina_peer_registered = true;
+    }
+    ina_peer_modules[ina_npeer_modules++] = m;
+    ina_job_set_peers(m->job, &ops);
+    m->peers = true;
+}
+
+void mca_coll_ina_peers_fini(mca_coll_ina_module_t *m)
+{
+    ina_peer_io_t *io;
+    int i;
+
+    if (!m->peers) {
+        return;
+    }
+    /* Out of the progress callback's list first: the communicator is on its
+     * way out, nothing may probe it any more. */
+    for (i = 0; i < ina_npeer_modules; ++i) {
+        if (ina_peer_modules[i] == m) {
+            ina_peer_modules[i] = ina_peer_modules[--ina_npeer_modules];
+            break;
+        }
+    }
+    while (NULL != (io = m->peer_recvs)) {
+        /* Matched already: wait for its bytes (they are on their way). */
+        m->peer_recvs = io->next;
+        ompi_request_wait(&io->req, MPI_STATUS_IGNORE);
+        free(io->buf);
+        free(io);
+    }
+    while (NULL != (io = m->peer_sends)) {
+        m->peer_sends = io->next;
+        if (REQUEST_COMPLETE(io->req)) {
+            ompi_request_free(&io->req);
+            free(io->buf);
+        } else {
+            /* MPI lets a send request go before it completes; its buffer
+             * must outlive it (a few bytes, once per lost agent). */
+            ompi_request_free(&io->req);
+        }
+        free(io);
+    }
+    if (0 == ina_npeer_modules && ina_peer_registered) {
+        opal_progress_unregister(ina_peers_progress);
+        ina_peer_registered = false;
+        free(ina_peer_modules);
+        ina_peer_modules = NULL;
+        ina_peer_cap = 0;
+    }
+    m->peers = false;
+}
+
+int mca_coll_ina_recover(mca_coll_ina_module_t *m, ina_call_t *call, bool host_ok,
+                         ina_cqe_t *cqe)
+{
+    ina_status_t rc = ina_call_recover_start(call, host_ok ? 1 : 0);
+
+    if (INA_OK != rc) {
+        cqe->rc = rc;
+        return rc;
+    }
+    ++m->recovered_calls;
+    ina_agent_lost = true;
+    ++ina_recovering;
+    while (!ina_call_recover_test(call, cqe)) {
+        opal_progress(); /* the PML, and ina_peers_progress with it */
+    }
+    --ina_recovering;
+    return cqe->rc;
+}
+
+void mca_coll_ina_peers_lost(void)
+{
+    ina_agent_lost = true;
+}
