@@ -184,10 +184,10 @@ ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, u
 uint64_t ina_job_certified(const ina_job_t *job);
 
 /* Recovery (docs/ARCHITECTURE.md, "Recovery from a lost agent"): keep, for
- * every call this member completes, its input and the RESULTs of the call's
- * last `window` blocks until the job's certified mark passes the call (a
- * window's worth per call in flight somewhere). Off by default. How many
- * calls and bytes are kept now. */
+ * every call this member completes, its input of the call's last `window`
+ * blocks until the job's certified mark passes the call (a window's worth
+ * per call in flight somewhere; buffers are reused). Off by default. How
+ * many calls and bytes are kept now. */
 void ina_job_keep_blocks(ina_job_t *job, int on);
 size_t ina_job_kept_calls(const ina_job_t *job, size_t *bytes);
 

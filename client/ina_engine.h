@@ -226,7 +226,8 @@ struct Opening {
 // What a member keeps of a completed call until the job's certified mark
 // passes it (docs/ARCHITECTURE.md, "Recovery from a lost agent"): for the
 // call's last `window` blocks, the only ones another member can still lack,
-// what this member sent (its input) and the RESULT payloads it got.
+// what this member sent (its input), from which the others can rebuild any
+// of them; after a recovery also the RESULTs it holds then.
 struct KeptCall {
     uint64_t mid = 0;
     unsigned coll = 0, op = 0, dtype = 0;
@@ -402,7 +403,6 @@ private:
     void rescue_plan();
     void rescue_finish();
     void keep_inputs();
-    void keep_result(uint64_t sid, const void *data, size_t length);
 };
 
 } // namespace ina::client
@@ -472,6 +472,17 @@ public:
     void set_keeps(bool on) { keeps_ = on; }
     void keep(KeptCall &&k);
     const KeptCall *kept(uint64_t mid) const;
+    // An empty buffer for a kept input, with the capacity of one given back.
+    std::vector<uint8_t> spare_buffer()
+    {
+        std::vector<uint8_t> v;
+        if (!spare_.empty()) {
+            v = std::move(spare_.back());
+            spare_.pop_back();
+            v.clear();
+        }
+        return v;
+    }
     size_t kept_calls() const { return kept_.size(); }
     size_t kept_bytes() const { return kept_bytes_; }
 
@@ -534,6 +545,8 @@ private:
     bool keeps_ = false;
     std::map<uint64_t, KeptCall> kept_; // by MID, until certified
     size_t kept_bytes_ = 0;
+    static constexpr size_t kSpareBuffers = 256; // kept inputs' buffers, for reuse
+    std::vector<std::vector<uint8_t>> spare_;
     ina_peer_ops_t peers_{};
     std::map<uint64_t, std::vector<uint32_t>> asks_; // ASKs this member cannot answer yet
     std::map<uint64_t, Call *> rescuing_;            // calls being recovered, by MID

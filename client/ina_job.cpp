@@ -167,7 +167,9 @@ void Call::keep_inputs()
     for (size_t i = 0; i < k; ++i) {
         const BlockSend b = geom_.send(kept_.first + i);
         kept_.sent[i] = b;
-        kept_.input[i].clear();
+        // A buffer a certified call gave back: no allocation, no page
+        // faults on the way of every call (bench/recover_cost.sh).
+        kept_.input[i] = job_->spare_buffer();
         if (b.count > 0) {
             const uint8_t *from = src_ + b.src;
             kept_.input[i].assign(from, from + static_cast<size_t>(b.count) * esz_);
@@ -175,14 +177,6 @@ void Call::keep_inputs()
         kept_.result[i].clear();
     }
     keeping_ = true;
-}
-
-void Call::keep_result(uint64_t sid, const void *data, size_t length)
-{
-    if (keeping_ && sid >= kept_.first && data != nullptr && length > 0) {
-        const auto *p = static_cast<const uint8_t *>(data);
-        kept_.result[static_cast<size_t>(sid - kept_.first)].assign(p, p + length);
-    }
 }
 
 bool Call::take_lease(uint32_t lease)
@@ -480,7 +474,6 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
             }
         }
         applied_ += r.npieces > 0 ? 1 : 0;
-        keep_result(sid, data, bytes);
     }
     // The RESULT, with or without payload, is the ACK of our block (S0).
     window_.on_ack(sid);
@@ -872,7 +865,13 @@ void Job::hear_certified(const ina_proto_hdr_t &h)
 {
     certified_ = std::max(certified_, ina_proto_mark(h.mid, h.done));
     while (!kept_.empty() && kept_.begin()->first < certified_) {
-        kept_bytes_ -= kept_.begin()->second.bytes();
+        KeptCall &k = kept_.begin()->second;
+        kept_bytes_ -= k.bytes();
+        for (auto &v : k.input) {
+            if (spare_.size() < kSpareBuffers && v.capacity() > 0) {
+                spare_.push_back(std::move(v));
+            }
+        }
         kept_.erase(kept_.begin());
     }
     while (!denied_.empty() && denied_.begin()->first < certified_) {

@@ -375,7 +375,7 @@ START_TEST(test_leases_back_after_calls)
 END_TEST
 
 // Recovery's kept blocks (ina_job_keep_blocks): each rank keeps the last
-// window of every call it completes (input and RESULT payloads) until the
+// window of every call it completes (its input) until the
 // certified mark passes the call: one call at a time in a run of blocking
 // calls; nothing with keeping off.
 START_TEST(test_kept_until_certified)
@@ -401,9 +401,9 @@ START_TEST(test_kept_until_certified)
                 ck_assert_uint_eq(bytes, 0);
             } else {
                 // This round's call only (the earlier ones are certified):
-                // 4 blocks of input and 4 of results, 1 KiB each.
+                // its last 4 blocks of input, 1 KiB each.
                 ck_assert_uint_eq(calls, 1);
-                ck_assert_uint_eq(bytes, 2 * 4 * kSegBytes);
+                ck_assert_uint_eq(bytes, 4 * kSegBytes);
             }
         }
     }
