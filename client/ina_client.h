@@ -192,8 +192,8 @@ void ina_job_keep_blocks(ina_job_t *job, int on);
 size_t ina_job_kept_calls(const ina_job_t *job, size_t *bytes);
 
 /* Recovering calls lost with their agent (docs/ARCHITECTURE.md, "Recovery
- * from a lost agent"); flat jobs (ina_job_open), every collective but
- * REDUCE_SCATTER. The members talk to each other through the caller's
+ * from a lost agent"); flat jobs (ina_job_open), every collective. The
+ * members talk to each other through the caller's
  * point-to-point layer, member r being the job's rank r:
  *   send  deliver `len` bytes to member `to` (in order per pair); the bytes
  *         may be reused once it returns. 0 on success.

@@ -399,6 +399,11 @@ private:
     // rbuf (null: it does not, or not in one piece); a block's result put
     // in place as a RESULT would be.
     const uint8_t *whole_result(uint64_t sid) const;
+    // Whether this member can still give block `sid`'s input.
+    bool input_intact(uint64_t sid) const;
+    // In-place REDUCE_SCATTER: inputs saved before a RESULT overwrote them.
+    std::map<uint64_t, std::vector<uint8_t>> saved_;
+    void save_overwritten(uint64_t sid, uint64_t dst, size_t len);
     void apply_block(uint64_t sid, const uint8_t *data);
     void rescue_plan();
     void rescue_finish();

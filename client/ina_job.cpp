@@ -121,6 +121,7 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     got_.assign(geom.nblocks(), false);
     keeping_ = false;
     rescue_.reset();
+    saved_.clear();
 
     ina_proto_init(&tmpl_, INA_PROTO_BLOCK);
     tmpl_.jid = job_->jid();
@@ -133,6 +134,31 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     tmpl_.arg = geom.total();
     if (open.lease != 0) {
         take_lease(open.lease);
+    }
+}
+
+// In place, a REDUCE_SCATTER part is written at part-relative offsets, over
+// the input of this and earlier blocks: with peers, the input of the
+// blocks a recovery may still rebuild (the last window before `sid`) is
+// saved first. Older saved blocks are no longer needed by anybody.
+void Call::save_overwritten(uint64_t sid, uint64_t dst, size_t len)
+{
+    if (!writes_input_ || tmpl_.coll != INA_COLL_REDUCE_SCATTER || !job_->has_peers() ||
+        len == 0) {
+        return;
+    }
+    const uint64_t w = job_->window();
+    const uint64_t oldest = sid > w ? sid - w : 0;
+    while (!saved_.empty() && saved_.begin()->first < oldest) {
+        saved_.erase(saved_.begin());
+    }
+    const uint64_t per = geom_.block_count(0) * esz_; // bytes of a full block
+    for (uint64_t b = std::max(oldest, dst / per); b * per < dst + len && b < geom_.nblocks();
+         ++b) {
+        if (saved_.count(b) == 0) {
+            const BlockSend bs = geom_.send(b);
+            saved_[b].assign(src_ + bs.src, src_ + bs.src + static_cast<size_t>(bs.count) * esz_);
+        }
     }
 }
 
@@ -300,8 +326,8 @@ void Call::retire()
     state_ = State::retired;
     if (keeping_ && cqe_.rc == INA_OK && cqe_.outcome == INA_OFFLOADED) {
         job_->keep(std::move(kept_));
-    }
-    keeping_ = false;
+        keeping_ = false;
+    } // (a failed call keeps them for its recovery)
     if (cqe_.rc == INA_OK && cqe_.outcome == INA_FALLBACK_DENIED) {
         job_->note_denied(mid_); // what another member recovering it must hear
     }
@@ -470,6 +496,7 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
             const BlockResult::Piece &pc = r.piece[i];
             const uint8_t *from = in + static_cast<size_t>(pc.from) * esz_;
             if (from != rbuf_ + pc.dst) { // else it landed there (rendezvous)
+                save_overwritten(sid, pc.dst, static_cast<size_t>(pc.count) * esz_);
                 std::memcpy(rbuf_ + pc.dst, from, static_cast<size_t>(pc.count) * esz_);
             }
         }
@@ -493,6 +520,7 @@ void *Call::landing(const ina_proto_hdr_t &h, size_t length)
     if (r.npieces != 1 || r.piece[0].from != 0 || r.piece[0].count != h.seg_count) {
         return nullptr; // cut into pieces (REDUCE_SCATTER): copied out as before
     }
+    save_overwritten(sid, r.piece[0].dst, static_cast<size_t>(h.seg_count) * esz_);
     ++landing_;
     landed_any_ = true; // from now on rbuf may hold part of this block
     return rbuf_ + r.piece[0].dst;

@@ -71,11 +71,7 @@ PeerHdr header(PeerType type, uint64_t mid)
     return h;
 }
 
-bool recoverable(unsigned coll)
-{
-    return coll == INA_COLL_ALLREDUCE || coll == INA_COLL_REDUCE || coll == INA_COLL_BCAST ||
-           coll == INA_COLL_ALLGATHER || coll == INA_COLL_BARRIER;
-}
+bool recoverable(unsigned coll) { return coll < INA_COLL_COUNT; }
 
 } // namespace
 
@@ -131,9 +127,7 @@ void Call::describe(std::vector<uint8_t> &msg) const
         if (whole_result(sid) != nullptr) {
             set_bit(maps.data(), sid);
         }
-        // In place, a block's input is gone once its RESULT landed (and then
-        // the RESULT is what the others need).
-        if (!writes_input_ || !got(sid)) {
+        if (input_intact(sid)) {
             set_bit(maps.data() + bm, sid);
         }
         if (geom_.wants(sid) && !got(sid)) {
@@ -160,15 +154,56 @@ bool Call::block_for_peer(uint64_t sid, bool result, std::vector<uint8_t> &bytes
         bytes.assign(p, p + static_cast<size_t>(*count) * esz_);
         return true;
     }
-    if (writes_input_ && got(sid)) {
-        return false;
-    }
     const BlockSend b = geom_.send(sid);
     *offset = b.offset;
     *count = b.count;
     bytes.clear();
+    if (keeping_ && sid >= kept_.first && sid - kept_.first < kept_.input.size()) {
+        bytes = kept_.input[static_cast<size_t>(sid - kept_.first)]; // copied at post
+        return true;
+    }
+    if (auto it = saved_.find(sid); it != saved_.end()) {
+        bytes = it->second; // saved before a RESULT overwrote it
+        return true;
+    }
+    if (!input_intact(sid)) {
+        return false;
+    }
     if (b.count > 0) {
         bytes.assign(src_ + b.src, src_ + b.src + static_cast<size_t>(b.count) * esz_);
+    }
+    return true;
+}
+
+bool Call::input_intact(uint64_t sid) const
+{
+    if (keeping_ && sid >= kept_.first && sid - kept_.first < kept_.input.size()) {
+        return true; // copied at post
+    }
+    if (!writes_input_ || saved_.count(sid) != 0) {
+        return true;
+    }
+    // In place, a block's RESULT overwrites its own input (and then the
+    // RESULT is what the others need); a REDUCE_SCATTER part is written at
+    // part-relative offsets, over earlier blocks' input too.
+    if (tmpl_.coll != INA_COLL_REDUCE_SCATTER) {
+        return !got(sid);
+    }
+    // Intact unless a RESULT written so far covered its bytes: those of the
+    // recent blocks were saved (save_overwritten) and found above.
+    const uint64_t per = geom_.block_count(0) * esz_;
+    const uint64_t lo = sid * per, hi = lo + geom_.block_count(sid) * esz_;
+    for (uint64_t t = 0; t < geom_.nblocks(); ++t) {
+        if (!got(t) || !geom_.wants(t)) {
+            continue;
+        }
+        const BlockResult r = geom_.result(t);
+        for (unsigned k = 0; k < r.npieces; ++k) {
+            const uint64_t d = r.piece[k].dst, e = d + uint64_t{r.piece[k].count} * esz_;
+            if (d < hi && lo < e) {
+                return false;
+            }
+        }
     }
     return true;
 }
@@ -504,7 +539,8 @@ void Call::rescue_finish()
         for (auto &[sid, pieces] : x.rebuild) {
             const uint32_t cnt = geom_.block_count(sid);
             std::vector<uint8_t> acc(static_cast<size_t>(cnt) * esz_, 0);
-            const bool reduce = tmpl_.coll == INA_COLL_ALLREDUCE || tmpl_.coll == INA_COLL_REDUCE;
+            const bool reduce = tmpl_.coll == INA_COLL_ALLREDUCE || tmpl_.coll == INA_COLL_REDUCE ||
+                                tmpl_.coll == INA_COLL_REDUCE_SCATTER;
             bool first = true;
             for (const Rescue::Piece &p : pieces) {
                 const size_t bytes = static_cast<size_t>(p.count) * esz_;

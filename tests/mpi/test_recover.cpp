@@ -8,8 +8,9 @@
 // Each round runs, on MPI_COMM_WORLD: MPI_Allreduce (int64 SUM, several
 // blocks; and double SUM in place, values whose sums are exact in any
 // order), MPI_Reduce (int32 MAX, the root moving), MPI_Bcast (bytes, the
-// root moving), MPI_Allgather (int32), MPI_Iallreduce (int64 SUM) with an
-// MPI_Wait, and MPI_Barrier. Every result is checked against a reference
+// root moving), MPI_Allgather (int32), MPI_Reduce_scatter_block (int32 SUM,
+// in place every other round), MPI_Iallreduce (int64 SUM) with an MPI_Wait,
+// and MPI_Barrier. Every result is checked against a reference
 // computed here from the inputs every rank can regenerate.
 //
 // usage: test_recover [-r ROUNDS] [-k PID -t MS] [-e]
@@ -22,6 +23,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -105,6 +107,26 @@ void round_of_calls(int round, int rank, int size)
                 r = size;
                 break;
             }
+        }
+    }
+    ++checks;
+    // Reduce_scatter_block, int32 SUM, in place every other round.
+    const size_t n5 = 9000;
+    std::vector<int32_t> rs(n5 * size), part(n5, -1);
+    for (size_t i = 0; i < rs.size(); ++i) rs[i] = (int32_t) (rank * 100 + round * 3 + (int) (i % 977));
+    if (round % 2 == 0) {
+        MPI_Reduce_scatter_block(rs.data(), part.data(), (int) n5, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+    } else {
+        MPI_Reduce_scatter_block(MPI_IN_PLACE, rs.data(), (int) n5, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+        std::copy(rs.begin(), rs.begin() + (long) n5, part.begin());
+    }
+    for (size_t i = 0; i < n5; ++i) {
+        const size_t g = rank * n5 + i;
+        int32_t want = 0;
+        for (int r = 0; r < size; ++r) want += (int32_t) (r * 100 + round * 3 + (int) (g % 977));
+        if (part[i] != want) {
+            INA_CHECK(part[i] == want, "round %d reduce_scatter_block [%zu]: %d, want %d", round, i, part[i], want);
+            break;
         }
     }
     ++checks;

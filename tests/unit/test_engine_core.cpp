@@ -9,6 +9,7 @@
 // compute every collective exactly, in one thread, with no UCX at all.
 #include <cstdint>
 #include <cstring>
+#include <cinttypes>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -530,6 +531,44 @@ START_TEST(test_recover_lost_agent)
             ck_assert_int_eq(c[r].outcome, INA_OFFLOADED);
         }
         next.check();
+        // A REDUCE_SCATTER (uneven parts, in place on rank 1) lost at the
+        // same point of its own RESULTs: every part exact.
+        {
+            Group h(kRanks);
+            PeerLink hl(h);
+            const uint64_t counts[kRanks] = {700, 2, 1300, 1070};
+            const uint64_t total = 700 + 2 + 1300 + 1070; // 12 blocks of 256 int32
+            std::vector<std::vector<int32_t>> in(kRanks, std::vector<int32_t>(total));
+            std::vector<std::vector<int32_t>> out(kRanks);
+            std::vector<ina_coll_desc_t> rd(kRanks);
+            for (uint32_t r = 0; r < kRanks; ++r) {
+                for (uint64_t i = 0; i < total; ++i) {
+                    in[r][i] = static_cast<int32_t>(i * 2654435761u + r * 40503u + k);
+                }
+                out[r].assign(counts[r], 0);
+                rd[r] = ina_coll_desc_t{INA_COLL_REDUCE_SCATTER, INA_OP_SUM, INA_DT_INT32,
+                                        in[r].data(), r == 1 ? in[r].data() : out[r].data(),
+                                        total, 0, counts};
+            }
+            const std::vector<std::vector<int32_t>> orig = in;
+            h.hub.die_after(k);
+            c = run_recovering(h, hl, rd, false);
+            uint64_t first = 0;
+            for (uint32_t r = 0; r < kRanks; ++r) {
+                ck_assert_msg(c[r].rc == INA_OK && c[r].outcome == INA_OFFLOADED,
+                              "k %d rank %u: reduce_scatter rc %d", k, r, c[r].rc);
+                const int32_t *got = r == 1 ? in[r].data() : out[r].data();
+                for (uint64_t i = 0; i < counts[r]; ++i) {
+                    uint32_t want = 0;
+                    for (uint32_t q = 0; q < kRanks; ++q) {
+                        want += static_cast<uint32_t>(orig[q][first + i]);
+                    }
+                    ck_assert_msg(got[i] == static_cast<int32_t>(want),
+                                  "k %d rank %u part [%" PRIu64 "]", k, r, i);
+                }
+                first += counts[r];
+            }
+        }
         // ... or by the host, when every rank may run it.
         FloatSums host(300);
         c = run_recovering(g, link, host.d, true);
