@@ -13,7 +13,11 @@
 // and MPI_Barrier. Every result is checked against a reference
 // computed here from the inputs every rank can regenerate.
 //
-// usage: test_recover [-r ROUNDS] [-k PID -t MS] [-e]
+// usage: test_recover [-r ROUNDS] [-k PID -t MS] [-e] [-c KIND]
+//   -c KIND: instead of the rounds above, one call of KIND (allreduce,
+//   iallreduce, reduce, bcast, allgather, reduce_scatter) per round, of 8 B,
+//   1000 B, 64 KiB + 8, 1 MiB, 8 MiB and 64 MiB in turn, in place on odd
+//   rounds (bench/recover/trials.sh).
 //   -k PID -t MS: rank 0 kills process PID (the agent) MS ms after the
 //   first round starts (a random moment of the run); without it the agent
 //   is expected to die by itself (ina-switchd --test-die-after-results).
@@ -25,6 +29,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <thread>
 
 using namespace inatest;
@@ -148,6 +153,94 @@ void round_of_calls(int round, int rank, int size)
     MPI_Barrier(MPI_COMM_WORLD);
 }
 
+// One call of `kind` of `bytes` (8 B - 64 MiB), in place on odd rounds
+// where the collective has that form, checked (bench/recover/trials.sh).
+void mixed_call(const std::string &kind, size_t bytes, int round, int rank, int size)
+{
+    const bool in_place = round % 2 == 1;
+    const size_t n = std::max<size_t>(1, bytes / 8);
+    auto val = [round](int r, size_t i) { return (int64_t) r * 7777 + round * 31 + (int64_t) (i % 100003); };
+    auto sum = [&](size_t i) {
+        int64_t w = 0;
+        for (int r = 0; r < size; ++r) w += val(r, i);
+        return w;
+    };
+    if (kind == "allreduce" || kind == "iallreduce" || kind == "reduce") {
+        const int root = round % size;
+        std::vector<int64_t> a(n), b(n, -1);
+        for (size_t i = 0; i < n; ++i) a[i] = val(rank, i);
+        void *sb = in_place && (kind != "reduce" || rank == root) ? MPI_IN_PLACE : a.data();
+        int64_t *rb = sb == MPI_IN_PLACE ? a.data() : b.data();
+        if (kind == "allreduce") {
+            MPI_Allreduce(sb, rb, (int) n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        } else if (kind == "iallreduce") {
+            MPI_Request req;
+            MPI_Iallreduce(sb, rb, (int) n, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &req);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Reduce(sb, rb, (int) n, MPI_INT64_T, MPI_SUM, root, MPI_COMM_WORLD);
+        }
+        if (kind != "reduce" || rank == root) {
+            for (size_t i = 0; i < n; ++i) {
+                if (rb[i] != sum(i)) {
+                    INA_CHECK(false, "%s %zu bytes round %d [%zu]", kind.c_str(), bytes, round, i);
+                    break;
+                }
+            }
+            ++checks;
+        }
+    } else if (kind == "bcast") {
+        const int root = round % size;
+        std::vector<unsigned char> v(bytes);
+        for (size_t i = 0; i < bytes; ++i) v[i] = rank == root ? (unsigned char) (i * 7 + round) : 0;
+        MPI_Bcast(v.data(), (int) bytes, MPI_BYTE, root, MPI_COMM_WORLD);
+        for (size_t i = 0; i < bytes; ++i) {
+            if (v[i] != (unsigned char) (i * 7 + round)) {
+                INA_CHECK(false, "bcast %zu bytes round %d [%zu]", bytes, round, i);
+                break;
+            }
+        }
+        ++checks;
+    } else if (kind == "allgather") {
+        const size_t per = std::max<size_t>(1, bytes / 4 / size);
+        std::vector<int32_t> mine(per), all(per * size, -1);
+        for (size_t i = 0; i < per; ++i) mine[i] = (int32_t) val(rank, i);
+        if (in_place) {
+            std::copy(mine.begin(), mine.end(), all.begin() + (long) (rank * per));
+            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all.data(), (int) per, MPI_INT32_T, MPI_COMM_WORLD);
+        } else {
+            MPI_Allgather(mine.data(), (int) per, MPI_INT32_T, all.data(), (int) per, MPI_INT32_T, MPI_COMM_WORLD);
+        }
+        for (int r = 0; r < size; ++r) {
+            for (size_t i = 0; i < per; ++i) {
+                if (all[r * per + i] != (int32_t) val(r, i)) {
+                    INA_CHECK(false, "allgather %zu bytes round %d rank %d [%zu]", bytes, round, r, i);
+                    r = size;
+                    break;
+                }
+            }
+        }
+        ++checks;
+    } else if (kind == "reduce_scatter") {
+        const size_t per = std::max<size_t>(1, bytes / 8 / size);
+        std::vector<int64_t> in(per * size), part(per, -1);
+        for (size_t i = 0; i < in.size(); ++i) in[i] = val(rank, i);
+        if (in_place) {
+            MPI_Reduce_scatter_block(MPI_IN_PLACE, in.data(), (int) per, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+            std::copy(in.begin(), in.begin() + (long) per, part.begin());
+        } else {
+            MPI_Reduce_scatter_block(in.data(), part.data(), (int) per, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+        }
+        for (size_t i = 0; i < per; ++i) {
+            if (part[i] != sum(rank * per + i)) {
+                INA_CHECK(false, "reduce_scatter %zu bytes round %d [%zu]", bytes, round, i);
+                break;
+            }
+        }
+        ++checks;
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -156,9 +249,11 @@ int main(int argc, char **argv)
     int rounds = 12, c, ms = -1;
     long pid = 0;
     bool expect = false;
-    while ((c = getopt(argc, argv, "r:k:t:e")) != -1) {
+    std::string kind;
+    while ((c = getopt(argc, argv, "r:k:t:ec:")) != -1) {
         if (c == 'r') rounds = std::atoi(optarg);
         if (c == 'e') expect = true;
+        if (c == 'c') kind = optarg;
         if (c == 'k') pid = std::atol(optarg);
         if (c == 't') ms = std::atoi(optarg);
     }
@@ -173,8 +268,13 @@ int main(int argc, char **argv)
             kill((pid_t) pid, SIGKILL);
         });
     }
+    static const size_t sizes[] = {8, 1000, 65544, 1 << 20, 8 << 20, 64 << 20};
     for (int round = 0; round < rounds; ++round) {
-        round_of_calls(round, rank, size);
+        if (kind.empty()) {
+            round_of_calls(round, rank, size);
+        } else {
+            mixed_call(kind, sizes[round % 6], round, rank, size);
+        }
     }
     if (killer.joinable()) killer.join();
     const long long recovered = counters.recovered(MPI_COMM_WORLD);

@@ -1,0 +1,69 @@
+#!/bin/bash
+# Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+# The agent SIGKILLed at a random moment (issue 12). For each collective kind,
+# TRIALS runs of tests/mpi/test_recover -c KIND: one call per round of 8 B,
+# 1000 B, 64 KiB + 8, 1 MiB, 8 MiB and 64 MiB in turn, in place every other
+# round, every result checked; rank 0 kills a standalone agent (SIGKILL)
+# after a random delay within the run. Counts per kind: runs that passed,
+# hangs (past --timeout), wrong results (failed checks) and failed calls
+# (any other non-zero exit: an MPI error), and how many calls the ranks
+# recovered. Results: OUT/trials.txt, OUT/<kind>-<n>.log.
+# usage: bench/recover/trials.sh [--trials N] [--np N] [--rounds N]
+#          [--kinds LIST] [--max-ms MS] [--out DIR] [--timeout S]
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/../.." && pwd)
+trials=20 np=4 rounds=12 kinds=allreduce,reduce,bcast,allgather,reduce_scatter,iallreduce
+maxms=1200 out=$here/results limit=300 b=$top/build
+while (($#)); do
+    case $1 in
+    --trials) trials=${2:?}; shift 2 ;;
+    --np) np=${2:?}; shift 2 ;;
+    --rounds) rounds=${2:?}; shift 2 ;;
+    --kinds) kinds=${2:?}; shift 2 ;;
+    --max-ms) maxms=${2:?}; shift 2 ;;
+    --out) out=${2:?}; shift 2 ;;
+    --timeout) limit=${2:?}; shift 2 ;;
+    --builddir) b=${2:?}; shift 2 ;;
+    *) sed -n '2,13p' "$0" >&2; exit 2 ;;
+    esac
+done
+prog=$b/tests/mpi/test_recover
+[[ -x $prog ]] || { echo "trials: build $prog first (make -C build/tests/mpi test_recover)" >&2; exit 1; }
+[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mkdir -p "$out"
+report=$out/trials.txt
+printf '%-15s %6s %6s %6s %6s %6s %10s\n' kind runs passed hangs wrong failed recovered | tee "$report"
+IFS=, read -r -a ks <<<"$kinds"
+for kind in "${ks[@]}"; do
+    pass=0 hang=0 wrong=0 failed=0 rec=0
+    for ((t = 0; t < trials; t++)); do
+        fifo=$(mktemp -u) && mkfifo "$fifo"
+        "$b/switch_agent/ina-switchd" --listen 127.0.0.1:0 --ready-fd 3 3>"$fifo" \
+            2>"$out/$kind-$t.agent.log" &
+        apid=$!
+        read -r addr <"$fifo"
+        rm -f "$fifo"
+        ms=$((RANDOM % maxms))
+        rc=0
+        timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
+            --mca mca_base_component_path "$b/ompi_coll_ina/.libs:SYS_DEFAULT" --mca coll ina \
+            --mca coll_ina_agent "$addr" --mca coll_ina_node_stage 0 \
+            "$prog" -c "$kind" -r "$rounds" -k "$apid" -t "$ms" >"$out/$kind-$t.log" 2>&1 || rc=$?
+        kill -9 "$apid" 2>/dev/null || true
+        wait "$apid" 2>/dev/null || true
+        if ((rc == 124 || rc == 137)); then
+            hang=$((hang + 1))
+        elif grep -q 'check failed' "$out/$kind-$t.log"; then
+            wrong=$((wrong + 1))
+        elif ((rc != 0)); then
+            failed=$((failed + 1))
+        else
+            pass=$((pass + 1))
+        fi
+        n=$(sed -n 's/^test_recover: \([0-9]*\) calls recovered.*/\1/p' "$out/$kind-$t.log")
+        rec=$((rec + ${n:-0}))
+    done
+    printf '%-15s %6d %6d %6d %6d %6d %10d\n' "$kind" "$trials" "$pass" "$hang" "$wrong" "$failed" "$rec" |
+        tee -a "$report"
+done
