@@ -403,10 +403,12 @@ private:
     bool input_intact(uint64_t sid) const;
     // In-place REDUCE_SCATTER: inputs saved before a RESULT overwrote them.
     std::map<uint64_t, std::vector<uint8_t>> saved_;
-    void save_overwritten(uint64_t sid, uint64_t dst, size_t len);
+    void save_overwritten(uint64_t sid, uint64_t dst, size_t len, bool landing);
+    void save_inputs_under(uint64_t dst, size_t len, uint64_t oldest);
     void apply_block(uint64_t sid, const uint8_t *data);
     void rescue_plan();
     void rescue_finish();
+    void rescue_log(const char *fmt, ...) const __attribute__((format(printf, 2, 3)));
     void keep_inputs();
 };
 

@@ -138,13 +138,17 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
 }
 
 // In place, a REDUCE_SCATTER part is written at part-relative offsets, over
-// the input of this and earlier blocks: with peers, the input of the
-// blocks a recovery may still rebuild (the last window before `sid`) is
-// saved first. Older saved blocks are no longer needed by anybody.
-void Call::save_overwritten(uint64_t sid, uint64_t dst, size_t len)
+// the input of this and earlier blocks (and any RESULT landing by
+// rendezvous over its own): with peers, the input of the blocks a recovery
+// may still rebuild (the last window before `sid`) is saved first. Older
+// saved blocks are no longer needed by anybody.
+void Call::save_overwritten(uint64_t sid, uint64_t dst, size_t len, bool landing)
 {
-    if (!writes_input_ || tmpl_.coll != INA_COLL_REDUCE_SCATTER || !job_->has_peers() ||
-        len == 0) {
+    // A rendezvous RESULT lands in rbuf piece by piece: if the agent dies
+    // in the middle, the block's input is half overwritten though its
+    // RESULT never came.
+    if (!writes_input_ || (tmpl_.coll != INA_COLL_REDUCE_SCATTER && !landing) ||
+        !job_->has_peers() || len == 0) {
         return;
     }
     const uint64_t w = job_->window();
@@ -152,10 +156,15 @@ void Call::save_overwritten(uint64_t sid, uint64_t dst, size_t len)
     while (!saved_.empty() && saved_.begin()->first < oldest) {
         saved_.erase(saved_.begin());
     }
+    save_inputs_under(dst, len, oldest);
+}
+
+void Call::save_inputs_under(uint64_t dst, size_t len, uint64_t oldest)
+{
     const uint64_t per = geom_.block_count(0) * esz_; // bytes of a full block
     for (uint64_t b = std::max(oldest, dst / per); b * per < dst + len && b < geom_.nblocks();
          ++b) {
-        if (saved_.count(b) == 0) {
+        if (saved_.count(b) == 0 && input_intact(b)) {
             const BlockSend bs = geom_.send(b);
             saved_[b].assign(src_ + bs.src, src_ + bs.src + static_cast<size_t>(bs.count) * esz_);
         }
@@ -496,7 +505,7 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
             const BlockResult::Piece &pc = r.piece[i];
             const uint8_t *from = in + static_cast<size_t>(pc.from) * esz_;
             if (from != rbuf_ + pc.dst) { // else it landed there (rendezvous)
-                save_overwritten(sid, pc.dst, static_cast<size_t>(pc.count) * esz_);
+                save_overwritten(sid, pc.dst, static_cast<size_t>(pc.count) * esz_, false);
                 std::memcpy(rbuf_ + pc.dst, from, static_cast<size_t>(pc.count) * esz_);
             }
         }
@@ -520,7 +529,7 @@ void *Call::landing(const ina_proto_hdr_t &h, size_t length)
     if (r.npieces != 1 || r.piece[0].from != 0 || r.piece[0].count != h.seg_count) {
         return nullptr; // cut into pieces (REDUCE_SCATTER): copied out as before
     }
-    save_overwritten(sid, r.piece[0].dst, static_cast<size_t>(h.seg_count) * esz_);
+    save_overwritten(sid, r.piece[0].dst, static_cast<size_t>(h.seg_count) * esz_, true);
     ++landing_;
     landed_any_ = true; // from now on rbuf may hold part of this block
     return rbuf_ + r.piece[0].dst;

@@ -18,6 +18,8 @@
 // algorithm; else each lacking block comes from the lowest member that
 // holds it, or is reduced from every member's BLOCK in rank order with the
 // agent's kernels (so its bits are the agent's).
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 
 #include "ina_engine.h"
@@ -429,12 +431,18 @@ void Call::on_peer(uint32_t from, const void *msg, size_t len)
     auto rb = x.rebuild.find(h.sid);
     if (h.len == kNone) {
         x.cqe.rc = INA_ERR_LOST; // a member could not give what its STATE offered
+        if (Client *c = job_->client()) {
+            c->log(5, "job %u mid %llu: member %u could not give block %u's %s", tmpl_.jid,
+                   static_cast<unsigned long long>(mid_), from, h.sid,
+                   h.what == kResult ? "result" : "input");
+        }
     } else if (h.what == kResult) {
         if (h.sid < geom_.nblocks() &&
             h.len == static_cast<size_t>(geom_.block_count(h.sid)) * esz_) {
             apply_block(h.sid, payload);
         } else {
             x.cqe.rc = INA_ERR_LOST;
+            rescue_log("member %u gave block %u's result with %u bytes", from, h.sid, h.len);
         }
     } else if (rb != x.rebuild.end() && from < rb->second.size()) {
         Rescue::Piece &p = rb->second[from];
@@ -444,10 +452,26 @@ void Call::on_peer(uint32_t from, const void *msg, size_t len)
         p.bytes.assign(payload, payload + h.len);
     } else {
         x.cqe.rc = INA_ERR_LOST;
+        rescue_log("member %u gave block %u's input, which nobody asked it for", from, h.sid);
     }
     if (x.pending == 0) {
         rescue_finish();
     }
+}
+
+void Call::rescue_log(const char *fmt, ...) const
+{
+    Client *c = job_->client();
+    if (c == nullptr) {
+        return;
+    }
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    c->log(5, "job %u mid %llu: recovery: %s", tmpl_.jid, static_cast<unsigned long long>(mid_),
+           line);
 }
 
 void Call::apply_block(uint64_t sid, const uint8_t *data)
@@ -456,6 +480,11 @@ void Call::apply_block(uint64_t sid, const uint8_t *data)
         const BlockResult r = geom_.result(sid);
         for (unsigned k = 0; k < r.npieces; ++k) {
             const BlockResult::Piece &pc = r.piece[k];
+            if (writes_input_) {
+                // In place: our STATE promised the input it overwrites to
+                // members still rebuilding; keep it for them.
+                save_inputs_under(pc.dst, static_cast<size_t>(pc.count) * esz_, 0);
+            }
             std::memmove(rbuf_ + pc.dst, data + static_cast<size_t>(pc.from) * esz_,
                          static_cast<size_t>(pc.count) * esz_);
         }
@@ -517,9 +546,19 @@ void Call::rescue_plan()
             if (j == x.me) {
                 Rescue::Piece &p = pieces[j];
                 p.in = block_for_peer(sid, false, p.bytes, &p.offset, &p.count);
-                x.cqe.rc = p.in ? x.cqe.rc : INA_ERR_LOST;
+                if (!p.in) {
+                    x.cqe.rc = INA_ERR_LOST;
+                    rescue_log("block %llu: nobody holds it and this member's input is gone",
+                               static_cast<unsigned long long>(sid));
+                }
             } else if (x.i[j].empty() || !bit(x.i[j].data(), sid)) {
                 x.cqe.rc = INA_ERR_LOST; // its input is gone: nobody can rebuild the block
+                if (Client *c = job_->client()) {
+                    c->log(5, "job %u mid %llu: block %llu: nobody holds it and member %u (state "
+                              "%u) cannot give its input",
+                           tmpl_.jid, static_cast<unsigned long long>(mid_),
+                           static_cast<unsigned long long>(sid), j, x.state[j]);
+                }
             } else {
                 job_->send_peer(j, message(f, nullptr, 0));
                 ++x.pending;
@@ -547,6 +586,10 @@ void Call::rescue_finish()
                 if (!p.in || static_cast<uint64_t>(p.offset) + p.count > cnt ||
                     p.bytes.size() != bytes || (reduce && p.count != cnt)) {
                     x.cqe.rc = INA_ERR_LOST;
+                    rescue_log("block %llu: a member's input does not fit it (in %d, offset %u, "
+                               "count %u of %u, %zu bytes)",
+                               static_cast<unsigned long long>(sid), p.in ? 1 : 0, p.offset,
+                               p.count, cnt, p.bytes.size());
                     break;
                 }
                 if (reduce && first) {
