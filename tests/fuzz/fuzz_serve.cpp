@@ -32,10 +32,75 @@
 #include "serve_input.h"
 #include "wire.h"
 
+// Allocation failures on demand: while armed, the allocation that brings
+// the count to zero throws std::bad_alloc, as it could in the agent under
+// memory pressure (which catches it per message and goes on).
+namespace {
+long g_allocs_left = -1; // < 0: disarmed
+
+void *allocate(size_t n)
+{
+    if (g_allocs_left >= 0 && g_allocs_left-- == 0) {
+        throw std::bad_alloc();
+    }
+    if (void *p = std::malloc(n != 0 ? n : 1)) {
+        return p;
+    }
+    throw std::bad_alloc();
+}
+} // namespace
+
+void *operator new(size_t n) { return allocate(n); }
+void *operator new[](size_t n) { return allocate(n); }
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete[](void *p) noexcept { std::free(p); }
+void operator delete(void *p, size_t) noexcept { std::free(p); }
+void operator delete[](void *p, size_t) noexcept { std::free(p); }
+// (nothrow: never made to fail; libFuzzer uses it)
+void *operator new(size_t n, const std::nothrow_t &) noexcept { return std::malloc(n != 0 ? n : 1); }
+void *operator new[](size_t n, const std::nothrow_t &) noexcept { return std::malloc(n != 0 ? n : 1); }
+void operator delete(void *p, const std::nothrow_t &) noexcept { std::free(p); }
+void operator delete[](void *p, const std::nothrow_t &) noexcept { std::free(p); }
+
 namespace {
 
 using namespace ina::agg;
 using ina_fuzz::ServeConfig;
+
+// Arms the failure for a scope (n < 0: none).
+struct FailAfter {
+    explicit FailAfter(long n) { g_allocs_left = n; }
+    ~FailAfter() { g_allocs_left = -1; }
+    FailAfter(const FailAfter &) = delete;
+    FailAfter &operator=(const FailAfter &) = delete;
+};
+
+// A callback of the core into the transport (Sink, Uplink): the transport's
+// first allocation (it queues) may fail, `fails`; none in the fuzzer's own
+// bookkeeping, which must see everything the core said.
+struct TransportCall {
+    bool fails = false;
+    long saved = -1;
+    TransportCall()
+    {
+        fails = g_allocs_left >= 0 && g_allocs_left-- == 0;
+        saved = g_allocs_left;
+        g_allocs_left = -1;
+    }
+    ~TransportCall() { g_allocs_left = saved; }
+    TransportCall(const TransportCall &) = delete;
+    TransportCall &operator=(const TransportCall &) = delete;
+};
+
+// An Uplink call whose queueing fails before it did anything.
+struct UplinkCall : TransportCall {
+    UplinkCall()
+    {
+        if (fails) {
+            throw std::bad_alloc();
+        }
+    }
+};
 
 [[noreturn]] void broken(const char *what, const ina_proto_hdr_t *h = nullptr)
 {
@@ -144,6 +209,7 @@ public:
     // ---- agg::Uplink
     void open(const Job &job) override
     {
+        UplinkCall call;
         up_[job.jid()] = UpJob{0, job.tree().group, 0, false};
         if (answering()) {
             ina_proto_hdr_t r = reply(INA_PROTO_JOB_OPENED, next_jid_++, job.tree().group);
@@ -156,6 +222,7 @@ public:
 
     void leave(const Job &job) override
     {
+        UplinkCall call;
         auto it = up_.find(job.jid());
         if (it == up_.end()) {
             return;
@@ -170,6 +237,7 @@ public:
 
     void ready(const Job &job, uint64_t mid, const Call &) override
     {
+        UplinkCall call;
         ina_proto_hdr_t r = reply(INA_PROTO_GRANT, 0, 0);
         if (answering() && address(job.jid(), r)) {
             r.mid = mid;
@@ -179,6 +247,7 @@ public:
 
     void abort(const Job &job, uint64_t mid, ina_proto_status_t why) override
     {
+        UplinkCall call;
         // The parent denies the call on every leaf, this one too.
         ina_proto_hdr_t r = reply(INA_PROTO_DENY, 0, 0);
         if (answering() && address(job.jid(), r)) {
@@ -190,6 +259,7 @@ public:
 
     void partial(const Job &job, Partial p) override
     {
+        UplinkCall call;
         ina_proto_hdr_t h = p.hdr;
         if (!address(job.jid(), h)) {
             return; // ParentLink drops it too
@@ -312,7 +382,9 @@ public:
     // A leaf's parent is endpoint kParent.
     bool is_parent(unsigned i) const { return parent_ && i == ina_fuzz::kParent; }
 
-    void message(unsigned i, const uint8_t *hdr, const uint8_t *payload, size_t len, bool rndv)
+    // fail >= 0: the fail-th allocation while the message is handled throws.
+    void message(unsigned i, const uint8_t *hdr, const uint8_t *payload, size_t len, bool rndv,
+                 long fail)
     {
         Endpoint &from = *eps_[i];
         now_ += std::chrono::microseconds(1); // a message takes time to come
@@ -327,6 +399,7 @@ public:
         ina_proto_hdr_t h;
         std::memcpy(&h, hbuf.get(), sizeof(h));
         try {
+            FailAfter armed(fail);
             if (is_parent(i)) {
                 parent_->deliver(h, payload, len);
                 return;
@@ -418,6 +491,7 @@ public:
     // ---- WireSink: what the agent would send.
     void send(Member &to, const ina_proto_hdr_t &h, BufRef payload, size_t len) override
     {
+        TransportCall call; // Agent::send queues: that may fail (below)
         if (ina_proto_check(&h, sizeof(h), len) != INA_PROTO_OK) {
             broken("the agent sends a message ina_proto_check refuses", &h);
         }
@@ -434,19 +508,49 @@ public:
                 if (h.jid == 0 || h.window == 0) {
                     broken("JOB_OPENED OK without a job or a window", &h);
                 }
+                // The member is bound even if this reply is lost.
                 bound_.emplace(ep.id, h.jid, h.rank);
             }
             break;
         case INA_PROTO_GRANT:
         case INA_PROTO_DENY:
         case INA_PROTO_RESULT:
+            break;
+        default:
+            broken("the agent sends a client-to-agent message", &h);
+        }
+        if (call.fails) {
+            // Agent::send could not queue it: the message is lost (the core
+            // may say it again; from here on only what went out counts).
+            throw std::bad_alloc();
+        }
+        switch (h.type) {
+        case INA_PROTO_GRANT:
+        case INA_PROTO_DENY:
+        case INA_PROTO_RESULT: {
             // Only to a member of the job, as the rank it opened it as.
             if (bound_.count(std::make_tuple(ep.id, h.jid, h.rank)) == 0) {
                 broken("a call's message to an endpoint that is not that member", &h);
             }
+            // ina_proto.h: one verdict per call and member, never a GRANT
+            // after a RESULT (which implies it), one RESULT per block. A
+            // leaf's parent could say DENY after GRANT: a leaf passes that on.
+            const CallKey key{ep.id, h.jid, h.rank, h.mid};
+            if (h.type == INA_PROTO_RESULT) {
+                results_.insert(key);
+                if (!blocks_.emplace(ep.id, h.jid, h.rank, h.mid, h.sid).second) {
+                    broken("a second RESULT of one block to one member", &h);
+                }
+            } else if (h.type == INA_PROTO_GRANT && results_.count(key) != 0) {
+                broken("a GRANT after a RESULT of the call", &h);
+            } else if (!cfg_.parent &&
+                       (results_.count(key) != 0 || !verdicts_.insert(key).second)) {
+                broken("a second verdict on one call to one member", &h);
+            }
             break;
+        }
         default:
-            broken("the agent sends a client-to-agent message", &h);
+            break;
         }
         if (len != 0) {
             if (!payload || len > agg_.pool().seg_bytes()) {
@@ -534,6 +638,10 @@ private:
     std::deque<BufRef> in_flight_;
     // (endpoint id, jid, rank) told JOB_OPENED OK: JIDs are never reused.
     std::set<std::tuple<uint64_t, uint32_t, uint32_t>> bound_;
+    // What each member was told of each call: (endpoint id, jid, rank, mid).
+    using CallKey = std::tuple<uint64_t, uint32_t, uint32_t, uint64_t>;
+    std::set<CallKey> verdicts_, results_;
+    std::set<std::tuple<uint64_t, uint32_t, uint32_t, uint64_t, uint32_t>> blocks_; // + sid
     std::unique_ptr<Endpoint> eps_[ina_fuzz::kEndpoints];
     Aggregator agg_;
     std::unique_ptr<Parent> parent_; // a leaf's (destroyed before the core)
@@ -564,6 +672,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
         } else if (kind >= ina_fuzz::kRndvKinds) {
             hx.tick(ina_fuzz::kTickMs[kind - ina_fuzz::kRndvKinds]);
         } else {
+            long fail = -1;
+            if (kind >= ina_fuzz::kFailKinds && kind < ina_fuzz::kEagerKinds) {
+                if (p == end) {
+                    break;
+                }
+                fail = *p++;
+            }
             if (static_cast<size_t>(end - p) < kHdr + 4) {
                 break;
             }
@@ -571,7 +686,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
             size_t len = ina_fuzz::get_le(p + kHdr, 4);
             p += kHdr + 4;
             len = std::min(len, static_cast<size_t>(end - p));
-            hx.message(ep, hdr, p, len, kind >= ina_fuzz::kEagerKinds);
+            hx.message(ep, hdr, p, len, kind >= ina_fuzz::kEagerKinds, fail);
             p += len;
         }
         hx.answer_up();

@@ -10,6 +10,9 @@
 //     message  (kind < kRndvKinds) 64 header bytes, u32 payload length (cut
 //              to what is left), the payload: as the agent receives it from
 //              that endpoint over UCX (ina_proto_check, then agg::serve);
+//              kinds kFailKinds..kEagerKinds-1 have one more byte n before
+//              the header: the n-th allocation while the message is handled
+//              throws std::bad_alloc (the agent catches it and goes on);
 //              kinds kEagerKinds.. get the payload in a buffer of the pool,
 //              as a rendezvous BLOCK lands (Agent::receive_rndv);
 //     tick     the clock moves on by kTickMs[kind - kRndvKinds] and the
@@ -35,7 +38,8 @@ namespace ina_fuzz {
 
 constexpr unsigned kEndpoints = 8;
 constexpr unsigned kParent = kEndpoints - 1;
-constexpr unsigned kEagerKinds = 20; // kinds 0..19: eager message
+constexpr unsigned kFailKinds = 16;  // kinds 0..15: eager message, 16..19 with a failure
+constexpr unsigned kEagerKinds = 20;
 constexpr unsigned kRndvKinds = 24;  // kinds 20..23: rendezvous message
 constexpr unsigned kLostKind = 28;   // kinds 24..27 tick, 28..31 lost
 constexpr unsigned kTickMs[] = {1, 10, 100, 1000};
