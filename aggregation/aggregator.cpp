@@ -428,6 +428,9 @@ void Aggregator::announce(Job &job, Call &call, uint64_t mid, bool grant, ina_pr
 void Aggregator::end_call(uint32_t jid, uint64_t mid, Call &call)
 {
     call.up_wait.clear(); // a leaf's blocks waiting to go up
+    // Kept blocks of a call decided in a round that a std::bad_alloc cut
+    // short (reask) are still counted: they go too.
+    drop_kept(call);
     if (call.granted) {
         if (!call.lease.empty()) {
             scheduler_->on_call_done(jid, mid, call.lease);
@@ -491,12 +494,17 @@ void Aggregator::reask()
         for (const auto &key : round) {
             auto jit = jobs_.find(key.first);
             Call *call = jit == jobs_.end() ? nullptr : jit->second->find_call(key.second);
-            if (call == nullptr || !call->deferred) {
+            if (call == nullptr) {
                 forget_deferred(key.first, key.second);
                 continue;
             }
             Job &job = *jit->second;
-            Verdict::Kind k = decide(job, *call, key.second);
+            // A call still queued but no longer deferred was decided in a
+            // round that a std::bad_alloc cut short (from telling its
+            // verdict): its kept blocks go the way of that verdict now.
+            const Verdict::Kind k = call->deferred ? decide(job, *call, key.second)
+                                    : call->granted && !call->finished ? Verdict::Kind::kGrant
+                                                                       : Verdict::Kind::kDeny;
             if (k == Verdict::Kind::kDefer) {
                 continue;
             }
