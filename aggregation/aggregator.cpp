@@ -224,10 +224,16 @@ void Aggregator::free_job(uint32_t jid)
     if (it == jobs_.end()) {
         return;
     }
-    Job &job = *it->second;
-    for (uint64_t mid : job.abort_open_calls()) {
-        end_call(jid, mid, *job.find_call(mid));
-    }
+    // Out of the tables, its calls ended and their leases back before
+    // anything that may throw (the uplink, the log line): a std::bad_alloc
+    // (which the agent survives) must not leave a job nobody can free.
+    const std::unique_ptr<Job> gone = std::move(it->second);
+    Job &job = *gone;
+    job.finish_open_calls([&](uint64_t mid, Call &call) { end_call(jid, mid, call); });
+    keys_.erase(job.key());
+    jobs_.erase(it);
+    ++counters_.jobs_freed;
+    scheduler_->on_job_freed(jid);
     if (job.uplinked() && job.up_state() != Job::UpState::kFailed) {
         uplink_->leave(job);
     }
@@ -241,10 +247,6 @@ void Aggregator::free_job(uint32_t jid)
     }
     INA_INFO("job %u freed: calls granted=%" PRIu64 " denied:%s", jid, d.granted,
              denied.empty() ? " none" : denied.c_str());
-    keys_.erase(job.key());
-    jobs_.erase(it);
-    ++counters_.jobs_freed;
-    scheduler_->on_job_freed(jid);
 }
 
 // ---------------------------------------------------------------- decisions
