@@ -266,6 +266,11 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
     // Room for the per-slot SIDs first: nothing may throw once a lease is taken.
     call.next_sid.resize(job.window());
     call.told.assign(job.nmembers(), false);
+    if (job.uplinked()) {
+        // (and for a leaf's per-slot records of what went up: sized at the grant)
+        call.up_pending.reserve(job.window());
+        call.up_next.reserve(job.up_window());
+    }
     // A job carries calls only once every member opened it (before, a
     // member may not even know the job): until then the call
     // waits, as one the scheduler deferred, for at most open_wait.
