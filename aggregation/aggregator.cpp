@@ -270,10 +270,16 @@ void Aggregator::free_job(uint32_t jid)
     if (it == jobs_.end()) {
         return;
     }
-    Job &job = *it->second;
-    for (uint64_t mid : job.abort_open_calls()) {
-        end_call(jid, mid, *job.find_call(mid));
-    }
+    // Out of the tables, its calls ended and their leases back before
+    // anything that may throw (the uplink, the log line): a std::bad_alloc
+    // (which the agent survives) must not leave a job nobody can free.
+    const std::unique_ptr<Job> gone = std::move(it->second);
+    Job &job = *gone;
+    job.finish_open_calls([&](uint64_t mid, Call &call) { end_call(jid, mid, call); });
+    keys_.erase(job.key());
+    jobs_.erase(it);
+    ++counters_.jobs_freed;
+    scheduler_->on_job_freed(jid);
     if (job.uplinked() && job.up_state() != Job::UpState::kFailed) {
         uplink_->leave(job);
     }
@@ -287,10 +293,6 @@ void Aggregator::free_job(uint32_t jid)
     }
     INA_INFO("job %u freed: calls granted=%" PRIu64 " denied:%s", jid, d.granted,
              denied.empty() ? " none" : denied.c_str());
-    keys_.erase(job.key());
-    jobs_.erase(it);
-    ++counters_.jobs_freed;
-    scheduler_->on_job_freed(jid);
 }
 
 // ---------------------------------------------------------------- decisions
@@ -310,6 +312,11 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
     // Room for the per-slot SIDs first: nothing may throw once a lease is taken.
     call.next_sid.resize(job.window());
     call.told.assign(job.nmembers(), false);
+    if (job.uplinked()) {
+        // (and for a leaf's per-slot records of what went up: sized at the grant)
+        call.up_pending.reserve(job.window());
+        call.up_next.reserve(job.up_window());
+    }
     // A job carries calls only once every member opened it (before, a
     // member may not even know the job): until then the call
     // waits, as one the scheduler deferred, for at most open_wait.
@@ -483,9 +490,13 @@ void Aggregator::announce(Job &job, Call &call, uint64_t mid, bool grant, ina_pr
 void Aggregator::end_call(uint32_t jid, uint64_t mid, Call &call)
 {
     call.up_wait.clear(); // a leaf's blocks waiting to go up
+    // Kept blocks of a call decided in a round that a std::bad_alloc cut
+    // short (reask) are still counted: they go too.
+    drop_kept(call);
     if (call.granted) {
         if (!call.lease.empty()) {
-            if (auto it = jobs_.find(jid); it != jobs_.end()) {
+            // (A job being freed is already out of its slot: nothing to count.)
+            if (auto it = jobs_.find(jid); it != jobs_.end() && it->second != nullptr) {
                 it->second->release_segs(static_cast<uint32_t>(call.lease.size()));
             }
             scheduler_->on_call_done(jid, mid, call.lease);
@@ -558,12 +569,17 @@ void Aggregator::reask()
         for (const auto &key : round) {
             auto jit = jobs_.find(key.first);
             Call *call = jit == jobs_.end() ? nullptr : jit->second->find_call(key.second);
-            if (call == nullptr || !call->deferred) {
+            if (call == nullptr) {
                 forget_deferred(key.first, key.second);
                 continue;
             }
             Job &job = *jit->second;
-            Verdict::Kind k = decide(job, *call, key.second);
+            // A call still queued but no longer deferred was decided in a
+            // round that a std::bad_alloc cut short (from telling its
+            // verdict): its kept blocks go the way of that verdict now.
+            const Verdict::Kind k = call->deferred ? decide(job, *call, key.second)
+                                    : call->granted && !call->finished ? Verdict::Kind::kGrant
+                                                                       : Verdict::Kind::kDeny;
             if (k == Verdict::Kind::kDefer) {
                 continue;
             }

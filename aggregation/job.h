@@ -245,6 +245,17 @@ public:
     // leases and kept blocks are still in the records, for the caller to
     // give back.
     std::vector<uint64_t> abort_open_calls();
+    // The same without allocating, for freeing a job (which must not fail
+    // half way): f(mid, call) on each, marked finished first.
+    template <typename F> void finish_open_calls(F &&f)
+    {
+        for (auto &kv : calls_) {
+            if ((kv.second.granted || kv.second.deferred) && !kv.second.finished) {
+                kv.second.finished = true;
+                f(kv.first, kv.second);
+            }
+        }
+    }
     // The MIDs of the granted or deferred calls still open (nothing marked).
     std::vector<uint64_t> open_calls() const;
     size_t live_calls() const { return calls_.size(); }

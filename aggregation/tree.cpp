@@ -152,8 +152,12 @@ void Aggregator::flush_up(Job &job, Call &call)
             ++i; // the parent's slot still holds an older block of ours
             continue;
         }
+        // A second reference, not wait[i] itself: if the uplink cannot queue
+        // it (std::bad_alloc, which the agent survives), the partial stays
+        // whole for the next flush instead of going out later without data.
+        const Partial &w = wait[i];
+        uplink_->partial(job, Partial{w.hdr, w.buf.share(), w.offset, w.len});
         ++counters_.partials_up;
-        uplink_->partial(job, std::move(wait[i]));
         wait.erase(wait.begin() + static_cast<std::ptrdiff_t>(i));
     }
 }

@@ -4,6 +4,8 @@
 # build/, and installs it (as root: ina-switchd into /usr/local/bin, the
 # component into Open MPI's own component dir; otherwise under $HOME, see
 # README). Safe to run again.
+#   --fuzz  also install clang and its libFuzzer for the fuzzers of
+#           tests/fuzz (scripts/check.sh asks for it)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -11,6 +13,11 @@ cd "$top"
 pkgs=(build-essential autoconf automake libtool pkg-config
       libopenmpi-dev openmpi-bin libucx-dev ucx-utils libhwloc-dev check procps
       ibverbs-providers librdmacm1)
+case "${1:-}" in
+  --fuzz) pkgs+=(clang libclang-rt-dev) ;;
+  "") ;;
+  *) echo "usage: setup.sh [--fuzz]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -26,6 +26,7 @@
 #include <stdexcept>
 
 #include "log.h"
+#include "recorder.h"
 
 namespace ina {
 
@@ -306,6 +307,9 @@ void Agent::receive(Peer *peer, const ina_proto_hdr_t &h, const void *header,
                     size_t header_length, const void *data, size_t length, uint64_t recv_attr)
 {
     const bool rndv = (recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+    if (!rndv) { // (a rendezvous payload is recorded where it lands: finish_recv)
+        record_received(peer != nullptr ? peer->id : 0, header, header_length, data, length, 0);
+    }
     ina_proto_status_t st = ina_proto_check(header, header_length, length);
     if (st != INA_PROTO_OK) {
         // A rendezvous descriptor left alone is dropped when on_am returns.
@@ -429,6 +433,7 @@ void Agent::finish_recv(RecvCtx *ctx, ucs_status_t status)
         return;
     }
     ++counters_.blocks_rndv;
+    record_received(peer->id, &ctx->hdr, sizeof(ctx->hdr), ctx->buf.data(), ctx->len, kRecordRndv);
     peer->block_bytes_in += ctx->len;
     counters_.block_bytes_in += ctx->len;
     agg::serve(agg_, *this, *peer, ctx->hdr, ctx->buf.data(), &ctx->buf);

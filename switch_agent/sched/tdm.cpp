@@ -100,13 +100,19 @@ agg::Verdict TdmScheduler::decide(const agg::CallRequest &req)
     if (best.jid != req.jid) {
         return deny(me, INA_PROTO_ERR_OUTSCORED);
     }
+    // The grant's record first: once the lease is taken nothing may throw,
+    // or a std::bad_alloc (which the agent survives) would lose its Segs.
+    const auto [rec, fresh] = me.granted.try_emplace(req.mid);
     std::vector<uint32_t> lease;
     if (!pool_.acquire(req.window, lease)) {
+        if (fresh) {
+            me.granted.erase(rec);
+        }
         return deny(me, INA_PROTO_ERR_NO_RESOURCES); // its own calls fill the pool
     }
     ++me.open;
     me.denied = 0;
-    me.granted[req.mid] = {now, bytes};
+    rec->second = {now, bytes};
     return agg::Verdict::grant(std::move(lease));
 }
 

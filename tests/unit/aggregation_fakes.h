@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <new>
 #include <random>
 #include <vector>
 
@@ -51,6 +52,9 @@ public:
     // Keep the result references, as sends in flight would; else drop them at once.
     bool hold_refs = false;
     std::vector<BufRef> held;
+    // The next n decisions cannot be sent: decision() throws std::bad_alloc,
+    // as a transport out of memory may (the agent survives it).
+    int throw_decisions = 0;
 
     void job_opened(Member &to, const ina_proto_hdr_t &req, uint32_t jid, uint32_t window,
                     uint32_t ahead, ina_proto_status_t status) override
@@ -66,6 +70,10 @@ public:
     }
     void decision(Member &to, uint32_t rank, const Decision &d) override
     {
+        if (throw_decisions > 0) {
+            --throw_decisions;
+            throw std::bad_alloc();
+        }
         Event e(Event::Kind::kDecision);
         e.to = &to;
         e.rank = rank;

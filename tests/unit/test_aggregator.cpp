@@ -475,6 +475,48 @@ START_TEST(test_defer_then_grant_on_tick)
 }
 END_TEST
 
+// A deferred call granted in a round that a std::bad_alloc cut short (its
+// GRANT could not be sent): the blocks kept for it are replayed at the next
+// tick, not stranded with the kept bytes still counted, and the call ends.
+START_TEST(test_defer_grant_cut_short_by_bad_alloc)
+{
+    const uint32_t n = 2, window = 2, seg_count = 4;
+    const uint64_t total = 16;
+    Rig rig;
+    Members m(n);
+    const uint32_t jid = make_job(rig, m.ptrs(), {0, 1}, window);
+    rig.sched->mode = TestScheduler::Mode::kDefer;
+    CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                seg_count, total, int_data(n, total, 5), {true, true});
+    std::mt19937 rng(5);
+    ck_assert_uint_eq(sim.run(rng), n * window);
+    ck_assert_uint_gt(rig.agg.kept_bytes(), 0);
+
+    rig.sched->mode = TestScheduler::Mode::kFree;
+    rig.sink.throw_decisions = 1;
+    bool threw = false;
+    try {
+        rig.agg.tick(Clock::now());
+    } catch (const std::bad_alloc &) {
+        threw = true;
+    }
+    ck_assert(threw);
+    ck_assert_uint_eq(rig.sched->asked.size(), 2); // granted, before the GRANT failed
+    ck_assert(rig.agg.wants_tick());               // the round is not over
+
+    rig.agg.tick(Clock::now());
+    ck_assert_uint_eq(rig.sched->asked.size(), 2); // decided once
+    ck_assert_uint_eq(rig.agg.kept_bytes(), 0);
+    ck_assert_uint_eq(rig.agg.deferred_calls(), 0);
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kResult), n * window); // the kept blocks
+    for (Member *p : m.ptrs()) {
+        rig.agg.member_lost(*p);
+    }
+    ck_assert_uint_eq(rig.agg.live_jobs(), 0);
+    expect_pool_whole(rig);
+}
+END_TEST
+
 // A call deferred because the pool is taken is asked again when a lease
 // comes back, without any tick, and granted then.
 START_TEST(test_defer_until_a_lease_returns)
@@ -901,6 +943,7 @@ int main()
                                 test_rank_call_abort,
                                 test_deny_same_for_everybody,
                                 test_defer_then_grant_on_tick,
+                                test_defer_grant_cut_short_by_bad_alloc,
                                 test_defer_until_a_lease_returns,
                                 test_defer_then_deny,
                                 test_defer_keep_bound,

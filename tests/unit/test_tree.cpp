@@ -16,6 +16,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <new>
 #include <random>
 #include <vector>
 
@@ -42,6 +43,9 @@ struct LeafLink final : Member, Uplink {
     uint64_t partials = 0;
     // Changes a partial on its way up (a child agent gone wrong), if set.
     std::function<void(ina_proto_hdr_t &)> tamper;
+    // The next n partials cannot be queued: partial() throws std::bad_alloc,
+    // as ParentLink may (the agent survives it).
+    int fail_partials = 0;
 
     void open(const Job &job) override;
     void leave(const Job &job) override;
@@ -182,6 +186,10 @@ void LeafLink::abort(const Job &job, uint64_t mid, ina_proto_status_t why)
 
 void LeafLink::partial(const Job &job, Partial p)
 {
+    if (fail_partials > 0) {
+        --fail_partials;
+        throw std::bad_alloc();
+    }
     ina_proto_hdr_t h = p.hdr;
     h.jid = up_jid.at(job.jid());
     h.rank = index;
@@ -463,6 +471,46 @@ START_TEST(test_tree_grant_waits_for_every_leaf)
 }
 END_TEST
 
+// A partial the link could not queue (std::bad_alloc) stays whole at the
+// leaf and goes up at its next flush: the call completes, exact.
+START_TEST(test_tree_partial_not_queued)
+{
+    Tree t;
+    const std::vector<uint32_t> jids = t.open(11);
+    TreeCall c{t, jids, 0, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, 16, 16 * 8};
+    c.piece = [](uint32_t m, uint32_t sid, uint32_t &, uint32_t &cnt,
+                 std::vector<std::byte> &bytes) {
+        bytes.resize(size_t{cnt} * 4);
+        auto *d = reinterpret_cast<int32_t *>(bytes.data());
+        for (uint32_t i = 0; i < cnt; ++i) {
+            d[i] = static_cast<int32_t>(m * 1000 + sid * 16 + i);
+        }
+    };
+    t.links[0].fail_partials = 1;
+    c.send(0);
+    bool threw = false;
+    try {
+        c.send(1); // completes leaf 0's block 0: its partial cannot go up
+    } catch (const std::bad_alloc &) {
+        threw = true;
+    }
+    ck_assert(threw);
+    ck_assert_uint_eq(t.links[0].partials, 0);
+    c.drain();
+    std::mt19937 rng(11);
+    c.run(rng); // leaf 0's next block takes the first one up with it
+    for (uint32_t m = 0; m < TreeCall::N; ++m) {
+        ck_assert_int_eq(c.grants[m], 1);
+        const auto *d = reinterpret_cast<const int32_t *>(c.result[m].data());
+        for (uint32_t i = 0; i < c.total; ++i) {
+            ck_assert_int_eq(d[i], static_cast<int32_t>(6000 + 4 * i));
+        }
+    }
+    ck_assert_uint_eq(t.links[0].partials, c.nblocks());
+    ck_assert_uint_eq(t.leaves[0]->agg.pool().free_segs(), t.leaves[0]->agg.pool().size());
+}
+END_TEST
+
 // A DENY by one leaf (its scheduler) or by the spine: every member of both
 // leaves hears the same DENY once, nothing is offloaded, every lease is back.
 START_TEST(test_tree_deny_by_leaf_or_spine)
@@ -600,7 +648,8 @@ int main()
     return ina_test::run_suite("tree", "tree",
                                {test_tree_allreduce_order, test_tree_allgather,
                                 test_tree_grant_waits_for_every_leaf,
-                                test_tree_deny_by_leaf_or_spine, test_tree_malformed_partial,
+                                test_tree_deny_by_leaf_or_spine, test_tree_partial_not_queued,
+                                test_tree_malformed_partial,
                                 test_tree_job_without_parent_refused},
                                60);
 }

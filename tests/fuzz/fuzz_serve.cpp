@@ -1,0 +1,696 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// libFuzzer target: the agent's message handling. A real agg::Aggregator
+// (with one of ina-switchd's scheduling policies) is fed a sequence of
+// messages from several endpoints, each validated by ina_proto_check and
+// routed by agg::serve exactly as Agent::receive does, with lost
+// connections and ticks of a clock of its own in between (serve_input.h
+// says how the input is read). What the core answers goes to a WireSink that
+// checks, cheaply, what must hold of every message the agent sends; at the
+// end every endpoint is lost and the core must be empty again. Any broken
+// rule abort()s, so that libFuzzer reports the input.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <new>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "aggregator.h"
+#include "ina_proto.h"
+#include "log.h"
+#include "sched/exclusive.h"
+#include "sched/free_seg.h"
+#include "sched/partition.h"
+#include "sched/tdm.h"
+#include "serve_input.h"
+#include "wire.h"
+
+// Allocation failures on demand: while armed, the allocation that brings
+// the count to zero throws std::bad_alloc, as it could in the agent under
+// memory pressure (which catches it per message and goes on).
+namespace {
+long g_allocs_left = -1; // < 0: disarmed
+
+void *allocate(size_t n)
+{
+    if (g_allocs_left >= 0 && g_allocs_left-- == 0) {
+        throw std::bad_alloc();
+    }
+    if (void *p = std::malloc(n != 0 ? n : 1)) {
+        return p;
+    }
+    throw std::bad_alloc();
+}
+} // namespace
+
+void *operator new(size_t n) { return allocate(n); }
+void *operator new[](size_t n) { return allocate(n); }
+void operator delete(void *p) noexcept { std::free(p); }
+void operator delete[](void *p) noexcept { std::free(p); }
+void operator delete(void *p, size_t) noexcept { std::free(p); }
+void operator delete[](void *p, size_t) noexcept { std::free(p); }
+// (nothrow: never made to fail; libFuzzer uses it)
+void *operator new(size_t n, const std::nothrow_t &) noexcept { return std::malloc(n != 0 ? n : 1); }
+void *operator new[](size_t n, const std::nothrow_t &) noexcept { return std::malloc(n != 0 ? n : 1); }
+void operator delete(void *p, const std::nothrow_t &) noexcept { std::free(p); }
+void operator delete[](void *p, const std::nothrow_t &) noexcept { std::free(p); }
+
+namespace {
+
+using namespace ina::agg;
+using ina_fuzz::ServeConfig;
+
+// Arms the failure for a scope (n < 0: none).
+struct FailAfter {
+    explicit FailAfter(long n) { g_allocs_left = n; }
+    ~FailAfter() { g_allocs_left = -1; }
+    FailAfter(const FailAfter &) = delete;
+    FailAfter &operator=(const FailAfter &) = delete;
+};
+
+// A callback of the core into the transport (Sink, Uplink): the transport's
+// first allocation (it queues) may fail, `fails`; none in the fuzzer's own
+// bookkeeping, which must see everything the core said.
+struct TransportCall {
+    bool fails = false;
+    long saved = -1;
+    TransportCall()
+    {
+        fails = g_allocs_left >= 0 && g_allocs_left-- == 0;
+        saved = g_allocs_left;
+        g_allocs_left = -1;
+    }
+    ~TransportCall() { g_allocs_left = saved; }
+    TransportCall(const TransportCall &) = delete;
+    TransportCall &operator=(const TransportCall &) = delete;
+};
+
+// An Uplink call whose queueing fails before it did anything.
+struct UplinkCall : TransportCall {
+    UplinkCall()
+    {
+        if (fails) {
+            throw std::bad_alloc();
+        }
+    }
+};
+
+[[noreturn]] void broken(const char *what, const ina_proto_hdr_t *h = nullptr)
+{
+    std::fprintf(stderr, "fuzz_serve: %s", what);
+    if (h != nullptr) {
+        std::fprintf(stderr, " (%s status %s jid %u rank %u mid %llu sid %u window %u count %u)",
+                     ina_proto_type_name(h->type), ina_proto_status_name(h->status), h->jid,
+                     h->rank, static_cast<unsigned long long>(h->mid), h->sid, h->window,
+                     h->count);
+    }
+    std::fprintf(stderr, "\n");
+    std::abort();
+}
+
+// One connection. The agent's Peer is such a Member; the core may keep a
+// reference to it only until member_lost().
+struct Endpoint : Member {
+    static constexpr uint64_t kAlive = 0x11a11a11a11a11a1;
+    uint64_t alive = kAlive;
+    ~Endpoint() { alive = 0; }
+};
+
+// The parent agent of a leaf as ParentLink (switch_agent/parent_link.cpp)
+// presents it to the core: the leaf's jobs at the parent, what the core
+// sends up (a partial must be a BLOCK the parent accepts), what comes down
+// (deliver()), and with `answers` the parent's own replies, queued, since
+// the core expects no call back from inside an Uplink call.
+class Parent final : public Uplink {
+public:
+    Parent(Aggregator &agg, bool answers) : agg_(agg), answers_on_(answers) {}
+
+    // A message from the parent, as the link's channel checks it and
+    // ParentLink::on_message hands it on.
+    void deliver(const ina_proto_hdr_t &h, const void *data, size_t len)
+    {
+        if (lost_ || ina_proto_check(&h, sizeof(h), len) != INA_PROTO_OK) {
+            return; // a lost channel delivers nothing; an invalid message is dropped
+        }
+        if (h.type == INA_PROTO_JOB_OPENED) {
+            const auto leaf_jid = static_cast<uint32_t>(h.arg);
+            auto it = up_.find(leaf_jid);
+            if (it == up_.end() || it->second.jid != 0) {
+                return;
+            }
+            if (h.status != INA_PROTO_OK || h.jid == 0) {
+                up_.erase(it);
+                agg_.uplink_opened(leaf_jid, static_cast<ina_proto_status_t>(h.status), 0);
+                return;
+            }
+            it->second.jid = h.jid;
+            it->second.window = h.window;
+            down_[h.jid] = leaf_jid;
+            if (it->second.leaving) {
+                down_.erase(h.jid);
+                up_.erase(it);
+                return;
+            }
+            agg_.uplink_opened(leaf_jid, INA_PROTO_OK, h.window);
+            return;
+        }
+        auto d = down_.find(h.jid);
+        if (d == down_.end()) {
+            return;
+        }
+        switch (h.type) {
+        case INA_PROTO_GRANT:
+        case INA_PROTO_DENY:
+            agg_.uplink_decision(d->second, h.mid, h.type == INA_PROTO_GRANT,
+                                 static_cast<ina_proto_status_t>(h.status));
+            break;
+        case INA_PROTO_RESULT:
+            agg_.uplink_result(d->second, h, data, len);
+            break;
+        case INA_PROTO_ERROR:
+            agg_.uplink_error(d->second, h.mid, static_cast<ina_proto_status_t>(h.status));
+            break;
+        default:
+            break;
+        }
+    }
+
+    // The parent's queued replies, oldest first (each may queue more).
+    void answer()
+    {
+        for (int n = 0; n < 100000 && !replies_.empty(); ++n) {
+            Reply r = std::move(replies_.front());
+            replies_.pop_front();
+            deliver(r.h, r.payload.data(), r.payload.size());
+        }
+    }
+
+    void lost()
+    {
+        lost_ = true;
+        replies_.clear();
+        agg_.uplink_lost();
+    }
+
+    // Partials in flight give their buffers back (before the core goes).
+    void clear()
+    {
+        replies_.clear();
+        sent_.clear();
+    }
+
+    // ---- agg::Uplink
+    void open(const Job &job) override
+    {
+        UplinkCall call;
+        up_[job.jid()] = UpJob{0, job.tree().group, 0, false};
+        if (answering()) {
+            ina_proto_hdr_t r = reply(INA_PROTO_JOB_OPENED, next_jid_++, job.tree().group);
+            r.window = static_cast<uint16_t>(std::clamp<uint32_t>(job.asked_window(), 1,
+                                                                  INA_PROTO_MAX_WINDOW));
+            r.arg = job.jid();
+            replies_.push_back({r, {}});
+        }
+    }
+
+    void leave(const Job &job) override
+    {
+        UplinkCall call;
+        auto it = up_.find(job.jid());
+        if (it == up_.end()) {
+            return;
+        }
+        if (it->second.jid == 0) {
+            it->second.leaving = true;
+            return;
+        }
+        down_.erase(it->second.jid);
+        up_.erase(it);
+    }
+
+    void ready(const Job &job, uint64_t mid, const Call &) override
+    {
+        UplinkCall call;
+        ina_proto_hdr_t r = reply(INA_PROTO_GRANT, 0, 0);
+        if (answering() && address(job.jid(), r)) {
+            r.mid = mid;
+            replies_.push_back({r, {}});
+        }
+    }
+
+    void abort(const Job &job, uint64_t mid, ina_proto_status_t why) override
+    {
+        UplinkCall call;
+        // The parent denies the call on every leaf, this one too.
+        ina_proto_hdr_t r = reply(INA_PROTO_DENY, 0, 0);
+        if (answering() && address(job.jid(), r)) {
+            r.mid = mid;
+            r.status = static_cast<uint8_t>(why);
+            replies_.push_back({r, {}});
+        }
+    }
+
+    void partial(const Job &job, Partial p) override
+    {
+        UplinkCall call;
+        ina_proto_hdr_t h = p.hdr;
+        if (!address(job.jid(), h)) {
+            return; // ParentLink drops it too
+        }
+        h.seg = h.sid % h.window;
+        if (ina_proto_check(&h, sizeof(h), p.len) != INA_PROTO_OK) {
+            broken("a leaf sends its parent a BLOCK ina_proto_check refuses", &h);
+        }
+        if (p.len != 0 && (!p.buf || p.offset + p.len > agg_.pool().seg_bytes())) {
+            broken("a partial outside its buffer", &h);
+        }
+        const std::byte *piece = p.len != 0 ? p.buf.data() + p.offset : nullptr;
+        if (answering()) {
+            // The parent's RESULT, as if this leaf were alone: its piece in
+            // the block, the rest zero.
+            ina_proto_hdr_t r = reply(INA_PROTO_RESULT, h.jid, h.rank);
+            r.mid = h.mid;
+            r.sid = h.sid;
+            r.seg = h.seg;
+            r.window = h.window;
+            r.coll = h.coll;
+            r.op = h.op;
+            r.dtype = h.dtype;
+            r.seg_count = h.seg_count;
+            r.arg = h.arg;
+            std::vector<std::byte> payload;
+            if (h.flags & INA_PROTO_F_WANT_RESULT) {
+                const size_t esz = ina_proto_dtype_size(h.dtype);
+                r.count = h.seg_count;
+                payload.resize(size_t{h.seg_count} * esz);
+                if (p.len != 0) {
+                    std::memcpy(payload.data() + size_t{h.offset} * esz, piece, p.len);
+                }
+            } else {
+                r.flags = INA_PROTO_F_ACK_ONLY;
+            }
+            replies_.push_back({r, std::move(payload)});
+        } else if (p.len != 0) {
+            volatile std::byte first = piece[0], last = piece[p.len - 1];
+            (void) first;
+            (void) last;
+        }
+        sent_.push_back(std::move(p.buf)); // in flight for a while
+        if (sent_.size() > 16) {
+            sent_.pop_front();
+        }
+    }
+
+private:
+    struct UpJob {
+        uint32_t jid = 0;    // the parent's (0 until JOB_OPENED)
+        uint32_t rank = 0;   // this leaf's index there
+        uint16_t window = 0; // the parent's window
+        bool leaving = false;
+    };
+    struct Reply {
+        ina_proto_hdr_t h;
+        std::vector<std::byte> payload;
+    };
+
+    bool answering() const { return answers_on_ && !lost_; }
+
+    static ina_proto_hdr_t reply(ina_proto_type_t type, uint32_t jid, uint32_t rank)
+    {
+        ina_proto_hdr_t r;
+        ina_proto_init(&r, type);
+        r.jid = jid;
+        r.rank = rank;
+        return r;
+    }
+
+    // ParentLink::address: the message about a leaf job, for the parent's job.
+    bool address(uint32_t leaf_jid, ina_proto_hdr_t &h) const
+    {
+        auto it = up_.find(leaf_jid);
+        if (it == up_.end() || it->second.jid == 0) {
+            return false;
+        }
+        h.jid = it->second.jid;
+        h.rank = it->second.rank;
+        if (h.type != INA_PROTO_JOB_LEAVE && h.type != INA_PROTO_CALL_ABORT) {
+            h.window = it->second.window;
+        }
+        return true;
+    }
+
+    Aggregator &agg_;
+    bool answers_on_;
+    bool lost_ = false;
+    uint32_t next_jid_ = 1000; // the parent's JIDs: another numbering than the leaf's
+    std::map<uint32_t, UpJob> up_;      // by the leaf's JID
+    std::map<uint32_t, uint32_t> down_; // the parent's JID -> the leaf's
+    std::deque<Reply> replies_;
+    std::deque<BufRef> sent_;
+};
+
+class Harness final : public WireSink {
+public:
+    explicit Harness(const ServeConfig &c)
+        : cfg_(c), agg_(agg_config(c), [this](SegPool &pool) { return scheduler(pool); }, *this)
+    {
+        for (auto &ep : eps_) {
+            ep = fresh();
+        }
+        if (c.parent) {
+            parent_ = std::make_unique<Parent>(agg_, c.parent_answers);
+            agg_.set_uplink(parent_.get());
+        }
+    }
+
+    ~Harness() override
+    {
+        // The transport gives the send buffers back before the core goes.
+        in_flight_.clear();
+        if (parent_) {
+            parent_->clear();
+        }
+    }
+
+    // A leaf's parent is endpoint kParent.
+    bool is_parent(unsigned i) const { return parent_ && i == ina_fuzz::kParent; }
+
+    // fail >= 0: the fail-th allocation while the message is handled throws.
+    void message(unsigned i, const uint8_t *hdr, const uint8_t *payload, size_t len, bool rndv,
+                 long fail)
+    {
+        Endpoint &from = *eps_[i];
+        now_ += std::chrono::microseconds(1); // a message takes time to come
+        // The header and the payload in buffers of their exact size, as UCX
+        // hands them over: a read past either is ASan's to see.
+        const std::unique_ptr<uint8_t[]> hbuf(new uint8_t[sizeof(ina_proto_hdr_t)]);
+        const std::unique_ptr<uint8_t[]> pbuf(new uint8_t[len]);
+        std::memcpy(hbuf.get(), hdr, sizeof(ina_proto_hdr_t));
+        std::memcpy(pbuf.get(), payload, len);
+        payload = pbuf.get();
+        // As Agent::on_am: keep what there is of the header for an ERROR.
+        ina_proto_hdr_t h;
+        std::memcpy(&h, hbuf.get(), sizeof(h));
+        try {
+            FailAfter armed(fail);
+            if (is_parent(i)) {
+                parent_->deliver(h, payload, len);
+                return;
+            }
+            const ina_proto_status_t st = ina_proto_check(hbuf.get(), sizeof(h), len);
+            if (st != INA_PROTO_OK) {
+                agg_.reject(&from, h, st, "invalid message");
+                return;
+            }
+            if (!rndv) {
+                serve(agg_, *this, from, h, payload);
+                return;
+            }
+            // Agent::receive_rndv, and finish_recv once the payload landed.
+            if (h.type != INA_PROTO_BLOCK || len == 0 || len > agg_.pool().seg_bytes()) {
+                agg_.reject(&from, h, INA_PROTO_ERR_MALFORMED, "rendezvous refused");
+                return;
+            }
+            BufRef buf(agg_.buffers(), agg_.buffers().get());
+            std::memcpy(buf.data(), payload, len);
+            serve(agg_, *this, from, h, buf.data(), &buf);
+        } catch (const std::bad_alloc &) {
+            // What the agent does with it (Agent::on_am): the message is lost.
+            agg_.reject(nullptr, h, INA_PROTO_ERR_NO_RESOURCES, "dropped");
+        }
+    }
+
+    void tick(unsigned ms)
+    {
+        now_ += std::chrono::milliseconds(ms);
+        release_sends(in_flight_.size() / 2); // sends complete meanwhile
+        if (agg_.wants_tick()) {
+            try {
+                agg_.tick(now_);
+            } catch (const std::bad_alloc &) {
+            }
+        }
+    }
+
+    void lost(unsigned i)
+    {
+        if (is_parent(i)) {
+            parent_->lost();
+            return;
+        }
+        agg_.member_lost(*eps_[i]);
+        eps_[i] = fresh(); // the handle may be destroyed now (the agent does)
+    }
+
+    // A leaf's parent answers what the last record made the core send up
+    // (after it: the core expects no call back from inside an Uplink call).
+    void answer_up()
+    {
+        if (parent_) {
+            try {
+                parent_->answer();
+            } catch (const std::bad_alloc &) {
+            }
+        }
+    }
+
+    // Every connection lost: nothing may be left of any job.
+    void finish()
+    {
+        for (unsigned i = 0; i < ina_fuzz::kEndpoints; ++i) {
+            if (!is_parent(i)) {
+                lost(i);
+            }
+        }
+        in_flight_.clear();
+        if (parent_) {
+            parent_->clear();
+        }
+        if (agg_.live_jobs() != 0) {
+            broken("a job outlived all its members");
+        }
+        if (agg_.deferred_calls() != 0 || agg_.kept_bytes() != 0) {
+            broken("a deferred call outlived its job");
+        }
+        if (agg_.pool().free_segs() != agg_.pool().size()) {
+            broken("a lease was not given back");
+        }
+        const BufferPool &b = agg_.pool().buffers();
+        if (b.free_count() != b.allocated()) {
+            broken("a Seg buffer was not given back");
+        }
+    }
+
+    // ---- WireSink: what the agent would send.
+    void send(Member &to, const ina_proto_hdr_t &h, BufRef payload, size_t len) override
+    {
+        TransportCall call; // Agent::send queues: that may fail (below)
+        if (ina_proto_check(&h, sizeof(h), len) != INA_PROTO_OK) {
+            broken("the agent sends a message ina_proto_check refuses", &h);
+        }
+        auto &ep = static_cast<Endpoint &>(to);
+        if (!live(ep)) {
+            broken("a message to a member after member_lost()", &h);
+        }
+        switch (h.type) {
+        case INA_PROTO_HELLO_ACK:
+        case INA_PROTO_ERROR:
+            break;
+        case INA_PROTO_JOB_OPENED:
+            if (h.status == INA_PROTO_OK) {
+                if (h.jid == 0 || h.window == 0) {
+                    broken("JOB_OPENED OK without a job or a window", &h);
+                }
+                // The member is bound even if this reply is lost.
+                bound_.emplace(ep.id, h.jid, h.rank);
+            }
+            break;
+        case INA_PROTO_GRANT:
+        case INA_PROTO_DENY:
+        case INA_PROTO_RESULT:
+            break;
+        default:
+            broken("the agent sends a client-to-agent message", &h);
+        }
+        if (call.fails) {
+            // Agent::send could not queue it: the message is lost (the core
+            // may say it again; from here on only what went out counts).
+            throw std::bad_alloc();
+        }
+        switch (h.type) {
+        case INA_PROTO_GRANT:
+        case INA_PROTO_DENY:
+        case INA_PROTO_RESULT: {
+            // Only to a member of the job, as the rank it opened it as.
+            if (bound_.count(std::make_tuple(ep.id, h.jid, h.rank)) == 0) {
+                broken("a call's message to an endpoint that is not that member", &h);
+            }
+            // ina_proto.h: one verdict per call and member, never a GRANT
+            // after a RESULT (which implies it), one RESULT per block. A
+            // leaf's parent could say DENY after GRANT: a leaf passes that on.
+            const CallKey key{ep.id, h.jid, h.rank, h.mid};
+            if (h.type == INA_PROTO_RESULT) {
+                results_.insert(key);
+                if (!blocks_.emplace(ep.id, h.jid, h.rank, h.mid, h.sid).second) {
+                    broken("a second RESULT of one block to one member", &h);
+                }
+            } else if (h.type == INA_PROTO_GRANT && results_.count(key) != 0) {
+                broken("a GRANT after a RESULT of the call", &h);
+            } else if (!cfg_.parent &&
+                       (results_.count(key) != 0 || !verdicts_.insert(key).second)) {
+                broken("a second verdict on one call to one member", &h);
+            }
+            break;
+        }
+        default:
+            break;
+        }
+        if (len != 0) {
+            if (!payload || len > agg_.pool().seg_bytes()) {
+                broken("a payload without its buffer, or larger than a Seg", &h);
+            }
+            // Read it as the transport would (ASan: inside a live buffer).
+            volatile std::byte first = payload.data()[0], last = payload.data()[len - 1];
+            (void) first;
+            (void) last;
+            in_flight_.push_back(std::move(payload));
+            if (in_flight_.size() > kMaxInFlight) {
+                release_sends(1);
+            }
+        }
+    }
+
+    ina_proto_status_t hello(Member &, const ina_proto_hdr_t &, uint64_t *rndv_blocks) override
+    {
+        *rndv_blocks = 0;
+        return INA_PROTO_OK;
+    }
+
+private:
+    static constexpr size_t kMaxInFlight = 64;
+
+    static AggregatorConfig agg_config(const ServeConfig &c)
+    {
+        AggregatorConfig a;
+        a.segs = c.segs;
+        a.seg_bytes = c.seg_bytes;
+        a.max_window = c.max_window;
+        a.keep_bytes = size_t{1} << 20; // small: the denial for lack of room is reachable
+        a.open_wait = c.open_wait_forever ? std::chrono::milliseconds(3600 * 1000)
+                                          : std::chrono::milliseconds(0);
+        return a;
+    }
+
+    std::unique_ptr<Scheduler> scheduler(SegPool &pool)
+    {
+        auto now = [this] { return now_; };
+        const std::chrono::milliseconds idle(1000); // ina-switchd's default
+        switch (cfg_.policy) {
+        case ina_fuzz::Policy::kFcfs:
+            return std::make_unique<ina::sched::FreeSegScheduler>(pool);
+        case ina_fuzz::Policy::kExclusive:
+            return std::make_unique<ina::sched::ExclusiveScheduler>(pool, idle, now);
+        case ina_fuzz::Policy::kPartition:
+            return std::make_unique<ina::sched::PartitionScheduler>(pool, idle, now);
+        case ina_fuzz::Policy::kTdm:
+            break;
+        }
+        return std::make_unique<ina::sched::TdmScheduler>(pool, ina::sched::TdmConfig{}, now);
+    }
+
+    std::unique_ptr<Endpoint> fresh()
+    {
+        auto ep = std::make_unique<Endpoint>();
+        ep->id = ++next_id_;
+        return ep;
+    }
+
+    bool live(const Endpoint &ep) const
+    {
+        for (const auto &e : eps_) {
+            if (e.get() == &ep) {
+                return ep.alive == Endpoint::kAlive;
+            }
+        }
+        return false;
+    }
+
+    // Sends complete in order, their buffers go back.
+    void release_sends(size_t n)
+    {
+        for (; n > 0 && !in_flight_.empty(); --n) {
+            in_flight_.pop_front();
+        }
+    }
+
+    ServeConfig cfg_;
+    Clock::time_point now_ = Clock::time_point(std::chrono::hours(24));
+    uint64_t next_id_ = 0;
+    // Sends in flight: the buffers they reference (released by ~Harness
+    // before the core goes, as the agent completes its sends first).
+    std::deque<BufRef> in_flight_;
+    // (endpoint id, jid, rank) told JOB_OPENED OK: JIDs are never reused.
+    std::set<std::tuple<uint64_t, uint32_t, uint32_t>> bound_;
+    // What each member was told of each call: (endpoint id, jid, rank, mid).
+    using CallKey = std::tuple<uint64_t, uint32_t, uint32_t, uint64_t>;
+    std::set<CallKey> verdicts_, results_;
+    std::set<std::tuple<uint64_t, uint32_t, uint32_t, uint64_t, uint32_t>> blocks_; // + sid
+    std::unique_ptr<Endpoint> eps_[ina_fuzz::kEndpoints];
+    Aggregator agg_;
+    std::unique_ptr<Parent> parent_; // a leaf's (destroyed before the core)
+};
+
+} // namespace
+
+extern "C" int LLVMFuzzerInitialize(int *, char ***)
+{
+    // The core's warnings for every refused message would be most of the run.
+    log_set_level(LogLevel::kError);
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
+{
+    if (n < ina_fuzz::kConfigBytes) {
+        return -1; // not an input: keep it out of the corpus
+    }
+    Harness hx(ina_fuzz::decode_config(data));
+    const uint8_t *p = data + ina_fuzz::kConfigBytes, *end = data + n;
+    constexpr size_t kHdr = sizeof(ina_proto_hdr_t);
+    while (p < end) {
+        const unsigned op = *p++;
+        const unsigned ep = op % ina_fuzz::kEndpoints, kind = op / ina_fuzz::kEndpoints;
+        if (kind >= ina_fuzz::kLostKind) {
+            hx.lost(ep);
+        } else if (kind >= ina_fuzz::kRndvKinds) {
+            hx.tick(ina_fuzz::kTickMs[kind - ina_fuzz::kRndvKinds]);
+        } else {
+            long fail = -1;
+            if (kind >= ina_fuzz::kFailKinds && kind < ina_fuzz::kEagerKinds) {
+                if (p == end) {
+                    break;
+                }
+                fail = *p++;
+            }
+            if (static_cast<size_t>(end - p) < kHdr + 4) {
+                break;
+            }
+            const uint8_t *hdr = p;
+            size_t len = ina_fuzz::get_le(p + kHdr, 4);
+            p += kHdr + 4;
+            len = std::min(len, static_cast<size_t>(end - p));
+            hx.message(ep, hdr, p, len, kind >= ina_fuzz::kEagerKinds, fail);
+            p += len;
+        }
+        hx.answer_up();
+    }
+    hx.finish();
+    return 0;
+}
