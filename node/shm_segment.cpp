@@ -46,6 +46,14 @@ Segment::Result Segment::open(const std::string &name, size_t bytes, uint32_t ex
     size_t map_bytes = bytes;
     void *p = MAP_FAILED;
     f.reset(::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600));
+    bool unlinked = false;
+    if (f.get() >= 0 && expected == 1) {
+        // Nobody else will attach: the name goes at once, before the
+        // reservation (which takes a while): a process killed from now on
+        // leaves nothing in /dev/shm, whatever its runtime's cleanup does.
+        ::shm_unlink(name.c_str());
+        unlinked = true;
+    }
     if (f.get() >= 0) {
         creator = true;
         // Placement first, on a mapping of the still empty file: the
@@ -133,7 +141,7 @@ Segment::Result Segment::open(const std::string &name, size_t bytes, uint32_t ex
         ::sched_yield();
     }
     uint32_t n = h->attached.fetch_add(1, std::memory_order_acq_rel) + 1;
-    if (n == expected) {
+    if (n == expected && !unlinked) {
         // Every process has it mapped (or knows it was given up): the name
         // is no longer needed. Nobody removes it earlier: a process that
         // comes late must find this segment, not create another one.
