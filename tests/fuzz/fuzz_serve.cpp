@@ -4,8 +4,9 @@
 // (with one of ina-switchd's scheduling policies) is fed a sequence of
 // messages from several endpoints, each validated by ina_proto_check and
 // routed by agg::serve exactly as Agent::receive does, with lost
-// connections and ticks of a clock of its own in between (serve_input.h
-// says how the input is read). What the core answers goes to a WireSink that
+// connections, ticks of a clock of its own, allocation failures and, for a
+// leaf of a tree, its parent agent in between (serve_input.h says how the
+// input is read). What the core answers goes to a WireSink that
 // checks, cheaply, what must hold of every message the agent sends; at the
 // end every endpoint is lost and the core must be empty again. Any broken
 // rule abort()s, so that libFuzzer reports the input.
