@@ -12,6 +12,10 @@
 #
 #   bench/compare.sh REV [--rounds 5] [--np 4] [--sizes 4:16777216] [--iters 20]
 #                        [--dir /tmp/ina-compare] [--fabric "--rate 100mbit ..."]
+#                        [--mca "--mca coll_ina_node_stage 0"]
+#
+# --mca: more mpirun arguments for both ina builds (e.g. without the node
+# stage, every rank a member of a job at the embedded agent: its data path).
 #
 # The current build is the one scripts/setup.sh made (build/). Ratios only:
 # the machine is shared; read the spread between rounds before a trend.
@@ -19,9 +23,9 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 
 die() { echo "compare.sh: $*" >&2; exit 1; }
-[ $# -ge 1 ] || die "usage: $0 REV [--rounds N] [--np N] [--sizes MIN:MAX] [--iters K] [--dir DIR] [--fabric ARGS]"
+[ $# -ge 1 ] || die "usage: $0 REV [--rounds N] [--np N] [--sizes MIN:MAX] [--iters K] [--dir DIR] [--fabric ARGS] [--mca ARGS]"
 rev=$1; shift
-rounds=5 np=4 sizes=4:16777216 iters=20 dir=/tmp/ina-compare fabric=''
+rounds=5 np=4 sizes=4:16777216 iters=20 dir=/tmp/ina-compare fabric='' mca=''
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=${2:?}; shift 2 ;;
@@ -30,6 +34,7 @@ while [ $# -gt 0 ]; do
     --iters) iters=${2:?}; shift 2 ;;
     --dir) dir=${2:?}; shift 2 ;;
     --fabric) fabric=${2:?}; shift 2 ;;
+    --mca) mca=${2?}; shift 2 ;;
     *) die "unknown option '$1'" ;;
   esac
 done
@@ -42,8 +47,9 @@ common=(-np "$np" --oversubscribe --mca mpi_yield_when_idle 1)
 out=$dir/runs
 rm -rf "$out" && mkdir -p "$out"
 run_ina() { # build-dir tag round
+  # shellcheck disable=SC2086 # the caller's options, word-split on purpose
   mpirun "${common[@]}" --mca mca_base_component_path "$1/ompi_coll_ina/.libs:SYS_DEFAULT" \
-    --mca coll_ina_agent_path "$1/switch_agent/ina-switchd" --mca coll ina \
+    --mca coll_ina_agent_path "$1/switch_agent/ina-switchd" --mca coll ina $mca \
     "$1/examples/ina_allreduce_demo" -m "$sizes" -i "$iters" 2>/dev/null | grep -v '^#' >"$out/$2.$3"
 }
 for r in $(seq "$rounds"); do
@@ -55,7 +61,7 @@ for r in $(seq "$rounds"); do
 done
 
 echo
-echo "one node, np=$np, median of $rounds rounds (base/new > 1: the new build is faster)"
+echo "one node${mca:+ ($mca)}, np=$np, median of $rounds rounds (base/new > 1: the new build is faster)"
 python3 - "$out" "$rounds" <<'PY'
 import statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
