@@ -23,6 +23,8 @@
 #include <tuple>
 #include <vector>
 
+#include <sanitizer/common_interface_defs.h>
+
 #include "aggregator.h"
 #include "ina_proto.h"
 #include "log.h"
@@ -103,6 +105,27 @@ struct UplinkCall : TransportCall {
     }
 };
 
+// A systematic search for allocation failures (docs/TESTING.md): with
+// FUZZ_SERVE_SWEEP=N, every input also runs once per eager message and
+// n < N with that message's n-th allocation failing (run it with -runs=0 on
+// a corpus); FUZZ_SERVE_VARIANT=I:N runs only message I failing at N (what
+// a crash in a sweep names, to replay its input).
+struct Variant {
+    long message = -1; // the index among the input's eager messages
+    long alloc = -1;
+};
+long g_sweep = 0;
+Variant g_variant;
+bool g_variant_only = false;
+
+void say_variant()
+{
+    if (g_variant.message >= 0) {
+        std::fprintf(stderr, "fuzz_serve: in the variant FUZZ_SERVE_VARIANT=%ld:%ld\n",
+                     g_variant.message, g_variant.alloc);
+    }
+}
+
 [[noreturn]] void broken(const char *what, const ina_proto_hdr_t *h = nullptr)
 {
     std::fprintf(stderr, "fuzz_serve: %s", what);
@@ -113,6 +136,7 @@ struct UplinkCall : TransportCall {
                      h->count);
     }
     std::fprintf(stderr, "\n");
+    say_variant();
     std::abort();
 }
 
@@ -650,21 +674,15 @@ private:
 
 } // namespace
 
-extern "C" int LLVMFuzzerInitialize(int *, char ***)
-{
-    // The core's warnings for every refused message would be most of the run.
-    log_set_level(LogLevel::kError);
-    return 0;
-}
+namespace {
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
+// One run of the input; returns how many eager messages it has.
+long run_input(const uint8_t *data, size_t n)
 {
-    if (n < ina_fuzz::kConfigBytes) {
-        return -1; // not an input: keep it out of the corpus
-    }
     Harness hx(ina_fuzz::decode_config(data));
     const uint8_t *p = data + ina_fuzz::kConfigBytes, *end = data + n;
     constexpr size_t kHdr = sizeof(ina_proto_hdr_t);
+    long eager = 0;
     while (p < end) {
         const unsigned op = *p++;
         const unsigned ep = op % ina_fuzz::kEndpoints, kind = op / ina_fuzz::kEndpoints;
@@ -683,15 +701,56 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
             if (static_cast<size_t>(end - p) < kHdr + 4) {
                 break;
             }
+            const bool rndv = kind >= ina_fuzz::kEagerKinds;
+            if (!rndv && eager++ == g_variant.message) {
+                fail = g_variant.alloc;
+            }
             const uint8_t *hdr = p;
             size_t len = ina_fuzz::get_le(p + kHdr, 4);
             p += kHdr + 4;
             len = std::min(len, static_cast<size_t>(end - p));
-            hx.message(ep, hdr, p, len, kind >= ina_fuzz::kEagerKinds, fail);
+            hx.message(ep, hdr, p, len, rndv, fail);
             p += len;
         }
         hx.answer_up();
     }
     hx.finish();
+    return eager;
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerInitialize(int *, char ***)
+{
+    // The core's warnings for every refused message would be most of the run.
+    log_set_level(LogLevel::kError);
+    if (const char *s = std::getenv("FUZZ_SERVE_SWEEP")) {
+        g_sweep = std::strtol(s, nullptr, 10);
+    }
+    if (const char *v = std::getenv("FUZZ_SERVE_VARIANT")) {
+        g_variant_only = std::sscanf(v, "%ld:%ld", &g_variant.message, &g_variant.alloc) == 2;
+    }
+    // A sanitizer's report in a variant says which one it was.
+    __sanitizer_set_death_callback(say_variant);
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t n)
+{
+    if (n < ina_fuzz::kConfigBytes) {
+        return -1; // not an input: keep it out of the corpus
+    }
+    if (g_variant_only) {
+        run_input(data, n);
+        return 0;
+    }
+    const long eager = run_input(data, n);
+    for (long m = 0; m < eager; ++m) {
+        for (long a = 0; a < g_sweep; ++a) {
+            g_variant = Variant{m, a};
+            run_input(data, n);
+        }
+    }
+    g_variant = Variant{};
     return 0;
 }
