@@ -237,6 +237,9 @@ struct KeptCall {
     std::vector<std::vector<uint8_t>> input;   // ... and its payload
     std::vector<std::vector<uint8_t>> result;  // the RESULT's payload (empty: none came)
     size_t bytes() const;
+    // Whether kept SID first + j still has this member's input (a CREDIT has
+    // none to have; a recovered call may have lost one to its own result).
+    bool has_input(size_t j) const { return !input[j].empty() || sent[j].count == 0; }
 };
 
 // One offloaded collective call. Owned by its Job, recycled through the

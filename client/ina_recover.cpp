@@ -245,7 +245,9 @@ bool Job::answer(uint32_t to, uint64_t mid)
             if (!k->result[j].empty()) {
                 set_bit(maps.data(), k->first + j);
             }
-            set_bit(maps.data() + bm, k->first + j);
+            if (k->has_input(j)) {
+                set_bit(maps.data() + bm, k->first + j);
+            }
         }
         PeerHdr h = header(kState, mid);
         h.state = kComplete;
@@ -332,7 +334,7 @@ void Job::peer_message(uint32_t from, const void *msg, size_t len)
                 d.offset = 0;
                 d.count = static_cast<uint32_t>(bytes.size() / ina_proto_dtype_size(k->dtype));
             } else {
-                ok = true;
+                ok = k->has_input(j);
                 bytes = k->input[j];
                 d.offset = k->sent[j].offset;
                 d.count = k->sent[j].count;
