@@ -1,6 +1,8 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 #include "ina_ucx.h"
 
+#include <cstdlib>
+
 namespace ina::ucx {
 
 namespace {
@@ -14,7 +16,7 @@ std::string status_message(const char *what, ucs_status_t st)
     return std::string(what) + ": " + ucs_status_string(st);
 }
 
-ucs_status_t make_context(uint64_t features, const char *name, Context &out) noexcept
+ucs_status_t make_context(uint64_t features, const char *name, Context &out, bool listener) noexcept
 {
     ucp_config_t *raw = nullptr;
     ucs_status_t st = ucp_config_read(nullptr, nullptr, &raw);
@@ -26,6 +28,13 @@ ucs_status_t make_context(uint64_t features, const char *name, Context &out) noe
     const std::string seg = std::to_string(kStreamSegBytes);
     for (const char *key : {"TX_SEG_SIZE", "RX_SEG_SIZE"}) {
         st = ucp_config_modify(config.get(), key, seg.c_str());
+        if (st != UCS_OK && st != UCS_ERR_NO_ELEM) {
+            return st;
+        }
+    }
+    if (listener && std::getenv("UCX_CM_REUSEADDR") == nullptr &&
+        std::getenv("UCX_TCP_CM_REUSEADDR") == nullptr) {
+        st = ucp_config_modify(config.get(), "CM_REUSEADDR", "y");
         if (st != UCS_OK && st != UCS_ERR_NO_ELEM) {
             return st;
         }

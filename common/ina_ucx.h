@@ -54,7 +54,12 @@ constexpr uint32_t kStreamSegBytes = 66 * 1024;
 
 // A UCP context with `features`, configured from the environment (UCX_*),
 // except the stream segment size, which is always kStreamSegBytes.
-ucs_status_t make_context(uint64_t features, const char *name, Context &out) noexcept;
+// listener: the context of a process that listens on a fixed address (the
+// agent): it binds that address again at once after a restart, while the
+// connections of its previous life linger in TIME_WAIT (UCX's CM_REUSEADDR,
+// unless the environment says otherwise).
+ucs_status_t make_context(uint64_t features, const char *name, Context &out,
+                          bool listener = false) noexcept;
 // A worker of `ctx` in `mode` (SINGLE: one thread; SERIALIZED: several, one at a time).
 ucs_status_t make_worker(ucp_context_h ctx, ucs_thread_mode_t mode, Worker &out) noexcept;
 // Whole-message active-message handler for `id`.

@@ -80,7 +80,8 @@ Agent::~Agent()
 
 void Agent::start()
 {
-    ucs_status_t st = ucx::make_context(UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP, "ina-switchd", context_);
+    ucs_status_t st = ucx::make_context(UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP, "ina-switchd", context_,
+                                        true);
     if (st != UCS_OK) {
         throw ucs_error("ucp_init", st);
     }

@@ -21,10 +21,13 @@
 # AGENT_ARGS="i:ARG,ARG ..." gives agent i more options (commas for spaces);
 # AGENT_CHECKS holds shell tests, one per line, that must hold after the job,
 # `counter i NAME` giving the first NAME=VALUE of agent i's counters.
+# AGENT_RESTART="i:MS ..." starts agent i again on its address MS ms after
+# it ended (without its AGENT_ARGS): an agent that comes back; its counters
+# are agent i's from then on (`counter`, EXPECT_AGENT).
 set -u
 scenario=$1
 NP=2 MODE=alone PROG='' ARGS='' EXPECT_FAIL=0 EXPECT_OUTPUT='' EXTRA_MCA='' TIMEOUT=600
-AGENTS=0 TOPOLOGY='' EXPECT_AGENT='' PARENTS='' AGENT_CHECKS='' AGENT_ARGS=''
+AGENTS=0 TOPOLOGY='' EXPECT_AGENT='' PARENTS='' AGENT_CHECKS='' AGENT_ARGS='' AGENT_RESTART=''
 # shellcheck disable=SC1090
 . "$scenario"
 
@@ -55,7 +58,17 @@ shm_before=$(shm_segments)
 out=$(mktemp)
 work=$(mktemp -d)
 agent_pids=()
+watchers=()
 stop_agents() {
+  for w in "${watchers[@]}"; do kill "$w" 2>/dev/null; wait "$w" 2>/dev/null; done
+  watchers=()
+  for f in "$work"/restarted*.pid; do
+    [ -s "$f" ] && kill "$(cat "$f")" 2>/dev/null
+  done
+  for f in "$work"/restarted*.pid; do
+    [ -s "$f" ] && while kill -0 "$(cat "$f")" 2>/dev/null; do sleep 0.1; done
+    rm -f "$f"
+  done
   local i
   # Leaves before their parents (started after them): no leaf logs its
   # parent's end as a loss.
@@ -86,6 +99,24 @@ if [ "$AGENTS" -gt 0 ]; then
     topo_text=${topo_text//@AGENT$i@/$addr}
     EXTRA_MCA=${EXTRA_MCA//@AGENT$i@/$addr}
     ARGS=${ARGS//@PID$i@/${agent_pids[i]}}
+    for again in $AGENT_RESTART; do
+      [ "${again%%:*}" = "$i" ] || continue
+      # Started again on the same address once it is gone; its log replaces
+      # the first one's (the counters are printed when it stops).
+      (
+        pid=${agent_pids[i]}
+        # Gone: no process, or a zombie (this shell reaps it only later).
+        while st=$(ps -o stat= -p "$pid" 2>/dev/null) && [ "${st:0:1}" != Z ]; do
+          sleep 0.05
+        done
+        sleep "$(awk "BEGIN { print ${again#*:} / 1000 }")"
+        mv "$work/agent$i.log" "$work/agent$i.first.log"
+        "$daemon" --listen "$addr" --log-level info </dev/null >"$work/agent$i.log" 2>&1 &
+        echo $! >"$work/restarted$i.pid"
+        wait
+      ) &
+      watchers+=($!)
+    done
   done
   if [ -n "$TOPOLOGY" ]; then
     printf '%b\n' "$topo_text" >"$work/topology"
