@@ -936,6 +936,21 @@ uint64_t ina_job_certified(const ina_job_t *job)
     return job->impl.certified();
 }
 
+int ina_job_reachable(ina_job_t *job)
+{
+    Client *client = job != nullptr ? job->impl.client() : nullptr;
+    if (client == nullptr) {
+        return 0;
+    }
+    return guard(__func__, [&] {
+               EntryLock lock(client);
+               client->progress();
+               return client->alive() ? 1 : 0;
+           }) == 1
+               ? 1
+               : 0;
+}
+
 void ina_job_keep_blocks(ina_job_t *job, int on)
 {
     if (job != nullptr) {

@@ -183,6 +183,10 @@ ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, u
  * lower MID complete. */
 uint64_t ina_job_certified(const ina_job_t *job);
 
+/* Whether the job's agent is still there: progresses its connection once
+ * (a loss not seen yet shows) and returns ina_client_progress's answer. */
+int ina_job_reachable(ina_job_t *job);
+
 /* Recovery (docs/ARCHITECTURE.md, "Recovery from a lost agent"): keep, for
  * every call this member completes, its input of the call's last `window`
  * blocks until the job's certified mark passes the call (a window's worth

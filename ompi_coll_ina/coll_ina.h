@@ -106,6 +106,7 @@ typedef struct mca_coll_ina_component_t {
     int window;
     bool required;
     bool recover;             /* coll_ina_recover: finish calls lost with the agent */
+    int resume_interval;      /* coll_ina_resume_interval (0: never resume) */
     int timeout_ms;
     size_t min_bytes;
     int test_node_size;   /* tests only: > 0 pretends world ranks [0, K) are node 0, ... */
@@ -133,6 +134,10 @@ typedef struct mca_coll_ina_component_t {
     bool secret_known;
     int agent_pid;            /* embedded agent started by this process, or -1 */
     ina_client_t *client[MCA_COLL_INA_MAX_AGENTS];
+    int agent_alt[MCA_COLL_INA_MAX_AGENTS]; /* which of an entry's "a|b" client[k] is at */
+    ina_client_t **retired;   /* connections to agents that were lost (jobs may still
+                                 point to them), disconnected at close */
+    int nretired;
     ina_topology_t *topo;     /* coll_ina_topology, read at MPI_COMM_WORLD's enable */
     bool connect_tried;
     bool unreachable_warned;
@@ -235,6 +240,15 @@ typedef struct mca_coll_ina_module_t {
     bool peers;
     struct ina_peer_io *peer_sends, *peer_recvs;
     unsigned long long recovered_calls;
+    unsigned long long recovered_offloaded; /* of those: finished from the results and
+                                               inputs the members held */
+    /* The agent is lost (a call's recovery found nothing anywhere, so every
+     * member decided so at the same call): calls run the host algorithms,
+     * and every resume_every of them the members check whether offload may
+     * resume (coll_ina_recover.c, mca_coll_ina_resume). */
+    bool agent_lost;
+    uint32_t resume_in, resume_every;
+    unsigned long long resumed; /* times offload resumed on this communicator */
     uint32_t nagents; /* agents the job is striped over (1: not striped; 0: no job) */
     ina_job_params_t job_params;
     /* The leaf agents serving the job (1: one agent; more: a tree of agents
@@ -365,8 +379,18 @@ void mca_coll_ina_peers_setup(mca_coll_ina_module_t *m);
 void mca_coll_ina_peers_fini(mca_coll_ina_module_t *m);
 int mca_coll_ina_recover(mca_coll_ina_module_t *m, ina_call_t *call, bool host_ok,
                          ina_cqe_t *cqe);
+/* A call's recovery ended with *cqe: count it, and when nobody held
+ * anything, the communicator's agent is lost (agent_lost). */
+void mca_coll_ina_recovered(mca_coll_ina_module_t *m, const ina_cqe_t *cqe);
 /* A non-blocking call started its recovery: answer the others from now on. */
 void mca_coll_ina_peers_lost(void);
+/* The communicator's agent is lost: whether this call may use an agent
+ * again. Counts the call; at a blocking call (`blocking`) once resume_every
+ * calls have passed, the members agree (a host allreduce) whether each of
+ * them reaches the agent or a standby again and has no call of the lost
+ * job in flight; if so the job is opened anew and true returned (alike on
+ * every member). */
+bool mca_coll_ina_resume(mca_coll_ina_module_t *m, bool blocking);
 
 /* coll_ina_component.c: the process-wide agent connection. */
 /* Resolve the agent address and the job's secret on MPI_COMM_WORLD
@@ -378,6 +402,15 @@ int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module);
  * connecting at first need: sets clients[0..n) and returns n; 0 if some
  * agent cannot be reached (warned once per process). */
 uint32_t mca_coll_ina_clients(ina_client_t **clients);
+/* After a lost agent: the alternative of agent slot k's entry this process
+ * is connected to (0: the agent, 1...: its standbys), connecting first to
+ * the first that answers when the connection is gone; -1 if none does. */
+int mca_coll_ina_agent_reach(uint32_t k);
+/* Give up slot k's connection (kept until close for the jobs on it). */
+void mca_coll_ina_agent_drop(uint32_t k);
+/* coll_ina_module.c: the communicator's job, left (its calls all over) and
+ * opened anew under the next key epoch (no communication). */
+int mca_coll_ina_job_reopen(mca_coll_ina_module_t *m);
 /* Register the MPI_T performance variables (component register). */
 int mca_coll_ina_pvars_register(void);
 /* Hang the module on its communicator (end of module enable), where the

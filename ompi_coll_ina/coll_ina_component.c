@@ -110,7 +110,10 @@ static int ina_register(void)
         "Aggregation agent: \"auto\" starts an embedded ina-switchd on the node of "
         "MPI_COMM_WORLD rank 0; otherwise host:port of a running ina-switchd, or a "
         "comma-separated list of them: each communicator's job is striped over those "
-        "agents (block k of a call goes to agent k mod their number, docs/HIERARCHY.md)",
+        "agents (block k of a call goes to agent k mod their number, docs/HIERARCHY.md). "
+        "An entry may name standbys after the agent, host:port|host:port...: a "
+        "communicator that lost its agent resumes offload on the first of them every "
+        "member reaches (coll_ina_resume_interval)",
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_3,
         MCA_BASE_VAR_SCOPE_READONLY, &c->agent);
 
@@ -171,6 +174,16 @@ static int ina_register(void)
         "\"Recovery from a lost agent\")",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
         MCA_BASE_VAR_SCOPE_READONLY, &c->recover);
+
+    c->resume_interval = 100;
+    (void) mca_base_component_var_register(v, "resume_interval",
+        "A communicator whose agent was lost runs its collectives on the host; after "
+        "this many of them its members check together (at a blocking collective) whether "
+        "they reach the agent, or a standby of coll_ina_agent, again, and if they all do "
+        "offload resumes; the interval doubles after each failed check, up to 32 times "
+        "this. 0: never resume",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->resume_interval);
 
     c->timeout_ms = 30000;
     (void) mca_base_component_var_register(v, "timeout",
@@ -391,6 +404,14 @@ static int ina_close(void)
         }
         c->client[k] = NULL;
     }
+    for (int j = 0; j < c->nretired; ++j) {
+        if (0 == c->live_jobs) {
+            ina_client_disconnect(c->retired[j]);
+        }
+    }
+    free(c->retired);
+    c->retired = NULL;
+    c->nretired = 0;
     ina_topology_free(c->topo);
     c->topo = NULL;
     if (c->agent_pid > 0) {
@@ -695,15 +716,48 @@ static void ina_engine_log(void *arg, int level, const char *line)
     opal_output_verbose(level, mca_coll_ina_component.output, "coll:ina: engine: %s", line);
 }
 
+/* How this process connects to an agent (within `timeout_ms`). */
+static void ina_client_cfg(ina_client_config_t *cfg, int timeout_ms)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->connect_timeout_ms = timeout_ms;
+    cfg->progress_timeout_ms = mca_coll_ina_component.timeout_ms;
+    cfg->verbose = mca_coll_ina_component.verbose;
+    cfg->progress_thread = ina_progress_thread && !mca_coll_ina_component.thread_multiple;
+    cfg->log_fn = ina_engine_log;
+    cfg->log_arg = NULL;
+    cfg->spin_us = ina_spin_us > 0 ? ina_spin_us : -1; /* the engine's 0 is its default */
+    cfg->spin_yield = ina_yield_when_idle();
+    cfg->rndv_bytes = ina_rndv_bytes > 0 ? ina_rndv_bytes : 0;
+    cfg->tenant = ina_tenant_id();
+}
+
+/* Alternative j of agent slot k ("HOST:PORT|HOST:PORT...": the agent, then
+ * its standbys) into addr; false when there is none. */
+static bool ina_agent_alternative(uint32_t k, int j, char *addr, size_t len)
+{
+    const char *p = mca_coll_ina_component.agent_addr[k], *end;
+
+    for (; j > 0 && NULL != p; --j) {
+        p = strchr(p, '|');
+        p = NULL != p ? p + 1 : NULL;
+    }
+    if (NULL == p) {
+        return false;
+    }
+    end = strchr(p, '|');
+    snprintf(addr, len, "%.*s", (int) (NULL != end ? (size_t) (end - p) : strlen(p)), p);
+    return true;
+}
+
 uint32_t mca_coll_ina_clients(ina_client_t **clients)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     ina_client_config_t cfg;
-    char err[256] = "";
+    char err[256] = "", addr[sizeof(c->agent_addr[0])];
     uint32_t k;
     int rc;
 
-    memset(&cfg, 0, sizeof(cfg));
     if (!c->connect_tried) {
         c->connect_tried = true;
         if (!c->agent_addr_known || 0 == c->nagents) {
@@ -713,28 +767,20 @@ uint32_t mca_coll_ina_clients(ina_client_t **clients)
                                                        "this process");
             return 0;
         }
-        cfg.connect_timeout_ms = c->timeout_ms;
-        cfg.progress_timeout_ms = c->timeout_ms;
-        cfg.verbose = c->verbose;
-        cfg.progress_thread = ina_progress_thread && !c->thread_multiple;
-        cfg.log_fn = ina_engine_log;
-        cfg.log_arg = NULL;
-        cfg.spin_us = ina_spin_us > 0 ? ina_spin_us : -1; /* the engine's 0 is its default */
-        cfg.spin_yield = ina_yield_when_idle();
-        cfg.rndv_bytes = ina_rndv_bytes > 0 ? ina_rndv_bytes : 0;
-        cfg.tenant = ina_tenant_id();
+        ina_client_cfg(&cfg, c->timeout_ms);
         INA_VERBOSE(10, "tenant %016" PRIx64, cfg.tenant);
         for (k = 0; k < c->nagents; ++k) {
-            cfg.agent_addr = c->agent_addr[k];
+            (void) ina_agent_alternative(k, 0, addr, sizeof(addr));
+            cfg.agent_addr = addr;
             rc = ina_client_connect(&cfg, &c->client[k], err, sizeof(err));
             if (INA_OK != rc) {
                 /* A job striped over these agents needs every one of them. */
                 c->client[k] = NULL;
-                ina_warn_unreachable(c->agent_addr[k], err);
+                ina_warn_unreachable(addr, err);
                 break;
             }
-            INA_VERBOSE(10, "connected to agent %s (%u of %u)", c->agent_addr[k], k + 1,
-                        c->nagents);
+            c->agent_alt[k] = 0;
+            INA_VERBOSE(10, "connected to agent %s (%u of %u)", addr, k + 1, c->nagents);
         }
     }
     for (k = 0; k < c->nagents; ++k) {
@@ -744,6 +790,54 @@ uint32_t mca_coll_ina_clients(ina_client_t **clients)
         clients[k] = c->client[k];
     }
     return c->nagents;
+}
+
+void mca_coll_ina_agent_drop(uint32_t k)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    ina_client_t **grown;
+
+    if (NULL == c->client[k]) {
+        return;
+    }
+    /* Jobs of communicators that have not given it up yet still point to
+     * it: it is disconnected at close, as the others. */
+    grown = realloc(c->retired, sizeof(*grown) * (size_t) (c->nretired + 1));
+    if (NULL != grown) {
+        c->retired = grown;
+        c->retired[c->nretired++] = c->client[k];
+    } /* else: left to the process's exit (a dead connection) */
+    c->client[k] = NULL;
+}
+
+int mca_coll_ina_agent_reach(uint32_t k)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    ina_client_config_t cfg;
+    char err[256] = "", addr[sizeof(c->agent_addr[0])];
+    int j;
+
+    if (k >= c->nagents) {
+        return -1;
+    }
+    if (NULL != c->client[k] && ina_client_progress(c->client[k])) {
+        return c->agent_alt[k];
+    }
+    mca_coll_ina_agent_drop(k);
+    /* A dead agent's port refuses at once; a dead host's takes the timeout,
+     * which a running job should not wait out at every try. */
+    ina_client_cfg(&cfg, c->timeout_ms < 2000 ? c->timeout_ms : 2000);
+    for (j = 0; ina_agent_alternative(k, j, addr, sizeof(addr)); ++j) {
+        cfg.agent_addr = addr;
+        if (INA_OK == ina_client_connect(&cfg, &c->client[k], err, sizeof(err))) {
+            c->agent_alt[k] = j;
+            INA_VERBOSE(5, "connected again to agent %s", addr);
+            return j;
+        }
+        c->client[k] = NULL;
+        INA_VERBOSE(10, "agent %s still unreachable: %s", addr, err);
+    }
+    return -1;
 }
 
 /* ---- the module of a communicator -------------------------------------- */
@@ -846,7 +940,8 @@ typedef struct ina_pvar_def {
     const char *desc;
     int reason; /* -1: offloaded, -2: fallback total, -3: node only, -4: denied by the
                    agent's reason, -5: verdict wait, -6: denied calls' host time,
-                   -7: recovered calls, else a fallback reason */
+                   -7: recovered calls (kind 0: all, 1: offloaded, 2: resumed),
+                   else a fallback reason */
     int kind;   /* with -1: a collective's offloaded counter, or -1 for all; with -4:
                    the DENY status, or -1 for every other one */
 } ina_pvar_def_t;
@@ -855,7 +950,11 @@ static const ina_pvar_def_t ina_pvar_defs[] = {
     {"offloaded_calls", "Calls of this communicator offloaded (to the agent, or done by "
                         "the node stage alone)", -1, -1},
     {"recovered_calls", "Calls of this communicator the ranks finished among themselves "
-                        "after the agent was lost in the middle (coll_ina_recover)", -7, -1},
+                        "after the agent was lost in the middle (coll_ina_recover)", -7, 0},
+    {"recovered_offloaded", "Recovered calls finished from the results and inputs the "
+                            "ranks held (the others ran the host algorithm)", -7, 1},
+    {"resumed", "Times offload resumed on this communicator after its agent was lost "
+                "(coll_ina_resume_interval)", -7, 2},
     {"node_only_calls", "Offloaded calls of this communicator done by the node stage "
                         "alone (shared memory, no agent)", -3, -1},
     {"fallback_calls", "Offloadable-kind calls of this communicator that ran the host "
@@ -938,7 +1037,8 @@ static int ina_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *o
     } else if (-6 == def->reason) {
         *out = m->denied_host_ns;
     } else if (-7 == def->reason) {
-        *out = m->recovered_calls;
+        *out = 0 == def->kind ? m->recovered_calls
+                              : 1 == def->kind ? m->recovered_offloaded : m->resumed;
     } else {
         *out = m->fallback_by_reason[def->reason];
     }

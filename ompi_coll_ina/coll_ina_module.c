@@ -95,6 +95,11 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->peers = false;
     m->peer_sends = m->peer_recvs = NULL;
     m->recovered_calls = 0;
+    m->recovered_offloaded = 0;
+    m->agent_lost = false;
+    m->resume_in = 0;
+    m->resume_every = 0;
+    m->resumed = 0;
     m->nagents = 0;
     m->nleaves = 0;
     m->leaf = 0;
@@ -106,6 +111,23 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->fallback_calls = 0;
     memset(m->fallback_by_reason, 0, sizeof(m->fallback_by_reason));
     m->in_fallback = 0;
+}
+
+/* Leave the communicator's job (or its stripes) and stop answering its
+ * recoveries. */
+static void ina_job_teardown(mca_coll_ina_module_t *m)
+{
+    mca_coll_ina_peers_fini(m);
+    if (NULL != m->job) {
+        ina_job_leave(m->job);
+        m->job = NULL;
+        --mca_coll_ina_component.live_jobs;
+    }
+    if (NULL != m->stripe) {
+        ina_stripe_leave(m->stripe);
+        m->stripe = NULL;
+        --mca_coll_ina_component.live_jobs;
+    }
 }
 
 static void ina_module_destruct(mca_coll_ina_module_t *m)
@@ -135,17 +157,7 @@ static void ina_module_destruct(mca_coll_ina_module_t *m)
     }
     /* Non-blocking calls retain the module, so none is in flight here. */
     mca_coll_ina_node_fini(m);
-    mca_coll_ina_peers_fini(m);
-    if (NULL != m->job) {
-        ina_job_leave(m->job);
-        m->job = NULL;
-        --mca_coll_ina_component.live_jobs;
-    }
-    if (NULL != m->stripe) {
-        ina_stripe_leave(m->stripe);
-        m->stripe = NULL;
-        --mca_coll_ina_component.live_jobs;
-    }
+    ina_job_teardown(m);
 #define INA_RELEASE_PREVIOUS(fn)                                                  \
     if (NULL != m->previous_##fn##_module) {                                      \
         OBJ_RELEASE(m->previous_##fn##_module);                                   \
@@ -179,6 +191,13 @@ int mca_coll_ina_init_query(bool enable_progress_threads, bool enable_mpi_thread
 
 static int ina_layout_setup(mca_coll_ina_module_t *m);
 static int ina_job_setup(mca_coll_ina_module_t *m);
+
+int mca_coll_ina_job_reopen(mca_coll_ina_module_t *m)
+{
+    ina_job_teardown(m);
+    m->job_state = MCA_COLL_INA_JOB_NONE;
+    return ina_job_setup(m); /* the next epoch of the same key */
+}
 
 /* Save the lower-priority provider of one collective and retain its module. */
 #define INA_SAVE_PREVIOUS(fn)                                                    \

@@ -133,15 +133,16 @@ static int ina_peer_poll(mca_coll_ina_module_t *m)
     return events;
 }
 
-/* Whether this process's agents are all still there (progresses each
- * connection once: a loss the engine's thread has not seen yet shows). */
+/* Whether the agent of every communicator with recovery is still there
+ * (progresses each connection once: a loss the engine's thread has not
+ * seen yet shows). A communicator that resumed on a new connection counts
+ * as alive; one still on a lost connection does not. */
 static bool ina_agents_alive(void)
 {
-    mca_coll_ina_component_t *c = &mca_coll_ina_component;
-    uint32_t k;
+    int i;
 
-    for (k = 0; k < c->nagents; ++k) {
-        if (NULL != c->client[k] && !ina_client_progress(c->client[k])) {
+    for (i = 0; i < ina_npeer_modules; ++i) {
+        if (!ina_job_reachable(ina_peer_modules[i]->job)) {
             return false;
         }
     }
@@ -265,7 +266,90 @@ int mca_coll_ina_recover(mca_coll_ina_module_t *m, ina_call_t *call, bool host_o
         opal_progress(); /* the PML, and ina_peers_progress with it */
     }
     --ina_recovering;
+    mca_coll_ina_recovered(m, cqe);
     return cqe->rc;
+}
+
+void mca_coll_ina_recovered(mca_coll_ina_module_t *m, const ina_cqe_t *cqe)
+{
+    if (INA_OK == cqe->rc && INA_OFFLOADED == cqe->outcome) {
+        ++m->recovered_offloaded;
+    }
+    if (INA_OK == cqe->rc && INA_FALLBACK_UNREACHABLE == cqe->outcome && !m->agent_lost) {
+        /* Nobody held anything and every member could run the host
+         * algorithm: every member was in this call (in program order) and
+         * decided so from the same answers, so every member stops asking
+         * the agent here. */
+        m->agent_lost = true;
+        m->resume_every = (uint32_t) mca_coll_ina_component.resume_interval;
+        m->resume_in = m->resume_every;
+        INA_VERBOSE(5, "cid %d: the agent is lost: host algorithms from now on%s", m->cid,
+                    m->resume_every > 0 ? "; will check for it again" : "");
+    }
+}
+
+/* Whether a non-blocking call of this communicator is still in flight. */
+static bool ina_calls_in_flight(mca_coll_ina_module_t *m)
+{
+    mca_coll_ina_req_t *req;
+
+    OPAL_LIST_FOREACH(req, &mca_coll_ina_component.outstanding, mca_coll_ina_req_t) {
+        if (req->module == m) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool mca_coll_ina_resume(mca_coll_ina_module_t *m, bool blocking)
+{
+    const uint32_t cap = 32u * (uint32_t) mca_coll_ina_component.resume_interval;
+    int word[2], mine, rc;
+
+    if (0 == m->resume_every) {
+        return false; /* coll_ina_resume_interval 0 */
+    }
+    if (m->resume_in > 0) {
+        --m->resume_in;
+    }
+    if (m->resume_in > 0 || !blocking) {
+        return false; /* a non-blocking call may not wait for the others */
+    }
+    /* Each member's word: the alternative of the agent it reaches, if it
+     * has no call of the lost job in flight (whose recovery still needs
+     * it); the same on every member, or no resume. */
+    mine = ina_calls_in_flight(m) ? -1 : mca_coll_ina_agent_reach(0);
+    word[0] = mine < 0 ? INT_MAX : mine;
+    word[1] = -word[0];
+    ++m->in_fallback;
+    rc = m->previous_allreduce(MPI_IN_PLACE, word, 2, MPI_INT, MPI_MAX, m->comm,
+                               m->previous_allreduce_module);
+    --m->in_fallback;
+    if (OMPI_SUCCESS != rc) {
+        m->resume_every = 0; /* the host's own allreduce failed: ask no more */
+        return false;
+    }
+    if (word[0] != -word[1] || INT_MAX == word[0]) {
+        if (mine >= 0 && mine > -word[1]) {
+            /* The others reach an earlier alternative (the agent back,
+             * say): try from the first again next time. */
+            mca_coll_ina_agent_drop(0);
+        }
+        m->resume_every = m->resume_every < cap / 2 ? 2 * m->resume_every : cap;
+        m->resume_in = m->resume_every;
+        INA_VERBOSE(10, "cid %d: not every member reaches the same agent yet; next check in "
+                        "%u calls", m->cid, m->resume_every);
+        return false;
+    }
+    rc = mca_coll_ina_job_reopen(m);
+    m->agent_lost = false;
+    ++m->resumed;
+    INA_VERBOSE(5, "cid %d: every member reaches agent alternative %d: offload resumes%s",
+                m->cid, word[0], OMPI_SUCCESS == rc && NULL != m->job ? "" : " (job not opened)");
+    if (ina_agents_alive()) {
+        ina_agent_lost = false; /* back to checking now and then */
+    }
+    return OMPI_SUCCESS == rc && MCA_COLL_INA_JOB_READY == m->job_state;
 }
 
 void mca_coll_ina_peers_lost(void)

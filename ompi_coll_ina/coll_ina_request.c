@@ -247,6 +247,7 @@ int mca_coll_ina_progress(void)
             if (!ina_call_recover_test(req->call, &cqe)) {
                 continue;
             }
+            mca_coll_ina_recovered(req->module, &cqe);
             ina_call_free(req->call);
             req->call = NULL;
             req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
@@ -516,6 +517,10 @@ int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     }
     if (m->node_only) {
         return ina_try_node(m, kind, desc, bytes, request, fallback);
+    }
+    if (m->agent_lost && !mca_coll_ina_resume(m, NULL == request)) {
+        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, "the agent was lost",
+                            fallback);
     }
     if (MCA_COLL_INA_JOB_READY != m->job_state) {
         if (c->required) {

@@ -100,6 +100,13 @@ class Counters {
     long long offloaded(MPI_Comm comm) { return read("coll_ina_offloaded_calls", comm); }
     long long fallbacks(MPI_Comm comm) { return read("coll_ina_fallback_calls", comm); }
     long long recovered(MPI_Comm comm) { return read("coll_ina_recovered_calls", comm); }
+    // Of those: finished from what the ranks held (not on the host).
+    long long recovered_offloaded(MPI_Comm comm)
+    {
+        return read("coll_ina_recovered_offloaded", comm);
+    }
+    // Times offload resumed on `comm` after its agent was lost.
+    long long resumed(MPI_Comm comm) { return read("coll_ina_resumed", comm); }
     // Calls of `comm` completed by the node stage alone (shared memory among
     // the ranks of one node, no agent); each also counts in offloaded().
     long long node_only(MPI_Comm comm) { return read("coll_ina_node_only_calls", comm); }

@@ -13,7 +13,7 @@
 // and MPI_Barrier. Every result is checked against a reference
 // computed here from the inputs every rank can regenerate.
 //
-// usage: test_recover [-r ROUNDS] [-k PID -t MS] [-e] [-c KIND]
+// usage: test_recover [-r ROUNDS] [-k PID -t MS] [-e] [-m] [-R] [-c KIND]
 //   -c KIND: instead of the rounds above, one call of KIND (allreduce,
 //   iallreduce, reduce, bcast, allgather, reduce_scatter) per round, of 8 B,
 //   1000 B, 64 KiB + 8, 1 MiB, 8 MiB and 64 MiB in turn, in place on odd
@@ -22,6 +22,11 @@
 //   first round starts (a random moment of the run); without it the agent
 //   is expected to die by itself (ina-switchd --test-die-after-results).
 //   -e: some call must have been recovered (the agent died mid-run).
+//   -m: some call must have been finished from what the ranks held (the
+//   agent died in the middle of a call, not between calls).
+//   -R: offload must resume (a standby in coll_ina_agent, or the agent
+//   back): after the rounds, more rounds until it has (at most about 20 s),
+//   then one more round must be offloaded again.
 #include "ina_mpi_test.h"
 
 #include <signal.h>
@@ -248,11 +253,13 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     int rounds = 12, c, ms = -1;
     long pid = 0;
-    bool expect = false;
+    bool expect = false, mid_call = false, resume = false;
     std::string kind;
-    while ((c = getopt(argc, argv, "r:k:t:ec:")) != -1) {
+    while ((c = getopt(argc, argv, "r:k:t:emRc:")) != -1) {
         if (c == 'r') rounds = std::atoi(optarg);
         if (c == 'e') expect = true;
+        if (c == 'm') mid_call = true;
+        if (c == 'R') resume = true;
         if (c == 'c') kind = optarg;
         if (c == 'k') pid = std::atol(optarg);
         if (c == 't') ms = std::atoi(optarg);
@@ -277,16 +284,39 @@ int main(int argc, char **argv)
         }
     }
     if (killer.joinable()) killer.join();
-    const long long recovered = counters.recovered(MPI_COMM_WORLD);
-    const long long offloaded = counters.offloaded(MPI_COMM_WORLD);
-    long long all_recovered = 0;
-    MPI_Allreduce(&recovered, &all_recovered, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) {
-        std::printf("test_recover: %lld calls recovered over all ranks, %lld offloaded on rank 0\n",
-                    all_recovered, offloaded);
+    long long offloaded = counters.offloaded(MPI_COMM_WORLD);
+    long long last_round = 0;
+    if (resume) {
+        // Rounds on the host until offload resumes (the agent back, or the
+        // standby); the same on every rank: the ranks decide to resume
+        // together, in a blocking call. At most about 20 s.
+        for (int extra = 0; extra < 1000 && counters.resumed(MPI_COMM_WORLD) <= 0; ++extra) {
+            round_of_calls(rounds + 1 + extra, rank, size);
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        // Then a round with offload, checked as the others.
+        const long long before = offloaded = counters.offloaded(MPI_COMM_WORLD);
+        round_of_calls(rounds, rank, size);
+        offloaded = counters.offloaded(MPI_COMM_WORLD);
+        last_round = offloaded - before;
     }
-    ++checks;
-    INA_CHECK(!expect || all_recovered > 0, "the agent was lost, but no call was recovered");
+    long long mine[3] = {counters.recovered(MPI_COMM_WORLD),
+                         counters.recovered_offloaded(MPI_COMM_WORLD),
+                         counters.resumed(MPI_COMM_WORLD)};
+    long long all[3] = {0, 0, 0};
+    MPI_Allreduce(mine, all, 3, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) {
+        std::printf("test_recover: %lld calls recovered over all ranks (%lld from what the ranks "
+                    "held), offload resumed %lld times over all ranks, %lld offloaded on rank 0 "
+                    "(%lld in the last round)\n",
+                    all[0], all[1], all[2], offloaded, last_round);
+    }
+    checks += 3;
+    INA_CHECK(!expect || all[0] > 0, "the agent was lost, but no call was recovered");
+    INA_CHECK(!mid_call || all[1] > 0, "no call was finished from what the ranks held");
+    INA_CHECK(!resume || (mine[2] >= 1 && last_round > 0),
+              "offload did not resume on this rank (resumed %lld, offloaded in the last round "
+              "%lld)", mine[2], last_round);
     counters.close();
     int code = finish("test_recover", checks);
     MPI_Finalize();
