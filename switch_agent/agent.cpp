@@ -466,8 +466,18 @@ bool Agent::service()
     // during the flush waits for the next round: it must leave its jobs first.
     std::vector<Peer *> dying;
     dying.swap(dying_);
-    for (Peer *peer : dying) {
-        drop_peer(*peer);
+    // One that could not leave its jobs (out of memory) stays, dead, for the
+    // next round: its jobs still name it, so it is neither closed nor erased.
+    const auto stay = std::partition(dying.begin(), dying.end(),
+                                     [this](Peer *peer) { return drop_peer(*peer); });
+    if (stay != dying.end()) {
+        try {
+            dying_.insert(dying_.end(), stay, dying.end());
+        } catch (const std::bad_alloc &) {
+            INA_ERROR("out of memory: %zu lost peers keep their memberships",
+                      static_cast<size_t>(dying.end() - stay));
+        }
+        dying.erase(stay, dying.end());
     }
     if (!outbox_.empty()) {
         for (SendCtx *ctx : outbox_) {
@@ -574,15 +584,23 @@ void Agent::accept(ucp_conn_request_h req)
     peers_.emplace(ep, std::move(peer));
 }
 
-void Agent::drop_peer(Peer &peer)
+bool Agent::drop_peer(Peer &peer)
 {
+    try {
+        // Again after a failure: what it left already is not left twice.
+        agg_.member_lost(peer);
+        host_bytes_in_[peer.host] += peer.block_bytes_in;
+    } catch (const std::bad_alloc &) {
+        INA_ERROR("out of memory while peer %" PRIu64 " leaves its jobs: trying again",
+                  peer.id);
+        return false;
+    }
     ++counters_.peers_lost;
     if (peer.admitted) {
         peer.admitted = false;
         --admitted_;
     }
-    host_bytes_in_[peer.host] += peer.block_bytes_in;
-    agg_.member_lost(peer);
+    return true;
 }
 
 // ---------------------------------------------------------------- the core's Sink

@@ -144,7 +144,8 @@ private:
     // whether it did anything (then progress must run again).
     bool service();
     void accept(ucp_conn_request_h req);
-    void drop_peer(Peer &peer);
+    // False when it could not leave its jobs (out of memory): try again later.
+    bool drop_peer(Peer &peer);
     // The scheduler's clock, while the core has deferred calls.
     void tick();
     // Whether a wait now is for something due soon: a granted call holds
