@@ -554,6 +554,9 @@ private:
     uint64_t certified_ = 0; // the agent's latest word (RESULT's `done`)
     bool keeps_ = false;
     std::map<uint64_t, KeptCall> kept_; // by MID, until certified
+    // Nodes of kept_ (with their records' vectors) certified calls gave back.
+    std::vector<std::map<uint64_t, KeptCall>::node_type> spare_kept_;
+    static constexpr size_t kSpareKept = 64;
     size_t kept_bytes_ = 0;
     static constexpr size_t kSpareBuffers = 256; // kept inputs' buffers, for reuse
     std::vector<std::vector<uint8_t>> spare_;

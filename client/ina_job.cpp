@@ -909,7 +909,14 @@ void Job::hear_certified(const ina_proto_hdr_t &h)
                 spare_.push_back(std::move(v));
             }
         }
-        kept_.erase(kept_.begin());
+        for (auto &v : k.result) {
+            std::vector<uint8_t>().swap(v); // only a recovery fills these
+        }
+        // The map's node and the record's vectors serve a later call (keep).
+        auto node = kept_.extract(kept_.begin());
+        if (spare_kept_.size() < kSpareKept) {
+            spare_kept_.push_back(std::move(node));
+        }
     }
     while (!denied_.empty() && denied_.begin()->first < certified_) {
         denied_.erase(denied_.begin());
@@ -922,7 +929,17 @@ void Job::keep(KeptCall &&k)
         return; // certified already: every member holds it
     }
     kept_bytes_ += k.bytes();
-    kept_[k.mid] = std::move(k);
+    if (spare_kept_.empty() || kept_.count(k.mid) != 0) {
+        kept_[k.mid] = std::move(k);
+        return;
+    }
+    // A certified call's node: no allocation; its vectors, emptied but with
+    // their room, go back to the caller's record for its next call.
+    auto node = std::move(spare_kept_.back());
+    spare_kept_.pop_back();
+    node.key() = k.mid;
+    std::swap(node.mapped(), k);
+    kept_.insert(std::move(node));
 }
 
 const KeptCall *Job::kept(uint64_t mid) const
