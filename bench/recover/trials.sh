@@ -8,13 +8,18 @@
 # hangs (past --timeout), wrong results (failed checks) and failed calls
 # (any other non-zero exit: an MPI error), and how many calls the ranks
 # recovered. Results: OUT/trials.txt, OUT/<kind>-<n>.log.
+# --standby: a second agent runs beside, named after the first in
+# coll_ina_agent (HOST:PORT|HOST:PORT); after the rounds each run goes on
+# until offload has resumed on it (test_recover -R, checks every 4 calls)
+# and one more round must be offloaded there; the column `resumed` counts
+# runs in which every rank resumed (a run that does not fails).
 # usage: bench/recover/trials.sh [--trials N] [--np N] [--rounds N]
-#          [--kinds LIST] [--max-ms MS] [--out DIR] [--timeout S]
+#          [--kinds LIST] [--max-ms MS] [--out DIR] [--timeout S] [--standby]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
 trials=20 np=4 rounds=12 kinds=allreduce,reduce,bcast,allgather,reduce_scatter,iallreduce
-maxms=1200 out=$here/results limit=300 b=$top/build
+maxms=1200 out=$here/results limit=300 b=$top/build standby=0
 while (($#)); do
     case $1 in
     --trials) trials=${2:?}; shift 2 ;;
@@ -25,7 +30,8 @@ while (($#)); do
     --out) out=${2:?}; shift 2 ;;
     --timeout) limit=${2:?}; shift 2 ;;
     --builddir) b=${2:?}; shift 2 ;;
-    *) sed -n '2,13p' "$0" >&2; exit 2 ;;
+    --standby) standby=1; shift ;;
+    *) sed -n '2,18p' "$0" >&2; exit 2 ;;
     esac
 done
 prog=$b/tests/mpi/test_recover
@@ -33,25 +39,42 @@ prog=$b/tests/mpi/test_recover
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$out"
 report=$out/trials.txt
-printf '%-15s %6s %6s %6s %6s %6s %10s\n' kind runs passed hangs wrong failed recovered | tee "$report"
+printf '%-15s %6s %6s %6s %6s %6s %10s %8s\n' kind runs passed hangs wrong failed recovered resumed |
+    tee "$report"
 IFS=, read -r -a ks <<<"$kinds"
 for kind in "${ks[@]}"; do
-    pass=0 hang=0 wrong=0 failed=0 rec=0
+    pass=0 hang=0 wrong=0 failed=0 rec=0 resumed=0
     for ((t = 0; t < trials; t++)); do
         fifo=$(mktemp -u) && mkfifo "$fifo"
         "$b/switch_agent/ina-switchd" --listen 127.0.0.1:0 --ready-fd 3 3>"$fifo" \
             2>"$out/$kind-$t.agent.log" &
         apid=$!
         read -r addr <"$fifo"
+        spid='' extra=()
         rm -f "$fifo"
+        if ((standby)); then
+            # A fifo of its own: the first agent's end may close any time.
+            fifo=$(mktemp -u) && mkfifo "$fifo"
+            "$b/switch_agent/ina-switchd" --listen 127.0.0.1:0 --ready-fd 3 3>"$fifo" \
+                2>"$out/$kind-$t.standby.log" &
+            spid=$!
+            read -r saddr <"$fifo"
+            rm -f "$fifo"
+            addr="$addr|$saddr"
+            extra=(-R)
+        fi
         ms=$((RANDOM % maxms))
         rc=0
         timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
             --mca mca_base_component_path "$b/ompi_coll_ina/.libs:SYS_DEFAULT" --mca coll ina \
             --mca coll_ina_agent "$addr" --mca coll_ina_node_stage 0 \
-            "$prog" -c "$kind" -r "$rounds" -k "$apid" -t "$ms" >"$out/$kind-$t.log" 2>&1 || rc=$?
-        kill -9 "$apid" 2>/dev/null || true
-        wait "$apid" 2>/dev/null || true
+            --mca coll_ina_resume_interval 4 \
+            "$prog" -c "$kind" -r "$rounds" -k "$apid" -t "$ms" "${extra[@]}" \
+            >"$out/$kind-$t.log" 2>&1 || rc=$?
+        for p in $apid $spid; do
+            kill -9 "$p" 2>/dev/null || true
+            wait "$p" 2>/dev/null || true
+        done
         if ((rc == 124 || rc == 137)); then
             hang=$((hang + 1))
         elif grep -q 'check failed' "$out/$kind-$t.log"; then
@@ -63,7 +86,10 @@ for kind in "${ks[@]}"; do
         fi
         n=$(sed -n 's/^test_recover: \([0-9]*\) calls recovered.*/\1/p' "$out/$kind-$t.log")
         rec=$((rec + ${n:-0}))
+        if ((standby && rc == 0)); then
+            resumed=$((resumed + 1)) # -R: every rank resumed and offloaded a round
+        fi
     done
-    printf '%-15s %6d %6d %6d %6d %6d %10d\n' "$kind" "$trials" "$pass" "$hang" "$wrong" "$failed" "$rec" |
-        tee -a "$report"
+    printf '%-15s %6d %6d %6d %6d %6d %10d %8s\n' "$kind" "$trials" "$pass" "$hang" "$wrong" \
+        "$failed" "$rec" "$( ((standby)) && echo "$resumed" || echo -)" | tee -a "$report"
 done
