@@ -936,6 +936,11 @@ uint64_t ina_job_certified(const ina_job_t *job)
     return job->impl.certified();
 }
 
+int ina_job_has_peers(const ina_job_t *job)
+{
+    return job != nullptr && job->impl.has_peers() ? 1 : 0;
+}
+
 int ina_job_reachable(ina_job_t *job)
 {
     Client *client = job != nullptr ? job->impl.client() : nullptr;
@@ -979,16 +984,17 @@ void ina_job_set_peers(ina_job_t *job, const ina_peer_ops_t *ops)
     }
 }
 
-void ina_job_peer_message(ina_job_t *job, uint32_t from, const void *msg, size_t len)
+int ina_job_peer_message(ina_job_t *job, uint32_t from, const void *msg, size_t len)
 {
     if (job == nullptr || msg == nullptr) {
-        return;
-    }
-    guard(__func__, [&] {
-        EntryLock lock(job->impl.client());
-        job->impl.peer_message(from, msg, len);
         return 0;
-    });
+    }
+    return guard(__func__, [&] {
+               EntryLock lock(job->impl.client());
+               return job->impl.peer_message(from, msg, len) ? 1 : 0;
+           }) == 1
+               ? 1
+               : 0;
 }
 
 ina_status_t ina_call_recover_start(ina_call_t *call, int host_ok)
@@ -1007,8 +1013,35 @@ int ina_call_recover_test(ina_call_t *call, ina_cqe_t *cqe)
     if (call == nullptr || cqe == nullptr) {
         return 0;
     }
-    EntryLock lock(call->job()->client());
-    return call->recover_test(cqe) ? 1 : 0;
+    const int rc = guard(__func__, [&] {
+        EntryLock lock(call->job()->client());
+        return call->recover_test(cqe) ? 1 : 0;
+    });
+    if (rc < 0) { // out of memory in a staged call's recovery: it fails
+        *cqe = call->cqe();
+        cqe->rc = static_cast<ina_status_t>(rc);
+        return 1;
+    }
+    return rc;
+}
+
+int ina_call_recover_decision(ina_call_t *call, ina_cqe_t *cqe)
+{
+    if (call == nullptr || cqe == nullptr) {
+        return 0;
+    }
+    const int rc = guard(__func__, [&] {
+        EntryLock lock(call->job()->client());
+        ina_cqe_t done;
+        (void) call->recover_test(&done); // progresses a staged call's recovery
+        return call->recover_decision(cqe) ? 1 : 0;
+    });
+    if (rc < 0) {
+        *cqe = call->cqe();
+        cqe->rc = static_cast<ina_status_t>(rc);
+        return 1;
+    }
+    return rc;
 }
 
 void ina_job_leave(ina_job_t *job)

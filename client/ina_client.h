@@ -209,7 +209,10 @@ typedef struct ina_peer_ops {
     int (*send)(void *arg, uint32_t to, const void *msg, size_t len);
 } ina_peer_ops_t;
 void ina_job_set_peers(ina_job_t *job, const ina_peer_ops_t *ops);
-void ina_job_peer_message(ina_job_t *job, uint32_t from, const void *msg, size_t len);
+/* Whether peers are set: a call lost with the agent can be recovered. */
+int ina_job_has_peers(const ina_job_t *job);
+/* 1 if the message was this job's (0: another job's, or malformed: dropped). */
+int ina_job_peer_message(ina_job_t *job, uint32_t from, const void *msg, size_t len);
 
 
 /* Leave the job (non-blocking toward the agent) and free the descriptor. */
@@ -315,6 +318,16 @@ void ina_call_free(ina_call_t *call);
  * member). Free the call afterwards as any call. */
 ina_status_t ina_call_recover_start(ina_call_t *call, int host_ok);
 int ina_call_recover_test(ina_call_t *call, ina_cqe_t *cqe);
+/* Staged calls (ina_job_post_staged, on a job with peers) recover too: the
+ * members do the agent's work among themselves from then on, block by
+ * block as each caller produces them (its callbacks keep running: blocks
+ * are asked for in order, results handed over, from inside
+ * ina_call_recover_test and ina_job_peer_message), so the caller's
+ * pipeline goes on. 1 once the members' words are all in, with how the
+ * recovery will end: INA_OFFLOADED (test it to its end with
+ * ina_call_recover_test, which may still fail), a fallback outcome
+ * (nothing was handed over), or an error. */
+int ina_call_recover_decision(ina_call_t *call, ina_cqe_t *cqe);
 
 /* A staged call: the caller produces each block when it is ready and takes
  * each block's RESULT; the engine keeps the MID, window, verdict and CQE as

@@ -314,6 +314,16 @@ public:
     // Recovery with the other members (ina_recover.cpp; ina_call_recover_*).
     int recover_start(bool host_ok);
     bool recover_test(ina_cqe_t *cqe);
+    // Once every member's word is in: how the recovery will end (a staged
+    // call then goes on producing blocks and taking results until it does).
+    bool recover_decision(ina_cqe_t *cqe);
+    // The caller gives the call up during its recovery: it ends failed, and
+    // what it offered the others is refused from now on.
+    void rescue_abandon();
+    // A staged call's block this member has not produced yet: a FETCH of
+    // its input is answered once it is (defer_fetch).
+    bool input_later(uint64_t sid) const { return staged_ && sid >= produced_ && sid < geom_.nblocks(); }
+    void defer_fetch(uint32_t from, uint64_t sid);
     bool recovering() const { return rescue_ != nullptr; }
     // This member's word on the call for the others (STATE), and one of its
     // blocks (FETCH): what it sent, or the RESULT it holds whole.
@@ -406,6 +416,37 @@ private:
     bool input_intact(uint64_t sid) const;
     // In-place REDUCE_SCATTER: inputs saved before a RESULT overwrote them.
     std::map<uint64_t, std::vector<uint8_t>> saved_;
+    // Staged calls of a job that keeps blocks (docs/ARCHITECTURE.md,
+    // "Recovery from a lost agent", staged calls): per SID, where this
+    // member's BLOCK is in the caller's memory (valid until its RESULT is
+    // handed over) and a copy of what another member may still need once
+    // it is not: the RESULT's payload, or (ACK only, or a block rebuilt in
+    // a recovery) the BLOCK. Copies of SIDs the window proves every member
+    // has are given back as RESULTs come (stage_trim).
+    struct Staged {
+        const uint8_t *data = nullptr;
+        uint32_t offset = 0, count = 0;
+        bool want = false;
+        bool result = false; // copy is the RESULT (else the BLOCK)
+        std::vector<uint8_t> copy;
+    };
+    std::vector<Staged> sb_;
+    uint64_t produced_ = 0; // SIDs ops_.block gave (in order)
+    uint64_t max_got_ = 0;  // 1 + the highest SID whose RESULT or ACK came
+    uint64_t trimmed_ = 0;  // copies below this SID are given back
+    std::vector<std::pair<uint32_t, uint64_t>> deferred_; // FETCHes of inputs not produced yet
+    bool stage_keeps() const { return staged_ && job_keeps_; }
+    bool job_keeps_ = false;
+    void stage_sent(uint64_t sid, const ina_stage_block_t &b, bool want);
+    void stage_copy_input(uint64_t sid);
+    void stage_trim();
+    void stage_keep_completed();
+    // Staged recovery: take the blocks the caller has ready; a rebuilt
+    // block whose every member's BLOCK is here, reduced and handed over.
+    void rescue_produce();
+    void rescue_rebuild(uint64_t sid);
+    void rescue_deliver(uint64_t sid, const uint8_t *data);
+    bool staged_describe_input(uint64_t sid) const;
     void save_overwritten(uint64_t sid, uint64_t dst, size_t len, bool landing);
     void save_inputs_under(uint64_t dst, size_t len, uint64_t oldest);
     void apply_block(uint64_t sid, const uint8_t *data);
@@ -493,6 +534,13 @@ public:
         }
         return v;
     }
+    void give_spare(std::vector<uint8_t> &&v)
+    {
+        if (spare_.size() < kSpareBuffers && v.capacity() > 0) {
+            spare_.push_back(std::move(v));
+        }
+        v = std::vector<uint8_t>();
+    }
     size_t kept_calls() const { return kept_.size(); }
     size_t kept_bytes() const { return kept_bytes_; }
 
@@ -505,7 +553,7 @@ public:
     }
     bool has_peers() const { return peers_.send != nullptr; }
     uint32_t nmembers() const { return params_.nmembers; }
-    void peer_message(uint32_t from, const void *msg, size_t len);
+    bool peer_message(uint32_t from, const void *msg, size_t len);
     void send_peer(uint32_t to, const std::vector<uint8_t> &msg);
     void note_denied(uint64_t mid);
     void rescuing(uint64_t mid, Call *c);

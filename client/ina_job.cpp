@@ -89,6 +89,13 @@ void Call::start_staged(uint64_t mid, const CallGeometry &geom, unsigned coll, u
     arm(mid, geom, coll, op, dtype, open);
     staged_ = true;
     ops_ = ops;
+    job_keeps_ = job_->keeps();
+    if (job_keeps_) {
+        for (Staged &b : sb_) {
+            job_->give_spare(std::move(b.copy));
+        }
+        sb_.assign(geom.nblocks(), Staged{});
+    }
     // The caller's memory, not the engine's: what a failure leaves there is
     // the caller's to judge (the CQE says whether it may fall back).
     src_ = nullptr;
@@ -122,6 +129,11 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     keeping_ = false;
     rescue_.reset();
     saved_.clear();
+    produced_ = 0;
+    max_got_ = 0;
+    trimmed_ = 0;
+    deferred_.clear();
+    job_keeps_ = false;
 
     ina_proto_init(&tmpl_, INA_PROTO_BLOCK);
     tmpl_.jid = job_->jid();
@@ -333,6 +345,9 @@ void Call::retire()
     }
     cqe_.status = status_;
     state_ = State::retired;
+    if (stage_keeps() && !keeping_ && cqe_.rc == INA_OK && cqe_.outcome == INA_OFFLOADED) {
+        stage_keep_completed();
+    }
     if (keeping_ && cqe_.rc == INA_OK && cqe_.outcome == INA_OFFLOADED) {
         job_->keep(std::move(kept_));
         keeping_ = false;
@@ -415,6 +430,10 @@ Call::Post Call::post_block(Client &client)
         count = b.count;
         want = b.want_result != 0;
         payload = b.count > 0 ? static_cast<const uint8_t *>(b.data) + b.offset * esz_ : nullptr;
+        if (stage_keeps()) {
+            stage_sent(sid, b, want);
+        }
+        produced_ = sid + 1;
     }
     SlotCtx &sc = slots_[slot];
     sc.hdr = tmpl_;
@@ -568,8 +587,90 @@ void Call::on_staged_result(const ina_proto_hdr_t &h, const void *data, size_t l
         count = h.seg_count;
         ++applied_;
     }
+    if (stage_keeps()) {
+        // Before the caller overwrites its BLOCK with the RESULT: what
+        // another member may still need of this block (ARCHITECTURE.md,
+        // "Recovery from a lost agent").
+        Staged &b = sb_[sid];
+        if (payload != nullptr) {
+            b.copy = job_->spare_buffer();
+            const auto *p = static_cast<const uint8_t *>(payload);
+            b.copy.assign(p, p + static_cast<size_t>(count) * esz_);
+            b.result = true;
+        } else {
+            stage_copy_input(sid);
+        }
+        b.data = nullptr;
+        max_got_ = std::max(max_got_, sid + 1);
+    }
     ops_.result(ops_.arg, sid, payload, count);
     window_.on_ack(sid); // the ACK of our block (S0)
+    got_[sid] = true;
+    if (stage_keeps()) {
+        stage_trim();
+    }
+}
+
+void Call::stage_sent(uint64_t sid, const ina_stage_block_t &b, bool want)
+{
+    Staged &s = sb_[sid];
+    s.data = static_cast<const uint8_t *>(b.data);
+    s.offset = b.offset;
+    s.count = b.count;
+    s.want = want;
+    s.result = false;
+}
+
+void Call::stage_copy_input(uint64_t sid)
+{
+    Staged &b = sb_[sid];
+    if (b.result || !b.copy.empty() || b.count == 0 || b.data == nullptr) {
+        return;
+    }
+    b.copy = job_->spare_buffer();
+    const uint8_t *p = b.data + static_cast<size_t>(b.offset) * esz_;
+    b.copy.assign(p, p + static_cast<size_t>(b.count) * esz_);
+}
+
+void Call::stage_trim()
+{
+    // RESULT (or ACK) of block t here means every member sent t, hence had
+    // the RESULT of every block up to t - window: nobody lacks those.
+    const uint64_t w = job_->window();
+    while (trimmed_ + w < max_got_) {
+        job_->give_spare(std::move(sb_[trimmed_].copy));
+        ++trimmed_;
+    }
+}
+
+void Call::stage_keep_completed()
+{
+    // The last window's copies, for members that may still lack them.
+    const uint64_t n = geom_.nblocks(), w = job_->window();
+    kept_.mid = mid_;
+    kept_.coll = tmpl_.coll;
+    kept_.op = tmpl_.op;
+    kept_.dtype = tmpl_.dtype;
+    kept_.nblocks = n;
+    kept_.first = n > w ? n - w : 0;
+    const size_t k = static_cast<size_t>(n - kept_.first);
+    kept_.sent.resize(k);
+    kept_.input.resize(k);
+    kept_.result.resize(k);
+    for (size_t i = 0; i < k; ++i) {
+        Staged &b = sb_[kept_.first + i];
+        kept_.sent[i] = BlockSend{};
+        kept_.sent[i].offset = b.offset;
+        kept_.sent[i].count = b.count; // with a RESULT kept, no input to offer (has_input)
+        kept_.input[i].clear();
+        kept_.result[i].clear();
+        if (b.result) {
+            kept_.result[i] = std::move(b.copy);
+        } else {
+            kept_.input[i] = std::move(b.copy);
+        }
+    }
+    keeping_ = true;
 }
 
 // --------------------------------------------------------------------- Job
@@ -657,6 +758,11 @@ ina_call *Job::acquire()
 
 void Job::release(Call *call)
 {
+    if (call->recovering()) {
+        // Freed in the middle of its recovery (its caller fell back or
+        // failed): the others are told it cannot give what it offered.
+        call->rescue_abandon();
+    }
     if (call->state() == Call::State::free) {
         if (client_ != nullptr) {
             client_->log(0, "job %u: call freed twice", params_.jid);

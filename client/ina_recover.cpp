@@ -18,6 +18,7 @@
 // algorithm; else each lacking block comes from the lowest member that
 // holds it, or is reduced from every member's BLOCK in rank order with the
 // agent's kernels (so its bits are the agent's).
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -46,6 +47,8 @@ struct PeerHdr {
     uint32_t offset; // DATA: the BLOCK's element offset
     uint32_t count;  // DATA: its elements
     uint32_t len;    // payload bytes (DATA: kNone, it cannot)
+    uint32_t jid;    // the job at the agent: a message for another job is dropped
+    uint32_t pad;
     uint64_t mid;
     uint64_t nblocks; // STATE
 };
@@ -64,11 +67,12 @@ std::vector<uint8_t> message(const PeerHdr &h, const void *payload, size_t len)
     return m;
 }
 
-PeerHdr header(PeerType type, uint64_t mid)
+PeerHdr header(PeerType type, uint64_t mid, uint32_t jid)
 {
     PeerHdr h{};
     h.magic = kPeerMagic;
     h.type = type;
+    h.jid = jid;
     h.mid = mid;
     return h;
 }
@@ -121,18 +125,18 @@ void Call::describe(std::vector<uint8_t> &msg) const
     const uint64_t n = geom_.nblocks();
     const size_t bm = bitmap_bytes(n);
     std::vector<uint8_t> maps(3 * bm, 0);
-    PeerHdr h = header(kState, mid_);
+    PeerHdr h = header(kState, mid_, tmpl_.jid);
     h.nblocks = n;
     h.host_ok = rescue_ != nullptr && rescue_->host_ok ? 1 : 0;
-    h.state = recoverable(tmpl_.coll) && !staged_ ? kFailed : kUnrecoverable;
+    h.state = recoverable(tmpl_.coll) && (!staged_ || stage_keeps()) ? kFailed : kUnrecoverable;
     for (uint64_t sid = 0; sid < n && h.state == kFailed; ++sid) {
-        if (whole_result(sid) != nullptr) {
+        if (staged_ ? got(sid) && sb_[sid].result : whole_result(sid) != nullptr) {
             set_bit(maps.data(), sid);
         }
-        if (input_intact(sid)) {
+        if (staged_ ? staged_describe_input(sid) : input_intact(sid)) {
             set_bit(maps.data() + bm, sid);
         }
-        if (geom_.wants(sid) && !got(sid)) {
+        if (!got(sid) && (staged_ || geom_.wants(sid))) {
             set_bit(maps.data() + 2 * bm, sid);
         }
     }
@@ -145,6 +149,37 @@ bool Call::block_for_peer(uint64_t sid, bool result, std::vector<uint8_t> &bytes
 {
     if (sid >= geom_.nblocks()) {
         return false;
+    }
+    if (staged_) {
+        if (sid >= produced_ || sid >= sb_.size()) {
+            return false; // not produced yet: input_later
+        }
+        const Staged &b = sb_[sid];
+        bytes.clear();
+        if (result) {
+            if (!got(sid) || !b.result) {
+                return false;
+            }
+            *offset = 0;
+            *count = geom_.block_count(sid);
+            bytes = b.copy;
+            return true;
+        }
+        *offset = b.offset;
+        *count = b.count;
+        if (b.count == 0) {
+            return true; // a CREDIT
+        }
+        if (!b.result && !b.copy.empty()) {
+            bytes = b.copy;
+            return true;
+        }
+        if (got(sid) || b.data == nullptr) {
+            return false; // its RESULT overwrote it (and others hold that)
+        }
+        const uint8_t *p = b.data + static_cast<size_t>(b.offset) * esz_;
+        bytes.assign(p, p + static_cast<size_t>(b.count) * esz_);
+        return true;
     }
     if (result) {
         const uint8_t *p = whole_result(sid);
@@ -175,6 +210,15 @@ bool Call::block_for_peer(uint64_t sid, bool result, std::vector<uint8_t> &bytes
         bytes.assign(src_ + b.src, src_ + b.src + static_cast<size_t>(b.count) * esz_);
     }
     return true;
+}
+
+bool Call::staged_describe_input(uint64_t sid) const
+{
+    if (sid >= produced_) {
+        return true; // produced later, as the caller goes on
+    }
+    const Staged &b = sb_[sid];
+    return b.count == 0 || (!b.result && !b.copy.empty()) || (!got(sid) && b.data != nullptr);
 }
 
 bool Call::input_intact(uint64_t sid) const
@@ -235,7 +279,7 @@ bool Job::answer(uint32_t to, uint64_t mid)
     } else if (auto f = final_.find(mid); f != final_.end()) {
         msg = f->second; // a recovery that ended on the host (or failed): as it was
     } else if (denied_.count(mid) != 0) {
-        PeerHdr h = header(kState, mid);
+        PeerHdr h = header(kState, mid, jid());
         h.state = kDenied;
         msg = message(h, nullptr, 0);
     } else if (const KeptCall *k = kept(mid)) {
@@ -249,13 +293,13 @@ bool Job::answer(uint32_t to, uint64_t mid)
                 set_bit(maps.data() + bm, k->first + j);
             }
         }
-        PeerHdr h = header(kState, mid);
+        PeerHdr h = header(kState, mid, jid());
         h.state = kComplete;
         h.nblocks = k->nblocks;
         h.len = static_cast<uint32_t>(maps.size());
         msg = message(h, maps.data(), maps.size());
     } else if (mid < certified_) {
-        PeerHdr h = header(kState, mid); // every member holds it: nothing to give
+        PeerHdr h = header(kState, mid, jid()); // every member holds it: nothing to give
         h.state = kComplete;
         msg = message(h, nullptr, 0);
     } else {
@@ -296,34 +340,41 @@ void Job::rescued(uint64_t mid, std::vector<uint8_t> final_word)
     answer_waiting(mid);
 }
 
-void Job::peer_message(uint32_t from, const void *msg, size_t len)
+bool Job::peer_message(uint32_t from, const void *msg, size_t len)
 {
     PeerHdr h{};
     if (len >= sizeof(h)) {
         std::memcpy(&h, msg, sizeof(h));
     }
     const bool none = h.type == kData && h.len == kNone && len == sizeof(h);
+    if (len >= sizeof(h) && h.magic == kPeerMagic && h.jid != jid()) {
+        return false; // another job's (a node's other stream, or a job left since)
+    }
     if (len < sizeof(h) || h.magic != kPeerMagic || from >= params_.nmembers ||
         (!none && h.len != len - sizeof(h))) {
         if (client_ != nullptr) {
             client_->log(1, "job %u: dropping a malformed recovery message from member %u", jid(),
                          from);
         }
-        return;
+        return false;
     }
     switch (h.type) {
     case kAsk:
         if (!answer(from, h.mid)) {
             asks_[h.mid].push_back(from);
         }
-        return;
+        return true;
     case kFetch: {
-        PeerHdr d = header(kData, h.mid);
+        PeerHdr d = header(kData, h.mid, jid());
         d.sid = h.sid;
         d.what = h.what;
         std::vector<uint8_t> bytes;
         bool ok = false;
         if (auto r = rescuing_.find(h.mid); r != rescuing_.end()) {
+            if (h.what == kInput && r->second->input_later(h.sid)) {
+                r->second->defer_fetch(from, h.sid); // answered once produced
+                return true;
+            }
             ok = r->second->block_for_peer(h.sid, h.what == kResult, bytes, &d.offset, &d.count);
         } else if (const KeptCall *k = kept(h.mid); k != nullptr && h.sid >= k->first &&
                                                     h.sid - k->first < k->input.size()) {
@@ -342,7 +393,7 @@ void Job::peer_message(uint32_t from, const void *msg, size_t len)
         }
         d.len = ok ? static_cast<uint32_t>(bytes.size()) : kNone;
         send_peer(from, message(d, bytes.data(), ok ? bytes.size() : 0));
-        return;
+        return true;
     }
     case kState:
     case kData:
@@ -352,9 +403,9 @@ void Job::peer_message(uint32_t from, const void *msg, size_t len)
             client_->log(1, "job %u: recovery answer for mid %llu, which is not recovering",
                          jid(), static_cast<unsigned long long>(h.mid));
         }
-        return;
+        return true;
     default:
-        return;
+        return true;
     }
 }
 
@@ -385,7 +436,7 @@ int Call::recover_start(bool host_ok)
     std::vector<uint8_t> mine;
     describe(mine);
     on_peer(x.me, mine.data(), mine.size());
-    const std::vector<uint8_t> ask = message(header(kAsk, mid_), nullptr, 0);
+    const std::vector<uint8_t> ask = message(header(kAsk, mid_, tmpl_.jid), nullptr, 0);
     for (uint32_t to = 0; to < x.n; ++to) {
         if (to != x.me) {
             job_->send_peer(to, ask);
@@ -441,7 +492,11 @@ void Call::on_peer(uint32_t from, const void *msg, size_t len)
     } else if (h.what == kResult) {
         if (h.sid < geom_.nblocks() &&
             h.len == static_cast<size_t>(geom_.block_count(h.sid)) * esz_) {
-            apply_block(h.sid, payload);
+            if (staged_) {
+                rescue_deliver(h.sid, payload);
+            } else {
+                apply_block(h.sid, payload);
+            }
         } else {
             x.cqe.rc = INA_ERR_LOST;
             rescue_log("member %u gave block %u's result with %u bytes", from, h.sid, h.len);
@@ -452,12 +507,17 @@ void Call::on_peer(uint32_t from, const void *msg, size_t len)
         p.offset = h.offset;
         p.count = h.count;
         p.bytes.assign(payload, payload + h.len);
+        if (staged_) {
+            rescue_rebuild(h.sid); // as soon as it can: the caller's next blocks wait on it
+        }
     } else {
         x.cqe.rc = INA_ERR_LOST;
         rescue_log("member %u gave block %u's input, which nobody asked it for", from, h.sid);
     }
-    if (x.pending == 0) {
+    if (x.pending == 0 && !staged_) {
         rescue_finish();
+    } else if (staged_) {
+        rescue_produce();
     }
 }
 
@@ -519,6 +579,61 @@ void Call::rescue_plan()
         return;
     }
     const uint64_t n = geom_.nblocks();
+    if (staged_) {
+        // The agent's work from here on, block by block as the caller
+        // produces them: a block some member holds whole comes from the
+        // lowest of them, any other from every member's BLOCK, reduced in
+        // rank order (rescue_rebuild); a member's own BLOCK of a block it
+        // has not produced yet joins when it does (rescue_produce).
+        for (uint64_t sid = 0; sid < n; ++sid) {
+            if (got(sid)) {
+                continue;
+            }
+            uint32_t holder = kNone;
+            for (uint32_t j = 0; j < x.n && holder == kNone; ++j) {
+                if (j != x.me && !x.r[j].empty() && bit(x.r[j].data(), sid)) {
+                    holder = j;
+                }
+            }
+            PeerHdr f = header(kFetch, mid_, tmpl_.jid);
+            f.sid = static_cast<uint32_t>(sid);
+            if (holder != kNone) {
+                f.what = kResult;
+                job_->send_peer(holder, message(f, nullptr, 0));
+                ++x.pending;
+                continue;
+            }
+            auto &pieces = x.rebuild[sid];
+            pieces.assign(x.n, {});
+            f.what = kInput;
+            for (uint32_t j = 0; j < x.n; ++j) {
+                if (j == x.me) {
+                    if (sid < produced_) {
+                        Rescue::Piece &p = pieces[j];
+                        p.in = block_for_peer(sid, false, p.bytes, &p.offset, &p.count);
+                        if (!p.in) {
+                            x.cqe.rc = INA_ERR_LOST;
+                            rescue_log("block %llu: nobody holds it and this member's BLOCK is "
+                                       "gone", static_cast<unsigned long long>(sid));
+                        }
+                    }
+                } else if (x.i[j].empty() || !bit(x.i[j].data(), sid)) {
+                    x.cqe.rc = INA_ERR_LOST;
+                    rescue_log("block %llu: nobody holds it and member %u cannot give its BLOCK",
+                               static_cast<unsigned long long>(sid), j);
+                } else {
+                    job_->send_peer(j, message(f, nullptr, 0));
+                    ++x.pending;
+                }
+            }
+        }
+        for (auto it = x.rebuild.begin(); it != x.rebuild.end();) {
+            const uint64_t sid = it++->first; // rescue_rebuild may erase it
+            rescue_rebuild(sid);
+        }
+        rescue_produce();
+        return;
+    }
     for (uint64_t sid = 0; sid < n; ++sid) {
         if (geom_.block_count(sid) == 0) {
             got_[sid] = true; // BARRIER's empty block: everybody got here
@@ -532,7 +647,7 @@ void Call::rescue_plan()
                 holder = j;
             }
         }
-        PeerHdr f = header(kFetch, mid_);
+        PeerHdr f = header(kFetch, mid_, tmpl_.jid);
         f.sid = static_cast<uint32_t>(sid);
         if (holder != kNone) {
             f.what = kResult;
@@ -572,11 +687,150 @@ void Call::rescue_plan()
     }
 }
 
+// ---------------------------------------------------------------- staged calls
+
+void Call::defer_fetch(uint32_t from, uint64_t sid)
+{
+    deferred_.emplace_back(from, sid);
+}
+
+void Call::rescue_produce()
+{
+    if (!rescue_ || rescue_->done) {
+        return;
+    }
+    Rescue &x = *rescue_;
+    const uint64_t n = geom_.nblocks();
+    while (produced_ < n && x.cqe.rc == INA_OK) {
+        const uint64_t sid = produced_;
+        ina_stage_block_t b{};
+        if (ops_.block(ops_.arg, sid, &b) == 0) {
+            break; // the caller's next block is not ready yet
+        }
+        if (!stage_block_ok(sid, b)) {
+            x.cqe.rc = INA_ERR_PROTO;
+            rescue_log("block %llu as the caller produced it does not fit the call",
+                       static_cast<unsigned long long>(sid));
+            break;
+        }
+        stage_sent(sid, b, b.want_result != 0);
+        produced_ = sid + 1;
+        stage_copy_input(sid); // the caller may overwrite it once its result is in
+        for (auto it = deferred_.begin(); it != deferred_.end();) {
+            if (it->second != sid) {
+                ++it;
+                continue;
+            }
+            PeerHdr d = header(kData, mid_, tmpl_.jid);
+            d.sid = static_cast<uint32_t>(sid);
+            d.what = kInput;
+            std::vector<uint8_t> bytes;
+            const bool ok = block_for_peer(sid, false, bytes, &d.offset, &d.count);
+            d.len = ok ? static_cast<uint32_t>(bytes.size()) : kNone;
+            job_->send_peer(it->first, message(d, bytes.data(), ok ? bytes.size() : 0));
+            it = deferred_.erase(it);
+        }
+        if (auto rb = x.rebuild.find(sid); x.planned && rb != x.rebuild.end()) {
+            Rescue::Piece &p = rb->second[x.me];
+            p.in = block_for_peer(sid, false, p.bytes, &p.offset, &p.count);
+            rescue_rebuild(sid);
+        }
+    }
+    if (x.planned && !x.done &&
+        (x.cqe.rc != INA_OK ||
+         (x.pending == 0 && std::find(got_.begin(), got_.end(), false) == got_.end()))) {
+        rescue_finish();
+    }
+}
+
+void Call::rescue_rebuild(uint64_t sid)
+{
+    Rescue &x = *rescue_;
+    auto rb = x.rebuild.find(sid);
+    if (rb == x.rebuild.end()) {
+        return;
+    }
+    for (const Rescue::Piece &p : rb->second) {
+        if (!p.in) {
+            return; // a member's BLOCK still to come
+        }
+    }
+    const uint32_t cnt = geom_.block_count(sid);
+    std::vector<uint8_t> acc(static_cast<size_t>(cnt) * esz_, 0);
+    const bool reduce = tmpl_.coll == INA_COLL_ALLREDUCE || tmpl_.coll == INA_COLL_REDUCE ||
+                        tmpl_.coll == INA_COLL_REDUCE_SCATTER;
+    bool first = true;
+    for (const Rescue::Piece &p : rb->second) {
+        const size_t bytes = static_cast<size_t>(p.count) * esz_;
+        if (static_cast<uint64_t>(p.offset) + p.count > cnt || p.bytes.size() != bytes ||
+            (reduce && p.count != cnt)) {
+            x.cqe.rc = INA_ERR_LOST;
+            rescue_log("block %llu: a member's BLOCK does not fit it (offset %u, count %u of %u)",
+                       static_cast<unsigned long long>(sid), p.offset, p.count, cnt);
+            x.rebuild.erase(rb);
+            return;
+        }
+        if (reduce && first) {
+            std::memcpy(acc.data(), p.bytes.data(), bytes);
+        } else if (reduce) {
+            ina_reduce(tmpl_.op, tmpl_.dtype, acc.data(), p.bytes.data(), cnt);
+        } else if (bytes > 0) {
+            std::memcpy(acc.data() + static_cast<size_t>(p.offset) * esz_, p.bytes.data(), bytes);
+        }
+        first = false;
+    }
+    x.rebuild.erase(rb);
+    rescue_deliver(sid, acc.data());
+}
+
+void Call::rescue_deliver(uint64_t sid, const uint8_t *data)
+{
+    if (got(sid) || sid >= produced_) {
+        return; // (a RESULT comes only for a block every member produced)
+    }
+    Staged &b = sb_[sid];
+    stage_copy_input(sid); // others may still rebuild from it
+    const uint32_t cnt = geom_.block_count(sid);
+    const bool give = b.want && cnt > 0;
+    ops_.result(ops_.arg, sid, give ? data : nullptr, give ? cnt : 0);
+    applied_ += give ? 1 : 0;
+    got_[sid] = true;
+    b.data = nullptr;
+}
+
+void Call::rescue_abandon()
+{
+    if (!rescue_ || rescue_->done) {
+        return;
+    }
+    Rescue &x = *rescue_;
+    for (const auto &[to, sid] : deferred_) {
+        PeerHdr d = header(kData, mid_, tmpl_.jid);
+        d.sid = static_cast<uint32_t>(sid);
+        d.what = kInput;
+        d.len = kNone;
+        job_->send_peer(to, message(d, nullptr, 0));
+    }
+    deferred_.clear();
+    x.planned = true;
+    x.cqe.rc = INA_ERR_LOST;
+    rescue_finish();
+}
+
+bool Call::recover_decision(ina_cqe_t *cqe)
+{
+    if (!rescue_ || !rescue_->planned) {
+        return false;
+    }
+    *cqe = rescue_->done ? cqe_ : rescue_->cqe;
+    return true;
+}
+
 void Call::rescue_finish()
 {
     Rescue &x = *rescue_;
     std::vector<uint8_t> final_word;
-    if (x.cqe.rc == INA_OK && x.cqe.outcome == INA_OFFLOADED) {
+    if (x.cqe.rc == INA_OK && x.cqe.outcome == INA_OFFLOADED && !staged_) {
         for (auto &[sid, pieces] : x.rebuild) {
             const uint32_t cnt = geom_.block_count(sid);
             std::vector<uint8_t> acc(static_cast<size_t>(cnt) * esz_, 0);
@@ -630,7 +884,16 @@ void Call::rescue_finish()
         k.dtype = tmpl_.dtype;
         k.nblocks = n;
         k.first = lo <= hi ? lo : n;
-        for (uint64_t sid = k.first; sid < n && sid <= hi; ++sid) {
+        for (uint64_t sid = k.first; staged_ && sid < n && sid <= hi; ++sid) {
+            Staged &b = sb_[sid];
+            BlockSend bs;
+            bs.offset = b.offset;
+            bs.count = b.count;
+            k.sent.push_back(bs);
+            k.input.push_back(b.result ? std::vector<uint8_t>() : std::move(b.copy));
+            k.result.push_back(b.result ? std::move(b.copy) : std::vector<uint8_t>());
+        }
+        for (uint64_t sid = k.first; !staged_ && sid < n && sid <= hi; ++sid) {
             std::vector<uint8_t> in, res;
             uint32_t off = 0, cnt = 0;
             BlockSend b;
@@ -670,6 +933,9 @@ bool Call::recover_test(ina_cqe_t *cqe)
 {
     if (!rescue_) {
         return false;
+    }
+    if (staged_ && !rescue_->done) {
+        rescue_produce();
     }
     if (rescue_->done) {
         *cqe = cqe_;
