@@ -126,6 +126,16 @@ int ina_node_decision(ina_node_op_t *op, ina_cqe_t *cqe);
  * `op` completed; then cqe (if not NULL) says how: rc INA_OK with outcome
  * INA_OFFLOADED, or the error that ended it. */
 int ina_node_test(ina_node_op_t *op, ina_cqe_t *cqe);
+/* cqe.status of a call whose outcome is INA_FALLBACK_UNREACHABLE because a
+ * stream's leaders found the agent lost (they settled the call without it,
+ * nothing held anywhere): the same on every rank of the communicator. */
+#define INA_NODE_STATUS_LOST 31
+/* Whether this rank's stream call of `op` was lost with the agent and
+ * finished with the stream's other leaders (ina_call_recover_*). */
+int ina_node_op_recovered(const ina_node_op_t *op);
+/* The stream job this rank leads from now on (the old one left: offload
+ * resumed after a lost agent); no call may be in flight. */
+void ina_node_group_set_job(ina_node_group_t *group, ina_job_t *job);
 /* Advance the group's calls; nonzero if any step moved. */
 int ina_node_progress(ina_node_group_t *group);
 /* Release a completed call. */

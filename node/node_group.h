@@ -89,6 +89,7 @@ struct ina_node_op {
     // (LocalOp: at once); with done, whether it was.
     bool decided = true;
     ina_cqe_t cqe{}; // rc INA_OK, outcome INA_OFFLOADED unless it says otherwise
+    bool recovered = false; // this rank's stream call was lost with the agent and recovered
 
     virtual ~ina_node_op() = default;
     // Run the call as far as the other ranks allow; true if it moved.

@@ -460,6 +460,18 @@ int ina_node_test(ina_node_op_t *op, ina_cqe_t *cqe)
     return 1;
 }
 
+int ina_node_op_recovered(const ina_node_op_t *op)
+{
+    return op != nullptr && op->recovered ? 1 : 0;
+}
+
+void ina_node_group_set_job(ina_node_group_t *group, ina_job_t *job)
+{
+    if (group != nullptr && group->stream != UINT32_MAX) {
+        group->job = job;
+    }
+}
+
 int ina_node_progress(ina_node_group_t *group)
 {
     return group->progress();

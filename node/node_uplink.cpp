@@ -151,6 +151,10 @@ struct UplinkOp final : ina_node_op {
     // The stream this rank leads (g->stream < K).
     ina_call_t *call = nullptr;
     bool call_done = false;
+    // The agent was lost under this stream's call: the stream's leaders
+    // finish it among themselves (ina_call_recover_*), the blocks and
+    // results still going through the stage callbacks.
+    bool rescuing = false;
     ina_cqe_t call_cqe{};
     bool verdict_sent = false;
     std::atomic<uint64_t> gate{0};     // steps of the stream ready to send
@@ -305,7 +309,12 @@ struct UplinkOp final : ina_node_op {
         sd.ops.result = result_cb;
         ina_outcome_t oc = INA_OFFLOADED;
         ina_status_t rc = ina_job_post_staged(g->job, &sd, &call, &oc);
-        if (rc != INA_OK) {
+        if (rc == INA_ERR_LOST && call != nullptr && rescue(true)) {
+            // The agent is gone already: the verdict is the recovery's.
+        } else if (rc != INA_OK) {
+            if (call != nullptr) {
+                ina_call_free(call);
+            }
             call = nullptr;
             call_cqe.rc = rc;
             publish(kVerdictError);
@@ -315,18 +324,45 @@ struct UplinkOp final : ina_node_op {
                     ina_job_deny_status(g->job));
         }
     }
+    // Start recovering this stream's lost call; host_ok: this node may
+    // still fall back (its leaders have not all said go). False: the job
+    // cannot recover calls (the caller reports the loss as an error).
+    bool rescue(bool host_ok)
+    {
+        if (!ina_job_has_peers(g->job) || INA_OK != ina_call_recover_start(call, host_ok ? 1 : 0)) {
+            return false;
+        }
+        rescuing = true;
+        recovered = true;
+        return true;
+    }
     // Leaders: learn the stream's verdict. Everyone: combine the leaders'.
     bool check_verdict()
     {
         bool moved = false;
         if (leads() && !verdict_sent && call != nullptr) {
             ina_cqe_t c;
-            if (ina_call_decision(call, &c)) {
+            int known = rescuing ? ina_call_recover_decision(call, &c) : ina_call_decision(call, &c);
+            if (known && !rescuing && c.rc == INA_ERR_LOST && ina_job_has_peers(g->job)) {
+                // Lost before its verdict: recovered once the call is over
+                // at this member (ina_call_test retires it).
+                ina_cqe_t t;
+                known = 0;
+                if (ina_call_test(call, &t)) {
+                    moved = rescue(true);
+                    known = moved ? 0 : 1;
+                    c = t;
+                }
+            }
+            if (known) {
                 publish(c.rc != INA_OK                   ? kVerdictError
                         : c.outcome == INA_OFFLOADED       ? kVerdictGo
                         : c.outcome == INA_FALLBACK_DENIED ? kVerdictDenied
                                                            : kVerdictUnreachable,
-                        c.outcome == INA_FALLBACK_DENIED ? c.status : 0);
+                        c.outcome == INA_FALLBACK_DENIED ? c.status
+                        : c.rc == INA_OK && c.outcome == INA_FALLBACK_UNREACHABLE && rescuing
+                            ? INA_NODE_STATUS_LOST // the stream's leaders settled it: lost
+                            : 0);
                 if (c.rc != INA_OK) {
                     call_cqe = c;
                 }
@@ -335,22 +371,25 @@ struct UplinkOp final : ina_node_op {
         }
         uint64_t worst = kVerdictGo;
         uint8_t why = 0; // the first denying stream's DENY status
+        bool lost = false; // some stream's leaders found the agent lost (alike on every node)
         for (uint32_t j = 0; j < K; ++j) {
             const uint64_t x = g->lines[g->leader[j]].verdict.load(std::memory_order_acquire);
             if (x <= seq * kVerdictSpan) {
                 return moved; // that leader has not heard yet
             }
             const uint64_t code = (x - seq * kVerdictSpan) % 8;
+            const uint8_t status = static_cast<uint8_t>((x - seq * kVerdictSpan) / 8);
             if (code == kVerdictDenied && why == 0) {
-                why = static_cast<uint8_t>((x - seq * kVerdictSpan) / 8);
+                why = status;
             }
+            lost = lost || (code == kVerdictUnreachable && status == INA_NODE_STATUS_LOST);
             worst = std::max(worst, code);
         }
         if (worst == kVerdictGo) {
             v = V::Go;
             decided = true;
         } else {
-            finish(worst, why);
+            finish(worst, worst == kVerdictUnreachable && lost ? INA_NODE_STATUS_LOST : why);
         }
         return true;
     }
@@ -387,6 +426,7 @@ struct UplinkOp final : ina_node_op {
             break;
         case kVerdictUnreachable:
             cqe.outcome = INA_FALLBACK_UNREACHABLE;
+            cqe.status = deny_status; // INA_NODE_STATUS_LOST: the agent is lost
             break;
         default:
             cqe.rc = call_cqe.rc != INA_OK ? call_cqe.rc : INA_ERR_LOST;
@@ -539,7 +579,10 @@ struct UplinkOp final : ina_node_op {
         bool moved = false;
         for (;;) {
             bool m = false;
-            if (call != nullptr && !call_done && ina_call_test(call, &call_cqe)) {
+            if (call != nullptr && !call_done &&
+                (rescuing ? ina_call_recover_test(call, &call_cqe)
+                          : ina_call_test(call, &call_cqe)) &&
+                !(!rescuing && call_cqe.rc == INA_ERR_LOST && rescue(!verdict_sent))) {
                 call_done = true;
                 m = true;
                 if ((call_cqe.rc != INA_OK || call_cqe.outcome != INA_OFFLOADED) &&

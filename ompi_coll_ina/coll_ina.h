@@ -239,6 +239,11 @@ typedef struct mca_coll_ina_module_t {
      * one agent: set up with it. */
     bool peers;
     struct ina_peer_io *peer_sends, *peer_recvs;
+    /* Node uplink: per node, the rank that leads this rank's stream there,
+     * learnt from its first recovery message (-1: not yet; a message to
+     * the node then goes to each of its ranks, and only the leader takes
+     * it). */
+    int *peer_leader;
     unsigned long long recovered_calls;
     unsigned long long recovered_offloaded; /* of those: finished from the results and
                                                inputs the members held */
@@ -382,6 +387,9 @@ int mca_coll_ina_recover(mca_coll_ina_module_t *m, ina_call_t *call, bool host_o
 /* A call's recovery ended with *cqe: count it, and when nobody held
  * anything, the communicator's agent is lost (agent_lost). */
 void mca_coll_ina_recovered(mca_coll_ina_module_t *m, const ina_cqe_t *cqe);
+/* Every member decided alike that the communicator's agent is lost: its
+ * calls run the host algorithms and offload may resume later. */
+void mca_coll_ina_agent_lost(mca_coll_ina_module_t *m);
 /* A non-blocking call started its recovery: answer the others from now on. */
 void mca_coll_ina_peers_lost(void);
 /* The communicator's agent is lost: whether this call may use an agent

@@ -93,6 +93,7 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->job = NULL;
     m->stripe = NULL;
     m->peers = false;
+    m->peer_leader = NULL;
     m->peer_sends = m->peer_recvs = NULL;
     m->recovered_calls = 0;
     m->recovered_offloaded = 0;
@@ -194,9 +195,16 @@ static int ina_job_setup(mca_coll_ina_module_t *m);
 
 int mca_coll_ina_job_reopen(mca_coll_ina_module_t *m)
 {
+    int rc, tier;
+
     ina_job_teardown(m);
     m->job_state = MCA_COLL_INA_JOB_NONE;
-    return ina_job_setup(m); /* the next epoch of the same key */
+    rc = ina_job_setup(m); /* the next epoch of the same key */
+    for (tier = 0; tier < MCA_COLL_INA_NODE_TIERS; ++tier) {
+        /* The node stage's streams go to the new job (no call in flight). */
+        ina_node_group_set_job(m->node_group[tier], m->job);
+    }
+    return rc;
 }
 
 /* Save the lower-priority provider of one collective and retain its module. */
@@ -777,6 +785,9 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         m->job_params.nmembers = (uint32_t) m->nnodes;
         if (m->stream < 0) {
             free(part.nodes);
+            if (m->nleaves <= 1) {
+                mca_coll_ina_peers_setup(m); /* only to drop the leaders' broadcasts */
+            }
             return OMPI_SUCCESS; /* never talks to the agent */
         }
         stream = (uint32_t) m->stream;
@@ -851,8 +862,10 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         return OMPI_SUCCESS;
     }
     ++c->live_jobs;
-    if (NULL != m->job && !m->node_uplink && m->nleaves <= 1) {
-        mca_coll_ina_peers_setup(m); /* one agent, one member per rank */
+    if (NULL != m->job && m->nleaves <= 1) {
+        /* One agent per job: flat, a member per rank; node uplink, a
+         * member per node (its leader of the stream). */
+        mca_coll_ina_peers_setup(m);
     }
     INA_VERBOSE(10, "cid %d: opened job %u as member %u (window %u, block %u bytes, "
                     "%u members%s%s%s)",

@@ -48,9 +48,34 @@ static bool ina_agent_lost;
 static int ina_recovering;
 #define INA_LOSS_CHECK_EVERY 256
 
+static int ina_peer_send_rank(mca_coll_ina_module_t *m, int to, const void *msg, size_t len);
+
+/* Member `to` of the job: rank `to`, or with the node uplink the leader of
+ * this rank's stream on node `to` (every rank of that node until known). */
 static int ina_peer_send(void *arg, uint32_t to, const void *msg, size_t len)
 {
     mca_coll_ina_module_t *m = arg;
+    int r, rc = -1;
+
+    if (!m->node_uplink) {
+        return ina_peer_send_rank(m, (int) to, msg, len);
+    }
+    if (to < (uint32_t) m->nnodes && m->peer_leader[to] >= 0) {
+        return ina_peer_send_rank(m, m->peer_leader[to], msg, len);
+    }
+    for (r = 0; r < m->size; ++r) {
+        if (m->node_of[r] == to && r != m->rank) {
+            rc = ina_peer_send_rank(m, r, msg, len) == 0 ? 0 : -1;
+            if (0 != rc) {
+                return rc;
+            }
+        }
+    }
+    return rc;
+}
+
+static int ina_peer_send_rank(mca_coll_ina_module_t *m, int to, const void *msg, size_t len)
+{
     ina_peer_io_t *io = calloc(1, sizeof(*io));
     int rc;
 
@@ -60,7 +85,7 @@ static int ina_peer_send(void *arg, uint32_t to, const void *msg, size_t len)
     }
     memcpy(io->buf, msg, len);
     io->len = len;
-    rc = MCA_PML_CALL(isend(io->buf, len, MPI_BYTE, (int) to, INA_TAG_RECOVERY,
+    rc = MCA_PML_CALL(isend(io->buf, len, MPI_BYTE, to, INA_TAG_RECOVERY,
                             MCA_PML_BASE_SEND_STANDARD, m->comm, &io->req));
     if (OMPI_SUCCESS != rc) {
         free(io->buf);
@@ -120,9 +145,17 @@ static int ina_peer_poll(mca_coll_ina_module_t *m)
     p = &m->peer_recvs;
     while (NULL != (io = *p)) {
         if (REQUEST_COMPLETE(io->req)) {
+            uint32_t from = (uint32_t) io->from;
             *p = io->next;
             ompi_request_free(&io->req);
-            ina_job_peer_message(m->job, (uint32_t) io->from, io->buf, io->len);
+            if (m->node_uplink) {
+                from = m->node_of[io->from]; /* only leaders send */
+            }
+            if (NULL != m->job && ina_job_peer_message(m->job, from, io->buf, io->len) &&
+                m->node_uplink) {
+                /* A message of our stream's job: its sender leads it there. */
+                m->peer_leader[from] = io->from;
+            }
             free(io->buf);
             free(io);
             ++events;
@@ -142,7 +175,7 @@ static bool ina_agents_alive(void)
     int i;
 
     for (i = 0; i < ina_npeer_modules; ++i) {
-        if (!ina_job_reachable(ina_peer_modules[i]->job)) {
+        if (NULL != ina_peer_modules[i]->job && !ina_job_reachable(ina_peer_modules[i]->job)) {
             return false;
         }
     }
@@ -164,10 +197,18 @@ static int ina_peers_progress(void)
         }
         busy = true;
         ina_agent_lost = !ina_agents_alive();
-        busy = false;
         if (!ina_agent_lost) {
-            return 0;
+            /* Ranks that lead no stream still take (and drop) what leaders
+             * of other nodes send them before they know who leads there. */
+            for (i = 0; i < ina_npeer_modules; ++i) {
+                if (NULL == ina_peer_modules[i]->job) {
+                    events += ina_peer_poll(ina_peer_modules[i]);
+                }
+            }
+            busy = false;
+            return events;
         }
+        busy = false;
         INA_VERBOSE(5, "the agent is lost: answering the other ranks' recoveries from now on");
     }
     busy = true;
@@ -182,26 +223,43 @@ void mca_coll_ina_peers_setup(mca_coll_ina_module_t *m)
 {
     ina_peer_ops_t ops = {.arg = m, .send = ina_peer_send};
 
-    if (!mca_coll_ina_component.recover || mca_coll_ina_component.required || NULL == m->job) {
+    if (!mca_coll_ina_component.recover || mca_coll_ina_component.required ||
+        (NULL == m->job && !m->node_uplink)) {
         return; /* coll_ina_required: a lost agent is an error, as it says */
+    }
+    if (m->node_uplink) {
+        int j;
+        m->peer_leader = malloc(sizeof(*m->peer_leader) * (size_t) m->nnodes);
+        if (NULL == m->peer_leader) {
+            return; /* no recovery for this communicator */
+        }
+        for (j = 0; j < m->nnodes; ++j) {
+            m->peer_leader[j] = -1;
+        }
     }
     if (ina_npeer_modules == ina_peer_cap) {
         int cap = 0 == ina_peer_cap ? 16 : 2 * ina_peer_cap;
         mca_coll_ina_module_t **grown = realloc(ina_peer_modules, sizeof(*grown) * (size_t) cap);
         if (NULL == grown) {
-            return; /* no recovery for this communicator: an agent lost is an error */
+            free(m->peer_leader); /* no recovery for this communicator: an error */
+            m->peer_leader = NULL;
+            return;
         }
         ina_peer_modules = grown;
         ina_peer_cap = cap;
     }
     if (!ina_peer_registered) {
         if (OPAL_SUCCESS != opal_progress_register(ina_peers_progress)) {
+            free(m->peer_leader);
+            m->peer_leader = NULL;
             return;
         }
         ina_peer_registered = true;
     }
     ina_peer_modules[ina_npeer_modules++] = m;
-    ina_job_set_peers(m->job, &ops);
+    if (NULL != m->job) {
+        ina_job_set_peers(m->job, &ops);
+    }
     m->peers = true;
 }
 
@@ -240,6 +298,8 @@ void mca_coll_ina_peers_fini(mca_coll_ina_module_t *m)
         }
         free(io);
     }
+    free(m->peer_leader);
+    m->peer_leader = NULL;
     if (0 == ina_npeer_modules && ina_peer_registered) {
         opal_progress_unregister(ina_peers_progress);
         ina_peer_registered = false;
@@ -275,17 +335,25 @@ void mca_coll_ina_recovered(mca_coll_ina_module_t *m, const ina_cqe_t *cqe)
     if (INA_OK == cqe->rc && INA_OFFLOADED == cqe->outcome) {
         ++m->recovered_offloaded;
     }
-    if (INA_OK == cqe->rc && INA_FALLBACK_UNREACHABLE == cqe->outcome && !m->agent_lost) {
+    if (INA_OK == cqe->rc && INA_FALLBACK_UNREACHABLE == cqe->outcome) {
         /* Nobody held anything and every member could run the host
          * algorithm: every member was in this call (in program order) and
          * decided so from the same answers, so every member stops asking
          * the agent here. */
-        m->agent_lost = true;
-        m->resume_every = (uint32_t) mca_coll_ina_component.resume_interval;
-        m->resume_in = m->resume_every;
-        INA_VERBOSE(5, "cid %d: the agent is lost: host algorithms from now on%s", m->cid,
-                    m->resume_every > 0 ? "; will check for it again" : "");
+        mca_coll_ina_agent_lost(m);
     }
+}
+
+void mca_coll_ina_agent_lost(mca_coll_ina_module_t *m)
+{
+    if (m->agent_lost) {
+        return;
+    }
+    m->agent_lost = true;
+    m->resume_every = (uint32_t) mca_coll_ina_component.resume_interval;
+    m->resume_in = m->resume_every;
+    INA_VERBOSE(5, "cid %d: the agent is lost: host algorithms from now on%s", m->cid,
+                m->resume_every > 0 ? "; will check for it again" : "");
 }
 
 /* Whether a non-blocking call of this communicator is still in flight. */
@@ -318,9 +386,18 @@ bool mca_coll_ina_resume(mca_coll_ina_module_t *m, bool blocking)
     /* Each member's word: the alternative of the agent it reaches, if it
      * has no call of the lost job in flight (whose recovery still needs
      * it); the same on every member, or no resume. */
-    mine = ina_calls_in_flight(m) ? -1 : mca_coll_ina_agent_reach(0);
-    word[0] = mine < 0 ? INT_MAX : mine;
-    word[1] = -word[0];
+    if (m->node_uplink && m->stream < 0) {
+        /* Leads no stream: says nothing about the agents (never talks to
+         * them), only whether a call is still in flight. */
+        mine = ina_calls_in_flight(m) ? -1 : INT_MIN;
+    } else {
+        const uint32_t slot = m->node_uplink && mca_coll_ina_component.nagents > 0
+                                  ? (uint32_t) m->stream % mca_coll_ina_component.nagents
+                                  : 0;
+        mine = ina_calls_in_flight(m) ? -1 : mca_coll_ina_agent_reach(slot);
+    }
+    word[0] = INT_MIN == mine ? INT_MIN : mine < 0 ? INT_MAX : mine;
+    word[1] = INT_MIN == mine ? INT_MIN : -word[0];
     ++m->in_fallback;
     rc = m->previous_allreduce(MPI_IN_PLACE, word, 2, MPI_INT, MPI_MAX, m->comm,
                                m->previous_allreduce_module);
@@ -329,11 +406,13 @@ bool mca_coll_ina_resume(mca_coll_ina_module_t *m, bool blocking)
         m->resume_every = 0; /* the host's own allreduce failed: ask no more */
         return false;
     }
-    if (word[0] != -word[1] || INT_MAX == word[0]) {
-        if (mine >= 0 && mine > -word[1]) {
+    if (word[0] != -word[1] || INT_MAX == word[0] || INT_MIN == word[0]) {
+        if (mine >= 0 && INT_MIN != mine && mine > -word[1]) {
             /* The others reach an earlier alternative (the agent back,
              * say): try from the first again next time. */
-            mca_coll_ina_agent_drop(0);
+            mca_coll_ina_agent_drop(m->node_uplink && mca_coll_ina_component.nagents > 0
+                                        ? (uint32_t) m->stream % mca_coll_ina_component.nagents
+                                        : 0);
         }
         m->resume_every = m->resume_every < cap / 2 ? 2 * m->resume_every : cap;
         m->resume_in = m->resume_every;

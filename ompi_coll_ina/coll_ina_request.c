@@ -208,6 +208,21 @@ static int ina_cqe_to_mpi(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     return MPI_ERR_OTHER;
 }
 
+/* A node-stage call whose stream this rank leads was lost with the agent
+ * and recovered by the stream's leaders: counted as a flat one is. */
+static void ina_node_count_recovered(mca_coll_ina_module_t *m, const ina_node_op_t *op,
+                                     const ina_cqe_t *cqe)
+{
+    if (ina_node_op_recovered(op)) {
+        /* (Not mca_coll_ina_recovered: only the leaders know, so the
+         * communicator does not mark its agent lost from here.) */
+        ++m->recovered_calls;
+        if (INA_OK == cqe->rc && INA_OFFLOADED == cqe->outcome) {
+            ++m->recovered_offloaded;
+        }
+    }
+}
+
 int mca_coll_ina_progress(void)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
@@ -232,6 +247,7 @@ int mca_coll_ina_progress(void)
             if (!ina_node_test(req->node_op, &cqe)) {
                 continue;
             }
+            ina_node_count_recovered(req->module, req->node_op, &cqe);
             ina_node_op_free(req->node_op);
             req->node_op = NULL;
             req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
@@ -408,7 +424,15 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     m->verdict_wait_ns += mca_coll_ina_now_ns() - t0;
     if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
         /* Decided: the op is complete. */
+        ina_node_count_recovered(m, op, &cqe);
         ina_node_op_free(op);
+        if (INA_OK == cqe.rc && INA_FALLBACK_UNREACHABLE == cqe.outcome &&
+            INA_NODE_STATUS_LOST == cqe.status) {
+            /* The stream leaders settled it without the agent: every rank
+             * of the communicator got this very outcome. */
+            mca_coll_ina_agent_lost(m);
+            cqe.status = 0;
+        }
         if (NULL != req) {
             ina_req_discard(req);
         }
@@ -430,6 +454,7 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     while (!ina_node_test(op, &cqe)) {
         opal_progress();
     }
+    ina_node_count_recovered(m, op, &cqe);
     ina_node_op_free(op);
     if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
         return ina_failed_error(m, kind, INA_OK != cqe.rc ? cqe.rc : INA_ERR_PROTO, &cqe);

@@ -13,13 +13,17 @@
 # until offload has resumed on it (test_recover -R, checks every 4 calls)
 # and one more round must be offloaded there; the column `resumed` counts
 # runs in which every rank resumed (a run that does not fails).
+# --node-size K: the node stage on, ranks [0, K) pretending to be node 0,
+# [K, 2K) node 1, ... (coll_ina_test_node_size): the stream leaders of the
+# nodes recover the agent's calls among themselves.
 # usage: bench/recover/trials.sh [--trials N] [--np N] [--rounds N]
 #          [--kinds LIST] [--max-ms MS] [--out DIR] [--timeout S] [--standby]
+#          [--node-size K]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
 trials=20 np=4 rounds=12 kinds=allreduce,reduce,bcast,allgather,reduce_scatter,iallreduce
-maxms=1200 out=$here/results limit=300 b=$top/build standby=0
+maxms=1200 out=$here/results limit=300 b=$top/build standby=0 node=(--mca coll_ina_node_stage 0)
 while (($#)); do
     case $1 in
     --trials) trials=${2:?}; shift 2 ;;
@@ -31,7 +35,8 @@ while (($#)); do
     --timeout) limit=${2:?}; shift 2 ;;
     --builddir) b=${2:?}; shift 2 ;;
     --standby) standby=1; shift ;;
-    *) sed -n '2,18p' "$0" >&2; exit 2 ;;
+    --node-size) node=(--mca coll_ina_test_node_size "${2:?}"); shift 2 ;;
+    *) sed -n '2,22p' "$0" >&2; exit 2 ;;
     esac
 done
 prog=$b/tests/mpi/test_recover
@@ -67,7 +72,7 @@ for kind in "${ks[@]}"; do
         rc=0
         timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
             --mca mca_base_component_path "$b/ompi_coll_ina/.libs:SYS_DEFAULT" --mca coll ina \
-            --mca coll_ina_agent "$addr" --mca coll_ina_node_stage 0 \
+            --mca coll_ina_agent "$addr" "${node[@]}" \
             --mca coll_ina_resume_interval 4 \
             "$prog" -c "$kind" -r "$rounds" -k "$apid" -t "$ms" "${extra[@]}" \
             >"$out/$kind-$t.log" 2>&1 || rc=$?
