@@ -3,21 +3,27 @@
 # What being able to recover from a lost agent costs while the agent is
 # healthy: with coll_ina_recover on, every call of a communicator without
 # the node stage copies its last window of input and results until the
-# agent certifies it (docs/ARCHITECTURE.md, "Recovery from a lost agent").
+# agent certifies it (docs/ARCHITECTURE.md, "Recovery from a lost agent");
+# with --node-size K (the node stage, ranks [0, K) pretending to be node 0,
+# ...), every stream leader copies each RESULT it takes (or its BLOCK, ACK
+# only) until the window proves every node has it.
 # Runs examples/ina_bench (allreduce, in place) through one standalone agent
 # with recovery on and off, interleaved ROUNDS times, and prints the median
 # time per size of each and their ratio (on/off; above 1: recovery costs).
 # usage: bench/recover_cost.sh [--np N] [--rounds R] [--sizes MIN:MAX] [--iters K]
+#          [--node-size K]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-np=4 rounds=3 sizes=8:4194304 iters=30
+np=4 rounds=3 sizes=8:4194304 iters=30 node=(--mca coll_ina_node_stage 0)
 while (($#)); do
     case $1 in
     --np) np=${2:?}; shift 2 ;;
     --rounds) rounds=${2:?}; shift 2 ;;
     --sizes) sizes=${2:?}; shift 2 ;;
     --iters) iters=${2:?}; shift 2 ;;
-    *) echo "usage: $0 [--np N] [--rounds R] [--sizes MIN:MAX] [--iters K]" >&2; exit 2 ;;
+    --node-size) node=(--mca coll_ina_test_node_size "${2:?}"); shift 2 ;;
+    *) echo "usage: $0 [--np N] [--rounds R] [--sizes MIN:MAX] [--iters K] [--node-size K]" >&2
+       exit 2 ;;
     esac
 done
 b=$top/build
@@ -32,7 +38,7 @@ for ((r = 0; r < rounds; r++)); do
     for rec in 1 0; do
         mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
             --mca mca_base_component_path "$b/ompi_coll_ina/.libs:SYS_DEFAULT" --mca coll ina \
-            --mca coll_ina_agent "$addr" --mca coll_ina_node_stage 0 --mca coll_ina_recover "$rec" \
+            --mca coll_ina_agent "$addr" "${node[@]}" --mca coll_ina_recover "$rec" \
             "$b/examples/ina_bench" -b allreduce -p -m "$sizes" -i "$iters" \
             >"$work/run-$rec-$r.txt" 2>&1
     done
