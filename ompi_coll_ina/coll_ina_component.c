@@ -168,9 +168,10 @@ static int ina_register(void)
     c->recover = true;
     (void) mca_base_component_var_register(v, "recover",
         "An agent lost in the middle of a call: the ranks finish the call among themselves "
-        "(results that arrived are reused, the rest rebuilt from the inputs) and every later "
-        "call of the communicator runs the host algorithm; 0: the call fails with an MPI "
-        "error. Communicators served by one agent, without the node stage (docs/ARCHITECTURE.md, "
+        "(results that arrived are reused, the rest rebuilt from the inputs), later calls of "
+        "the communicator run the host algorithms until offload may resume "
+        "(coll_ina_resume_interval); 0: the call fails with an MPI error. Communicators whose "
+        "job is at one agent: flat, or the node stage's streams (docs/ARCHITECTURE.md, "
         "\"Recovery from a lost agent\")",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
         MCA_BASE_VAR_SCOPE_READONLY, &c->recover);
