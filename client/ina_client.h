@@ -207,6 +207,10 @@ size_t ina_job_kept_calls(const ina_job_t *job, size_t *bytes);
 typedef struct ina_peer_ops {
     void *arg;
     int (*send)(void *arg, uint32_t to, const void *msg, size_t len);
+    /* Tells apart jobs whose messages share the caller's link (a node's
+     * streams, a stripe's agents: JIDs of different agents may be equal):
+     * the same on every member of the job. */
+    uint32_t channel;
 } ina_peer_ops_t;
 void ina_job_set_peers(ina_job_t *job, const ina_peer_ops_t *ops);
 /* Whether peers are set: a call lost with the agent can be recovered. */
@@ -468,6 +472,22 @@ ina_status_t ina_stripe_post(ina_stripe_t *stripe, const ina_coll_desc_t *desc,
  * the verdicts: the DENY status of the first agent that denied. */
 uint8_t ina_stripe_deny_status(const ina_stripe_t *stripe);
 int ina_stripe_call_test(ina_stripe_call_t *call, ina_cqe_t *cqe);
+/* Recovery for a striped job (docs/ARCHITECTURE.md, "Recovery from a lost
+ * agent"): the members' link as for ina_job_set_peers (agent k's job uses
+ * channel k), and the caller's progress, which ina_stripe_post calls while
+ * it waits for a lost part's recovery to decide (the link must move). A
+ * part lost with its agent is finished by the members; the call's verdict
+ * counts its recovery's outcome as that agent's. */
+void ina_stripe_set_peers(ina_stripe_t *stripe, const ina_peer_ops_t *ops,
+                          void (*progress)(void *), void *arg);
+/* As ina_job_peer_message, for whichever of the stripe's jobs it is. */
+int ina_stripe_peer_message(ina_stripe_t *stripe, uint32_t from, const void *msg, size_t len);
+/* Whether every agent of the stripe is still there (ina_job_reachable). */
+int ina_stripe_reachable(ina_stripe_t *stripe);
+/* Whether a part of the call was lost with its agent and recovered; and
+ * of the latest ina_stripe_post that ended without a call (a fallback). */
+int ina_stripe_call_recovered(ina_stripe_call_t *call);
+int ina_stripe_post_recovered(const ina_stripe_t *stripe);
 ina_status_t ina_stripe_call_wait(ina_stripe_call_t *call, ina_cqe_t *cqe);
 /* Waits for the call first if it is still outstanding. */
 void ina_stripe_call_free(ina_stripe_call_t *call);

@@ -41,6 +41,11 @@ struct ina_stripe {
     ina_job_params_t params{};     // block_bytes: the smallest of the agents'
     uint32_t rank = 0;
     uint8_t deny_status = 0;       // ina_stripe_deny_status
+    // Recovery (ina_stripe_set_peers): the caller's progress, called while a
+    // post waits for a lost part's recovery to decide.
+    void (*progress)(void *) = nullptr;
+    void *progress_arg = nullptr;
+    bool post_recovered = false; // the latest ina_stripe_post recovered a part
 };
 
 struct ina_stripe_call {
@@ -49,6 +54,7 @@ struct ina_stripe_call {
         uint32_t agent = 0;
         ina_call_t *engine = nullptr; // null once completed (or never posted)
         bool decided = false;
+        bool rescuing = false; // lost with its agent: the members finish it
         ina_cqe_t cqe{}; // the decision's, then the completion's
     };
     enum class Verdict { open, offloaded, fallback };
@@ -64,6 +70,14 @@ struct ina_stripe_call {
     std::vector<std::pair<uint64_t, std::vector<uint8_t>>> stash;
 
     uint32_t nagents() const { return static_cast<uint32_t>(stripe->jobs.size()); }
+    bool recovered = false; // some part was lost with its agent and recovered
+    bool rescuing()
+    {
+        for (const Part &p : parts) {
+            recovered = recovered || p.rescuing;
+        }
+        return recovered;
+    }
 
     // ---- the parts' staged ops ------------------------------------------
     static int block_cb(void *arg, uint64_t sub, ina_stage_block_t *b)
@@ -117,8 +131,23 @@ struct ina_stripe_call {
         }
         bool all = true;
         for (Part &p : parts) {
-            if (!p.decided && p.engine != nullptr) {
+            if (!p.decided && p.engine != nullptr && p.rescuing) {
+                p.decided = ina_call_recover_decision(p.engine, &p.cqe) != 0;
+            } else if (!p.decided && p.engine != nullptr) {
                 p.decided = ina_call_decision(p.engine, &p.cqe) != 0;
+                if (p.decided && p.cqe.rc == INA_ERR_LOST &&
+                    ina_job_has_peers(stripe->jobs[p.agent])) {
+                    // Lost before its verdict: its members settle it
+                    // (nothing reached the caller's buffer: it may still
+                    // fall back), once the call is over here.
+                    ina_cqe_t t;
+                    p.decided = false;
+                    if (ina_call_test(p.engine, &t) != 0) {
+                        p.rescuing = ina_call_recover_start(p.engine, 1) == INA_OK;
+                        p.decided = !p.rescuing;
+                        p.cqe = t;
+                    }
+                }
             }
             all = all && p.decided;
         }
@@ -188,7 +217,22 @@ struct ina_stripe_call {
                 continue; // completed
             }
             ina_cqe_t cqe{};
-            if (ina_call_test(p.engine, &cqe) != 0) {
+            if (p.rescuing && verdict == Verdict::fallback) {
+                ina_call_free(p.engine); // the caller falls back: the recovery is given up
+                p.engine = nullptr;
+                continue;
+            }
+            int fin = p.rescuing ? ina_call_recover_test(p.engine, &cqe)
+                                 : ina_call_test(p.engine, &cqe);
+            if (fin != 0 && !p.rescuing && cqe.rc == INA_ERR_LOST &&
+                verdict != Verdict::fallback && ina_job_has_peers(stripe->jobs[p.agent]) &&
+                ina_call_recover_start(p.engine, verdict == Verdict::open ? 1 : 0) == INA_OK) {
+                // Lost in the middle: its members finish it (results reach
+                // the caller's buffer only once every part is offloaded).
+                p.rescuing = true;
+                fin = 0;
+            }
+            if (fin != 0) {
                 ina_call_free(p.engine);
                 p.engine = nullptr;
                 if (!p.decided) {
@@ -412,12 +456,16 @@ ina_status_t ina_stripe_post(ina_stripe_t *stripe, const ina_coll_desc_t *desc,
         }
         unsigned rounds = 0;
         stripe->deny_status = 0;
+        stripe->post_recovered = false;
         if (wait_decision == 0) {
             *outcome = INA_OFFLOADED; // posted: the CQE tells
             *call = c.release();
             return INA_OK;
         }
         while (!c->decide()) {
+            if (stripe->progress != nullptr && c->rescuing()) {
+                stripe->progress(stripe->progress_arg); // the recovery's messages
+            }
             ina_stripe_call::pause(rounds);
         }
         if (c->verdict == ina_stripe_call::Verdict::offloaded) {
@@ -430,6 +478,7 @@ ina_status_t ina_stripe_post(ina_stripe_t *stripe, const ina_coll_desc_t *desc,
         while (!c->test()) {
             ina_stripe_call::pause(rounds);
         }
+        stripe->post_recovered = c->rescuing();
         *outcome = c->result.outcome;
         stripe->deny_status = c->result.outcome == INA_FALLBACK_DENIED ? c->result.status : 0;
         return c->result.rc;
@@ -458,6 +507,9 @@ ina_status_t ina_stripe_call_wait(ina_stripe_call_t *call, ina_cqe_t *cqe)
     ina_cqe_t local{};
     unsigned rounds = 0;
     while (!ina_stripe_call_test(call, &local)) {
+        if (call->stripe->progress != nullptr && call->rescuing()) {
+            call->stripe->progress(call->stripe->progress_arg);
+        }
         ina_stripe_call::pause(rounds);
     }
     if (cqe != nullptr) {
@@ -501,4 +553,55 @@ ina_status_t ina_stripe_run(ina_stripe_t *stripe, const ina_coll_desc_t *desc, i
     });
     cqe->rc = static_cast<ina_status_t>(rc);
     return cqe->rc;
+}
+
+void ina_stripe_set_peers(ina_stripe_t *stripe, const ina_peer_ops_t *ops,
+                          void (*progress)(void *), void *arg)
+{
+    if (stripe == nullptr || ops == nullptr) {
+        return;
+    }
+    for (uint32_t k = 0; k < stripe->jobs.size(); ++k) {
+        ina_peer_ops_t o = *ops;
+        o.channel = k; // the agents' JIDs may be equal: the agent tells the jobs apart
+        ina_job_set_peers(stripe->jobs[k], &o);
+    }
+    stripe->progress = progress;
+    stripe->progress_arg = arg;
+}
+
+int ina_stripe_peer_message(ina_stripe_t *stripe, uint32_t from, const void *msg, size_t len)
+{
+    if (stripe == nullptr) {
+        return 0;
+    }
+    for (ina_job_t *j : stripe->jobs) {
+        if (ina_job_peer_message(j, from, msg, len)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int ina_stripe_reachable(ina_stripe_t *stripe)
+{
+    if (stripe == nullptr) {
+        return 0;
+    }
+    for (ina_job_t *j : stripe->jobs) {
+        if (!ina_job_reachable(j)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int ina_stripe_call_recovered(ina_stripe_call_t *call)
+{
+    return call != nullptr && call->rescuing() ? 1 : 0;
+}
+
+int ina_stripe_post_recovered(const ina_stripe_t *stripe)
+{
+    return stripe != nullptr && stripe->post_recovered ? 1 : 0;
 }
