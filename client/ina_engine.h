@@ -554,7 +554,7 @@ public:
     bool has_peers() const { return peers_.send != nullptr; }
     uint32_t nmembers() const { return params_.nmembers; }
     bool peer_message(uint32_t from, const void *msg, size_t len);
-    void send_peer(uint32_t to, const std::vector<uint8_t> &msg);
+    void send_peer(uint32_t to, std::vector<uint8_t> msg);
     void note_denied(uint64_t mid);
     void rescuing(uint64_t mid, Call *c);
     // The call's recovery is over; `final_word` is its STATE from now on

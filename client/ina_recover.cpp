@@ -20,6 +20,7 @@
 // agent's kernels (so its bits are the agent's).
 #include <algorithm>
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 
@@ -47,8 +48,8 @@ struct PeerHdr {
     uint32_t offset; // DATA: the BLOCK's element offset
     uint32_t count;  // DATA: its elements
     uint32_t len;    // payload bytes (DATA: kNone, it cannot)
-    uint32_t jid;    // the job at the agent: a message for another job is dropped
-    uint32_t pad;
+    uint32_t jid;     // the job at the agent and the caller's channel
+    uint32_t channel; // (ina_peer_ops_t): a message for another job is dropped
     uint64_t mid;
     uint64_t nblocks; // STATE
 };
@@ -256,8 +257,13 @@ bool Call::input_intact(uint64_t sid) const
 
 // ---------------------------------------------------------------- the job: serving
 
-void Job::send_peer(uint32_t to, const std::vector<uint8_t> &msg)
+void Job::send_peer(uint32_t to, std::vector<uint8_t> msg)
 {
+    // Every message starts with a PeerHdr: stamp this job's channel in it.
+    if (msg.size() >= sizeof(PeerHdr)) {
+        std::memcpy(msg.data() + offsetof(PeerHdr, channel), &peers_.channel,
+                    sizeof(peers_.channel));
+    }
     if (peers_.send(peers_.arg, to, msg.data(), msg.size()) != 0 && client_ != nullptr) {
         client_->log(1, "job %u: recovery message to member %u not sent", jid(), to);
     }
@@ -347,7 +353,8 @@ bool Job::peer_message(uint32_t from, const void *msg, size_t len)
         std::memcpy(&h, msg, sizeof(h));
     }
     const bool none = h.type == kData && h.len == kNone && len == sizeof(h);
-    if (len >= sizeof(h) && h.magic == kPeerMagic && h.jid != jid()) {
+    if (len >= sizeof(h) && h.magic == kPeerMagic &&
+        (h.jid != jid() || h.channel != peers_.channel)) {
         return false; // another job's (a node's other stream, or a job left since)
     }
     if (len < sizeof(h) || h.magic != kPeerMagic || from >= params_.nmembers ||

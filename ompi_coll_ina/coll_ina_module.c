@@ -862,7 +862,7 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         return OMPI_SUCCESS;
     }
     ++c->live_jobs;
-    if (NULL != m->job && m->nleaves <= 1) {
+    if ((NULL != m->job || NULL != m->stripe) && m->nleaves <= 1) {
         /* One agent per job: flat, a member per rank; node uplink, a
          * member per node (its leader of the stream). */
         mca_coll_ina_peers_setup(m);

@@ -151,8 +151,10 @@ static int ina_peer_poll(mca_coll_ina_module_t *m)
             if (m->node_uplink) {
                 from = m->node_of[io->from]; /* only leaders send */
             }
-            if (NULL != m->job && ina_job_peer_message(m->job, from, io->buf, io->len) &&
-                m->node_uplink) {
+            if (NULL != m->stripe) {
+                (void) ina_stripe_peer_message(m->stripe, from, io->buf, io->len);
+            } else if (NULL != m->job && ina_job_peer_message(m->job, from, io->buf, io->len) &&
+                       m->node_uplink) {
                 /* A message of our stream's job: its sender leads it there. */
                 m->peer_leader[from] = io->from;
             }
@@ -175,7 +177,9 @@ static bool ina_agents_alive(void)
     int i;
 
     for (i = 0; i < ina_npeer_modules; ++i) {
-        if (NULL != ina_peer_modules[i]->job && !ina_job_reachable(ina_peer_modules[i]->job)) {
+        mca_coll_ina_module_t *m = ina_peer_modules[i];
+        if ((NULL != m->job && !ina_job_reachable(m->job)) ||
+            (NULL != m->stripe && !ina_stripe_reachable(m->stripe))) {
             return false;
         }
     }
@@ -201,7 +205,7 @@ static int ina_peers_progress(void)
             /* Ranks that lead no stream still take (and drop) what leaders
              * of other nodes send them before they know who leads there. */
             for (i = 0; i < ina_npeer_modules; ++i) {
-                if (NULL == ina_peer_modules[i]->job) {
+                if (NULL == ina_peer_modules[i]->job && NULL == ina_peer_modules[i]->stripe) {
                     events += ina_peer_poll(ina_peer_modules[i]);
                 }
             }
@@ -219,12 +223,23 @@ static int ina_peers_progress(void)
     return events;
 }
 
+/* A striped post waiting for a lost part's recovery: the PML (and this
+ * file's progress callback with it) must move. */
+static void ina_stripe_progress(void *arg)
+{
+    (void) arg;
+    ina_agent_lost = true;
+    opal_progress();
+}
+
 void mca_coll_ina_peers_setup(mca_coll_ina_module_t *m)
 {
-    ina_peer_ops_t ops = {.arg = m, .send = ina_peer_send};
+    /* A node's streams share the tag: the stream tells them apart. */
+    ina_peer_ops_t ops = {.arg = m, .send = ina_peer_send,
+                          .channel = m->node_uplink && m->stream >= 0 ? (uint32_t) m->stream : 0};
 
     if (!mca_coll_ina_component.recover || mca_coll_ina_component.required ||
-        (NULL == m->job && !m->node_uplink)) {
+        (NULL == m->job && NULL == m->stripe && !m->node_uplink)) {
         return; /* coll_ina_required: a lost agent is an error, as it says */
     }
     if (m->node_uplink) {
@@ -259,6 +274,8 @@ void mca_coll_ina_peers_setup(mca_coll_ina_module_t *m)
     ina_peer_modules[ina_npeer_modules++] = m;
     if (NULL != m->job) {
         ina_job_set_peers(m->job, &ops);
+    } else if (NULL != m->stripe) {
+        ina_stripe_set_peers(m->stripe, &ops, ina_stripe_progress, NULL);
     }
     m->peers = true;
 }
@@ -390,11 +407,21 @@ bool mca_coll_ina_resume(mca_coll_ina_module_t *m, bool blocking)
         /* Leads no stream: says nothing about the agents (never talks to
          * them), only whether a call is still in flight. */
         mine = ina_calls_in_flight(m) ? -1 : INT_MIN;
+    } else if (ina_calls_in_flight(m)) {
+        mine = -1;
+    } else if (m->nagents > 1 && !m->node_uplink) {
+        /* Striped: every agent, all at the same alternative of their
+         * entries (the agents, or all their standbys). */
+        uint32_t k;
+        mine = mca_coll_ina_agent_reach(0);
+        for (k = 1; k < m->nagents && mine >= 0; ++k) {
+            mine = mca_coll_ina_agent_reach(k) == mine ? mine : -1;
+        }
     } else {
         const uint32_t slot = m->node_uplink && mca_coll_ina_component.nagents > 0
                                   ? (uint32_t) m->stream % mca_coll_ina_component.nagents
                                   : 0;
-        mine = ina_calls_in_flight(m) ? -1 : mca_coll_ina_agent_reach(slot);
+        mine = mca_coll_ina_agent_reach(slot);
     }
     word[0] = INT_MIN == mine ? INT_MIN : mine < 0 ? INT_MAX : mine;
     word[1] = INT_MIN == mine ? INT_MIN : -word[0];

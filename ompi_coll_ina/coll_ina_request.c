@@ -256,6 +256,11 @@ int mca_coll_ina_progress(void)
             if (!ina_stripe_call_test(req->stripe_call, &cqe)) {
                 continue;
             }
+            if (ina_stripe_call_recovered(req->stripe_call)) {
+                ++req->module->recovered_calls;
+                req->module->recovered_offloaded +=
+                    INA_OK == cqe.rc && INA_OFFLOADED == cqe.outcome;
+            }
             ina_stripe_call_free(req->stripe_call);
             req->stripe_call = NULL;
             req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
@@ -489,6 +494,14 @@ static int ina_try_stripe(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
         if (NULL != req) {
             ina_req_discard(req);
         }
+        if (ina_stripe_post_recovered(m->stripe)) {
+            ++m->recovered_calls;
+            if (INA_OK == erc && INA_FALLBACK_UNREACHABLE == outcome) {
+                /* A part's members settled it without its agent, nothing held
+                 * anywhere and every member in this call: alike everywhere. */
+                mca_coll_ina_agent_lost(m);
+            }
+        }
         if (INA_OK != erc) {
             cqe.rc = erc;
             return ina_failed_error(m, kind, erc, &cqe);
@@ -504,6 +517,10 @@ static int ina_try_stripe(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     }
     while (!ina_stripe_call_test(call, &cqe)) {
         opal_progress();
+    }
+    if (ina_stripe_call_recovered(call)) {
+        ++m->recovered_calls;
+        m->recovered_offloaded += INA_OK == cqe.rc && INA_OFFLOADED == cqe.outcome;
     }
     ina_stripe_call_free(call);
     if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
