@@ -454,6 +454,9 @@ private:
     void rescue_finish();
     void rescue_log(const char *fmt, ...) const __attribute__((format(printf, 2, 3)));
     void keep_inputs();
+    // Copy up to `most` more of the kept inputs (keep_inputs).
+    void keep_copy(size_t most);
+    size_t kept_next_ = 0; // kept inputs copied so far
 };
 
 } // namespace ina::client

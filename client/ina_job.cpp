@@ -195,8 +195,11 @@ size_t KeptCall::bytes() const
     return n;
 }
 
-// The input of the last `window` blocks, copied now: in place, RESULTs will
-// overwrite it (a window's worth, not the whole buffer).
+// The input of the last `window` blocks (a window's worth, not the whole
+// buffer), copied while the rank waits for RESULTs (keep_copy, from pump),
+// not before its first block goes out: all of it before a RESULT may
+// overwrite an input in place, and at the latest when the call retires (a
+// caller's input stays put until then).
 void Call::keep_inputs()
 {
     const uint64_t n = geom_.nblocks();
@@ -217,13 +220,24 @@ void Call::keep_inputs()
         // A buffer a certified call gave back: no allocation, no page
         // faults on the way of every call (bench/recover_cost.sh).
         kept_.input[i] = job_->spare_buffer();
-        if (b.count > 0) {
-            const uint8_t *from = src_ + b.src;
-            kept_.input[i].assign(from, from + static_cast<size_t>(b.count) * esz_);
-        }
         kept_.result[i].clear();
     }
+    kept_next_ = 0;
     keeping_ = true;
+}
+
+void Call::keep_copy(size_t most)
+{
+    if (!keeping_) {
+        return;
+    }
+    for (const size_t k = kept_.sent.size(); kept_next_ < k && most > 0; --most, ++kept_next_) {
+        const BlockSend &b = kept_.sent[kept_next_];
+        if (b.count > 0) {
+            const uint8_t *from = src_ + b.src;
+            kept_.input[kept_next_].assign(from, from + static_cast<size_t>(b.count) * esz_);
+        }
+    }
 }
 
 bool Call::take_lease(uint32_t lease)
@@ -345,6 +359,7 @@ void Call::retire()
     }
     cqe_.status = status_;
     state_ = State::retired;
+    keep_copy(SIZE_MAX); // the caller's input is its own again after this
     if (stage_keeps() && !keeping_ && cqe_.rc == INA_OK && cqe_.outcome == INA_OFFLOADED) {
         stage_keep_completed();
     }
@@ -378,6 +393,7 @@ void Call::pump(Client &client)
         }
         break; // not ready (staged: asked again next time), or refused
     }
+    keep_copy(1); // while the RESULTs are on their way
 }
 
 bool Call::stage_block_ok(uint64_t sid, const ina_stage_block_t &b) const
@@ -509,6 +525,9 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
         on_staged_result(h, data, length);
         return;
     }
+    if (writes_input_) {
+        keep_copy(SIZE_MAX); // before a RESULT lands on an input it keeps
+    }
     if (geom_.wants(sid)) {
         const size_t bytes = static_cast<size_t>(h.seg_count) * esz_;
         if (h.seg_count > 0 && ((h.flags & INA_PROTO_F_ACK_ONLY) != 0 || length != bytes)) {
@@ -551,6 +570,9 @@ void *Call::landing(const ina_proto_hdr_t &h, size_t length)
     save_overwritten(sid, r.piece[0].dst, static_cast<size_t>(h.seg_count) * esz_, true);
     ++landing_;
     landed_any_ = true; // from now on rbuf may hold part of this block
+    if (writes_input_) {
+        keep_copy(SIZE_MAX); // before UCX writes over an input it keeps
+    }
     return rbuf_ + r.piece[0].dst;
 }
 
@@ -670,6 +692,7 @@ void Call::stage_keep_completed()
             kept_.input[i] = std::move(b.copy);
         }
     }
+    kept_next_ = k; // copies already
     keeping_ = true;
 }
 
