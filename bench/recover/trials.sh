@@ -16,14 +16,18 @@
 # --node-size K: the node stage on, ranks [0, K) pretending to be node 0,
 # [K, 2K) node 1, ... (coll_ina_test_node_size): the stream leaders of the
 # nodes recover the agent's calls among themselves.
+# --stripe: the job striped over two agents (coll_ina_agent A0,A1), the
+# second one killed: its parts are finished by the ranks, the first agent's
+# go on there. (Not with --standby.)
 # usage: bench/recover/trials.sh [--trials N] [--np N] [--rounds N]
 #          [--kinds LIST] [--max-ms MS] [--out DIR] [--timeout S] [--standby]
-#          [--node-size K]
+#          [--node-size K] [--stripe]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
 trials=20 np=4 rounds=12 kinds=allreduce,reduce,bcast,allgather,reduce_scatter,iallreduce
 maxms=1200 out=$here/results limit=300 b=$top/build standby=0 node=(--mca coll_ina_node_stage 0)
+stripe=0
 while (($#)); do
     case $1 in
     --trials) trials=${2:?}; shift 2 ;;
@@ -36,7 +40,8 @@ while (($#)); do
     --builddir) b=${2:?}; shift 2 ;;
     --standby) standby=1; shift ;;
     --node-size) node=(--mca coll_ina_test_node_size "${2:?}"); shift 2 ;;
-    *) sed -n '2,22p' "$0" >&2; exit 2 ;;
+    --stripe) stripe=1; shift ;;
+    *) sed -n '2,25p' "$0" >&2; exit 2 ;;
     esac
 done
 prog=$b/tests/mpi/test_recover
@@ -57,6 +62,17 @@ for kind in "${ks[@]}"; do
         read -r addr <"$fifo"
         spid='' extra=()
         rm -f "$fifo"
+        if ((stripe)); then
+            # The first agent stays; the one killed is the second.
+            fifo=$(mktemp -u) && mkfifo "$fifo"
+            "$b/switch_agent/ina-switchd" --listen 127.0.0.1:0 --ready-fd 3 3>"$fifo" \
+                2>"$out/$kind-$t.agent1.log" &
+            spid=$apid
+            apid=$!
+            read -r saddr <"$fifo"
+            rm -f "$fifo"
+            addr="$addr,$saddr"
+        fi
         if ((standby)); then
             # A fifo of its own: the first agent's end may close any time.
             fifo=$(mktemp -u) && mkfifo "$fifo"
