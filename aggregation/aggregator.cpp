@@ -424,9 +424,9 @@ void Aggregator::deny(Job &job, Call &call, uint64_t mid, ina_proto_status_t st,
 }
 
 void Aggregator::abort_call(Job &job, uint64_t mid, Call &call, ina_proto_status_t st,
-                            const char *why, bool tell_parent)
+                            const char *why, bool tell_parent, bool never_deny)
 {
-    if (!call.grant_told) {
+    if (!call.grant_told && !never_deny) {
         // Nobody (of any leaf) was told GRANT: everybody falls back alike.
         end_call(job.jid(), mid, call);
         deny(job, call, mid, st, tell_parent);

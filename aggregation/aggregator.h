@@ -183,9 +183,12 @@ private:
     // End an open call that can never complete: members who were told GRANT
     // get an ERROR; in a tree, a call not told yet is denied instead (every
     // member of every leaf then falls back alike). tell_parent: a leaf's own
-    // loss, which the parent must hear of.
+    // loss, which the parent must hear of. never_deny: the parent is lost or
+    // ended the call, so another leaf may have been told GRANT (and hold
+    // results): every member gets the ERROR, and the members settle the call
+    // among themselves (docs/ARCHITECTURE.md, "Recovery from a lost agent").
     void abort_call(Job &job, uint64_t mid, Call &call, ina_proto_status_t st, const char *why,
-                    bool tell_parent);
+                    bool tell_parent, bool never_deny = false);
     // A leaf's completed block goes up (tree.cpp); and what waits for its slot.
     void send_up(Job &job, Call &call, const ina_proto_hdr_t &blk, uint32_t seg);
     void flush_up(Job &job, Call &call);

@@ -279,7 +279,11 @@ void Aggregator::uplink_error(uint32_t jid, uint64_t mid, ina_proto_status_t st)
     }
     INA_INFO("job %u mid %" PRIu64 ": the parent agent ended the call (%s)", jid, mid,
              ina_proto_status_name(st));
-    abort_call(*it->second, mid, *call, st, "the parent agent ended the call", false);
+    // A part of the tree lost (a sibling leaf gone: NOT_MEMBER): another
+    // leaf may hold results, so never a DENY here; a refused partial of
+    // ours, before any GRANT, still falls back everywhere alike.
+    abort_call(*it->second, mid, *call, st, "the parent agent ended the call", false,
+               st == INA_PROTO_ERR_NOT_MEMBER || st == INA_PROTO_ERR_UPSTREAM);
     settle();
 }
 
@@ -293,7 +297,7 @@ void Aggregator::uplink_lost()
         job.set_up_state(Job::UpState::kFailed);
         for (uint64_t mid : job.open_calls()) {
             abort_call(job, mid, *job.find_call(mid), INA_PROTO_ERR_UPSTREAM,
-                       "the parent agent is lost", false);
+                       "the parent agent is lost", false, true);
         }
     }
     lease_back_ = true; // deferred calls: denied now

@@ -922,9 +922,22 @@ ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, u
         rc = attach_job(c, *params, rank, out);
         if (rc == INA_OK) {
             (*out)->impl.set_comm_rank(comm_rank);
+            (*out)->impl.set_tree(nleaves > 1);
         }
         return rc;
     }));
+}
+
+void ina_job_set_groups(ina_job_t *job, const uint32_t *group_of_member, uint32_t n)
+{
+    if (job == nullptr || group_of_member == nullptr) {
+        return;
+    }
+    guard(__func__, [&] {
+        EntryLock lock(job->impl.client());
+        job->impl.set_groups(group_of_member, n);
+        return 0;
+    });
 }
 
 uint64_t ina_job_certified(const ina_job_t *job)

@@ -213,6 +213,12 @@ typedef struct ina_peer_ops {
     uint32_t channel;
 } ina_peer_ops_t;
 void ina_job_set_peers(ina_job_t *job, const ina_peer_ops_t *ops);
+/* A tree's job (ina_job_open_tree): member (communicator rank) -> its
+ * leaf, n = the communicator's size. A recovery reduces a rebuilt block as
+ * the agents do: each leaf's members in order, then the leaves in order.
+ * With peers set, an ERROR the tree caused (a parent or another leaf lost:
+ * UPSTREAM, NOT_MEMBER) ends a call as lost, to be recovered. */
+void ina_job_set_groups(ina_job_t *job, const uint32_t *group_of_member, uint32_t n);
 /* Whether peers are set: a call lost with the agent can be recovered. */
 int ina_job_has_peers(const ina_job_t *job);
 /* 1 if the message was this job's (0: another job's, or malformed: dropped). */

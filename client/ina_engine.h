@@ -340,10 +340,7 @@ public:
         given_back_ = true;
     }
     // ERROR(ABORTED): a member gave a striped call back; all fall back.
-    void on_error(uint8_t status)
-    {
-        fail(status == INA_PROTO_ERR_ABORTED ? Fail::denied : Fail::rejected, status);
-    }
+    void on_error(uint8_t status);
 
 private:
     enum class Fail { none, denied, rejected, lost };
@@ -483,6 +480,24 @@ public:
     // (roots, chunks, parts) is the whole communicator's: params_.nmembers
     // is its size and this is our rank in it.
     void set_comm_rank(uint32_t r) { comm_rank_ = r; }
+    uint32_t comm_rank() const { return comm_rank_; }
+    // A job of a tree of agents (ina_job_open_tree, several leaves): an
+    // ERROR for a granted call that the tree, not a member, caused
+    // (UPSTREAM, NOT_MEMBER) is a loss to recover from, not a verdict.
+    void set_tree(bool on) { tree_ = on; }
+    bool tree_loss(uint8_t status) const
+    {
+        return tree_ && has_peers() &&
+               (status == INA_PROTO_ERR_UPSTREAM || status == INA_PROTO_ERR_NOT_MEMBER);
+    }
+    // Recovery: member -> its group (a tree's leaf), for the order in which a
+    // rebuilt block is reduced: each group's members in order, then the
+    // groups in order, as the agents fold it. Empty: one group.
+    void set_groups(const uint32_t *group_of, uint32_t n)
+    {
+        groups_.assign(group_of, group_of + n);
+    }
+    const std::vector<uint32_t> &groups() const { return groups_; }
     uint32_t window() const { return params_.window; }
     Client *client() const { return client_; }
     // The client went away first: outstanding calls fail, later ones fall
@@ -599,6 +614,8 @@ private:
     const ina_job_params_t params_;
     const uint32_t rank_;
     uint32_t comm_rank_;
+    bool tree_ = false;
+    std::vector<uint32_t> groups_;
     uint64_t next_mid_ = 0;
     uint64_t ahead_mid_ = 0; // the MID the agent's latest `ahead` is for
     uint32_t ahead_ = 1;

@@ -633,6 +633,18 @@ void Call::on_staged_result(const ina_proto_hdr_t &h, const void *data, size_t l
     }
 }
 
+void Call::on_error(uint8_t status)
+{
+    const bool tree = status == INA_PROTO_ERR_UPSTREAM || status == INA_PROTO_ERR_NOT_MEMBER;
+    fail(status == INA_PROTO_ERR_ABORTED ? Fail::denied
+         : job_->tree_loss(status)       ? Fail::lost // the members settle it
+         // Without recovery, a tree's call this member was never granted
+         // falls back, as the DENY a leaf used to send for it.
+         : tree && !granted_ && !job_->has_peers() ? Fail::denied
+                                                   : Fail::rejected,
+         status);
+}
+
 void Call::stage_sent(uint64_t sid, const ina_stage_block_t &b, bool want)
 {
     Staged &s = sb_[sid];
@@ -832,10 +844,24 @@ int Job::launch(const CallGeometry &g, bool wait_decision, ina_call **out, ina_c
             // Decided before this rank got here: send nothing (the agent drops it).
             free_.push_back(c); // never started
             cqe->status = e.status;
-            if (e.type == INA_PROTO_DENY || e.status == INA_PROTO_ERR_ABORTED) {
+            const bool tree_err = tree_ && (e.status == INA_PROTO_ERR_UPSTREAM ||
+                                            e.status == INA_PROTO_ERR_NOT_MEMBER);
+            if (e.type == INA_PROTO_DENY || e.status == INA_PROTO_ERR_ABORTED ||
+                (tree_err && !has_peers())) {
                 cqe->outcome = INA_FALLBACK_DENIED;
                 note_denied(mid);
                 return cqe->rc = INA_OK;
+            }
+            if (tree_loss(e.status)) {
+                // The tree lost a part of itself under this call: settled
+                // with the other members, like a call the agent lost.
+                free_.pop_back();
+                start(c, mid, open);
+                c->lose();
+                c->retire();
+                *out = c;
+                *cqe = c->cqe();
+                return cqe->rc;
             }
             return cqe->rc = INA_ERR_PROTO;
         }

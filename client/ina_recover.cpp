@@ -80,6 +80,48 @@ PeerHdr header(PeerType type, uint64_t mid, uint32_t jid)
 
 bool recoverable(unsigned coll) { return coll < INA_COLL_COUNT; }
 
+struct RescuePiece {
+    bool in = false;
+    uint32_t offset = 0, count = 0;
+    std::vector<uint8_t> bytes;
+};
+
+// Reduce every member's piece of a block (cnt elements) into acc as the
+// agents fold it: each group's (a tree's leaf's) members in order, then the
+// groups' partials in order; without groups, the members in order.
+void fold_pieces(unsigned op, unsigned dtype, const std::vector<uint32_t> &group,
+                 const std::vector<RescuePiece> &pieces, uint32_t cnt, std::vector<uint8_t> &acc)
+{
+    const uint32_t ngroups =
+        group.size() != pieces.size() ? 1 : 1 + *std::max_element(group.begin(), group.end());
+    std::vector<uint8_t> part(acc.size());
+    bool any = false;
+    for (uint32_t g = 0; g < ngroups; ++g) {
+        bool first = true;
+        for (size_t j = 0; j < pieces.size(); ++j) {
+            if ((ngroups == 1 ? 0 : group[j]) != g) {
+                continue;
+            }
+            if (first) {
+                std::memcpy(part.data(), pieces[j].bytes.data(), part.size());
+            } else {
+                ina_reduce(op, dtype, part.data(), pieces[j].bytes.data(), cnt);
+            }
+            first = false;
+        }
+        if (first) {
+            continue; // a group without members
+        }
+        if (!any) {
+            acc.swap(part);
+            part.resize(acc.size());
+        } else {
+            ina_reduce(op, dtype, acc.data(), part.data(), cnt);
+        }
+        any = true;
+    }
+}
+
 } // namespace
 
 // A call's recovery, at the member whose call it is.
@@ -93,11 +135,7 @@ struct Call::Rescue {
     bool planned = false;
     uint32_t pending = 0;                     // DATAs awaited
     // Blocks reduced here: sid -> per member its BLOCK (offset, count, bytes).
-    struct Piece {
-        bool in = false;
-        uint32_t offset = 0, count = 0;
-        std::vector<uint8_t> bytes;
-    };
+    using Piece = RescuePiece;
     std::map<uint64_t, std::vector<Piece>> rebuild;
     bool done = false;
     ina_cqe_t cqe{};
@@ -427,7 +465,7 @@ int Call::recover_start(bool host_ok)
     Rescue &x = *rescue_;
     x.host_ok = host_ok;
     x.n = job_->nmembers();
-    x.me = job_->rank();
+    x.me = job_->comm_rank(); // a tree's job: its members are the communicator's
     x.state.assign(x.n, 0);
     x.host.assign(x.n, 0);
     x.r.assign(x.n, {});
@@ -766,7 +804,6 @@ void Call::rescue_rebuild(uint64_t sid)
     std::vector<uint8_t> acc(static_cast<size_t>(cnt) * esz_, 0);
     const bool reduce = tmpl_.coll == INA_COLL_ALLREDUCE || tmpl_.coll == INA_COLL_REDUCE ||
                         tmpl_.coll == INA_COLL_REDUCE_SCATTER;
-    bool first = true;
     for (const Rescue::Piece &p : rb->second) {
         const size_t bytes = static_cast<size_t>(p.count) * esz_;
         if (static_cast<uint64_t>(p.offset) + p.count > cnt || p.bytes.size() != bytes ||
@@ -777,14 +814,12 @@ void Call::rescue_rebuild(uint64_t sid)
             x.rebuild.erase(rb);
             return;
         }
-        if (reduce && first) {
-            std::memcpy(acc.data(), p.bytes.data(), bytes);
-        } else if (reduce) {
-            ina_reduce(tmpl_.op, tmpl_.dtype, acc.data(), p.bytes.data(), cnt);
-        } else if (bytes > 0) {
+        if (!reduce && bytes > 0) {
             std::memcpy(acc.data() + static_cast<size_t>(p.offset) * esz_, p.bytes.data(), bytes);
         }
-        first = false;
+    }
+    if (reduce) {
+        fold_pieces(tmpl_.op, tmpl_.dtype, job_->groups(), rb->second, cnt, acc);
     }
     x.rebuild.erase(rb);
     rescue_deliver(sid, acc.data());
@@ -843,7 +878,6 @@ void Call::rescue_finish()
             std::vector<uint8_t> acc(static_cast<size_t>(cnt) * esz_, 0);
             const bool reduce = tmpl_.coll == INA_COLL_ALLREDUCE || tmpl_.coll == INA_COLL_REDUCE ||
                                 tmpl_.coll == INA_COLL_REDUCE_SCATTER;
-            bool first = true;
             for (const Rescue::Piece &p : pieces) {
                 const size_t bytes = static_cast<size_t>(p.count) * esz_;
                 if (!p.in || static_cast<uint64_t>(p.offset) + p.count > cnt ||
@@ -855,15 +889,13 @@ void Call::rescue_finish()
                                p.count, cnt, p.bytes.size());
                     break;
                 }
-                if (reduce && first) {
-                    std::memcpy(acc.data(), p.bytes.data(), bytes);
-                } else if (reduce) {
-                    ina_reduce(tmpl_.op, tmpl_.dtype, acc.data(), p.bytes.data(), cnt);
-                } else if (bytes > 0) {
+                if (!reduce && bytes > 0) {
                     std::memcpy(acc.data() + static_cast<size_t>(p.offset) * esz_,
                                 p.bytes.data(), bytes);
                 }
-                first = false;
+            }
+            if (reduce && x.cqe.rc == INA_OK) {
+                fold_pieces(tmpl_.op, tmpl_.dtype, job_->groups(), pieces, cnt, acc);
             }
             if (x.cqe.rc != INA_OK) {
                 break;
