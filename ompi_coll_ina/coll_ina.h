@@ -261,6 +261,7 @@ typedef struct mca_coll_ina_module_t {
      * rank's leaf, numbered by first rank. */
     uint32_t nleaves;
     uint32_t leaf;
+    uint32_t *leaf_of; /* rank -> its leaf, over several leaves (else NULL) */
     /* Why MPI_Allgather runs the host algorithm on this communicator
      * whatever the call (a leaf's ranks are not consecutive), or NULL. */
     const char *allgather_unsupported;

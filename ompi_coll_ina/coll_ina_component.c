@@ -170,9 +170,9 @@ static int ina_register(void)
         "An agent lost in the middle of a call: the ranks finish the call among themselves "
         "(results that arrived are reused, the rest rebuilt from the inputs), later calls of "
         "the communicator run the host algorithms until offload may resume "
-        "(coll_ina_resume_interval); 0: the call fails with an MPI error. Communicators whose "
-        "jobs are each at one agent: flat, the node stage's streams, stripes; not a tree of "
-        "agents (docs/ARCHITECTURE.md, \"Recovery from a lost agent\")",
+        "(coll_ina_resume_interval); 0: the call fails with an MPI error. Flat, node stage, "
+        "striped and tree communicators; not a tree of agents with the node stage "
+        "(docs/ARCHITECTURE.md, \"Recovery from a lost agent\")",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4,
         MCA_BASE_VAR_SCOPE_READONLY, &c->recover);
 

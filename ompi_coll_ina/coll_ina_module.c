@@ -94,6 +94,7 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->stripe = NULL;
     m->peers = false;
     m->peer_leader = NULL;
+    m->leaf_of = NULL;
     m->peer_sends = m->peer_recvs = NULL;
     m->recovered_calls = 0;
     m->recovered_offloaded = 0;
@@ -167,6 +168,8 @@ static void ina_module_destruct(mca_coll_ina_module_t *m)
 #undef INA_RELEASE_PREVIOUS
     free(m->node_of);
     m->node_of = NULL;
+    free(m->leaf_of);
+    m->leaf_of = NULL;
     free(m->local_ranks);
     m->local_ranks = NULL;
     free(m->numa_of);
@@ -686,12 +689,15 @@ static bool ina_tree_setup(mca_coll_ina_module_t *m, ina_leaf_part_t *part)
     char why[256] = "";
     int r;
 
+    free(m->leaf_of); /* an earlier setup's (offload resuming) */
+    m->leaf_of = NULL;
     m->nleaves = NULL != leaf_of ? ina_topology_leaves(m, leaf_of, why, sizeof(why)) : 0;
     if (NULL == leaf_of) {
         snprintf(why, sizeof(why), "out of memory");
     }
     if (m->nleaves > 1) {
         m->leaf = leaf_of[m->rank];
+        m->leaf_of = leaf_of; /* recovery reduces as the tree does (ina_job_set_groups) */
         bad = ina_leaf_part(m, leaf_of, part);
         if (NULL != bad) {
             snprintf(why, sizeof(why), "%s", bad);
@@ -706,7 +712,9 @@ static bool ina_tree_setup(mca_coll_ina_module_t *m, ina_leaf_part_t *part)
             }
         }
     }
-    free(leaf_of);
+    if (m->leaf_of != leaf_of) {
+        free(leaf_of);
+    }
     if (0 == m->nleaves || NULL != bad) {
         INA_VERBOSE(5, "cid %d: host algorithms for this communicator (topology %s): %s",
                     m->cid, c->topology, why);
@@ -866,6 +874,11 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         /* One agent per job: flat, a member per rank; node uplink, a
          * member per node (its leader of the stream). */
         mca_coll_ina_peers_setup(m);
+    } else if (NULL != m->job && !m->node_uplink && NULL != m->leaf_of) {
+        /* A tree of agents, a member per rank: the whole communicator
+         * recovers together, reducing as the leaves and their parent do. */
+        mca_coll_ina_peers_setup(m);
+        ina_job_set_groups(m->job, m->leaf_of, (uint32_t) m->size);
     }
     INA_VERBOSE(10, "cid %d: opened job %u as member %u (window %u, block %u bytes, "
                     "%u members%s%s%s)",

@@ -202,14 +202,18 @@ static int ina_peers_progress(void)
         busy = true;
         ina_agent_lost = !ina_agents_alive();
         if (!ina_agent_lost) {
-            /* Ranks that lead no stream still take (and drop) what leaders
-             * of other nodes send them before they know who leads there. */
+            /* Our agents are all there, but another member's may not be (a
+             * tree's other leaf), and ranks that lead no stream still take
+             * (and drop) what leaders of other nodes send them: a look now
+             * and then; once something came, one at every progress. */
             for (i = 0; i < ina_npeer_modules; ++i) {
-                if (NULL == ina_peer_modules[i]->job && NULL == ina_peer_modules[i]->stripe) {
-                    events += ina_peer_poll(ina_peer_modules[i]);
-                }
+                events += ina_peer_poll(ina_peer_modules[i]);
             }
             busy = false;
+            if (events > 0) {
+                ina_agent_lost = true;
+                INA_VERBOSE(5, "another rank is recovering a call: answering it from now on");
+            }
             return events;
         }
         busy = false;
