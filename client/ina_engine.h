@@ -453,6 +453,8 @@ private:
     void keep_inputs();
     // Copy up to `most` more of the kept inputs (keep_inputs).
     void keep_copy(size_t most);
+    // kept_ described for the call's last window (its size returned).
+    size_t kept_window();
     size_t kept_next_ = 0; // kept inputs copied so far
 };
 

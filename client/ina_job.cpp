@@ -202,18 +202,7 @@ size_t KeptCall::bytes() const
 // caller's input stays put until then).
 void Call::keep_inputs()
 {
-    const uint64_t n = geom_.nblocks();
-    const uint64_t w = job_->window();
-    kept_.mid = mid_;
-    kept_.coll = tmpl_.coll;
-    kept_.op = tmpl_.op;
-    kept_.dtype = tmpl_.dtype;
-    kept_.nblocks = n;
-    kept_.first = n > w ? n - w : 0;
-    const size_t k = static_cast<size_t>(n - kept_.first);
-    kept_.sent.resize(k);
-    kept_.input.resize(k);
-    kept_.result.resize(k);
+    const size_t k = kept_window();
     for (size_t i = 0; i < k; ++i) {
         const BlockSend b = geom_.send(kept_.first + i);
         kept_.sent[i] = b;
@@ -224,6 +213,24 @@ void Call::keep_inputs()
     }
     kept_next_ = 0;
     keeping_ = true;
+}
+
+size_t Call::kept_window()
+{
+    // The call's last `window` blocks: the only ones another member can
+    // still lack once this one completed the call.
+    const uint64_t n = geom_.nblocks(), w = job_->window();
+    kept_.mid = mid_;
+    kept_.coll = tmpl_.coll;
+    kept_.op = tmpl_.op;
+    kept_.dtype = tmpl_.dtype;
+    kept_.nblocks = n;
+    kept_.first = n > w ? n - w : 0;
+    const size_t k = static_cast<size_t>(n - kept_.first);
+    kept_.sent.resize(k);
+    kept_.input.resize(k);
+    kept_.result.resize(k);
+    return k;
 }
 
 void Call::keep_copy(size_t most)
@@ -680,17 +687,7 @@ void Call::stage_trim()
 void Call::stage_keep_completed()
 {
     // The last window's copies, for members that may still lack them.
-    const uint64_t n = geom_.nblocks(), w = job_->window();
-    kept_.mid = mid_;
-    kept_.coll = tmpl_.coll;
-    kept_.op = tmpl_.op;
-    kept_.dtype = tmpl_.dtype;
-    kept_.nblocks = n;
-    kept_.first = n > w ? n - w : 0;
-    const size_t k = static_cast<size_t>(n - kept_.first);
-    kept_.sent.resize(k);
-    kept_.input.resize(k);
-    kept_.result.resize(k);
+    const size_t k = kept_window();
     for (size_t i = 0; i < k; ++i) {
         Staged &b = sb_[kept_.first + i];
         kept_.sent[i] = BlockSend{};

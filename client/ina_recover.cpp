@@ -623,67 +623,17 @@ void Call::rescue_plan()
         rescue_finish();
         return;
     }
+    // Each block this member lacks comes from the lowest member that holds
+    // it whole, or is reduced (or placed) here from every member's BLOCK in
+    // the agents' order (rescue_finish; staged: rescue_rebuild, block by
+    // block as the caller produces them, so this member's own BLOCK of a
+    // block not produced yet joins when it is: rescue_produce).
     const uint64_t n = geom_.nblocks();
-    if (staged_) {
-        // The agent's work from here on, block by block as the caller
-        // produces them: a block some member holds whole comes from the
-        // lowest of them, any other from every member's BLOCK, reduced in
-        // rank order (rescue_rebuild); a member's own BLOCK of a block it
-        // has not produced yet joins when it does (rescue_produce).
-        for (uint64_t sid = 0; sid < n; ++sid) {
-            if (got(sid)) {
-                continue;
-            }
-            uint32_t holder = kNone;
-            for (uint32_t j = 0; j < x.n && holder == kNone; ++j) {
-                if (j != x.me && !x.r[j].empty() && bit(x.r[j].data(), sid)) {
-                    holder = j;
-                }
-            }
-            PeerHdr f = header(kFetch, mid_, tmpl_.jid);
-            f.sid = static_cast<uint32_t>(sid);
-            if (holder != kNone) {
-                f.what = kResult;
-                job_->send_peer(holder, message(f, nullptr, 0));
-                ++x.pending;
-                continue;
-            }
-            auto &pieces = x.rebuild[sid];
-            pieces.assign(x.n, {});
-            f.what = kInput;
-            for (uint32_t j = 0; j < x.n; ++j) {
-                if (j == x.me) {
-                    if (sid < produced_) {
-                        Rescue::Piece &p = pieces[j];
-                        p.in = block_for_peer(sid, false, p.bytes, &p.offset, &p.count);
-                        if (!p.in) {
-                            x.cqe.rc = INA_ERR_LOST;
-                            rescue_log("block %llu: nobody holds it and this member's BLOCK is "
-                                       "gone", static_cast<unsigned long long>(sid));
-                        }
-                    }
-                } else if (x.i[j].empty() || !bit(x.i[j].data(), sid)) {
-                    x.cqe.rc = INA_ERR_LOST;
-                    rescue_log("block %llu: nobody holds it and member %u cannot give its BLOCK",
-                               static_cast<unsigned long long>(sid), j);
-                } else {
-                    job_->send_peer(j, message(f, nullptr, 0));
-                    ++x.pending;
-                }
-            }
-        }
-        for (auto it = x.rebuild.begin(); it != x.rebuild.end();) {
-            const uint64_t sid = it++->first; // rescue_rebuild may erase it
-            rescue_rebuild(sid);
-        }
-        rescue_produce();
-        return;
-    }
     for (uint64_t sid = 0; sid < n; ++sid) {
-        if (geom_.block_count(sid) == 0) {
+        if (!staged_ && geom_.block_count(sid) == 0) {
             got_[sid] = true; // BARRIER's empty block: everybody got here
         }
-        if (got(sid) || !geom_.wants(sid)) {
+        if (got(sid) || (!staged_ && !geom_.wants(sid))) {
             continue; // here already, or this member wants no payload of it
         }
         uint32_t holder = kNone;
@@ -700,12 +650,11 @@ void Call::rescue_plan()
             ++x.pending;
             continue;
         }
-        // Nobody holds it: every member's BLOCK, reduced (or placed) here.
         auto &pieces = x.rebuild[sid];
         pieces.assign(x.n, {});
         f.what = kInput;
         for (uint32_t j = 0; j < x.n; ++j) {
-            if (j == x.me) {
+            if (j == x.me && (!staged_ || sid < produced_)) {
                 Rescue::Piece &p = pieces[j];
                 p.in = block_for_peer(sid, false, p.bytes, &p.offset, &p.count);
                 if (!p.in) {
@@ -713,21 +662,26 @@ void Call::rescue_plan()
                     rescue_log("block %llu: nobody holds it and this member's input is gone",
                                static_cast<unsigned long long>(sid));
                 }
+            } else if (j == x.me) {
+                // produced later (rescue_produce)
             } else if (x.i[j].empty() || !bit(x.i[j].data(), sid)) {
                 x.cqe.rc = INA_ERR_LOST; // its input is gone: nobody can rebuild the block
-                if (Client *c = job_->client()) {
-                    c->log(5, "job %u mid %llu: block %llu: nobody holds it and member %u (state "
-                              "%u) cannot give its input",
-                           tmpl_.jid, static_cast<unsigned long long>(mid_),
+                rescue_log("block %llu: nobody holds it and member %u (state %u) cannot give "
+                           "its input",
                            static_cast<unsigned long long>(sid), j, x.state[j]);
-                }
             } else {
                 job_->send_peer(j, message(f, nullptr, 0));
                 ++x.pending;
             }
         }
     }
-    if (x.pending == 0) {
+    if (staged_) {
+        for (auto it = x.rebuild.begin(); it != x.rebuild.end();) {
+            const uint64_t sid = it++->first; // rescue_rebuild may erase it
+            rescue_rebuild(sid);
+        }
+        rescue_produce();
+    } else if (x.pending == 0) {
         rescue_finish();
     }
 }
