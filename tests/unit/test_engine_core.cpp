@@ -580,6 +580,41 @@ START_TEST(test_recover_lost_agent)
 }
 END_TEST
 
+// A tree's job (ina_job_set_groups: ranks 0-1 at leaf 0, 2-3 at leaf 1):
+// with the agent gone before any RESULT, every block is rebuilt by the
+// members, reduced as a tree of agents folds it, (r0 + r1) + (r2 + r3) in
+// float, bit for bit, which is not the flat order ((r0 + r1) + r2) + r3 for
+// these inputs.
+START_TEST(test_recover_tree_order)
+{
+    Group g(kRanks);
+    PeerLink link(g);
+    const uint32_t leaf_of[kRanks] = {0, 0, 1, 1};
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        ina_job_set_groups(g.jobs[r], leaf_of, kRanks);
+    }
+    FloatSums warm(64);
+    g.run(warm.d);
+    g.hub.die_after(0);
+    FloatSums f(3 * kSegBytes / sizeof(float));
+    uint32_t recovered = 0;
+    std::vector<ina_cqe_t> c = run_recovering(g, link, f.d, false, &recovered);
+    ck_assert_uint_eq(recovered, kRanks);
+    size_t differ = 0;
+    for (size_t i = 0; i < f.in[0].size(); ++i) {
+        const float tree = (f.in[0][i] + f.in[1][i]) + (f.in[2][i] + f.in[3][i]);
+        const float flat = ((f.in[0][i] + f.in[1][i]) + f.in[2][i]) + f.in[3][i];
+        differ += std::memcmp(&tree, &flat, sizeof(float)) != 0;
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ck_assert_msg(c[r].rc == INA_OK && c[r].outcome == INA_OFFLOADED, "rank %u", r);
+            ck_assert_msg(std::memcmp(&f.out[r][i], &tree, sizeof(float)) == 0,
+                          "rank %u element %zu: %a, want the tree's %a", r, i, f.out[r][i], tree);
+        }
+    }
+    ck_assert_msg(differ > 0, "the inputs do not tell the two orders apart");
+}
+END_TEST
+
 // A staged member as the node stage is one: its blocks are produced into a
 // ring of R block areas, each reused only once its previous block's RESULT
 // came back (so block t waits on the RESULT of block t - R), and a RESULT
@@ -1027,6 +1062,7 @@ int main()
                                 test_kept_until_certified,
                                 test_recover_lost_agent,
                                 test_recover_staged,
+                                test_recover_tree_order,
                                 test_call_abort_falls_back_everywhere,
                                 test_stripe_every_collective,
                                 test_stripe_one_agent_denies});
