@@ -921,8 +921,11 @@ ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, u
         params->nmembers = comm_size; // a call's geometry is the communicator's
         rc = attach_job(c, *params, rank, out);
         if (rc == INA_OK) {
+            uint32_t tag = 0; // the sealed key's first bytes: alike on every member
+            std::memcpy(&tag, key->cap, sizeof(tag));
             (*out)->impl.set_comm_rank(comm_rank);
             (*out)->impl.set_tree(nleaves > 1);
+            (*out)->impl.set_peer_tag(tag);
         }
         return rc;
     }));

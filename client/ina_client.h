@@ -207,14 +207,17 @@ size_t ina_job_kept_calls(const ina_job_t *job, size_t *bytes);
 typedef struct ina_peer_ops {
     void *arg;
     int (*send)(void *arg, uint32_t to, const void *msg, size_t len);
-    /* Tells apart jobs whose messages share the caller's link (a node's
-     * streams, a stripe's agents: JIDs of different agents may be equal):
-     * the same on every member of the job. */
+    /* Tells apart jobs whose messages share the caller's link (a stripe's
+     * agents, opened with one key): the same on every member of the job.
+     * Jobs of different keys (a node's streams, a job opened again) are
+     * told apart by their key, never by JID (each leaf of a tree numbers
+     * its own). */
     uint32_t channel;
 } ina_peer_ops_t;
 void ina_job_set_peers(ina_job_t *job, const ina_peer_ops_t *ops);
-/* A tree's job (ina_job_open_tree): member (communicator rank) -> its
- * leaf, n = the communicator's size. A recovery reduces a rebuilt block as
+/* A tree's job (ina_job_open_tree): member (communicator rank, or node
+ * with the node stage: comm_rank/comm_size as opened) -> its leaf, n = the
+ * communicator's members. A recovery reduces a rebuilt block as
  * the agents do: each leaf's members in order, then the leaves in order.
  * With peers set, an ERROR the tree caused (a parent or another leaf lost:
  * UPSTREAM, NOT_MEMBER) ends a call as lost, to be recovered. */

@@ -572,6 +572,9 @@ public:
         keeps_ = true;
     }
     bool has_peers() const { return peers_.send != nullptr; }
+    // Names the job in recovery messages: every member derives it from the
+    // job's key (a tree's leaves give the job different JIDs).
+    void set_peer_tag(uint32_t tag) { peer_tag_ = tag; }
     uint32_t nmembers() const { return params_.nmembers; }
     bool peer_message(uint32_t from, const void *msg, size_t len);
     void send_peer(uint32_t to, std::vector<uint8_t> msg);
@@ -631,6 +634,7 @@ private:
     static constexpr size_t kSpareBuffers = 256; // kept inputs' buffers, for reuse
     std::vector<std::vector<uint8_t>> spare_;
     ina_peer_ops_t peers_{};
+    uint32_t peer_tag_ = 0;
     std::map<uint64_t, std::vector<uint32_t>> asks_; // ASKs this member cannot answer yet
     std::map<uint64_t, Call *> rescuing_;            // calls being recovered, by MID
     std::map<uint64_t, bool> denied_;                // recent MIDs denied here

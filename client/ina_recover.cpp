@@ -48,8 +48,9 @@ struct PeerHdr {
     uint32_t offset; // DATA: the BLOCK's element offset
     uint32_t count;  // DATA: its elements
     uint32_t len;    // payload bytes (DATA: kNone, it cannot)
-    uint32_t jid;     // the job at the agent and the caller's channel
-    uint32_t channel; // (ina_peer_ops_t): a message for another job is dropped
+    uint32_t job;     // the job's tag (alike on every member, unlike JIDs: each
+    uint32_t channel; // leaf of a tree numbers its own) and the caller's channel
+                      // (ina_peer_ops_t): a message for another job is dropped
     uint64_t mid;
     uint64_t nblocks; // STATE
 };
@@ -68,12 +69,11 @@ std::vector<uint8_t> message(const PeerHdr &h, const void *payload, size_t len)
     return m;
 }
 
-PeerHdr header(PeerType type, uint64_t mid, uint32_t jid)
+PeerHdr header(PeerType type, uint64_t mid)
 {
     PeerHdr h{};
     h.magic = kPeerMagic;
     h.type = type;
-    h.jid = jid;
     h.mid = mid;
     return h;
 }
@@ -164,7 +164,7 @@ void Call::describe(std::vector<uint8_t> &msg) const
     const uint64_t n = geom_.nblocks();
     const size_t bm = bitmap_bytes(n);
     std::vector<uint8_t> maps(3 * bm, 0);
-    PeerHdr h = header(kState, mid_, tmpl_.jid);
+    PeerHdr h = header(kState, mid_);
     h.nblocks = n;
     h.host_ok = rescue_ != nullptr && rescue_->host_ok ? 1 : 0;
     h.state = recoverable(tmpl_.coll) && (!staged_ || stage_keeps()) ? kFailed : kUnrecoverable;
@@ -297,8 +297,9 @@ bool Call::input_intact(uint64_t sid) const
 
 void Job::send_peer(uint32_t to, std::vector<uint8_t> msg)
 {
-    // Every message starts with a PeerHdr: stamp this job's channel in it.
+    // Every message starts with a PeerHdr: stamp this job's tag and channel in it.
     if (msg.size() >= sizeof(PeerHdr)) {
+        std::memcpy(msg.data() + offsetof(PeerHdr, job), &peer_tag_, sizeof(peer_tag_));
         std::memcpy(msg.data() + offsetof(PeerHdr, channel), &peers_.channel,
                     sizeof(peers_.channel));
     }
@@ -323,7 +324,7 @@ bool Job::answer(uint32_t to, uint64_t mid)
     } else if (auto f = final_.find(mid); f != final_.end()) {
         msg = f->second; // a recovery that ended on the host (or failed): as it was
     } else if (denied_.count(mid) != 0) {
-        PeerHdr h = header(kState, mid, jid());
+        PeerHdr h = header(kState, mid);
         h.state = kDenied;
         msg = message(h, nullptr, 0);
     } else if (const KeptCall *k = kept(mid)) {
@@ -337,13 +338,13 @@ bool Job::answer(uint32_t to, uint64_t mid)
                 set_bit(maps.data() + bm, k->first + j);
             }
         }
-        PeerHdr h = header(kState, mid, jid());
+        PeerHdr h = header(kState, mid);
         h.state = kComplete;
         h.nblocks = k->nblocks;
         h.len = static_cast<uint32_t>(maps.size());
         msg = message(h, maps.data(), maps.size());
     } else if (mid < certified_) {
-        PeerHdr h = header(kState, mid, jid()); // every member holds it: nothing to give
+        PeerHdr h = header(kState, mid); // every member holds it: nothing to give
         h.state = kComplete;
         msg = message(h, nullptr, 0);
     } else {
@@ -392,7 +393,7 @@ bool Job::peer_message(uint32_t from, const void *msg, size_t len)
     }
     const bool none = h.type == kData && h.len == kNone && len == sizeof(h);
     if (len >= sizeof(h) && h.magic == kPeerMagic &&
-        (h.jid != jid() || h.channel != peers_.channel)) {
+        (h.job != peer_tag_ || h.channel != peers_.channel)) {
         return false; // another job's (a node's other stream, or a job left since)
     }
     if (len < sizeof(h) || h.magic != kPeerMagic || from >= params_.nmembers ||
@@ -410,7 +411,7 @@ bool Job::peer_message(uint32_t from, const void *msg, size_t len)
         }
         return true;
     case kFetch: {
-        PeerHdr d = header(kData, h.mid, jid());
+        PeerHdr d = header(kData, h.mid);
         d.sid = h.sid;
         d.what = h.what;
         std::vector<uint8_t> bytes;
@@ -481,7 +482,7 @@ int Call::recover_start(bool host_ok)
     std::vector<uint8_t> mine;
     describe(mine);
     on_peer(x.me, mine.data(), mine.size());
-    const std::vector<uint8_t> ask = message(header(kAsk, mid_, tmpl_.jid), nullptr, 0);
+    const std::vector<uint8_t> ask = message(header(kAsk, mid_), nullptr, 0);
     for (uint32_t to = 0; to < x.n; ++to) {
         if (to != x.me) {
             job_->send_peer(to, ask);
@@ -617,6 +618,11 @@ void Call::rescue_plan()
         anything = anything || x.state[j] == kComplete;
     }
     if (denied || broken || (!anything && all_host)) {
+        for (uint32_t j = 0; j < x.n && broken; ++j) {
+            if (x.state[j] == kUnrecoverable) {
+                rescue_log("member %u kept nothing to recover it from", j);
+            }
+        }
         x.cqe.rc = broken && !denied ? INA_ERR_LOST : INA_OK;
         x.cqe.outcome = denied ? INA_FALLBACK_DENIED : INA_FALLBACK_UNREACHABLE;
         x.pending = 0;
@@ -642,7 +648,7 @@ void Call::rescue_plan()
                 holder = j;
             }
         }
-        PeerHdr f = header(kFetch, mid_, tmpl_.jid);
+        PeerHdr f = header(kFetch, mid_);
         f.sid = static_cast<uint32_t>(sid);
         if (holder != kNone) {
             f.what = kResult;
@@ -720,7 +726,7 @@ void Call::rescue_produce()
                 ++it;
                 continue;
             }
-            PeerHdr d = header(kData, mid_, tmpl_.jid);
+            PeerHdr d = header(kData, mid_);
             d.sid = static_cast<uint32_t>(sid);
             d.what = kInput;
             std::vector<uint8_t> bytes;
@@ -801,7 +807,7 @@ void Call::rescue_abandon()
     }
     Rescue &x = *rescue_;
     for (const auto &[to, sid] : deferred_) {
-        PeerHdr d = header(kData, mid_, tmpl_.jid);
+        PeerHdr d = header(kData, mid_);
         d.sid = static_cast<uint32_t>(sid);
         d.what = kInput;
         d.len = kNone;
@@ -810,6 +816,7 @@ void Call::rescue_abandon()
     deferred_.clear();
     x.planned = true;
     x.cqe.rc = INA_ERR_LOST;
+    rescue_log("abandoned: the caller runs the host algorithm instead");
     rescue_finish();
 }
 

@@ -793,9 +793,7 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         m->job_params.nmembers = (uint32_t) m->nnodes;
         if (m->stream < 0) {
             free(part.nodes);
-            if (m->nleaves <= 1) {
-                mca_coll_ina_peers_setup(m); /* only to drop the leaders' broadcasts */
-            }
+            mca_coll_ina_peers_setup(m); /* only to drop the leaders' broadcasts */
             return OMPI_SUCCESS; /* never talks to the agent */
         }
         stream = (uint32_t) m->stream;
@@ -874,11 +872,22 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         /* One agent per job: flat, a member per rank; node uplink, a
          * member per node (its leader of the stream). */
         mca_coll_ina_peers_setup(m);
-    } else if (NULL != m->job && !m->node_uplink && NULL != m->leaf_of) {
-        /* A tree of agents, a member per rank: the whole communicator
-         * recovers together, reducing as the leaves and their parent do. */
-        mca_coll_ina_peers_setup(m);
-        ina_job_set_groups(m->job, m->leaf_of, (uint32_t) m->size);
+    } else if (NULL != m->job && NULL != m->leaf_of) {
+        /* A tree of agents: the whole communicator recovers together (its
+         * ranks, or with the node stage its nodes' leaders of the stream),
+         * a rebuilt block reduced as the leaves and their parent do: each
+         * leaf's members in order, then the leaves. Without that order a
+         * float result would not be the agents' bits: no recovery then. */
+        uint32_t n = m->node_uplink ? (uint32_t) m->nnodes : (uint32_t) m->size, r;
+        uint32_t *group = malloc(sizeof(*group) * (size_t) n);
+        if (NULL != group) {
+            for (r = 0; r < (uint32_t) m->size; ++r) {
+                group[m->node_uplink ? m->node_of[r] : r] = m->leaf_of[r];
+            }
+            ina_job_set_groups(m->job, group, n);
+            free(group);
+            mca_coll_ina_peers_setup(m);
+        }
     }
     INA_VERBOSE(10, "cid %d: opened job %u as member %u (window %u, block %u bytes, "
                     "%u members%s%s%s)",
