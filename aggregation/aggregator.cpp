@@ -133,12 +133,12 @@ void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *pa
     std::vector<uint32_t> nodes(h.count);
     std::memcpy(nodes.data(), bytes + key.size() + cap.size(), nodes.size() * sizeof(uint32_t));
     const TreeDesc tree{h.seg_count, h.offset, (h.flags & INA_PROTO_F_CHILDREN) != 0};
-    if (tree.groups > 1 && uplink_ == nullptr) {
+    if (tree.groups > 1 && !uplink_up_) {
         // Its calls would wait forever for the other leaves' members.
         ++counters_.rejected[INA_PROTO_ERR_UPSTREAM];
-        INA_WARN("JOB_OPEN of a job over %u leaf agents refused: this agent has no parent "
-                 "(--parent)",
-                 tree.groups);
+        INA_WARN("JOB_OPEN of a job over %u leaf agents refused: %s", tree.groups,
+                 uplink_ == nullptr ? "this agent has no parent (--parent)"
+                                    : "the parent agent is lost (connecting again)");
         sink_.job_opened(from, h, 0, 0, 0, INA_PROTO_ERR_UPSTREAM);
         return;
     }
@@ -337,7 +337,14 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
             v = Verdict::deny(!job.complete() ? INA_PROTO_ERR_INCOMPLETE : INA_PROTO_ERR_UPSTREAM);
         }
     } else if (job.uplinked() && job.up_state() != Job::UpState::kOpen) {
-        v = Verdict::deny(INA_PROTO_ERR_UPSTREAM);
+        // The parent is lost (or refused the job): the tree cannot carry
+        // this job again. An ERROR, never a DENY: members that can recover
+        // settle it with every member of the communicator, which then
+        // stops asking (and later resumes on a new job); members that
+        // cannot fall back, as after a DENY (nobody was told GRANT).
+        abort_call(job, mid, call, INA_PROTO_ERR_UPSTREAM, "the parent agent is lost", false,
+                   true);
+        return Verdict::Kind::kDeny;
     } else if (cfg_.limits.job_segs != 0 && job.held_segs() + req.min_window > cfg_.limits.job_segs) {
         // The job's own calls in flight hold its share (--max-job-segs):
         // this one waits for one of them to end (their leases coming back

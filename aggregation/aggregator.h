@@ -113,8 +113,16 @@ public:
     // what it reports, by the leaf's JID: the parent's job opened (OK and its
     // window) or not; the parent's GRANT/DENY of a call; a RESULT of one of
     // the leaf's blocks (payload: len bytes, valid during the call); an
-    // ERROR that ended a call there; the link is lost.
-    void set_uplink(Uplink *up) { uplink_ = up; }
+    // ERROR that ended a call there; the link is lost; it is back (a new
+    // connection: jobs over several leaves are opened again, those of
+    // before the loss stay failed). While it is lost such a JOB_OPEN is
+    // refused (UPSTREAM), so a communicator resumes only on a whole tree.
+    void set_uplink(Uplink *up)
+    {
+        uplink_ = up;
+        uplink_up_ = up != nullptr;
+    }
+    void uplink_restored() { uplink_up_ = uplink_ != nullptr; }
     void uplink_opened(uint32_t jid, ina_proto_status_t st, uint32_t parent_window);
     void uplink_decision(uint32_t jid, uint64_t mid, bool grant, ina_proto_status_t st);
     void uplink_result(uint32_t jid, const ina_proto_hdr_t &h, const void *payload, size_t len);
@@ -218,6 +226,7 @@ private:
     std::unique_ptr<Scheduler> scheduler_;
     Sink &sink_;
     Uplink *uplink_ = nullptr;
+    bool uplink_up_ = false;
     Counters counters_;
     std::unordered_map<uint32_t, std::unique_ptr<Job>> jobs_;
     std::map<JobKey, uint32_t> keys_; // jobs opened by key

@@ -289,6 +289,7 @@ void Aggregator::uplink_error(uint32_t jid, uint64_t mid, ina_proto_status_t st)
 
 void Aggregator::uplink_lost()
 {
+    uplink_up_ = false;
     for (auto &kv : jobs_) {
         Job &job = *kv.second;
         if (!job.uplinked() || job.up_state() == Job::UpState::kFailed) {

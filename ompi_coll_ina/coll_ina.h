@@ -420,6 +420,9 @@ void mca_coll_ina_agent_drop(uint32_t k);
 /* coll_ina_module.c: the communicator's job, left (its calls all over) and
  * opened anew under the next key epoch (no communication). */
 int mca_coll_ina_job_reopen(mca_coll_ina_module_t *m);
+/* Leave the communicator's job (no call in flight): the node stage's
+ * streams lose it too. */
+void mca_coll_ina_job_withdraw(mca_coll_ina_module_t *m);
 /* Register the MPI_T performance variables (component register). */
 int mca_coll_ina_pvars_register(void);
 /* Hang the module on its communicator (end of module enable), where the

@@ -210,6 +210,16 @@ int mca_coll_ina_job_reopen(mca_coll_ina_module_t *m)
     return rc;
 }
 
+void mca_coll_ina_job_withdraw(mca_coll_ina_module_t *m)
+{
+    int tier;
+
+    ina_job_teardown(m);
+    for (tier = 0; tier < MCA_COLL_INA_NODE_TIERS; ++tier) {
+        ina_node_group_set_job(m->node_group[tier], NULL);
+    }
+}
+
 /* Save the lower-priority provider of one collective and retain its module. */
 #define INA_SAVE_PREVIOUS(fn)                                                    \
     if (NULL == comm->c_coll->coll_##fn || NULL == comm->c_coll->coll_##fn##_module) { \

@@ -393,7 +393,7 @@ static bool ina_calls_in_flight(mca_coll_ina_module_t *m)
 bool mca_coll_ina_resume(mca_coll_ina_module_t *m, bool blocking)
 {
     const uint32_t cap = 32u * (uint32_t) mca_coll_ina_component.resume_interval;
-    int word[2], mine, rc;
+    int word[2], mine, rc, alt;
 
     if (0 == m->resume_every) {
         return false; /* coll_ina_resume_interval 0 */
@@ -451,15 +451,39 @@ bool mca_coll_ina_resume(mca_coll_ina_module_t *m, bool blocking)
                         "%u calls", m->cid, m->resume_every);
         return false;
     }
+    alt = word[0];
     rc = mca_coll_ina_job_reopen(m);
+    /* Offload resumes only if every member opened its job: an agent may
+     * refuse one (a leaf whose parent is still lost, a full agent), and
+     * the others' calls would then each be denied. One more host
+     * allreduce, at a resume only. */
+    word[0] = OMPI_SUCCESS == rc && (NULL != m->job || NULL != m->stripe ||
+                                     (m->node_uplink && m->stream < 0))
+                  ? 1
+                  : 0;
+    ++m->in_fallback;
+    rc = m->previous_allreduce(MPI_IN_PLACE, word, 1, MPI_INT, MPI_MIN, m->comm,
+                               m->previous_allreduce_module);
+    --m->in_fallback;
+    if (OMPI_SUCCESS != rc || 1 != word[0]) {
+        mca_coll_ina_job_withdraw(m); /* the same on every member */
+        m->resume_every = OMPI_SUCCESS != rc ? 0
+                          : m->resume_every < cap / 2 ? 2 * m->resume_every
+                                                      : cap;
+        m->resume_in = m->resume_every;
+        INA_VERBOSE(10, "cid %d: an agent refused a member's job; next check in %u calls",
+                    m->cid, m->resume_every);
+        return false;
+    }
     m->agent_lost = false;
     ++m->resumed;
-    INA_VERBOSE(5, "cid %d: every member reaches agent alternative %d: offload resumes%s",
-                m->cid, word[0], OMPI_SUCCESS == rc && NULL != m->job ? "" : " (job not opened)");
+    INA_VERBOSE(5, "cid %d: every member reaches agent alternative %d and opened its job: "
+                   "offload resumes",
+                m->cid, alt);
     if (ina_agents_alive()) {
         ina_agent_lost = false; /* back to checking now and then */
     }
-    return OMPI_SUCCESS == rc && MCA_COLL_INA_JOB_READY == m->job_state;
+    return MCA_COLL_INA_JOB_READY == m->job_state;
 }
 
 void mca_coll_ina_peers_lost(void)

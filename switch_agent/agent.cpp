@@ -144,18 +144,38 @@ int Agent::run(int signal_fd)
     if (ep.get() < 0) {
         throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
     }
-    for (int fd : {efd, signal_fd, parent_ ? parent_->wake_fd() : -1}) {
-        if (fd < 0) {
-            continue;
-        }
+    auto watch = [&ep](int fd) {
         struct epoll_event ev{};
         ev.events = EPOLLIN;
         ev.data.fd = fd;
-        if (epoll_ctl(ep.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
+        if (epoll_ctl(ep.get(), EPOLL_CTL_ADD, fd, &ev) != 0 &&
+            (errno != EEXIST || epoll_ctl(ep.get(), EPOLL_CTL_MOD, fd, &ev) != 0)) {
             throw std::runtime_error(std::string("epoll_ctl: ") + std::strerror(errno));
         }
+    };
+    watch(efd);
+    watch(signal_fd);
+    int parent_fd = parent_ ? parent_->wake_fd() : -1;
+    uint64_t parent_gen = parent_ ? parent_->generation() : 0;
+    if (parent_fd >= 0) {
+        watch(parent_fd);
     }
     for (;;) {
+        if (parent_) {
+            // A lost parent is connected again: a new channel, whose fd may
+            // have the old one's number (closed, it left the set).
+            parent_->maintain();
+            if (parent_->generation() != parent_gen) {
+                if (parent_fd >= 0) {
+                    (void) epoll_ctl(ep.get(), EPOLL_CTL_DEL, parent_fd, nullptr); // may be gone
+                }
+                parent_gen = parent_->generation();
+                parent_fd = parent_->wake_fd();
+                if (parent_fd >= 0) {
+                    watch(parent_fd);
+                }
+            }
+        }
         // Act on what the last poll delivered first: its replies go out
         // before the next poll, which costs a syscall on TCP.
         tick();
@@ -192,6 +212,9 @@ int Agent::run(int signal_fd)
             auto left = std::chrono::ceil<std::chrono::milliseconds>(next_tick_ -
                                                                      agg::Clock::now());
             timeout = static_cast<int>(std::max<std::chrono::milliseconds::rep>(left.count(), 0));
+        }
+        if (const int p = parent_ ? parent_->next_wake_ms() : -1; p >= 0) {
+            timeout = timeout < 0 ? p : std::min(timeout, p); // the parent's next try
         }
         struct epoll_event evs[3];
         int n = epoll_wait(ep.get(), evs, 3, timeout);
@@ -756,9 +779,9 @@ void Agent::log_counters() const
     if (parent_) {
         const ParentLink::Counters &p = parent_->counters();
         INA_INFO("parent %s: msgs_out=%" PRIu64 " block_bytes_up=%" PRIu64 " msgs_in=%" PRIu64
-                 " result_bytes_down=%" PRIu64 " send_errors=%" PRIu64,
+                 " result_bytes_down=%" PRIu64 " send_errors=%" PRIu64 " reconnects=%" PRIu64,
                  parent_->address().c_str(), p.msgs_out, p.block_bytes_up, p.msgs_in,
-                 p.result_bytes_down, p.send_errors);
+                 p.result_bytes_down, p.send_errors, p.reconnects);
     }
     INA_INFO("guard: forbidden_opens=%" PRIu64 " limit_refusals=%" PRIu64
              " peers_refused=%" PRIu64 " peers_admitted=%u",

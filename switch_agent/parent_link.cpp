@@ -38,16 +38,13 @@ ParentLink::~ParentLink()
 
 void ParentLink::start(uint32_t seg_bytes, int timeout_ms)
 {
+    seg_bytes_ = seg_bytes;
+    timeout_ms_ = timeout_ms;
     std::string err;
     if (client::UcxChannel::open(addr_, false, *this, channel_, err) != INA_OK) {
         throw std::runtime_error("--parent " + addr_ + ": " + err);
     }
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_HELLO);
-    h.count = ucx::kStreamSegBytes;
-    h.arg = 0; // RESULTs eager
-    queue(h);
-    flush();
+    say_hello();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (!hello_done_ && !lost_ && std::chrono::steady_clock::now() < deadline) {
         if (!channel_->progress() && channel_->arm()) {
@@ -59,18 +56,114 @@ void ParentLink::start(uint32_t seg_bytes, int timeout_ms)
         throw std::runtime_error("--parent " + addr_ + ": " +
                                  (lost_ ? "connection lost" : "no HELLO_ACK in time"));
     }
-    if (hello_ack_.type != INA_PROTO_HELLO_ACK) {
-        throw std::runtime_error("--parent " + addr_ + ": HELLO refused (" +
-                                 ina_proto_status_name(hello_ack_.status) + ")");
+    const std::string refused = hello_refused();
+    if (!refused.empty()) {
+        throw std::runtime_error("--parent " + addr_ + ": " + refused);
     }
-    if (hello_ack_.arg < seg_bytes) {
-        throw std::runtime_error("--parent " + addr_ + " has Segs of " +
-                                 std::to_string(hello_ack_.arg) + " bytes, this agent " +
-                                 std::to_string(seg_bytes) +
-                                 ": a leaf's blocks must fit its parent's Segs (--seg-size)");
-    }
+    state_ = State::up;
+    started_ = true;
     INA_INFO("parent %s: max window %" PRIu32 ", seg %" PRIu64 " bytes", addr_.c_str(),
              hello_ack_.count, hello_ack_.arg);
+}
+
+void ParentLink::say_hello()
+{
+    hello_done_ = false;
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_HELLO);
+    h.count = ucx::kStreamSegBytes;
+    h.arg = 0; // RESULTs eager
+    queue(h);
+    flush();
+}
+
+std::string ParentLink::hello_refused() const
+{
+    if (hello_ack_.type != INA_PROTO_HELLO_ACK) {
+        return std::string("HELLO refused (") + ina_proto_status_name(hello_ack_.status) + ")";
+    }
+    if (hello_ack_.arg < seg_bytes_) {
+        return "the parent has Segs of " + std::to_string(hello_ack_.arg) + " bytes, this agent " +
+               std::to_string(seg_bytes_) +
+               ": a leaf's blocks must fit its parent's Segs (--seg-size)";
+    }
+    return std::string();
+}
+
+void ParentLink::maintain()
+{
+    if (state_ == State::up || Clock::now() < when_) {
+        return;
+    }
+    if (state_ == State::connecting) {
+        try_later("no HELLO_ACK in time");
+        return;
+    }
+    // A new channel: the old one's sends have all failed by now (its
+    // endpoint is gone); what the core queued since was dropped.
+    for (Send *s : outbox_) {
+        recycle(s);
+    }
+    outbox_.clear();
+    if (channel_) {
+        channel_->close(true);
+        for (int i = 0; i < 100000 && !channel_->closed(); ++i) {
+            channel_->progress();
+        }
+        channel_.reset();
+    }
+    std::string err;
+    lost_ = false;
+    ++generation_;
+    if (client::UcxChannel::open(addr_, false, *this, channel_, err) != INA_OK) {
+        lost_ = true;
+        try_later(err);
+        return;
+    }
+    state_ = State::connecting;
+    when_ = Clock::now() + std::chrono::milliseconds(timeout_ms_);
+    say_hello();
+}
+
+int ParentLink::next_wake_ms() const
+{
+    if (state_ == State::up) {
+        return -1;
+    }
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(when_ - Clock::now()).count();
+    return left > 0 ? static_cast<int>(left) : 0;
+}
+
+void ParentLink::try_later(const std::string &why)
+{
+    constexpr Clock::duration kFirst = std::chrono::milliseconds(250);
+    constexpr Clock::duration kMost = std::chrono::seconds(8);
+    pause_ = pause_ == Clock::duration{} ? kFirst : std::min(2 * pause_, kMost);
+    if (state_ == State::connecting || pause_ == kFirst) {
+        INA_DEBUG("parent %s: not connected (%s); next try in %lld ms", addr_.c_str(), why.c_str(),
+                  static_cast<long long>(
+                      std::chrono::duration_cast<std::chrono::milliseconds>(pause_).count()));
+    }
+    state_ = State::down;
+    when_ = Clock::now() + pause_;
+}
+
+void ParentLink::hello_answered()
+{
+    const std::string refused = hello_refused();
+    if (!refused.empty()) {
+        INA_WARN("parent %s: %s; trying again later", addr_.c_str(), refused.c_str());
+        lost_ = true; // nothing more goes up this channel
+        try_later(refused);
+        return;
+    }
+    state_ = State::up;
+    pause_ = Clock::duration{};
+    ++counters_.reconnects;
+    INA_INFO("parent %s: connected again (max window %" PRIu32 ", seg %" PRIu64
+             " bytes): jobs over several leaves are taken again",
+             addr_.c_str(), hello_ack_.count, hello_ack_.arg);
+    agg_.uplink_restored();
 }
 
 bool ParentLink::progress()
@@ -112,7 +205,7 @@ bool ParentLink::flush()
     // scratch list keeps its capacity, so a flush allocates nothing.
     flushing_.swap(outbox_);
     for (Send *s : flushing_) {
-        if (lost_ || !channel_->alive()) {
+        if (lost_ || !channel_ || !channel_->alive()) {
             recycle(s);
             continue;
         }
@@ -245,8 +338,14 @@ void ParentLink::on_message(const ina_proto_hdr_t &h, const void *data, size_t l
 {
     ++counters_.msgs_in;
     if (h.type == INA_PROTO_HELLO_ACK || (!hello_done_ && h.type == INA_PROTO_ERROR)) {
+        if (hello_done_) {
+            return; // a second answer: not ours to act on
+        }
         hello_ack_ = h;
         hello_done_ = true;
+        if (started_ && state_ == State::connecting) {
+            hello_answered(); // a try of maintain()'s (start() waits for its own)
+        }
         return;
     }
     if (h.type == INA_PROTO_JOB_OPENED) {
@@ -308,9 +407,18 @@ void ParentLink::on_lost(const char *why)
         return;
     }
     lost_ = true;
-    INA_ERROR("parent %s lost (%s): the calls of jobs over several leaves fail or fall back",
+    if (state_ != State::up) {
+        try_later(why); // a try that failed (or start()'s: it throws)
+        return;
+    }
+    INA_ERROR("parent %s lost (%s): the calls of jobs over several leaves fail or fall back; "
+              "connecting again",
               addr_.c_str(), why);
+    // The parent's JIDs meant something on that connection only.
+    up_.clear();
+    down_.clear();
     agg_.uplink_lost();
+    try_later(why);
 }
 
 void ParentLink::on_dropped(const char *why)

@@ -12,6 +12,7 @@
 #ifndef INA_AGENT_PARENT_LINK_H
 #define INA_AGENT_PARENT_LINK_H
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -33,6 +34,7 @@ public:
         uint64_t msgs_in = 0;
         uint64_t result_bytes_down = 0;
         uint64_t send_errors = 0;
+        uint64_t reconnects = 0; // times the parent answered a new connection
     };
 
     ParentLink(std::string addr, agg::Aggregator &agg);
@@ -46,10 +48,22 @@ public:
     void start(uint32_t seg_bytes, int timeout_ms);
     // Deliver what arrived (into the core). Whether anything happened.
     bool progress();
+    // A lost parent is tried again, without blocking the agent's loop: a
+    // new connection and HELLO after a pause that doubles from 250 ms up
+    // to 8 s between failed tries; each try waits timeout_ms for its
+    // HELLO_ACK. Once it is answered the core takes tree jobs again
+    // (agg::Aggregator::uplink_restored); the jobs of before stay failed.
+    // Call at every turn of the loop; the wake_fd() may change here.
+    void maintain();
+    // Milliseconds until maintain() has something to do (-1: nothing).
+    int next_wake_ms() const;
+    // Changes with every new channel (its wake_fd() may reuse the number
+    // of the old one, which left the caller's epoll set when it closed).
+    uint64_t generation() const { return generation_; }
     // Post what the core queued. Whether anything was posted.
     bool flush();
-    bool arm() { return channel_->arm(); }
-    int wake_fd() const { return channel_->wake_fd(); }
+    bool arm() { return !channel_ || channel_->arm(); }
+    int wake_fd() const { return channel_ ? channel_->wake_fd() : -1; }
     bool alive() const { return channel_ && channel_->alive(); }
     bool sending() const { return in_flight_ > 0 || !outbox_.empty(); }
     const Counters &counters() const { return counters_; }
@@ -85,18 +99,31 @@ private:
     // its parent job is not open.
     bool address(uint32_t leaf_jid, ina_proto_hdr_t &h) const;
     void recycle(Send *s);
+    void say_hello();
+    std::string hello_refused() const; // empty: the HELLO_ACK is one we can use
+    void hello_answered();
+    void try_later(const std::string &why);
 
     // client::ChannelEvents (inside progress())
     void on_message(const ina_proto_hdr_t &h, const void *data, size_t len) override;
     void on_lost(const char *why) override;
     void on_dropped(const char *why) override;
 
+    using Clock = std::chrono::steady_clock;
+    enum class State { up, connecting, down };
     std::string addr_;
     agg::Aggregator &agg_;
     std::unique_ptr<client::Channel> channel_;
     bool hello_done_ = false;
     ina_proto_hdr_t hello_ack_{};
-    bool lost_ = false;
+    bool lost_ = false; // this channel is gone (no sends)
+    State state_ = State::connecting;
+    bool started_ = false; // start() succeeded: tries are maintain()'s
+    uint64_t generation_ = 0;
+    uint32_t seg_bytes_ = 0;
+    int timeout_ms_ = 0;
+    Clock::time_point when_{};   // down: next try; connecting: its deadline
+    Clock::duration pause_{};    // down: the pause before the next try
     std::map<uint32_t, UpJob> up_;     // by the leaf's JID
     std::map<uint32_t, uint32_t> down_; // the parent's JID -> the leaf's
     std::vector<std::unique_ptr<Send>> store_;

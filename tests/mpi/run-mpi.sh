@@ -22,8 +22,8 @@
 # AGENT_CHECKS holds shell tests, one per line, that must hold after the job,
 # `counter i NAME` giving the first NAME=VALUE of agent i's counters.
 # AGENT_RESTART="i:MS ..." starts agent i again on its address MS ms after
-# it ended (without its AGENT_ARGS): an agent that comes back; its counters
-# are agent i's from then on (`counter`, EXPECT_AGENT).
+# it ended (without its AGENT_ARGS, with its PARENTS): an agent that comes
+# back; its counters are agent i's from then on (`counter`, EXPECT_AGENT).
 set -u
 scenario=$1
 NP=2 MODE=alone PROG='' ARGS='' EXPECT_FAIL=0 EXPECT_OUTPUT='' EXTRA_MCA='' TIMEOUT=600
@@ -82,10 +82,11 @@ if [ "$AGENTS" -gt 0 ]; then
   topo_text=$TOPOLOGY
   addrs=()
   for ((i = 0; i < AGENTS; i++)); do
-    opts=()
+    parent_opts=()
     for link in $PARENTS; do
-      [ "${link%%:*}" = "$i" ] && opts+=(--parent "${addrs[${link#*:}]:?PARENTS: agent ${link#*:} must come before $i}")
+      [ "${link%%:*}" = "$i" ] && parent_opts+=(--parent "${addrs[${link#*:}]:?PARENTS: agent ${link#*:} must come before $i}")
     done
+    opts=("${parent_opts[@]}")
     for more in $AGENT_ARGS; do
       [ "${more%%:*}" = "$i" ] && { IFS=, read -ra more_opts <<<"${more#*:}"; opts+=("${more_opts[@]}"); }
     done
@@ -111,7 +112,8 @@ if [ "$AGENTS" -gt 0 ]; then
         done
         sleep "$(awk "BEGIN { print ${again#*:} / 1000 }")"
         mv "$work/agent$i.log" "$work/agent$i.first.log"
-        "$daemon" --listen "$addr" --log-level info </dev/null >"$work/agent$i.log" 2>&1 &
+        "$daemon" --listen "$addr" --log-level info "${parent_opts[@]}" </dev/null \
+          >"$work/agent$i.log" 2>&1 &
         echo $! >"$work/restarted$i.pid"
         wait
       ) &
