@@ -19,15 +19,19 @@
 # --stripe: the job striped over two agents (coll_ina_agent A0,A1), the
 # second one killed: its parts are finished by the ranks, the first agent's
 # go on there. (Not with --standby.)
+# --tree: a tree of agents, the spine killed: two leaves (--parent), the
+# first half of the ranks on one (host "hosta" in a coll_ina_topology
+# file), the rest on the other; with --node-size the leaves' members are
+# nodes. (Not with --standby or --stripe.)
 # usage: bench/recover/trials.sh [--trials N] [--np N] [--rounds N]
 #          [--kinds LIST] [--max-ms MS] [--out DIR] [--timeout S] [--standby]
-#          [--node-size K] [--stripe]
+#          [--node-size K] [--stripe] [--tree]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
 trials=20 np=4 rounds=12 kinds=allreduce,reduce,bcast,allgather,reduce_scatter,iallreduce
 maxms=1200 out=$here/results limit=300 b=$top/build standby=0 node=(--mca coll_ina_node_stage 0)
-stripe=0
+stripe=0 tree=0
 while (($#)); do
     case $1 in
     --trials) trials=${2:?}; shift 2 ;;
@@ -41,7 +45,8 @@ while (($#)); do
     --standby) standby=1; shift ;;
     --node-size) node=(--mca coll_ina_test_node_size "${2:?}"); shift 2 ;;
     --stripe) stripe=1; shift ;;
-    *) sed -n '2,25p' "$0" >&2; exit 2 ;;
+    --tree) tree=1; shift ;;
+    *) sed -n '2,29p' "$0" >&2; exit 2 ;;
     esac
 done
 prog=$b/tests/mpi/test_recover
@@ -60,8 +65,26 @@ for kind in "${ks[@]}"; do
             2>"$out/$kind-$t.agent.log" &
         apid=$!
         read -r addr <"$fifo"
-        spid='' extra=()
+        spid='' extra=() where=(--mca coll_ina_agent "$addr")
         rm -f "$fifo"
+        if ((tree)); then
+            # The agent killed is the spine; the leaves stay.
+            spid=''
+            for leaf in 0 1; do
+                fifo=$(mktemp -u) && mkfifo "$fifo"
+                "$b/switch_agent/ina-switchd" --listen 127.0.0.1:0 --ready-fd 3 --parent "$addr" \
+                    3>"$fifo" 2>"$out/$kind-$t.leaf$leaf.log" &
+                spid="$spid $!"
+                read -r laddr[leaf] <"$fifo"
+                rm -f "$fifo"
+            done
+            printf 'agent spine %s\nagent leaf0 %s parent spine\nagent leaf1 %s parent spine\n%s\n%s\n' \
+                "$addr" "${laddr[0]}" "${laddr[1]}" 'hosts leaf0 hosta' 'hosts leaf1 hostb' \
+                >"$out/$kind-$t.topology"
+            hosts=$(for ((r = 0; r < np; r++)); do ((r < np / 2)) && echo hosta || echo hostb; done |
+                paste -sd,)
+            where=(--mca coll_ina_topology "$out/$kind-$t.topology" --mca coll_ina_test_hosts "$hosts")
+        fi
         if ((stripe)); then
             # The first agent stays; the one killed is the second.
             fifo=$(mktemp -u) && mkfifo "$fifo"
@@ -88,7 +111,7 @@ for kind in "${ks[@]}"; do
         rc=0
         timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
             --mca mca_base_component_path "$b/ompi_coll_ina/.libs:SYS_DEFAULT" --mca coll ina \
-            --mca coll_ina_agent "$addr" "${node[@]}" \
+            "${where[@]}" "${node[@]}" \
             --mca coll_ina_resume_interval 4 \
             "$prog" -c "$kind" -r "$rounds" -k "$apid" -t "$ms" "${extra[@]}" \
             >"$out/$kind-$t.log" 2>&1 || rc=$?
