@@ -69,13 +69,13 @@ for kind in "${ks[@]}"; do
         rm -f "$fifo"
         if ((tree)); then
             # The agent killed is the spine; the leaves stay.
-            spid=''
+            spid='' laddr=()
             for leaf in 0 1; do
                 fifo=$(mktemp -u) && mkfifo "$fifo"
                 "$b/switch_agent/ina-switchd" --listen 127.0.0.1:0 --ready-fd 3 --parent "$addr" \
                     3>"$fifo" 2>"$out/$kind-$t.leaf$leaf.log" &
                 spid="$spid $!"
-                read -r laddr[leaf] <"$fifo"
+                read -r "laddr[$leaf]" <"$fifo"
                 rm -f "$fifo"
             done
             printf 'agent spine %s\nagent leaf0 %s parent spine\nagent leaf1 %s parent spine\n%s\n%s\n' \
