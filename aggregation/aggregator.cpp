@@ -23,6 +23,9 @@ Aggregator::Aggregator(const AggregatorConfig &cfg, const SchedulerFactory &make
     if (!scheduler_) {
         throw std::invalid_argument("Aggregator: no scheduler");
     }
+    if (cfg_.time_blocks) {
+        seg_since_.resize(pool_.size());
+    }
 }
 
 uint32_t Aggregator::max_window() const { return std::min(cfg_.max_window, pool_.size()); }
@@ -52,6 +55,7 @@ void Aggregator::reject(Member *to, const ina_proto_hdr_t &req, ina_proto_status
 void Aggregator::refuse(Job &job, Call &call, Member &from, const ina_proto_hdr_t &h,
                         ina_proto_status_t status, const char *why)
 {
+    ++job.stats().errors;
     reject(&from, h, status, why);
     if (job.children() && !call.finished) {
         // A child agent's partial stands for its whole leaf: without it the
@@ -323,7 +327,12 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
     // A leaf's job also waits for its parent's job to open.
     const bool up_opening = job.uplinked() && job.up_state() == Job::UpState::kOpening;
     Verdict v;
-    if (!job.complete() || up_opening) {
+    if (draining_ && (!job.uplinked() || job.up_state() == Job::UpState::kOpen)) {
+        // The operator drains the agent: nothing new starts (a leaf's
+        // denial reaches the other leaves through the parent; a job whose
+        // parent is lost or opening ends as below).
+        v = Verdict::deny(INA_PROTO_ERR_DRAINING);
+    } else if (!job.complete() || up_opening) {
         if (call.asked == 1) {
             call.first_seen = Clock::now();
         }
@@ -373,6 +382,7 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
         job.hold_segs(static_cast<uint32_t>(call.lease.size()));
         call.granted = true;
         call.deferred = false;
+        ++granted_calls_;
         ++counters_.calls_granted;
         counters_.leased_segs += call.lease.size();
         ++job.decisions().granted;
@@ -441,6 +451,7 @@ void Aggregator::abort_call(Job &job, uint64_t mid, Call &call, ina_proto_status
     }
     end_call(job.jid(), mid, call);
     ++counters_.calls_aborted;
+    ++job.stats().calls_aborted;
     ina_proto_hdr_t e;
     ina_proto_init(&e, INA_PROTO_BLOCK);
     e.jid = job.jid();
@@ -509,6 +520,7 @@ void Aggregator::end_call(uint32_t jid, uint64_t mid, Call &call)
             scheduler_->on_call_done(jid, mid, call.lease);
             call.lease.clear();
             lease_back_ = true;
+            --granted_calls_;
         }
     } else if (call.deferred) {
         call.deferred = false;
@@ -682,6 +694,8 @@ void Aggregator::handle_block(Member &from, const ina_proto_hdr_t &h, const void
     }
     job.note_mid(h.rank, h.mid);
     job.note_done(h.rank, h.mid, h.done);
+    ++job.stats().blocks_in;
+    job.stats().bytes_in += static_cast<uint64_t>(h.count) * ina_proto_dtype_size(h.dtype);
 
     Call *call = job.find_call(h.mid);
     if (call == nullptr) {
@@ -776,6 +790,9 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
         return;
     }
     uint32_t seg = call.lease[h.seg];
+    if (cfg_.time_blocks && !pool_.busy(seg)) {
+        seg_since_[seg] = Clock::now(); // its first contribution (if taken)
+    }
     const bool want = (h.flags & INA_PROTO_F_WANT_RESULT) != 0;
     Block b{h.rank, h.sid,  h.coll,      h.op,  h.dtype,
             want,   h.offset, h.count, h.seg_count, h.arg, payload, own};
@@ -815,6 +832,10 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
     // Complete: the Seg is free again at once; the result buffer travels
     // (to the members, or up to the parent: its RESULT comes back later).
     call.next_sid[h.seg] = h.sid + static_cast<uint32_t>(call.lease.size());
+    ++job.stats().blocks_done;
+    if (cfg_.time_blocks) {
+        block_times_.record(Clock::now() - seg_since_[seg]);
+    }
     if (job.uplinked()) {
         send_up(job, call, h, seg);
         return;
@@ -856,8 +877,11 @@ void Aggregator::fan_out(Job &job, const ina_proto_hdr_t &blk, uint32_t seg, con
         }
         if (pool_.wants(seg, rank)) {
             sink_.result(*m, rank, blk, result.share(), len);
+            ++job.stats().results_out;
+            job.stats().bytes_out += len;
         } else {
             sink_.ack(*m, rank, blk);
+            ++job.stats().acks_out;
         }
     }
 }

@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "ina_proto.h"
+#include "histogram.h"
 #include "job.h"
 #include "scheduler.h"
 #include "seg_pool.h"
@@ -51,6 +52,9 @@ struct AggregatorConfig {
         uint32_t job_segs = 0;                     // Segs one job's calls hold together (0: the pool)
         size_t member_keep_bytes = size_t{16} << 20; // blocks kept for one connection's deferred calls
     } limits;
+    // Time each block from its first contribution to its completion
+    // (block_times(); the agent's --metrics): two clock reads per block.
+    bool time_blocks = false;
 };
 
 // Counted where they happen, in the core. (The transport counts its own:
@@ -77,6 +81,7 @@ struct Counters {
     uint64_t abort_in = 0;       // CALL_ABORT received
     uint64_t partials_up = 0;    // completed blocks sent up to the parent
     uint64_t parent_results = 0; // RESULTs from the parent, sent on to members
+    uint64_t stripe_aborts = 0;  // striped calls given back (another agent of the stripe denied)
 };
 
 class Aggregator {
@@ -150,6 +155,28 @@ public:
     const SegPool &pool() const { return pool_; }
     BufferPool &buffers() { return pool_.buffers(); }
     const Job *find_job(uint32_t jid) const;
+    // Every live job, in no particular order.
+    template <typename F> void for_each_job(F &&f) const
+    {
+        for (const auto &kv : jobs_) {
+            f(*kv.second);
+        }
+    }
+    const Scheduler &scheduler() const { return *scheduler_; }
+    // Whether this agent has a parent, and whether the link to it is up.
+    bool has_uplink() const { return uplink_ != nullptr; }
+    bool uplink_up() const { return uplink_up_; }
+
+    // Draining (ina-switchctl drain): every new call is denied (DRAINING),
+    // calls already granted go on, so that the agent can be stopped once
+    // granted_calls() is 0 without failing any job.
+    void set_draining(bool on) { draining_ = on; }
+    bool draining() const { return draining_; }
+    // Granted calls not over yet (their leases are out).
+    size_t granted_calls() const { return granted_calls_; }
+    // How long blocks took from their first contribution to their
+    // completion (empty unless AggregatorConfig::time_blocks).
+    const LatencyHistogram &block_times() const { return block_times_; }
 
 private:
     Verdict::Kind decide(Job &job, Call &call, uint64_t mid);
@@ -234,6 +261,10 @@ private:
     std::deque<std::pair<uint32_t, uint64_t>> deferred_; // (jid, mid), oldest first
     size_t kept_bytes_ = 0;
     bool lease_back_ = false; // a lease returned since deferred calls were last asked
+    bool draining_ = false;
+    size_t granted_calls_ = 0;
+    LatencyHistogram block_times_;
+    std::vector<Clock::time_point> seg_since_; // time_blocks: per Seg, its first contribution
     bool reasking_ = false;
     bool seen_reject_[INA_PROTO_STATUS_MAX + 1] = {}; // first of each reason logs at warn
     std::set<const char *> refusals_warned_;           // JOB_OPEN refusals (reasons: literals)

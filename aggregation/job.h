@@ -197,6 +197,21 @@ public:
     uint64_t tenant() const { return tenant_; }
     void set_tenant(uint64_t t) { tenant_ = t; }
     const Decisions &decisions() const { return decisions_; }
+    // What went through the job (ina-switchctl jobs, the metrics).
+    struct Stats {
+        uint64_t blocks_in = 0;     // BLOCKs of its members (CREDITs included)
+        uint64_t bytes_in = 0;      // their payload bytes
+        uint64_t results_out = 0;   // RESULTs with a payload, one per member that asked
+        uint64_t acks_out = 0;      // RESULTs without (ACK_ONLY)
+        uint64_t bytes_out = 0;     // payload bytes of those RESULTs
+        uint64_t blocks_done = 0;   // blocks completed here (sent out, or up a tree)
+        uint64_t errors = 0;        // messages of its members refused
+        uint64_t calls_aborted = 0; // calls ended by an ERROR after their GRANT
+        uint64_t stripe_aborts = 0; // calls given back: another agent of the stripe denied them
+        std::chrono::steady_clock::time_point created = std::chrono::steady_clock::now();
+    };
+    Stats &stats() { return stats_; }
+    const Stats &stats() const { return stats_; }
 
     // Leases (ina_proto.h): the `ahead` the members were told for call
     // `mid` (1 if none: nothing told before the call was decided). A grant
@@ -262,6 +277,7 @@ public:
 
 private:
     Decisions decisions_;
+    Stats stats_;
     uint64_t tenant_ = 0;
     uint32_t jid_;
     uint32_t window_;

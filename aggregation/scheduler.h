@@ -96,6 +96,9 @@ class Scheduler {
 public:
     virtual ~Scheduler() = default;
 
+    // The policy's name, as --policy takes it (status, metrics).
+    virtual const char *name() const { return "custom"; }
+
     // Decide a call. A Grant's lease must hold req.min_window..req.window
     // Segs of the pool; the scheduler gets it back in on_call_done.
     virtual Verdict decide(const CallRequest &req) = 0;

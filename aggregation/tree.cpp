@@ -87,6 +87,10 @@ void Aggregator::call_abort(Member &from, const ina_proto_hdr_t &h)
     ++counters_.abort_in;
     const auto st = static_cast<ina_proto_status_t>(h.status);
     Call *call = job->find_call(h.mid);
+    if (!job->children() && (call == nullptr || !call->finished)) {
+        ++counters_.stripe_aborts; // ended here by the first member's word
+        ++job->stats().stripe_aborts;
+    }
     if (call == nullptr) {
         job->retire();
         if (job->is_retired(h.mid)) {

@@ -52,7 +52,7 @@ constexpr const char *kStatusNames[] = {"ok",           "malformed",  "version",
                                         "mismatch",     "unsupported", "seg-busy",
                                         "incomplete",   "upstream",   "aborted",
                                         "busy",         "outscored",  "forbidden",
-                                        "limit"};
+                                        "limit",        "draining"};
 constexpr const char *kOpNames[] = {"sum", "prod", "min",    "max",    "land",   "lor",    "lxor",
                                     "band", "bor", "bxor",   "minloc", "maxloc", "replace"};
 constexpr const char *kDtypeNames[] = {"int8",           "uint8",

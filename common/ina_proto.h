@@ -176,8 +176,8 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 9u /* 9: JOB_OPEN carries the job's capability, BLOCK
-                               and RESULT certification (`done`);
+#define INA_PROTO_VERSION 10u /* 10: status DRAINING; 9: JOB_OPEN carries
+                               the job's capability, BLOCK and RESULT certification (`done`);
                                8: per-call leases (GRANT/RESULT window)
                                and `ahead`; 7: CALL_ABORT from a rank, status ABORTED
                                (striping); 6: agent trees (JOB_OPEN's tree
@@ -260,7 +260,9 @@ typedef enum ina_proto_status {
                                       connection, members, bytes kept per connection):
                                       HELLO, JOB_OPEN or a call refused; the agent's log
                                       names the limit */
-    INA_PROTO_STATUS_MAX = 15
+    INA_PROTO_ERR_DRAINING = 16,   /* the agent's operator drains it (ina-switchctl
+                                      drain) before a restart: a DENY reason */
+    INA_PROTO_STATUS_MAX = 16
 } ina_proto_status_t;
 
 /* Element types on the wire. Fixed-width: the component maps every MPI

@@ -974,7 +974,8 @@ static const ina_pvar_def_t ina_pvar_defs[] = {
      INA_PROTO_ERR_OUTSCORED},
     {"denied_no_resources", "Denials: the agent's Seg pool had no lease free", -4,
      INA_PROTO_ERR_NO_RESOURCES},
-    {"denied_other", "Denials for any other reason (the job incomplete at the agent, its "
+    {"denied_other", "Denials for any other reason (the job incomplete at the agent, the "
+                     "agent drained by its operator, its "
                      "parent agent, another striped agent's denial)", -4, -1},
     {"verdict_wait_ns", "Nanoseconds this communicator's calls waited for the agents' "
                         "verdicts (granted or denied)", -5, -1},

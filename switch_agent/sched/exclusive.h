@@ -24,6 +24,7 @@ namespace ina::sched {
 
 class ExclusiveScheduler final : public agg::Scheduler {
 public:
+    const char *name() const override { return "exclusive"; }
     using Now = std::function<agg::Clock::time_point()>;
 
     // `now`: the clock (tests pass their own).

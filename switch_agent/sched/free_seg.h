@@ -18,6 +18,7 @@ namespace ina::sched {
 
 class FreeSegScheduler final : public agg::Scheduler {
 public:
+    const char *name() const override { return "fcfs"; }
     explicit FreeSegScheduler(agg::SegPool &pool) : pool_(pool) {}
 
     agg::Verdict decide(const agg::CallRequest &req) override;

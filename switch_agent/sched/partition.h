@@ -29,6 +29,7 @@ namespace ina::sched {
 
 class PartitionScheduler final : public agg::Scheduler {
 public:
+    const char *name() const override { return "partition"; }
     using Now = std::function<agg::Clock::time_point()>;
 
     PartitionScheduler(agg::SegPool &pool, std::chrono::milliseconds idle,

@@ -47,6 +47,7 @@ struct TdmConfig {
 
 class TdmScheduler final : public agg::Scheduler {
 public:
+    const char *name() const override { return "tdm"; }
     using Now = std::function<agg::Clock::time_point()>;
 
     TdmScheduler(agg::SegPool &pool, const TdmConfig &cfg, Now now = agg::Clock::now);

@@ -931,6 +931,67 @@ START_TEST(test_leases)
 }
 END_TEST
 
+// Draining: a call in flight when the drain begins completes; every new
+// call is denied (DRAINING) on every member; after the drain ends calls are
+// granted again. The job's statistics count what its members sent and got,
+// and block times are recorded once per completed block.
+START_TEST(test_drain_and_job_stats)
+{
+    const uint32_t seg_count = 4;
+    const uint64_t total = 12; // 3 blocks
+    AggregatorConfig cfg = small_config(4);
+    cfg.time_blocks = true;
+    Rig rig(cfg);
+    Members a(2);
+    const uint32_t ja = make_job(rig, a.ptrs(), {0, 1}, 4);
+    auto da = int_data(2, total, 1);
+    CallSim sim0(rig, a.ptrs(), ja, 0, 4, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                 seg_count, total, da, {true, false});
+    sim0.send(0);
+    ck_assert(sim0.all_decided() && sim0.granted(0));
+    ck_assert_uint_eq(rig.agg.granted_calls(), 1);
+    rig.agg.set_draining(true);
+    std::mt19937 rng(5);
+    sim0.run(rng);
+    ck_assert(sim0.complete());
+    ck_assert(sim0.result(0) == bytes_of(int_sum(da, total)));
+    ck_assert_uint_eq(rig.agg.granted_calls(), 0);
+
+    CallSim sim1(rig, a.ptrs(), ja, 1, 4, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                 seg_count, total, da, {true, true});
+    sim1.run(rng);
+    ck_assert(sim1.all_decided());
+    ck_assert(!sim1.granted(0) && !sim1.granted(1));
+    ck_assert_int_eq(sim1.deny_status(), INA_PROTO_ERR_DRAINING);
+    ck_assert_uint_eq(rig.agg.counters().denied_by[INA_PROTO_ERR_DRAINING], 1);
+
+    rig.agg.set_draining(false);
+    CallSim sim2(rig, a.ptrs(), ja, 2, 4, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                 seg_count, total, da, {true, true});
+    sim2.run(rng);
+    ck_assert(sim2.complete());
+    expect_pool_whole(rig);
+
+    const Job *job = rig.agg.find_job(ja);
+    ck_assert_ptr_nonnull(job);
+    const Job::Stats &st = job->stats();
+    // Calls 0 and 2 completed 3 blocks each; call 1's blocks were counted in
+    // (and dropped). Rank 1 of call 0 wanted no payload: ACKs.
+    ck_assert_uint_eq(st.blocks_done, 6);
+    ck_assert_uint_eq(st.blocks_in, 2 * 3 * 3);
+    ck_assert_uint_eq(st.bytes_in, 3 * 2 * total * sizeof(int32_t));
+    ck_assert_uint_eq(st.results_out, 3 + 3 * 2);
+    ck_assert_uint_eq(st.acks_out, 3);
+    ck_assert_uint_eq(st.bytes_out, (1 + 2) * total * sizeof(int32_t));
+    ck_assert_uint_eq(st.errors, 0);
+    ck_assert_uint_eq(job->decisions().granted, 2);
+    ck_assert_uint_eq(job->decisions().denied[INA_PROTO_ERR_DRAINING], 1);
+    ck_assert_uint_eq(rig.agg.block_times().count(), 6);
+    ck_assert_uint_eq(rig.agg.block_times().cumulative(LatencyHistogram::kBounds.size()), 6);
+    ck_assert(rig.agg.block_times().sum() >= 0);
+}
+END_TEST
+
 int main()
 {
     return ina_test::run_suite("aggregator", "aggregator",
@@ -953,5 +1014,6 @@ int main()
                                 test_barrier,
                                 test_reject_counts_and_tells,
                                 test_leases,
-                                test_certification}, 60);
+                                test_certification,
+                                test_drain_and_job_stats}, 60);
 }

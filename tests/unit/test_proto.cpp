@@ -300,7 +300,7 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, ahead), 58);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, done), 60);
     // Enum values are wire values: pin them.
-    ck_assert_uint_eq(INA_PROTO_VERSION, 9);
+    ck_assert_uint_eq(INA_PROTO_VERSION, 10);
     ck_assert_uint_eq(INA_PROTO_HELLO, 1);
     ck_assert_uint_eq(INA_PROTO_ERROR, 11);
     ck_assert_uint_eq(INA_PROTO_GRANT, 12);
@@ -317,8 +317,8 @@ START_TEST(test_layout)
     ck_assert_uint_eq(INA_PROTO_ERR_OUTSCORED, 13);
     ck_assert_uint_eq(INA_PROTO_ERR_FORBIDDEN, 14);
     ck_assert_uint_eq(INA_PROTO_ERR_LIMIT, 15);
-    ck_assert_uint_eq(INA_PROTO_STATUS_MAX, 15);
-    ck_assert_uint_eq(INA_PROTO_VERSION, 9);
+    ck_assert_uint_eq(INA_PROTO_ERR_DRAINING, 16);
+    ck_assert_uint_eq(INA_PROTO_STATUS_MAX, 16);
     ck_assert_uint_eq(INA_PROTO_JOB_CAP_BYTES, 16);
     ck_assert_uint_eq(INA_DT_LONG_DOUBLE, 10);
     ck_assert_uint_eq(INA_DT_BOOL, 11);
