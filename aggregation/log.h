@@ -2,7 +2,9 @@
 //
 // Leveled logging to stderr for the aggregation core and the programs around
 // it: one line per event, "<tag>[<level>]: ...", so that operators can grep
-// and tests can parse the exit counters. Single-threaded users only.
+// and tests can parse the exit counters (under systemd: "<priority>...").
+// No timestamps: the journal, or whoever collects stderr, adds them.
+// Single-threaded users only.
 #ifndef INA_AGG_LOG_H
 #define INA_AGG_LOG_H
 
@@ -18,6 +20,10 @@ bool log_parse_level(const char *name, LogLevel *out);
 bool log_enabled(LogLevel level);
 // The program name each line starts with (default "ina"); not copied.
 void log_set_tag(const char *tag);
+// Lines go to the journal (stderr is systemd's stream): each starts with
+// its syslog priority ("<3>" error ... "<7>" debug, sd-daemon(3)) instead
+// of the tag and level, which the journal keeps itself.
+void log_set_journal(bool on);
 
 void log_msg(LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -123,7 +123,10 @@ int spawn(const char *path, const char *listen_host, const char *const *extra_ar
     // Build the whole command line before fork: the child may not allocate.
     std::string listen = std::string(listen_host) + ":0";
     std::string ready = std::to_string(kReadyFd);
-    std::vector<std::string> args = {path, "--listen", listen, "--ready-fd", ready};
+    // The job's own agent: not the site's service, so none of its
+    // configuration file or control socket.
+    std::vector<std::string> args = {path,    "--listen",    listen, "--ready-fd", ready,
+                                     "--no-config", "--control", "none"};
     for (const char *const *a = extra_args; a != nullptr && *a != nullptr; ++a) {
         args.emplace_back(*a);
     }

@@ -10,9 +10,15 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
+# rdma-core and the verbs providers: UCX takes InfiniBand/RoCE where the
+# host has it (docs/RDMA.md says how to see which transport it chose).
+# libinih, libsystemd, libmicrohttpd, nlohmann-json: ina-switchd's
+# configuration file, readiness, metrics endpoint and control replies;
+# curl and prometheus (promtool): the tests fetch and check the metrics.
 pkgs=(build-essential autoconf automake libtool pkg-config
       libopenmpi-dev openmpi-bin libucx-dev ucx-utils libhwloc-dev check procps
-      ibverbs-providers librdmacm1)
+      rdma-core ibverbs-providers librdmacm1
+      libinih-dev libsystemd-dev libmicrohttpd-dev nlohmann-json3-dev curl prometheus)
 case "${1:-}" in
   --fuzz) pkgs+=(clang libclang-rt-dev) ;;
   "") ;;

@@ -155,6 +155,9 @@ int Agent::run(int signal_fd)
     };
     watch(efd);
     watch(signal_fd);
+    for (Sidecar *s : sidecars_) {
+        watch(s->fd());
+    }
     int parent_fd = parent_ ? parent_->wake_fd() : -1;
     uint64_t parent_gen = parent_ ? parent_->generation() : 0;
     if (parent_fd >= 0) {
@@ -180,6 +183,9 @@ int Agent::run(int signal_fd)
         // before the next poll, which costs a syscall on TCP.
         tick();
         service();
+        if (!sidecars_.empty() && agg::Clock::now() >= next_sidecars_) {
+            serve_sidecars(); // busy for a while: the operator is served too
+        }
         if (ucp_worker_progress(worker_.get()) != 0) {
             continue; // more came, or sends progressed
         }
@@ -216,14 +222,27 @@ int Agent::run(int signal_fd)
         if (const int p = parent_ ? parent_->next_wake_ms() : -1; p >= 0) {
             timeout = timeout < 0 ? p : std::min(timeout, p); // the parent's next try
         }
-        struct epoll_event evs[3];
-        int n = epoll_wait(ep.get(), evs, 3, timeout);
+        for (const Sidecar *s : sidecars_) {
+            if (const int w = s->next_wake_ms(); w >= 0) {
+                timeout = timeout < 0 ? w : std::min(timeout, w);
+            }
+        }
+        struct epoll_event evs[8];
+        int n = epoll_wait(ep.get(), evs, 8, timeout);
         if (n < 0 && errno != EINTR) {
             throw std::runtime_error(std::string("epoll_wait: ") + std::strerror(errno));
         }
         // Woken by an event, a tick or a signal: either way, as long a wait.
         policy.observe(agg::Clock::now() - idle_since);
+        if (n == 0 && !sidecars_.empty()) {
+            serve_sidecars(); // a timeout: maybe theirs
+        }
         for (int i = 0; i < n; ++i) {
+            for (Sidecar *s : sidecars_) {
+                if (evs[i].data.fd == s->fd()) {
+                    serve_sidecars();
+                }
+            }
             if (evs[i].data.fd == signal_fd) {
                 struct signalfd_siginfo si{};
                 if (read(signal_fd, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
@@ -233,6 +252,39 @@ int Agent::run(int signal_fd)
             }
         }
     }
+}
+
+void Agent::serve_sidecars()
+{
+    // Every 5 ms at most while busy: a few syscalls, none of them blocking.
+    next_sidecars_ = agg::Clock::now() + std::chrono::milliseconds(5);
+    for (Sidecar *s : sidecars_) {
+        try {
+            s->serve();
+        } catch (const std::exception &e) {
+            INA_WARN("operator request not served: %s", e.what());
+        }
+    }
+}
+
+std::map<std::string, uint64_t> Agent::bytes_in_by_host() const
+{
+    std::map<std::string, uint64_t> by_host = host_bytes_in_;
+    for (const auto &kv : peers_) {
+        by_host[kv.second->host] += kv.second->block_bytes_in;
+    }
+    return by_host;
+}
+
+std::map<std::string, uint32_t> Agent::peers_by_host() const
+{
+    std::map<std::string, uint32_t> by_host;
+    for (const auto &kv : peers_) {
+        if (!kv.second->dead) {
+            ++by_host[kv.second->host];
+        }
+    }
+    return by_host;
 }
 
 bool Agent::work_outstanding() const
@@ -763,10 +815,7 @@ void Agent::log_counters() const
     INA_INFO("decisions: granted=%" PRIu64 "%s", c.calls_granted, denied.c_str());
     INA_INFO("sched: calls_deferred=%" PRIu64 " kept_blocks=%" PRIu64 " deferred_live=%zu",
              c.calls_deferred, c.kept_blocks, agg_.deferred_calls());
-    std::map<std::string, uint64_t> by_host = host_bytes_in_;
-    for (const auto &kv : peers_) {
-        by_host[kv.second->host] += kv.second->block_bytes_in;
-    }
+    const std::map<std::string, uint64_t> by_host = bytes_in_by_host();
     std::string hosts;
     for (const auto &kv : by_host) {
         hosts += " " + kv.first + "=" + std::to_string(kv.second);

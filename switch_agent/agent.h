@@ -86,6 +86,20 @@ struct Peer : agg::Member {
     size_t grant_at = SIZE_MAX;
 };
 
+// Something else the agent's loop serves between messages (the control
+// socket, the metrics endpoint; switch_agent/ops/): a descriptor that becomes
+// readable when it has work, and serve(), which does that work without
+// blocking. Served when its descriptor wakes the loop, and every few
+// milliseconds while the loop never sleeps (clients calling back to back).
+class Sidecar {
+public:
+    virtual ~Sidecar() = default;
+    virtual int fd() const = 0;
+    virtual void serve() = 0;
+    // Milliseconds until serve() must run even without an event (-1: never).
+    virtual int next_wake_ms() const { return -1; }
+};
+
 class Agent final : private agg::WireSink {
 public:
     Agent(const AgentConfig &cfg, const agg::Aggregator::SchedulerFactory &make_scheduler);
@@ -104,6 +118,22 @@ public:
     const TransportCounters &transport_counters() const { return counters_; }
     size_t live_jobs() const { return agg_.live_jobs(); }
     void log_counters() const;
+
+    // For the operator's views (switch_agent/ops/): read-only, on the
+    // loop's thread, between messages.
+    const AgentConfig &config() const { return cfg_; }
+    const agg::Aggregator &core() const { return agg_; }
+    agg::Aggregator &core() { return agg_; }
+    const ParentLink *parent() const { return parent_.get(); }
+    agg::Clock::time_point started() const { return started_; }
+    uint32_t admitted() const { return admitted_; }
+    size_t connections() const { return peers_.size(); }
+    // BLOCK payload bytes per client host, of every peer so far.
+    std::map<std::string, uint64_t> bytes_in_by_host() const;
+    // Clients connected per host, now.
+    std::map<std::string, uint32_t> peers_by_host() const;
+    // Serve `s` from run()'s loop (not owned; it must outlive run()).
+    void add_sidecar(Sidecar *s) { sidecars_.push_back(s); }
 
 private:
     // One queued or in-flight message to a client. The header lives here until
@@ -169,6 +199,11 @@ private:
 
     AgentConfig cfg_;
     TransportCounters counters_;
+    agg::Clock::time_point started_ = agg::Clock::now();
+    std::vector<Sidecar *> sidecars_;
+    agg::Clock::time_point next_sidecars_{}; // while busy: serve them then
+    // Serve every sidecar (when woken by one, or after a while busy).
+    void serve_sidecars();
 
     ucx::Context context_;
     ucx::Worker worker_;

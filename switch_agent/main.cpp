@@ -1,9 +1,13 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
-// ina-switchd: command line, signals, and the event loop's lifetime.
+// ina-switchd: command line and configuration file, signals, readiness,
+// and the event loop's lifetime with the operator's endpoints around it.
 #include <getopt.h>
+#include <ini.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,11 +19,17 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "agent.h"
 #include "bind.h"
+#include "ina_config.h"
 #include "ina_ucx.h"
 #include "log.h"
+#include "ops/control.h"
+#include "ops/metrics.h"
+#include "ops/report.h"
 #include "sched/exclusive.h"
 #include "sched/free_seg.h"
 #include "sched/partition.h"
@@ -27,12 +37,26 @@
 
 namespace {
 
+constexpr const char *kDefaultConfig = INA_SWITCHD_CONFIG; // SYSCONFDIR/ina/ina-switchd.conf
+constexpr const char *kDefaultControl = "/run/ina/ina-switchd.sock";
+
 void usage(FILE *out)
 {
     std::fprintf(out,
                  "usage: ina-switchd [options]\n"
+                 "Every option but --config, --no-config, --ready-fd, --help and --version\n"
+                 "may also be set in the configuration file, one \"name = value\" per line\n"
+                 "(name without the dashes; \"spin-yield = true\"); options given here\n"
+                 "override it. See ina-switchd(8).\n"
+                 "  --config FILE        configuration file (default %s, read if it exists)\n"
+                 "  --no-config          read no configuration file\n"
                  "  --listen HOST:PORT   address to listen on (default 0.0.0.0:17300;\n"
                  "                       port 0 = any free port)\n"
+                 "  --control PATH       the control socket ina-switchctl talks to (default\n"
+                 "                       %s when its directory exists; 'none': no\n"
+                 "                       socket). Mode 0660: the agent's user and group may ask\n"
+                 "  --metrics HOST:PORT  serve metrics in the Prometheus text format on\n"
+                 "                       http://HOST:PORT/metrics (default: off)\n"
                  "  --segs N             Seg units in the pool (default 1024)\n"
                  "  --seg-size BYTES     bytes per Seg (default 65536, at most %u)\n"
                  "  --max-window N       largest lease/window granted (default 64, at most %u)\n"
@@ -84,8 +108,9 @@ void usage(FILE *out)
                  "                       pool)\n"
                  "  --max-conn-keep-bytes N  bytes of one connection's blocks kept for\n"
                  "                       calls waiting for a lease (default %zu)\n"
-                 "  --help               this text\n",
-                 INA_PROTO_MAX_SEG_BYTES, INA_PROTO_MAX_WINDOW, ina::kDefaultSpinUs,
+                 "  --help               this text\n"
+                 "  --version            the version, and the protocol spoken\n",
+                 kDefaultConfig, kDefaultControl, INA_PROTO_MAX_SEG_BYTES, INA_PROTO_MAX_WINDOW, ina::kDefaultSpinUs,
                  static_cast<unsigned long long>(ina::AgentConfig::kDefaultRndvBytes),
                  static_cast<long long>(ina::agg::AggregatorConfig{}.open_wait.count()),
                  ina::sched::TdmConfig{}.ageing, ina::sched::TdmConfig{}.host.alpha * 1e6,
@@ -95,12 +120,101 @@ void usage(FILE *out)
                  ina::agg::AggregatorConfig{}.limits.member_keep_bytes);
 }
 
-[[noreturn]] void bad_arg(const char *fmt, const char *what)
+// Everything the options set.
+struct Settings {
+    ina::AgentConfig cfg;
+    int ready_fd = -1;
+    std::string bind = "none";
+    std::string policy = "tdm";
+    std::string control;       // empty: the default (if its directory exists)
+    bool control_given = false; // --control named one: failing to make it is fatal
+    std::string metrics;
+    std::chrono::milliseconds exclusive_idle{1000};
+    std::chrono::milliseconds partition_idle{1000};
+    ina::sched::TdmConfig tdm;
+};
+
+enum Opt {
+    kListen = 1,
+    kSegs,
+    kSegSize,
+    kMaxWindow,
+    kLogLevel,
+    kReadyFd,
+    kBind,
+    kSpinUs,
+    kSpinYield,
+    kRndvBytes,
+    kOpenWaitMs,
+    kParent,
+    kPolicy,
+    kExclusiveIdleMs,
+    kPartitionIdleMs,
+    kTdmAgeing,
+    kHostAlphaUs,
+    kHostGbps,
+    kMaxConns,
+    kMaxJobsPerConn,
+    kMaxMembers,
+    kMaxJobSegs,
+    kMaxConnKeepBytes,
+    kControl,
+    kMetrics,
+    kTestDieAfterResults,
+    kConfig,
+    kNoConfig,
+    kHelp,
+    kVersion
+};
+
+const struct option kOpts[] = {
+    {"listen", required_argument, nullptr, kListen},
+    {"segs", required_argument, nullptr, kSegs},
+    {"seg-size", required_argument, nullptr, kSegSize},
+    {"max-window", required_argument, nullptr, kMaxWindow},
+    {"log-level", required_argument, nullptr, kLogLevel},
+    {"ready-fd", required_argument, nullptr, kReadyFd},
+    {"bind", required_argument, nullptr, kBind},
+    {"spin-us", required_argument, nullptr, kSpinUs},
+    {"spin-yield", no_argument, nullptr, kSpinYield},
+    {"rndv-bytes", required_argument, nullptr, kRndvBytes},
+    {"open-wait-ms", required_argument, nullptr, kOpenWaitMs},
+    {"parent", required_argument, nullptr, kParent},
+    {"policy", required_argument, nullptr, kPolicy},
+    {"exclusive-idle-ms", required_argument, nullptr, kExclusiveIdleMs},
+    {"partition-idle-ms", required_argument, nullptr, kPartitionIdleMs},
+    {"tdm-ageing", required_argument, nullptr, kTdmAgeing},
+    {"host-alpha-us", required_argument, nullptr, kHostAlphaUs},
+    {"host-gbps", required_argument, nullptr, kHostGbps},
+    {"max-conns", required_argument, nullptr, kMaxConns},
+    {"max-jobs-per-conn", required_argument, nullptr, kMaxJobsPerConn},
+    {"max-members", required_argument, nullptr, kMaxMembers},
+    {"max-job-segs", required_argument, nullptr, kMaxJobSegs},
+    {"max-conn-keep-bytes", required_argument, nullptr, kMaxConnKeepBytes},
+    {"control", required_argument, nullptr, kControl},
+    {"metrics", required_argument, nullptr, kMetrics},
+    {"test-die-after-results", required_argument, nullptr, kTestDieAfterResults},
+    {"config", required_argument, nullptr, kConfig},
+    {"no-config", no_argument, nullptr, kNoConfig},
+    {"help", no_argument, nullptr, kHelp},
+    {"version", no_argument, nullptr, kVersion},
+    {nullptr, 0, nullptr, 0}};
+
+// Options that mean something only on the command line.
+bool command_line_only(int id)
 {
-    std::fprintf(stderr, "ina-switchd: ");
-    std::fprintf(stderr, fmt, what);
-    std::fprintf(stderr, "\n(see ina-switchd --help)\n");
-    std::exit(2);
+    return id == kReadyFd || id == kTestDieAfterResults || id == kConfig || id == kNoConfig ||
+           id == kHelp || id == kVersion;
+}
+
+// A refused value: thrown by apply(), reported with where it came from.
+struct BadValue {
+    std::string what; // "wants ..., got '...'"
+};
+
+[[noreturn]] void bad_value(const char *wants, const char *got)
+{
+    throw BadValue{std::string("wants ") + wants + ", got '" + got + "'"};
 }
 
 // Whole-string decimal number in [lo, hi].
@@ -135,16 +249,293 @@ bool parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long
     return true;
 }
 
-void parse_listen(const char *arg, ina::AgentConfig *cfg)
+unsigned long want_uint(const char *s, unsigned long lo, unsigned long hi, const char *wants)
 {
-    std::string host;
-    std::string port;
     unsigned long v = 0;
-    if (!ina::ucx::split_host_port(arg, host, port) || !parse_uint(port.c_str(), 0, 65535, &v)) {
-        bad_arg("--listen wants HOST:PORT, got '%s'", arg);
+    if (!parse_uint(s, lo, hi, &v)) {
+        bad_value(wants, s);
     }
-    cfg->host = host;
-    cfg->port = static_cast<uint16_t>(v);
+    return v;
+}
+
+double want_double(const char *s, double lo, double hi, const char *wants)
+{
+    double v = 0;
+    if (!parse_double(s, lo, hi, &v)) {
+        bad_value(wants, s);
+    }
+    return v;
+}
+
+// Set one option (from the command line or the configuration file; a flag
+// without argument gets "true" from the command line). Throws BadValue.
+void apply(Settings &st, int id, const char *arg)
+{
+    ina::AgentConfig &cfg = st.cfg;
+    switch (id) {
+    case kListen: {
+        std::string host;
+        std::string port;
+        unsigned long v = 0;
+        if (!ina::ucx::split_host_port(arg, host, port) || !parse_uint(port.c_str(), 0, 65535, &v)) {
+            bad_value("HOST:PORT", arg);
+        }
+        cfg.host = host;
+        cfg.port = static_cast<uint16_t>(v);
+        break;
+    }
+    case kSegs:
+        cfg.core.segs = static_cast<uint32_t>(want_uint(arg, 1, 1u << 24, "a count >= 1"));
+        break;
+    case kSegSize:
+        cfg.core.seg_bytes =
+            static_cast<uint32_t>(want_uint(arg, 16, INA_PROTO_MAX_SEG_BYTES, "16..1048576 bytes"));
+        break;
+    case kMaxWindow:
+        cfg.core.max_window =
+            static_cast<uint32_t>(want_uint(arg, 1, INA_PROTO_MAX_WINDOW, "1..1024"));
+        break;
+    case kLogLevel: {
+        ina::agg::LogLevel lvl;
+        if (!ina::agg::log_parse_level(arg, &lvl)) {
+            bad_value("error|warn|info|debug", arg);
+        }
+        ina::agg::log_set_level(lvl);
+        break;
+    }
+    case kReadyFd:
+        st.ready_fd = static_cast<int>(want_uint(arg, 0, 1u << 20, "a file descriptor number"));
+        break;
+    case kBind:
+        st.bind = arg;
+        break;
+    case kSpinUs:
+        cfg.spin.max = std::chrono::microseconds(want_uint(arg, 0, 1000000, "0..1000000 microseconds"));
+        break;
+    case kSpinYield: {
+        const std::string v = arg;
+        if (v == "true" || v == "yes" || v == "1") {
+            cfg.spin.yield = true;
+        } else if (v == "false" || v == "no" || v == "0") {
+            cfg.spin.yield = false;
+        } else {
+            bad_value("true or false", arg);
+        }
+        break;
+    }
+    case kRndvBytes:
+        cfg.rndv_bytes = want_uint(arg, 0, INA_PROTO_MAX_SEG_BYTES, "0..1048576 bytes");
+        break;
+    case kTestDieAfterResults: // tests only: not in --help
+        cfg.test_die_after_results = want_uint(arg, 1, ULONG_MAX, "a count >= 1");
+        break;
+    case kMaxConns:
+        cfg.max_conns = static_cast<uint32_t>(want_uint(arg, 1, 1u << 20, "1..1048576 connections"));
+        break;
+    case kMaxJobsPerConn:
+        cfg.core.limits.jobs_per_member =
+            static_cast<uint32_t>(want_uint(arg, 1, 1u << 20, "1..1048576 jobs"));
+        break;
+    case kMaxMembers:
+        cfg.core.limits.members =
+            static_cast<uint32_t>(want_uint(arg, 1, INA_PROTO_MAX_MEMBERS, "1..65536 members"));
+        break;
+    case kMaxJobSegs:
+        cfg.core.limits.job_segs =
+            static_cast<uint32_t>(want_uint(arg, 0, 1u << 24, "0..16777216 Segs"));
+        break;
+    case kMaxConnKeepBytes:
+        cfg.core.limits.member_keep_bytes = want_uint(arg, 0, ULONG_MAX, "a byte count");
+        break;
+    case kOpenWaitMs:
+        cfg.core.open_wait = std::chrono::milliseconds(want_uint(arg, 0, 3600000, "0..3600000 milliseconds"));
+        break;
+    case kParent: {
+        std::string host;
+        std::string port;
+        unsigned long v = 0;
+        if (!ina::ucx::split_host_port(arg, host, port) || !parse_uint(port.c_str(), 1, 65535, &v)) {
+            bad_value("HOST:PORT", arg);
+        }
+        cfg.parent = arg;
+        break;
+    }
+    case kPolicy:
+        st.policy = arg;
+        if (st.policy != "tdm" && st.policy != "fcfs" && st.policy != "exclusive" &&
+            st.policy != "partition") {
+            bad_value("tdm, fcfs, exclusive or partition", arg);
+        }
+        break;
+    case kExclusiveIdleMs:
+        st.exclusive_idle = std::chrono::milliseconds(want_uint(arg, 0, 3600000, "0..3600000 milliseconds"));
+        break;
+    case kPartitionIdleMs:
+        st.partition_idle = std::chrono::milliseconds(want_uint(arg, 0, 3600000, "0..3600000 milliseconds"));
+        break;
+    case kTdmAgeing:
+        st.tdm.ageing = want_double(arg, 1e-6, 1e6, "a number > 0");
+        break;
+    case kHostAlphaUs:
+        st.tdm.host.alpha = want_double(arg, 0, 1e6, "0..1e6 microseconds") * 1e-6;
+        break;
+    case kHostGbps: {
+        const double gbps = want_double(arg, 0, 1e6, "0..1e6 Gbit/s");
+        st.tdm.host.beta = gbps > 0 ? 8.0 / (gbps * 1e9) : 0;
+        break;
+    }
+    case kControl:
+        if (*arg == '\0') {
+            bad_value("a path, or none", arg);
+        }
+        st.control = arg;
+        st.control_given = true;
+        break;
+    case kMetrics: {
+        std::string host;
+        std::string port;
+        unsigned long v = 0;
+        if (!ina::ucx::split_host_port(arg, host, port) || !parse_uint(port.c_str(), 0, 65535, &v)) {
+            bad_value("HOST:PORT", arg);
+        }
+        st.metrics = arg;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+[[noreturn]] void usage_error(const std::string &msg)
+{
+    std::fprintf(stderr, "ina-switchd: %s\n(see ina-switchd --help)\n", msg.c_str());
+    std::exit(2);
+}
+
+// ---------------------------------------------------------------- the configuration file
+
+// INI (libinih): "name = value" lines, '#' or ';' comments, an optional
+// [ina-switchd] section. The reader counts lines so that a refused entry is
+// reported with its own.
+struct ConfigRead {
+    Settings *st = nullptr;
+    FILE *file = nullptr;
+    int line = 0;
+    int error_line = 0;
+    std::string error;
+};
+
+char *config_reader(char *str, int num, void *stream)
+{
+    auto *r = static_cast<ConfigRead *>(stream);
+    char *s = std::fgets(str, num, r->file);
+    if (s != nullptr) {
+        const size_t n = std::strlen(s);
+        if (n > 0 && s[n - 1] == '\n') {
+            ++r->line; // (a line longer than the buffer counts once, at its end)
+        } else if (std::feof(r->file)) {
+            ++r->line; // the last line, without a newline
+        }
+    }
+    return s;
+}
+
+int config_entry(void *user, const char *section, const char *name, const char *value)
+{
+    auto *r = static_cast<ConfigRead *>(user);
+    const int line = r->line; // (the entry's line was the last read)
+    auto refuse = [&](const std::string &why) {
+        if (r->error_line == 0) {
+            r->error_line = line;
+            r->error = why;
+        }
+        return 0;
+    };
+    if (*section != '\0' && std::strcmp(section, "ina-switchd") != 0) {
+        return refuse(std::string("unknown section [") + section + "] (only [ina-switchd])");
+    }
+    for (const struct option *o = kOpts; o->name != nullptr; ++o) {
+        if (std::strcmp(o->name, name) == 0 && !command_line_only(o->val)) {
+            try {
+                apply(*r->st, o->val, value);
+            } catch (const BadValue &e) {
+                return refuse(std::string(name) + " " + e.what);
+            }
+            return 1;
+        }
+    }
+    return refuse(std::string("unknown setting '") + name + "'");
+}
+
+// Read the configuration file into st; exits (2) naming the line of a bad
+// entry. `required`: a missing file is an error (--config named it).
+void read_config(const std::string &path, bool required, Settings &st)
+{
+    FILE *f = std::fopen(path.c_str(), "r");
+    if (f == nullptr) {
+        if (errno == ENOENT && !required) {
+            return;
+        }
+        usage_error("cannot read the configuration file " + path + ": " + std::strerror(errno));
+    }
+    ConfigRead r;
+    r.st = &st;
+    r.file = f;
+    const int rc = ini_parse_stream(&config_reader, &r, &config_entry, &r);
+    std::fclose(f);
+    if (rc == 0) {
+        return;
+    }
+    if (rc < 0) {
+        usage_error("cannot read the configuration file " + path);
+    }
+    if (r.error_line != 0 && r.error_line <= rc) {
+        usage_error(path + ":" + std::to_string(r.error_line) + ": " + r.error);
+    }
+    usage_error(path + ":" + std::to_string(rc) + ": not a 'name = value' line (or a [section])");
+}
+
+// Whether stderr goes to the journal (systemd sets JOURNAL_STREAM to its
+// device:inode): then log lines carry their priority, not our decoration.
+bool stderr_is_journal()
+{
+    const char *js = std::getenv("JOURNAL_STREAM");
+    struct stat st{};
+    if (js == nullptr || fstat(STDERR_FILENO, &st) != 0) {
+        return false;
+    }
+    unsigned long long dev = 0;
+    unsigned long long ino = 0;
+    return std::sscanf(js, "%llu:%llu", &dev, &ino) == 2 && dev == st.st_dev && ino == st.st_ino;
+}
+
+// The control socket's path: --control's (none: no socket), else the
+// default one when its directory exists (systemd's RuntimeDirectory, else
+// /run/ina), else none.
+std::string control_socket_path(const Settings &st)
+{
+    if (st.control_given) {
+        return st.control == "none" ? std::string() : st.control;
+    }
+    std::string dir;
+    if (const char *rd = std::getenv("RUNTIME_DIRECTORY"); rd != nullptr && *rd != '\0') {
+        dir = rd;
+        dir = dir.substr(0, dir.find(':')); // the first of several
+    } else {
+        dir = "/run/ina";
+    }
+    struct stat sb{};
+    if (stat(dir.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        return {};
+    }
+    return dir + "/ina-switchd.sock";
+}
+
+// The line `systemctl status` shows (nothing without systemd).
+void notify_status(const ina::Agent &agent)
+{
+    sd_notifyf(0, "STATUS=%s on %s, policy %s", agent.core().draining() ? "draining" : "serving",
+               agent.bound_address().c_str(), agent.core().scheduler().name());
 }
 
 bool write_all(int fd, const std::string &s)
@@ -168,225 +559,67 @@ bool write_all(int fd, const std::string &s)
 int main(int argc, char **argv)
 {
     ina::agg::log_set_tag("ina-switchd");
-    ina::AgentConfig cfg;
-    int ready_fd = -1;
-    std::string bind = "none";
-    std::string policy = "tdm";
-    std::chrono::milliseconds exclusive_idle(1000);
-    std::chrono::milliseconds partition_idle(1000);
-    ina::sched::TdmConfig tdm;
-    enum {
-        kListen = 1,
-        kSegs,
-        kSegSize,
-        kMaxWindow,
-        kLogLevel,
-        kReadyFd,
-        kBind,
-        kSpinUs,
-        kSpinYield,
-        kRndvBytes,
-        kOpenWaitMs,
-        kParent,
-        kPolicy,
-        kExclusiveIdleMs,
-        kPartitionIdleMs,
-        kTdmAgeing,
-        kHostAlphaUs,
-        kHostGbps,
-        kMaxConns,
-        kMaxJobsPerConn,
-        kMaxMembers,
-        kMaxJobSegs,
-        kMaxConnKeepBytes,
-        kTestDieAfterResults,
-        kHelp
-    };
-    static const struct option opts[] = {
-        {"listen", required_argument, nullptr, kListen},
-        {"segs", required_argument, nullptr, kSegs},
-        {"seg-size", required_argument, nullptr, kSegSize},
-        {"max-window", required_argument, nullptr, kMaxWindow},
-        {"log-level", required_argument, nullptr, kLogLevel},
-        {"ready-fd", required_argument, nullptr, kReadyFd},
-        {"bind", required_argument, nullptr, kBind},
-        {"spin-us", required_argument, nullptr, kSpinUs},
-        {"spin-yield", no_argument, nullptr, kSpinYield},
-        {"rndv-bytes", required_argument, nullptr, kRndvBytes},
-        {"open-wait-ms", required_argument, nullptr, kOpenWaitMs},
-        {"parent", required_argument, nullptr, kParent},
-        {"policy", required_argument, nullptr, kPolicy},
-        {"exclusive-idle-ms", required_argument, nullptr, kExclusiveIdleMs},
-        {"partition-idle-ms", required_argument, nullptr, kPartitionIdleMs},
-        {"tdm-ageing", required_argument, nullptr, kTdmAgeing},
-        {"host-alpha-us", required_argument, nullptr, kHostAlphaUs},
-        {"host-gbps", required_argument, nullptr, kHostGbps},
-        {"max-conns", required_argument, nullptr, kMaxConns},
-        {"max-jobs-per-conn", required_argument, nullptr, kMaxJobsPerConn},
-        {"max-members", required_argument, nullptr, kMaxMembers},
-        {"max-job-segs", required_argument, nullptr, kMaxJobSegs},
-        {"max-conn-keep-bytes", required_argument, nullptr, kMaxConnKeepBytes},
-        {"test-die-after-results", required_argument, nullptr, kTestDieAfterResults},
-        {"help", no_argument, nullptr, kHelp},
-        {nullptr, 0, nullptr, 0}};
+    if (stderr_is_journal()) {
+        ina::agg::log_set_journal(true);
+    }
+    Settings st;
+
+    // The command line first, kept aside: it names the configuration file,
+    // and it overrides what the file says.
+    std::vector<std::pair<int, std::string>> given;
+    std::string config = kDefaultConfig;
+    bool config_required = false;
+    bool no_config = false;
     opterr = 0;
     int c;
-    unsigned long v = 0;
-    while ((c = getopt_long(argc, argv, "", opts, nullptr)) != -1) {
+    while ((c = getopt_long(argc, argv, "", kOpts, nullptr)) != -1) {
         switch (c) {
-        case kListen:
-            parse_listen(optarg, &cfg);
-            break;
-        case kSegs:
-            if (!parse_uint(optarg, 1, 1u << 24, &v)) {
-                bad_arg("--segs wants a count >= 1, got '%s'", optarg);
-            }
-            cfg.core.segs = static_cast<uint32_t>(v);
-            break;
-        case kSegSize:
-            if (!parse_uint(optarg, 16, INA_PROTO_MAX_SEG_BYTES, &v)) {
-                bad_arg("--seg-size wants 16..1048576 bytes, got '%s'", optarg);
-            }
-            cfg.core.seg_bytes = static_cast<uint32_t>(v);
-            break;
-        case kMaxWindow:
-            if (!parse_uint(optarg, 1, INA_PROTO_MAX_WINDOW, &v)) {
-                bad_arg("--max-window wants 1..1024, got '%s'", optarg);
-            }
-            cfg.core.max_window = static_cast<uint32_t>(v);
-            break;
-        case kLogLevel: {
-            ina::agg::LogLevel lvl;
-            if (!ina::agg::log_parse_level(optarg, &lvl)) {
-                bad_arg("--log-level wants error|warn|info|debug, got '%s'", optarg);
-            }
-            ina::agg::log_set_level(lvl);
-            break;
-        }
-        case kReadyFd:
-            if (!parse_uint(optarg, 0, 1u << 20, &v)) {
-                bad_arg("--ready-fd wants a file descriptor number, got '%s'", optarg);
-            }
-            ready_fd = static_cast<int>(v);
-            break;
-        case kBind:
-            bind = optarg;
-            break;
-        case kSpinUs:
-            if (!parse_uint(optarg, 0, 1000000, &v)) {
-                bad_arg("--spin-us wants 0..1000000 microseconds, got '%s'", optarg);
-            }
-            cfg.spin.max = std::chrono::microseconds(v);
-            break;
-        case kSpinYield:
-            cfg.spin.yield = true;
-            break;
-        case kRndvBytes:
-            if (!parse_uint(optarg, 0, INA_PROTO_MAX_SEG_BYTES, &v)) {
-                bad_arg("--rndv-bytes wants 0..1048576 bytes, got '%s'", optarg);
-            }
-            cfg.rndv_bytes = v;
-            break;
-        case kTestDieAfterResults: // tests only: not in --help
-            if (!parse_uint(optarg, 1, ULONG_MAX, &v)) {
-                bad_arg("--test-die-after-results wants a count >= 1, got '%s'", optarg);
-            }
-            cfg.test_die_after_results = v;
-            break;
-        case kMaxConns:
-            if (!parse_uint(optarg, 1, 1u << 20, &v)) {
-                bad_arg("--max-conns wants 1..1048576 connections, got '%s'", optarg);
-            }
-            cfg.max_conns = static_cast<uint32_t>(v);
-            break;
-        case kMaxJobsPerConn:
-            if (!parse_uint(optarg, 1, 1u << 20, &v)) {
-                bad_arg("--max-jobs-per-conn wants 1..1048576 jobs, got '%s'", optarg);
-            }
-            cfg.core.limits.jobs_per_member = static_cast<uint32_t>(v);
-            break;
-        case kMaxMembers:
-            if (!parse_uint(optarg, 1, INA_PROTO_MAX_MEMBERS, &v)) {
-                bad_arg("--max-members wants 1..65536 members, got '%s'", optarg);
-            }
-            cfg.core.limits.members = static_cast<uint32_t>(v);
-            break;
-        case kMaxJobSegs:
-            if (!parse_uint(optarg, 0, 1u << 24, &v)) {
-                bad_arg("--max-job-segs wants 0..16777216 Segs, got '%s'", optarg);
-            }
-            cfg.core.limits.job_segs = static_cast<uint32_t>(v);
-            break;
-        case kMaxConnKeepBytes:
-            if (!parse_uint(optarg, 0, ULONG_MAX, &v)) {
-                bad_arg("--max-conn-keep-bytes wants a byte count, got '%s'", optarg);
-            }
-            cfg.core.limits.member_keep_bytes = v;
-            break;
-        case kOpenWaitMs:
-            if (!parse_uint(optarg, 0, 3600000, &v)) {
-                bad_arg("--open-wait-ms wants 0..3600000 milliseconds, got '%s'", optarg);
-            }
-            cfg.core.open_wait = std::chrono::milliseconds(v);
-            break;
-        case kParent: {
-            std::string host;
-            std::string port;
-            if (!ina::ucx::split_host_port(optarg, host, port) ||
-                !parse_uint(port.c_str(), 1, 65535, &v)) {
-                bad_arg("--parent wants HOST:PORT, got '%s'", optarg);
-            }
-            cfg.parent = optarg;
-            break;
-        }
-        case kPolicy:
-            policy = optarg;
-            if (policy != "tdm" && policy != "fcfs" && policy != "exclusive" &&
-                policy != "partition") {
-                bad_arg("--policy wants tdm, fcfs, exclusive or partition, got '%s'", optarg);
-            }
-            break;
-        case kExclusiveIdleMs:
-            if (!parse_uint(optarg, 0, 3600000, &v)) {
-                bad_arg("--exclusive-idle-ms wants 0..3600000 milliseconds, got '%s'", optarg);
-            }
-            exclusive_idle = std::chrono::milliseconds(v);
-            break;
-        case kPartitionIdleMs:
-            if (!parse_uint(optarg, 0, 3600000, &v)) {
-                bad_arg("--partition-idle-ms wants 0..3600000 milliseconds, got '%s'", optarg);
-            }
-            partition_idle = std::chrono::milliseconds(v);
-            break;
-        case kTdmAgeing:
-            if (!parse_double(optarg, 1e-6, 1e6, &tdm.ageing)) {
-                bad_arg("--tdm-ageing wants a number > 0, got '%s'", optarg);
-            }
-            break;
-        case kHostAlphaUs:
-            if (!parse_double(optarg, 0, 1e6, &tdm.host.alpha)) {
-                bad_arg("--host-alpha-us wants 0..1e6 microseconds, got '%s'", optarg);
-            }
-            tdm.host.alpha *= 1e-6;
-            break;
-        case kHostGbps: {
-            double gbps = 0;
-            if (!parse_double(optarg, 0, 1e6, &gbps)) {
-                bad_arg("--host-gbps wants 0..1e6 Gbit/s, got '%s'", optarg);
-            }
-            tdm.host.beta = gbps > 0 ? 8.0 / (gbps * 1e9) : 0;
-            break;
-        }
         case kHelp:
             usage(stdout);
             return 0;
+        case kVersion:
+            std::printf("ina-switchd (ina) %s\nprotocol %u\n", PACKAGE_VERSION, INA_PROTO_VERSION);
+            return 0;
+        case kConfig:
+            config = optarg;
+            config_required = true;
+            break;
+        case kNoConfig:
+            no_config = true;
+            break;
+        case '?':
+        case ':':
+            usage_error(std::string("unknown or incomplete option '") + argv[optind - 1] + "'");
         default:
-            bad_arg("unknown or incomplete option '%s'", argv[optind - 1]);
+            given.emplace_back(c, optarg != nullptr ? optarg : "true");
         }
     }
     if (optind < argc) {
-        bad_arg("unexpected argument '%s'", argv[optind]);
+        usage_error(std::string("unexpected argument '") + argv[optind] + "'");
     }
+    std::string config_read;
+    if (!no_config) {
+        read_config(config, config_required, st);
+        if (access(config.c_str(), R_OK) == 0) {
+            config_read = config;
+        }
+    }
+    for (const auto &[id, value] : given) {
+        try {
+            apply(st, id, value.c_str());
+        } catch (const BadValue &e) {
+            const char *name = "?";
+            for (const struct option *o = kOpts; o->name != nullptr; ++o) {
+                name = o->val == id ? o->name : name;
+            }
+            usage_error(std::string("--") + name + " " + e.what);
+        }
+    }
+    ina::AgentConfig &cfg = st.cfg;
+    const std::string &bind = st.bind;
+    const std::string &policy = st.policy;
+    const int ready_fd = st.ready_fd;
+    cfg.core.time_blocks = !st.metrics.empty();
 
     // Bind first: the Seg pool is allocated (first touched) by the agent below.
     std::string where;
@@ -419,17 +652,52 @@ int main(int argc, char **argv)
     try {
         ina::Agent agent(cfg, [&](ina::agg::SegPool &pool) -> std::unique_ptr<ina::agg::Scheduler> {
             if (policy == "exclusive") {
-                return std::make_unique<ina::sched::ExclusiveScheduler>(pool, exclusive_idle);
+                return std::make_unique<ina::sched::ExclusiveScheduler>(pool, st.exclusive_idle);
             }
             if (policy == "tdm") {
-                return std::make_unique<ina::sched::TdmScheduler>(pool, tdm);
+                return std::make_unique<ina::sched::TdmScheduler>(pool, st.tdm);
             }
             if (policy == "partition") {
-                return std::make_unique<ina::sched::PartitionScheduler>(pool, partition_idle);
+                return std::make_unique<ina::sched::PartitionScheduler>(pool, st.partition_idle);
             }
             return std::make_unique<ina::sched::FreeSegScheduler>(pool);
         });
         agent.start();
+
+        // The operator's endpoints, served by the agent's loop.
+        ina::ops::Info info;
+        info.bind = bind;
+        info.config = config_read;
+        std::unique_ptr<ina::ops::ControlServer> control;
+        const std::string control_path = control_socket_path(st);
+        if (!control_path.empty()) {
+            try {
+                control = std::make_unique<ina::ops::ControlServer>(
+                    control_path, [&agent, &info](const std::string &req) {
+                        const nlohmann::json reply = ina::ops::request(agent, info, req);
+                        if (req == "drain" || req == "resume") {
+                            notify_status(agent);
+                        }
+                        return reply.dump();
+                    });
+                info.control = control->path();
+                agent.add_sidecar(control.get());
+            } catch (const std::exception &e) {
+                if (st.control_given) {
+                    throw;
+                }
+                INA_INFO("no control socket: %s", e.what());
+            }
+        }
+        std::unique_ptr<ina::ops::MetricsServer> metrics;
+        if (!st.metrics.empty()) {
+            metrics = std::make_unique<ina::ops::MetricsServer>(
+                st.metrics, [&agent, &info] { return ina::ops::metrics(agent, info); });
+            info.metrics = metrics->address();
+            agent.add_sidecar(metrics.get());
+            INA_INFO("metrics on http://%s/metrics", info.metrics.c_str());
+        }
+
         if (ready_fd >= 0) {
             bool ok = write_all(ready_fd, agent.bound_address() + "\n");
             close(ready_fd);
@@ -438,7 +706,11 @@ int main(int argc, char **argv)
                 return 1;
             }
         }
+        // systemd (Type=notify): the agent listens, `systemctl start` returns.
+        sd_notifyf(0, "READY=1\nMAINPID=%d", static_cast<int>(getpid()));
+        notify_status(agent);
         agent.run(sfd);
+        sd_notify(0, "STOPPING=1");
         agent.log_counters();
     } catch (const std::exception &e) {
         INA_ERROR("%s", e.what());

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdarg>
@@ -102,6 +103,9 @@ Daemon::Daemon(const std::vector<std::string> &extra)
     std::vector<std::string> args = {path, "--listen", "127.0.0.1:0", "--ready-fd",
                                      std::to_string(pfd[1]), "--log-level", "info"};
     args.insert(args.end(), extra.begin(), extra.end());
+    if (std::find(extra.begin(), extra.end(), "--config") == extra.end()) {
+        args.emplace_back("--no-config"); // not this host's /etc/ina/ina-switchd.conf
+    }
     std::vector<char *> argv;
     for (auto &a : args) {
         argv.push_back(const_cast<char *>(a.c_str()));

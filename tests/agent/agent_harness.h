@@ -37,7 +37,8 @@ void arm_watchdog(unsigned seconds);
 
 class Daemon {
 public:
-    // Starts $INA_SWITCHD --listen 127.0.0.1:0 --ready-fd N --log-level info <extra>.
+    // Starts $INA_SWITCHD --listen 127.0.0.1:0 --ready-fd N --log-level info <extra>
+    // (and --no-config unless extra names a --config).
     explicit Daemon(const std::vector<std::string> &extra = {});
     ~Daemon(); // SIGKILL if still running
     Daemon(const Daemon &) = delete;

@@ -90,7 +90,7 @@ if [ "$AGENTS" -gt 0 ]; then
     for more in $AGENT_ARGS; do
       [ "${more%%:*}" = "$i" ] && { IFS=, read -ra more_opts <<<"${more#*:}"; opts+=("${more_opts[@]}"); }
     done
-    "$daemon" --listen 127.0.0.1:0 --ready-fd 3 --log-level info "${opts[@]}" 3>"$work/ready$i" \
+    "$daemon" --no-config --listen 127.0.0.1:0 --ready-fd 3 --log-level info "${opts[@]}" 3>"$work/ready$i" \
       </dev/null >"$work/agent$i.log" 2>&1 &
     agent_pids+=($!)
     for _ in $(seq 100); do [ -s "$work/ready$i" ] && break; sleep 0.1; done
@@ -112,7 +112,7 @@ if [ "$AGENTS" -gt 0 ]; then
         done
         sleep "$(awk "BEGIN { print ${again#*:} / 1000 }")"
         mv "$work/agent$i.log" "$work/agent$i.first.log"
-        "$daemon" --listen "$addr" --log-level info "${parent_opts[@]}" </dev/null \
+        "$daemon" --no-config --listen "$addr" --log-level info "${parent_opts[@]}" </dev/null \
           >"$work/agent$i.log" 2>&1 &
         echo $! >"$work/restarted$i.pid"
         wait

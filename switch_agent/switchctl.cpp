@@ -1,0 +1,370 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// ina-switchctl: asks a running ina-switchd over its control socket
+// (switch_agent/ops/control.h) and prints the answer for people, or as the
+// agent's JSON (--json) for scripts. status and jobs change nothing; drain
+// makes the agent deny every new call (granted ones finish) so that it can be
+// restarted without failing a job, and resume ends that.
+#include <getopt.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "ina_config.h"
+#include "unique_fd.h"
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char *kDefaultSocket = "/run/ina/ina-switchd.sock";
+
+void usage(FILE *out)
+{
+    std::fprintf(out,
+                 "usage: ina-switchctl [options] COMMAND\n"
+                 "Commands:\n"
+                 "  status          the agent: version, uptime, listen address, place in a\n"
+                 "                  tree, policy and its decisions, Seg pool occupancy,\n"
+                 "                  connections, calls, traffic, errors\n"
+                 "  jobs            per job: JID, members, nodes, window, calls granted and\n"
+                 "                  denied (and why), bytes in/out, blocks, errors, age\n"
+                 "  drain           deny every new call (calls already granted finish), so\n"
+                 "                  the agent can be stopped without failing any job\n"
+                 "  resume          end a drain\n"
+                 "Options:\n"
+                 "  -s, --socket PATH  the agent's control socket (default %s;\n"
+                 "                     also $INA_SWITCHCTL_SOCKET)\n"
+                 "  --json             print the agent's JSON reply as it is\n"
+                 "  --wait SECONDS     drain: wait up to SECONDS for the granted calls to\n"
+                 "                     finish (exit 3 if they did not)\n"
+                 "  -h, --help         this text\n"
+                 "  --version          the version\n"
+                 "Exit status: 0 done, 1 the agent cannot be asked or refused, 2 usage,\n"
+                 "3 drain --wait timed out. See ina-switchctl(8).\n",
+                 kDefaultSocket);
+}
+
+// One request, one JSON reply. Throws std::runtime_error.
+json ask(const std::string &path, const std::string &request)
+{
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(a.sun_path)) {
+        throw std::runtime_error("socket path too long: " + path);
+    }
+    std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+    ina::UniqueFd s(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (s.get() < 0) {
+        throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+    }
+    // The agent answers between messages: give it time on a busy host.
+    timeval tv{10, 0};
+    setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(s.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (connect(s.get(), reinterpret_cast<const sockaddr *>(&a), sizeof(a)) != 0) {
+        const int e = errno;
+        std::string hint;
+        if (e == ENOENT || e == ECONNREFUSED) {
+            hint = " (is ina-switchd running, with this --control socket?)";
+        } else if (e == EACCES) {
+            hint = " (the socket's owner and group may ask: run as them, or as root)";
+        }
+        throw std::runtime_error("cannot reach the agent at " + path + ": " + std::strerror(e) +
+                                 hint);
+    }
+    const std::string line = request + "\n";
+    if (send(s.get(), line.data(), line.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(line.size())) {
+        throw std::runtime_error(std::string("send: ") + std::strerror(errno));
+    }
+    std::string reply;
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = recv(s.get(), buf, sizeof(buf), 0);
+        if (n > 0) {
+            reply.append(buf, static_cast<size_t>(n));
+        } else if (n == 0) {
+            break;
+        } else if (errno != EINTR) {
+            throw std::runtime_error(std::string("no reply from the agent: ") + std::strerror(errno));
+        }
+    }
+    json j = json::parse(reply, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+        throw std::runtime_error("the agent's reply is not JSON");
+    }
+    if (!j.value("ok", false)) {
+        throw std::runtime_error("the agent refused: " + j.value("error", std::string("?")));
+    }
+    return j;
+}
+
+std::string bytes(double b)
+{
+    const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (b >= 1024 && u < 5) {
+        b /= 1024;
+        ++u;
+    }
+    char s[32];
+    std::snprintf(s, sizeof(s), u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+    return s;
+}
+
+std::string duration(double s)
+{
+    char out[32];
+    const auto t = static_cast<long long>(s);
+    if (t >= 86400) {
+        std::snprintf(out, sizeof(out), "%lldd%02lldh", t / 86400, t % 86400 / 3600);
+    } else if (t >= 3600) {
+        std::snprintf(out, sizeof(out), "%lldh%02lldm", t / 3600, t % 3600 / 60);
+    } else if (t >= 60) {
+        std::snprintf(out, sizeof(out), "%lldm%02llds", t / 60, t % 60);
+    } else {
+        std::snprintf(out, sizeof(out), "%.1fs", s);
+    }
+    return out;
+}
+
+// "busy=3 draining=1", or "-".
+std::string reasons(const json &by)
+{
+    std::string s;
+    for (auto it = by.begin(); it != by.end(); ++it) {
+        s += (s.empty() ? "" : " ") + it.key() + "=" + std::to_string(it.value().get<uint64_t>());
+    }
+    return s.empty() ? "-" : s;
+}
+
+std::string text(const json &v)
+{
+    return v.is_null() ? "-" : v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+void print_status(const json &j)
+{
+    const json &a = j["agent"];
+    const json &t = j["tree"];
+    const json &p = j["pool"];
+    const json &c = j["connections"];
+    const json &pol = j["policy"];
+    const json &calls = j["calls"];
+    const json &tr = j["traffic"];
+    const json &e = j["errors"];
+    std::printf("agent:       ina-switchd %s (protocol %d), pid %d, up %s%s\n",
+                a["version"].get<std::string>().c_str(), a["protocol"].get<int>(),
+                a["pid"].get<int>(), duration(a["uptime_s"].get<double>()).c_str(),
+                a["draining"].get<bool>() ? ", DRAINING (new calls denied)" : "");
+    std::printf("listen:      %s\n", text(a["listen"]).c_str());
+    std::printf("control:     %s\n", text(a["control"]).c_str());
+    std::printf("metrics:     %s\n",
+                a["metrics"].get<std::string>().empty()
+                    ? "off"
+                    : ("http://" + a["metrics"].get<std::string>() + "/metrics").c_str());
+    std::printf("config:      %s\n", a["config"].get<std::string>().empty()
+                                         ? "none"
+                                         : a["config"].get<std::string>().c_str());
+    std::printf("bind:        %s\n", text(a["bind"]).c_str());
+    if (t["parent"].is_null()) {
+        std::printf("tree:        root; %llu job(s) of child agents\n",
+                    t["child_jobs"].get<unsigned long long>());
+    } else {
+        std::printf("tree:        leaf of %s (%s), reconnects %llu, partials up %llu, "
+                    "results down %llu; %llu job(s) of child agents\n",
+                    t["parent"].get<std::string>().c_str(),
+                    t["parent_up"].get<bool>() ? "up" : "LOST",
+                    t["reconnects"].get<unsigned long long>(),
+                    t["partials_up"].get<unsigned long long>(),
+                    t["parent_results"].get<unsigned long long>(),
+                    t["child_jobs"].get<unsigned long long>());
+    }
+    std::printf("policy:      %s; granted %llu, denied %s, deferred %llu (%llu now), "
+                "mean lease %.1f Segs\n",
+                pol["name"].get<std::string>().c_str(), pol["granted"].get<unsigned long long>(),
+                reasons(pol["denied"]).c_str(), pol["deferred"].get<unsigned long long>(),
+                pol["deferred_now"].get<unsigned long long>(), pol["mean_lease_segs"].get<double>());
+    std::printf("pool:        %llu of %llu Segs in use (%.1f%%), %s each, window <= %llu\n",
+                p["segs_in_use"].get<unsigned long long>(), p["segs"].get<unsigned long long>(),
+                100.0 * p["occupancy"].get<double>(),
+                bytes(p["seg_bytes"].get<double>()).c_str(), p["max_window"].get<unsigned long long>());
+    std::string hosts;
+    for (auto it = c["by_host"].begin(); it != c["by_host"].end(); ++it) {
+        hosts += " " + it.key() + "=" + std::to_string(it.value().get<unsigned>());
+    }
+    std::printf("connections: %llu live (max %llu), %llu accepted, %llu lost, %llu refused%s%s\n",
+                c["live"].get<unsigned long long>(), c["max"].get<unsigned long long>(),
+                c["accepted"].get<unsigned long long>(), c["lost"].get<unsigned long long>(),
+                c["refused"].get<unsigned long long>(), hosts.empty() ? "" : "; by host:",
+                hosts.c_str());
+    std::printf("jobs:        %llu live, %llu created, %llu freed\n",
+                j["jobs"]["live"].get<unsigned long long>(),
+                j["jobs"]["created"].get<unsigned long long>(),
+                j["jobs"]["freed"].get<unsigned long long>());
+    std::printf("calls:       %llu in flight; %llu granted, %llu denied, %llu aborted, "
+                "%llu given back (stripe)\n",
+                calls["in_flight"].get<unsigned long long>(), calls["granted"].get<unsigned long long>(),
+                calls["denied"].get<unsigned long long>(), calls["aborted"].get<unsigned long long>(),
+                calls["stripe_aborts"].get<unsigned long long>());
+    std::printf("traffic:     %llu blocks in (%s), %llu results out (%s), %llu acks\n",
+                tr["blocks_in"].get<unsigned long long>(),
+                bytes(tr["block_bytes_in"].get<double>()).c_str(),
+                tr["results_out"].get<unsigned long long>(),
+                bytes(tr["result_bytes_out"].get<double>()).c_str(),
+                tr["acks_out"].get<unsigned long long>());
+    std::printf("errors:      rejected %s, duplicates %llu, foreign %llu, forbidden opens %llu, "
+                "limit refusals %llu, send errors %llu\n",
+                reasons(e["rejected"]).c_str(), e["duplicate"].get<unsigned long long>(),
+                e["foreign"].get<unsigned long long>(), e["forbidden_opens"].get<unsigned long long>(),
+                e["limit_refusals"].get<unsigned long long>(),
+                e["send_errors"].get<unsigned long long>());
+    if (j.contains("block_times")) {
+        const json &b = j["block_times"];
+        std::printf("block time:  %llu blocks, mean %.1f us in the agent\n",
+                    b["count"].get<unsigned long long>(), b["mean_s"].get<double>() * 1e6);
+    }
+}
+
+void print_jobs(const json &j)
+{
+    const json &list = j["jobs"];
+    if (list.empty()) {
+        std::printf("no jobs\n");
+        return;
+    }
+    std::printf("%5s %-16s %7s %5s %6s %8s %8s %8s %10s %10s %8s %6s %8s  %s\n", "JID", "KEY",
+                "MEMBERS", "NODES", "WINDOW", "TREE", "GRANTED", "DENIED", "BYTES-IN", "BYTES-OUT",
+                "BLOCKS", "ERRORS", "AGE", "DENIED-BY");
+    for (const json &e : list) {
+        const json &t = e["tree"];
+        std::string tree = "-";
+        if (t["children"].get<bool>()) {
+            tree = "spine";
+        } else if (t["groups"].get<unsigned>() > 1) {
+            tree = "leaf" + std::to_string(t["group"].get<unsigned>()) + "/" +
+                   std::to_string(t["groups"].get<unsigned>()) + ":" +
+                   t["uplink"].get<std::string>();
+        }
+        std::printf("%5u %-16s %3u/%-3u %5u %6u %8s %8llu %8llu %10s %10s %8llu %6llu %8s  %s\n",
+                    e["jid"].get<unsigned>(), e["key"].get<std::string>().c_str(),
+                    e["joined"].get<unsigned>(), e["members"].get<unsigned>(),
+                    e["nodes"].get<unsigned>(), e["window"].get<unsigned>(), tree.c_str(),
+                    e["calls"]["granted"].get<unsigned long long>(),
+                    e["calls"]["denied"].get<unsigned long long>(),
+                    bytes(e["bytes_in"].get<double>()).c_str(),
+                    bytes(e["bytes_out"].get<double>()).c_str(),
+                    e["blocks_done"].get<unsigned long long>(),
+                    e["errors"].get<unsigned long long>(),
+                    duration(e["age_s"].get<double>()).c_str(),
+                    reasons(e["calls"]["denied_by"]).c_str());
+    }
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    std::string path = kDefaultSocket;
+    if (const char *env = std::getenv("INA_SWITCHCTL_SOCKET"); env != nullptr && *env != '\0') {
+        path = env;
+    }
+    bool as_json = false;
+    double wait_s = -1;
+    enum { kJson = 256, kWait, kVersion };
+    static const struct option opts[] = {{"socket", required_argument, nullptr, 's'},
+                                         {"json", no_argument, nullptr, kJson},
+                                         {"wait", required_argument, nullptr, kWait},
+                                         {"help", no_argument, nullptr, 'h'},
+                                         {"version", no_argument, nullptr, kVersion},
+                                         {nullptr, 0, nullptr, 0}};
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "s:h", opts, nullptr)) != -1) {
+        switch (c) {
+        case 's':
+            path = optarg;
+            break;
+        case kJson:
+            as_json = true;
+            break;
+        case kWait: {
+            char *end = nullptr;
+            wait_s = std::strtod(optarg, &end);
+            if (*optarg == '\0' || *end != '\0' || !(wait_s >= 0)) {
+                std::fprintf(stderr, "ina-switchctl: --wait wants seconds >= 0, got '%s'\n",
+                             optarg);
+                return 2;
+            }
+            break;
+        }
+        case 'h':
+            usage(stdout);
+            return 0;
+        case kVersion:
+            std::printf("ina-switchctl (ina) %s\n", PACKAGE_VERSION);
+            return 0;
+        default:
+            std::fprintf(stderr, "ina-switchctl: unknown or incomplete option '%s'\n",
+                         argv[optind - 1]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind + 1 != argc) {
+        usage(stderr);
+        return 2;
+    }
+    const std::string cmd = argv[optind];
+    if (cmd != "status" && cmd != "jobs" && cmd != "drain" && cmd != "resume") {
+        std::fprintf(stderr, "ina-switchctl: unknown command '%s' (status, jobs, drain, resume)\n",
+                     cmd.c_str());
+        return 2;
+    }
+    if (wait_s >= 0 && cmd != "drain") {
+        std::fprintf(stderr, "ina-switchctl: --wait goes with drain\n");
+        return 2;
+    }
+    try {
+        json reply = ask(path, cmd);
+        if (cmd == "drain" && wait_s >= 0) {
+            // Until no granted call is left (the agent can then stop).
+            const auto until = std::chrono::steady_clock::now() +
+                               std::chrono::duration<double>(wait_s);
+            while (reply["calls_in_flight"].get<uint64_t>() != 0 &&
+                   std::chrono::steady_clock::now() < until) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                reply["calls_in_flight"] = ask(path, "status")["calls"]["in_flight"];
+            }
+        }
+        if (as_json) {
+            std::printf("%s\n", reply.dump(2).c_str());
+        } else if (cmd == "status") {
+            print_status(reply);
+        } else if (cmd == "jobs") {
+            print_jobs(reply);
+        } else {
+            std::printf("%s; %llu granted call(s) in flight\n",
+                        cmd == "drain" ? "draining: new calls are denied" : "resumed: calls are granted again",
+                        reply["calls_in_flight"].get<unsigned long long>());
+        }
+        if (cmd == "drain" && wait_s >= 0 && reply["calls_in_flight"].get<uint64_t>() != 0) {
+            std::fprintf(stderr, "ina-switchctl: calls still in flight after %g s\n", wait_s);
+            return 3;
+        }
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "ina-switchctl: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

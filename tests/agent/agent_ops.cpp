@@ -1,0 +1,438 @@
+// Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+//
+// Agent test: what the operator sees and does (docs/OPERATIONS.md).
+// - ina-switchctl status/jobs (--json and for people) while a job is open,
+//   every figure checked against what the simulated ranks did: members,
+//   nodes, window, calls granted, bytes and blocks in and out, ACKs, errors;
+// - the metrics endpoint fetched with curl, validated by promtool, and its
+//   samples checked against the same figures;
+// - drain: a new call is denied (DRAINING) on every rank, status and the
+//   metrics say so, drain --wait returns at once with nothing in flight;
+//   resume: calls are granted again;
+// - the control socket: mode 0660, an unknown request refused, a second
+//   agent refused the same socket, an agent not running reported;
+// - the configuration file: entries applied, flags override them, a bad
+//   entry names its line; --help and --version of both programs.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent_calls.h"
+#include "agent_harness.h"
+
+using namespace ina_test;
+using nlohmann::json;
+
+namespace {
+
+std::string g_dir; // a scratch directory of this test
+
+struct Run {
+    int status = -1; // exit status (-1: not exited)
+    std::string out;
+    std::string err;
+};
+
+// Run argv[0] (a path) with argv, collecting stdout and stderr.
+Run run(const std::vector<std::string> &args)
+{
+    const std::string out = g_dir + "/out", err = g_dir + "/err";
+    pid_t pid = fork();
+    CHECK_OR_FAIL(pid >= 0, "fork");
+    if (pid == 0) {
+        int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(o, 1);
+        dup2(e, 2);
+        std::vector<char *> argv;
+        for (const auto &a : args) {
+            argv.push_back(const_cast<char *>(a.c_str()));
+        }
+        argv.push_back(nullptr);
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    Run r;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    std::ifstream fo(out), fe(err);
+    std::stringstream so, se;
+    so << fo.rdbuf();
+    se << fe.rdbuf();
+    r.out = so.str();
+    r.err = se.str();
+    return r;
+}
+
+std::string env(const char *name)
+{
+    const char *v = std::getenv(name);
+    CHECK_OR_FAIL(v != nullptr && *v != '\0', "%s is not set", name);
+    return v;
+}
+
+Run ctl(const std::string &sock, const std::vector<std::string> &args)
+{
+    std::vector<std::string> a = {env("INA_SWITCHCTL"), "--socket", sock};
+    a.insert(a.end(), args.begin(), args.end());
+    return run(a);
+}
+
+json ctl_json(const std::string &sock, const std::string &cmd)
+{
+    Run r = ctl(sock, {"--json", cmd});
+    CHECK_OR_FAIL(r.status == 0, "ina-switchctl %s: exit %d: %s", cmd.c_str(), r.status,
+                  r.err.c_str());
+    json j = json::parse(r.out, nullptr, false);
+    CHECK_OR_FAIL(!j.is_discarded() && j.value("ok", false), "ina-switchctl %s: not a reply: %s",
+                  cmd.c_str(), r.out.c_str());
+    return j;
+}
+
+// GET the metrics with curl and check them with promtool. Returns the text.
+std::string scrape(const std::string &addr)
+{
+    const std::string file = g_dir + "/metrics.txt";
+    Run r = run({"/usr/bin/curl", "-sS", "--fail", "-o", file, "http://" + addr + "/metrics"});
+    CHECK_OR_FAIL(r.status == 0, "curl http://%s/metrics: exit %d: %s", addr.c_str(), r.status,
+                  r.err.c_str());
+    const std::string cmd = "promtool check metrics < " + file + " 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    CHECK_OR_FAIL(p != nullptr, "popen promtool");
+    char buf[4096];
+    std::string said;
+    while (std::fgets(buf, sizeof(buf), p) != nullptr) {
+        said += buf;
+    }
+    const int st = pclose(p);
+    CHECK_OR_FAIL(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "promtool check metrics refused the metrics (is Debian's prometheus "
+                  "installed?): %s",
+                  said.c_str());
+    std::ifstream f(file);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+// The value of the sample named exactly `series` (name{labels}), or -1.
+double sample(const std::string &text, const std::string &series)
+{
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.compare(0, series.size() + 1, series + " ") == 0) {
+            return std::stod(line.substr(series.size() + 1));
+        }
+    }
+    return -1;
+}
+
+void expect_sample(const std::string &text, const std::string &series, double want)
+{
+    const double got = sample(text, series);
+    CHECK_OR_FAIL(got == want, "metrics: %s is %g, want %g", series.c_str(), got, want);
+}
+
+std::string metrics_address(const Daemon &d)
+{
+    const std::string log = d.log();
+    const std::string tag = "metrics on http://";
+    const size_t at = log.find(tag);
+    CHECK_OR_FAIL(at != std::string::npos, "the agent did not say where its metrics are");
+    const size_t from = at + tag.size();
+    return log.substr(from, log.find("/metrics", from) - from);
+}
+
+CallPlan allreduce_plan(uint32_t n, uint64_t count, uint32_t block, std::mt19937_64 &rng)
+{
+    CallPlan p = plan_allreduce(INA_OP_SUM, INA_DT_INT32, n, count, block, rng);
+    reduce_reference(p, [](uint8_t *acc, const uint8_t *in, uint64_t k) {
+        auto *a = reinterpret_cast<int32_t *>(acc);
+        const auto *b = reinterpret_cast<const int32_t *>(in);
+        for (uint64_t i = 0; i < k; ++i) {
+            a[i] = static_cast<int32_t>(static_cast<uint32_t>(a[i]) + static_cast<uint32_t>(b[i]));
+        }
+    });
+    return p;
+}
+
+void test_status_jobs_metrics_drain()
+{
+    const std::string sock = g_dir + "/ctl.sock";
+    Daemon d({"--control", sock, "--metrics", "127.0.0.1:0", "--policy", "fcfs"});
+    struct stat sb{};
+    CHECK_OR_FAIL(stat(sock.c_str(), &sb) == 0 && S_ISSOCK(sb.st_mode) &&
+                      (sb.st_mode & 0777) == 0660,
+                  "control socket %s: mode %o, want a socket of mode 0660", sock.c_str(),
+                  sb.st_mode & 0777);
+    const std::string maddr = metrics_address(d);
+
+    // A job of three ranks on two nodes; four calls: three allreduces and a
+    // reduce to rank 0 (the others get ACKs).
+    Client c;
+    std::vector<size_t> eps;
+    for (int r = 0; r < 3; ++r) {
+        eps.push_back(c.connect(d.address()));
+        uint32_t mw = 0;
+        uint64_t sb2 = 0;
+        c.hello(eps.back(), &mw, &sb2);
+    }
+    uint32_t window = 0;
+    const uint32_t jid = c.open_all(eps, {0, 0, 1}, 4, &window);
+    const uint64_t count = 1000;
+    const uint32_t block = 256; // 4 blocks (the last of 232)
+    std::mt19937_64 rng(7);
+    std::vector<CallPlan> calls;
+    for (int i = 0; i < 3; ++i) {
+        calls.push_back(allreduce_plan(3, count, block, rng));
+    }
+    CallPlan red = allreduce_plan(3, count, block, rng);
+    red.coll = INA_COLL_REDUCE;
+    red.wants = {Range{0, count}, Range{}, Range{}};
+    calls.push_back(red);
+    const RunStats rs = run_calls(c, eps, jid, window, 0, calls, 3);
+    const uint64_t bytes_in = 4 * 3 * count * sizeof(int32_t);
+
+    // jobs, as JSON: every figure is what the ranks did.
+    json j = ctl_json(sock, "jobs");
+    CHECK_OR_FAIL(j["jobs"].size() == 1, "jobs: %zu jobs listed, want 1", j["jobs"].size());
+    const json &job = j["jobs"][0];
+    auto want = [&](const json &v, uint64_t w, const char *what) {
+        CHECK_OR_FAIL(v.is_number() && v.get<uint64_t>() == w, "jobs: %s is %s, want %llu", what,
+                      v.dump().c_str(), static_cast<unsigned long long>(w));
+    };
+    want(job["jid"], jid, "jid");
+    want(job["members"], 3, "members");
+    want(job["joined"], 3, "joined");
+    want(job["nodes"], 2, "nodes");
+    want(job["window"], window, "window");
+    want(job["calls"]["granted"], 4, "calls.granted");
+    want(job["calls"]["denied"], 0, "calls.denied");
+    want(job["blocks_in"], 4 * 3 * 4, "blocks_in");
+    want(job["bytes_in"], bytes_in, "bytes_in");
+    want(job["blocks_done"], 4 * 4, "blocks_done");
+    want(job["results_out"], rs.results, "results_out");
+    want(job["acks_out"], rs.acks, "acks_out");
+    want(job["bytes_out"], rs.result_bytes, "bytes_out");
+    want(job["errors"], 0, "errors");
+    CHECK_OR_FAIL(rs.acks == 2 * 4 && rs.results == 3 * 3 * 4 + 4,
+                  "the ranks heard %llu RESULTs and %llu ACKs",
+                  static_cast<unsigned long long>(rs.results),
+                  static_cast<unsigned long long>(rs.acks));
+    CHECK_OR_FAIL(job["tree"]["uplink"] == "none" && job["age_s"].get<double>() >= 0,
+                  "jobs: tree %s age %s", job["tree"].dump().c_str(), job["age_s"].dump().c_str());
+
+    // status, as JSON.
+    json s = ctl_json(sock, "status");
+    CHECK_OR_FAIL(s["policy"]["name"] == "fcfs", "status: policy %s",
+                  s["policy"]["name"].dump().c_str());
+    want(s["connections"]["live"], 3, "status: connections.live");
+    want(s["jobs"]["live"], 1, "status: jobs.live");
+    want(s["calls"]["granted"], 4, "status: calls.granted");
+    want(s["calls"]["in_flight"], 0, "status: calls.in_flight");
+    want(s["pool"]["segs_in_use"], 0, "status: pool.segs_in_use");
+    want(s["pool"]["segs"], 1024, "status: pool.segs");
+    want(s["traffic"]["block_bytes_in"], bytes_in, "status: traffic.block_bytes_in");
+    want(s["block_times"]["count"], 16, "status: block_times.count");
+    CHECK_OR_FAIL(s["agent"]["listen"] == d.address() && s["agent"]["control"] == sock &&
+                      s["agent"]["metrics"] == maddr && s["tree"]["role"] == "root" &&
+                      s["agent"]["draining"] == false,
+                  "status: %s", s.dump().c_str());
+
+    // For people: the same, in lines and a table.
+    Run r = ctl(sock, {"status"});
+    CHECK_OR_FAIL(r.status == 0 && r.out.find("policy:      fcfs; granted 4") != std::string::npos &&
+                      r.out.find("connections: 3 live") != std::string::npos,
+                  "ina-switchctl status:\n%s%s", r.out.c_str(), r.err.c_str());
+    r = ctl(sock, {"jobs"});
+    CHECK_OR_FAIL(r.status == 0 && r.out.find("JID") != std::string::npos &&
+                      r.out.find("3/3") != std::string::npos,
+                  "ina-switchctl jobs:\n%s%s", r.out.c_str(), r.err.c_str());
+
+    // The metrics: valid for promtool, and the same figures.
+    std::string m = scrape(maddr);
+    const std::string jl = "{jid=\"" + std::to_string(jid) + "\",tenant=\"0\"}";
+    expect_sample(m, "ina_calls_granted_total", 4);
+    expect_sample(m, "ina_connections", 3);
+    expect_sample(m, "ina_jobs", 1);
+    expect_sample(m, "ina_seg_pool_segs", 1024);
+    expect_sample(m, "ina_seg_pool_segs_in_use", 0);
+    expect_sample(m, "ina_block_bytes_received_total", static_cast<double>(bytes_in));
+    expect_sample(m, "ina_job_bytes_received_total" + jl, static_cast<double>(bytes_in));
+    expect_sample(m, "ina_job_bytes_sent_total" + jl, static_cast<double>(rs.result_bytes));
+    expect_sample(m, "ina_job_blocks_total" + jl, 16);
+    expect_sample(m, "ina_job_calls_granted_total" + jl, 4);
+    expect_sample(m, "ina_block_duration_seconds_count", 16);
+    expect_sample(m, "ina_block_duration_seconds_bucket{le=\"+Inf\"}", 16);
+    expect_sample(m, "ina_agent_draining", 0);
+
+    // Drain: the next call is denied on every rank, with its own reason.
+    r = ctl(sock, {"drain", "--wait", "5"});
+    CHECK_OR_FAIL(r.status == 0 && r.out.find("draining") != std::string::npos,
+                  "ina-switchctl drain --wait 5: exit %d\n%s%s", r.status, r.out.c_str(),
+                  r.err.c_str());
+    std::vector<int32_t> v(count, 1);
+    for (uint32_t rk = 0; rk < 3; ++rk) {
+        c.send(eps[rk], allreduce_hdr(jid, rk, 4, 0, window, INA_OP_SUM, INA_DT_INT32, block, count),
+               v.data(), block * sizeof(int32_t));
+    }
+    for (uint32_t rk = 0; rk < 3; ++rk) {
+        Msg dm = c.wait_for([&](const Msg &x) { return x.hdr.jid == jid && x.hdr.rank == rk; },
+                            10000, "DENY(draining)");
+        CHECK_OR_FAIL(dm.hdr.type == INA_PROTO_DENY && dm.hdr.mid == 4 &&
+                          dm.hdr.status == INA_PROTO_ERR_DRAINING,
+                      "rank %u: %s (%s) instead of DENY(draining)", rk,
+                      ina_proto_type_name(dm.hdr.type), ina_proto_status_name(dm.hdr.status));
+    }
+    s = ctl_json(sock, "status");
+    CHECK_OR_FAIL(s["agent"]["draining"] == true, "status while draining: %s",
+                  s["agent"].dump().c_str());
+    want(s["policy"]["denied"]["draining"], 1, "status: policy.denied.draining");
+    j = ctl_json(sock, "jobs");
+    want(j["jobs"][0]["calls"]["denied_by"]["draining"], 1, "jobs: denied_by.draining");
+    m = scrape(maddr);
+    expect_sample(m, "ina_agent_draining", 1);
+    expect_sample(m, "ina_calls_denied_total{reason=\"draining\"}", 1);
+    r = ctl(sock, {"status"});
+    CHECK_OR_FAIL(r.out.find("DRAINING") != std::string::npos, "status while draining:\n%s",
+                  r.out.c_str());
+
+    // Resume: calls are granted again, exact as before.
+    r = ctl(sock, {"resume"});
+    CHECK_OR_FAIL(r.status == 0, "ina-switchctl resume: exit %d %s", r.status, r.err.c_str());
+    std::vector<CallPlan> again = {allreduce_plan(3, count, block, rng)};
+    run_calls(c, eps, jid, window, 5, again, 4);
+    want(ctl_json(sock, "jobs")["jobs"][0]["calls"]["granted"], 5, "jobs after resume: granted");
+
+    // Requests that are not ours are refused; the agent goes on answering.
+    {
+        sockaddr_un a{};
+        a.sun_family = AF_UNIX;
+        std::strcpy(a.sun_path, sock.c_str());
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        CHECK_OR_FAIL(connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)) == 0, "connect");
+        const char req[] = "shutdown\n";
+        CHECK_OR_FAIL(write(fd, req, sizeof(req) - 1) == sizeof(req) - 1, "write");
+        char buf[512] = {};
+        ssize_t n = 0, got = 0;
+        while ((n = read(fd, buf + got, sizeof(buf) - 1 - static_cast<size_t>(got))) > 0) {
+            got += n;
+        }
+        close(fd);
+        json e = json::parse(std::string(buf, static_cast<size_t>(got)), nullptr, false);
+        CHECK_OR_FAIL(!e.is_discarded() && e["ok"] == false &&
+                          e["error"].get<std::string>().find("unknown request") != std::string::npos,
+                      "an unknown request: %s", buf);
+    }
+    want(ctl_json(sock, "status")["jobs"]["live"], 1, "status after a bad request: jobs.live");
+
+    // A second agent may not take the socket of a live one.
+    Run second = run({env("INA_SWITCHD"), "--no-config", "--listen", "127.0.0.1:0", "--control", sock});
+    CHECK_OR_FAIL(second.status == 1 && second.err.find("another agent answers") != std::string::npos,
+                  "a second agent on the same control socket: exit %d: %s", second.status,
+                  second.err.c_str());
+    want(ctl_json(sock, "status")["connections"]["live"], 3, "status: still the first agent");
+
+    CHECK_OR_FAIL(d.terminate() == 0, "the agent did not stop cleanly");
+    CHECK_OR_FAIL(access(sock.c_str(), F_OK) != 0, "the control socket outlived the agent");
+    r = ctl(sock, {"status"});
+    CHECK_OR_FAIL(r.status == 1 && r.err.find("cannot reach the agent") != std::string::npos,
+                  "ina-switchctl with no agent: exit %d: %s", r.status, r.err.c_str());
+}
+
+void write_file(const std::string &path, const std::string &text)
+{
+    std::ofstream f(path);
+    f << text;
+    CHECK_OR_FAIL(f.good(), "cannot write %s", path.c_str());
+}
+
+void test_config_file()
+{
+    const std::string conf = g_dir + "/agent.conf";
+    const std::string sock = g_dir + "/conf.sock";
+    // Entries applied; a flag overrides the file (segs).
+    write_file(conf, "# ina-switchd test\n[ina-switchd]\npolicy = exclusive\nsegs = 64 ; inline\n"
+                     "control = " + sock + "\nspin-yield = true\n");
+    {
+        Daemon d({"--config", conf, "--segs", "32"});
+        json s = ctl_json(sock, "status");
+        CHECK_OR_FAIL(s["policy"]["name"] == "exclusive" && s["pool"]["segs"] == 32 &&
+                          s["agent"]["config"] == conf,
+                      "configured agent: policy %s segs %s config %s",
+                      s["policy"]["name"].dump().c_str(), s["pool"]["segs"].dump().c_str(),
+                      s["agent"]["config"].dump().c_str());
+        CHECK_OR_FAIL(d.terminate() == 0, "the configured agent did not stop cleanly");
+    }
+    // Bad entries: exit 2 and the line named.
+    struct Bad {
+        std::string text;
+        std::string says;
+    };
+    const std::vector<Bad> bads = {
+        {"policy = tdm\nsgs = 12\n", conf + ":2: unknown setting 'sgs'"},
+        {"\n\nsegs = many\n", conf + ":3: segs wants a count >= 1, got 'many'"},
+        {"policy = tdm\nlisten = 1.2.3.4\n", conf + ":2: listen wants HOST:PORT, got '1.2.3.4'"},
+        {"policy = tdm\n\n# c\njust some words\n", conf + ":4: not a 'name = value' line"},
+        {"[other]\nsegs = 2\n", conf + ":2: unknown section [other]"},
+        {"ready-fd = 3\n", conf + ":1: unknown setting 'ready-fd'"},
+    };
+    for (const Bad &b : bads) {
+        write_file(conf, b.text);
+        Run r = run({env("INA_SWITCHD"), "--config", conf});
+        CHECK_OR_FAIL(r.status == 2 && r.err.find(b.says) != std::string::npos,
+                      "config\n%s: exit %d, stderr '%s', want '%s'", b.text.c_str(), r.status,
+                      r.err.c_str(), b.says.c_str());
+    }
+    Run r = run({env("INA_SWITCHD"), "--config", g_dir + "/none.conf"});
+    CHECK_OR_FAIL(r.status == 2 && r.err.find("cannot read the configuration file") != std::string::npos,
+                  "a missing --config: exit %d: %s", r.status, r.err.c_str());
+    r = run({env("INA_SWITCHD"), "--no-config", "--segs", "0"});
+    CHECK_OR_FAIL(r.status == 2 && r.err.find("--segs wants a count >= 1, got '0'") != std::string::npos,
+                  "--segs 0: exit %d: %s", r.status, r.err.c_str());
+}
+
+void test_help_version()
+{
+    for (const std::string &prog : {env("INA_SWITCHD"), env("INA_SWITCHCTL")}) {
+        Run r = run({prog, "--help"});
+        CHECK_OR_FAIL(r.status == 0 && r.out.find("usage:") != std::string::npos,
+                      "%s --help: exit %d", prog.c_str(), r.status);
+        r = run({prog, "--version"});
+        CHECK_OR_FAIL(r.status == 0 && r.out.find("(ina) ") != std::string::npos,
+                      "%s --version: exit %d: %s", prog.c_str(), r.status, r.out.c_str());
+    }
+    Run r = run({env("INA_SWITCHCTL"), "frobnicate"});
+    CHECK_OR_FAIL(r.status == 2, "ina-switchctl frobnicate: exit %d", r.status);
+}
+
+} // namespace
+
+int main()
+{
+    arm_watchdog(120);
+    char tmpl[] = "/tmp/ina-agent-ops-XXXXXX";
+    CHECK_OR_FAIL(mkdtemp(tmpl) != nullptr, "mkdtemp");
+    g_dir = tmpl;
+    test_help_version();
+    test_config_file();
+    test_status_jobs_metrics_drain();
+    std::system(("rm -rf " + g_dir).c_str());
+    std::printf("agent_ops: ok\n");
+    return 0;
+}
