@@ -25,6 +25,10 @@
 # it ended (without its AGENT_ARGS, with its PARENTS): an agent that comes
 # back; its counters are agent i's from then on (`counter`, EXPECT_AGENT).
 set -u
+# Resolve every symbol when a library is loaded, as a package built with
+# Debian's hardening (-z now) does: a symbol the component needs and no
+# library provides then fails the test, instead of hiding until it is called.
+export LD_BIND_NOW=1
 scenario=$1
 NP=2 MODE=alone PROG='' ARGS='' EXPECT_FAIL=0 EXPECT_OUTPUT='' EXTRA_MCA='' TIMEOUT=600
 AGENTS=0 TOPOLOGY='' EXPECT_AGENT='' PARENTS='' AGENT_CHECKS='' AGENT_ARGS='' AGENT_RESTART=''
