@@ -167,6 +167,7 @@ void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *pa
         auto slot = keys_.emplace(key, 0).first; // room first: nothing throws after the job
         try {
             job = &new_job(from, key, cap, std::move(nodes), h.window, tree, h.mid);
+            job->set_stripe(h.sid);
         } catch (...) {
             keys_.erase(slot);
             throw;

@@ -196,6 +196,11 @@ public:
     // JOB_OPEN's tenant, as the creator gave it (0: none).
     uint64_t tenant() const { return tenant_; }
     void set_tenant(uint64_t t) { tenant_ = t; }
+    // JOB_OPEN's stripe, as the creator gave it: this agent's index among
+    // the width agents the communicator stripes over (width 0: not striped).
+    uint32_t stripe_index() const { return stripe_ & 0xffffu; }
+    uint32_t stripe_width() const { return stripe_ >> 16; }
+    void set_stripe(uint32_t s) { stripe_ = s; }
     const Decisions &decisions() const { return decisions_; }
     // What went through the job (ina-switchctl jobs, the metrics).
     struct Stats {
@@ -279,6 +284,7 @@ private:
     Decisions decisions_;
     Stats stats_;
     uint64_t tenant_ = 0;
+    uint32_t stripe_ = 0;
     uint32_t jid_;
     uint32_t window_;
     JobKey key_;

@@ -878,11 +878,14 @@ ina_status_t ina_job_open(ina_client_t *client, const ina_job_key_t *key, uint32
                              requested_window, requested_block_bytes, params, out);
 }
 
-ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, uint32_t nmembers,
-                               const uint32_t *node_of_member, uint32_t rank, uint32_t leaf,
-                               uint32_t nleaves, uint32_t comm_rank, uint32_t comm_size,
-                               uint32_t requested_window, uint32_t requested_block_bytes,
-                               ina_job_params_t *params, ina_job_t **out)
+namespace {
+
+// ina_job_open_tree, and JOB_OPEN's stripe word (ina_proto.h; 0: none).
+ina_status_t open_job(ina_client_t *client, const ina_job_key_t *key, uint32_t nmembers,
+                      const uint32_t *node_of_member, uint32_t rank, uint32_t leaf,
+                      uint32_t nleaves, uint32_t comm_rank, uint32_t comm_size,
+                      uint32_t requested_window, uint32_t requested_block_bytes, uint32_t stripe,
+                      ina_job_params_t *params, ina_job_t **out)
 {
     if (out != nullptr) {
         *out = nullptr;
@@ -914,6 +917,7 @@ ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, u
         h.arg = c.next_cookie();
         h.seg_count = nleaves;
         h.offset = leaf;
+        h.sid = stripe;
         int rc = job_request(c, h, payload.data(), payload.size(), block, params);
         if (rc != INA_OK) {
             return rc;
@@ -929,6 +933,32 @@ ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, u
         }
         return rc;
     }));
+}
+
+} // namespace
+
+ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, uint32_t nmembers,
+                               const uint32_t *node_of_member, uint32_t rank, uint32_t leaf,
+                               uint32_t nleaves, uint32_t comm_rank, uint32_t comm_size,
+                               uint32_t requested_window, uint32_t requested_block_bytes,
+                               ina_job_params_t *params, ina_job_t **out)
+{
+    return open_job(client, key, nmembers, node_of_member, rank, leaf, nleaves, comm_rank,
+                    comm_size, requested_window, requested_block_bytes, 0, params, out);
+}
+
+ina_status_t ina_job_open_stripe(ina_client_t *client, const ina_job_key_t *key,
+                                 uint32_t nmembers, const uint32_t *node_of_member, uint32_t rank,
+                                 uint32_t stripe_index, uint32_t stripe_width,
+                                 uint32_t requested_window, uint32_t requested_block_bytes,
+                                 ina_job_params_t *params, ina_job_t **out)
+{
+    if (stripe_width > 0xffffu || (stripe_width > 1 && stripe_index >= stripe_width)) {
+        return INA_ERR_INVALID;
+    }
+    const uint32_t stripe = stripe_width > 1 ? (stripe_width << 16) | stripe_index : 0;
+    return open_job(client, key, nmembers, node_of_member, rank, 0, 0, rank, nmembers,
+                    requested_window, requested_block_bytes, stripe, params, out);
 }
 
 void ina_job_set_groups(ina_job_t *job, const uint32_t *group_of_member, uint32_t n)

@@ -178,6 +178,16 @@ ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, u
                                uint32_t requested_window, uint32_t requested_block_bytes,
                                ina_job_params_t *params, ina_job_t **out);
 
+/* ina_job_open for agent number `stripe_index` of the `stripe_width`
+ * agents a communicator stripes its calls over (ina_stripe_open): the agent
+ * shows it to its operator (ina-switchctl jobs); nothing else changes.
+ * stripe_width <= 1: not striped, as ina_job_open. */
+ina_status_t ina_job_open_stripe(ina_client_t *client, const ina_job_key_t *key,
+                                 uint32_t nmembers, const uint32_t *node_of_member, uint32_t rank,
+                                 uint32_t stripe_index, uint32_t stripe_width,
+                                 uint32_t requested_window, uint32_t requested_block_bytes,
+                                 ina_job_params_t *params, ina_job_t **out);
+
 /* The job's certified mark (ina_proto.h, "Certification"), as the latest
  * RESULT this member received said: every member holds every call of a
  * lower MID complete. */

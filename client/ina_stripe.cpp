@@ -406,8 +406,9 @@ ina_status_t ina_stripe_open(ina_client_t *const *clients, uint32_t nagents,
         for (uint32_t k = 0; k < nagents; ++k) {
             ina_job_params_t p{};
             ina_job_t *job = nullptr;
-            const ina_status_t rc = ina_job_open(clients[k], key, nmembers, node_of_member, rank,
-                                                 share, requested_block_bytes, &p, &job);
+            const ina_status_t rc =
+                ina_job_open_stripe(clients[k], key, nmembers, node_of_member, rank, k, nagents,
+                                    share, requested_block_bytes, &p, &job);
             if (rc != INA_OK) {
                 for (ina_job_t *j : s->jobs) {
                     ina_job_leave(j);

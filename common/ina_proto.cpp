@@ -160,6 +160,11 @@ ina_proto_status_t check_job_open(const ina_proto_hdr_t &h, size_t payload_len)
     }
     // The tree fields: this leaf's index among seg_count leaves, or none.
     const bool tree_ok = h.seg_count == 0 ? h.offset == 0 : h.offset < h.seg_count;
+    // The stripe: index < width (width >= 2), or 0.
+    const uint32_t width = h.sid >> 16, index = h.sid & 0xffffu;
+    if (h.sid != 0 && (width < 2 || index >= width)) {
+        return INA_PROTO_ERR_MALFORMED;
+    }
     if (!tree_ok || h.seg_count > INA_PROTO_MAX_MEMBERS || h.coll != 0 ||
         (h.flags & ~unsigned{INA_PROTO_F_CHILDREN}) != 0) {
         return INA_PROTO_ERR_MALFORMED;

@@ -89,6 +89,11 @@
  *                     is a tenant of its own); the scheduler does not make
  *                     one tenant's jobs compete. The creator's counts, and a
  *                     leaf passes it on to its parent.
+ *                     sid = the job's place in a stripe (protocol 10):
+ *                     (width << 16) | index, this agent being number index
+ *                     of the width agents the communicator stripes its calls
+ *                     over (index < width, width >= 2); 0: not striped. For
+ *                     the operator's views only; the creator's counts.
  *   JOB_OPENED  a->c  jid, rank, window = granted window (the longest lease a
  *                     call may get), ahead (for MID 0, "Leases"), status (MISMATCH:
  *                     another description than the job's; FORBIDDEN: not the
@@ -176,7 +181,7 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 10u /* 10: status DRAINING; 9: JOB_OPEN carries
+#define INA_PROTO_VERSION 10u /* 10: status DRAINING, JOB_OPEN's stripe; 9: JOB_OPEN carries
                                the job's capability, BLOCK and RESULT certification (`done`);
                                8: per-call leases (GRANT/RESULT window)
                                and `ahead`; 7: CALL_ABORT from a rank, status ABORTED

@@ -3,6 +3,11 @@
 
 #include "hwloc_handles.h"
 
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -52,18 +57,116 @@ bool parse_spec(const std::string &spec, hwloc_obj_type_t *type, unsigned *index
     return false;
 }
 
+// The interface that has `host` (a numeric or resolvable address) as one
+// of its addresses; empty if none (or the wildcard address).
+std::string interface_of(const std::string &host)
+{
+    addrinfo hints{};
+    hints.ai_flags = AI_ADDRCONFIG;
+    addrinfo *res = nullptr;
+    if (host.empty() || getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) {
+        return {};
+    }
+    std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> ai(res, &freeaddrinfo);
+    ifaddrs *ifs = nullptr;
+    if (getifaddrs(&ifs) != 0) {
+        return {};
+    }
+    std::unique_ptr<ifaddrs, decltype(&freeifaddrs)> guard(ifs, &freeifaddrs);
+    for (const addrinfo *a = ai.get(); a != nullptr; a = a->ai_next) {
+        for (const ifaddrs *i = ifs; i != nullptr; i = i->ifa_next) {
+            if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != a->ai_family) {
+                continue;
+            }
+            bool same = false;
+            if (a->ai_family == AF_INET) {
+                same = reinterpret_cast<const sockaddr_in *>(a->ai_addr)->sin_addr.s_addr ==
+                       reinterpret_cast<const sockaddr_in *>(i->ifa_addr)->sin_addr.s_addr;
+            } else if (a->ai_family == AF_INET6) {
+                same = std::memcmp(&reinterpret_cast<const sockaddr_in6 *>(a->ai_addr)->sin6_addr,
+                                   &reinterpret_cast<const sockaddr_in6 *>(i->ifa_addr)->sin6_addr,
+                                   sizeof(in6_addr)) == 0;
+            }
+            if (same) {
+                return i->ifa_name;
+            }
+        }
+    }
+    return {};
+}
+
+// --bind auto: the cores (and memory) nearest the network device that has
+// the listen address. Not bound, with the reason in `where`, when there is
+// no one such device or it is as near to every core (virtual, or a machine
+// of one NUMA node).
+bool bind_near_device(const std::string &host, std::string &where, std::string &err)
+{
+    if (host.empty() || host == "0.0.0.0" || host == "::" || host == "*") {
+        where = "not bound (--bind auto: listening on every address, so on no one device; "
+                "give --listen the address of the clients' network)";
+        return true;
+    }
+    const std::string ifname = interface_of(host);
+    if (ifname.empty()) {
+        where = "not bound (--bind auto: no interface of this host has the address " + host + ")";
+        return true;
+    }
+    hwloc_topology_t raw = nullptr;
+    if (hwloc_topology_init(&raw) != 0) {
+        err = std::string("hwloc_topology_init: ") + std::strerror(errno);
+        return false;
+    }
+    HwlocTopology topo(raw);
+    hwloc_topology_set_io_types_filter(topo.get(), HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (hwloc_topology_load(topo.get()) != 0) {
+        err = std::string("hwloc_topology_load: ") + std::strerror(errno);
+        return false;
+    }
+    hwloc_obj_t dev = nullptr;
+    for (hwloc_obj_t o = hwloc_get_next_osdev(topo.get(), nullptr); o != nullptr;
+         o = hwloc_get_next_osdev(topo.get(), o)) {
+        if (o->name != nullptr && ifname == o->name) {
+            dev = o;
+            break;
+        }
+    }
+    hwloc_obj_t near = dev != nullptr ? hwloc_get_non_io_ancestor_obj(topo.get(), dev) : nullptr;
+    const hwloc_obj_t all = hwloc_get_root_obj(topo.get());
+    if (near == nullptr || near->cpuset == nullptr ||
+        hwloc_bitmap_isequal(near->cpuset, all->cpuset)) {
+        where = "not bound (--bind auto: " + ifname + " is as near to every core" +
+                (dev == nullptr ? ", a device hwloc does not place (virtual?)" : "") + ")";
+        return true;
+    }
+    if (hwloc_set_cpubind(topo.get(), near->cpuset, HWLOC_CPUBIND_PROCESS) != 0) {
+        err = "--bind auto: binding to cpus " + list_of(near->cpuset) + " near " + ifname +
+              " refused: " + std::strerror(errno);
+        return false;
+    }
+    where = "bound near " + ifname + " (cpus " + list_of(near->cpuset) + ")";
+    if (hwloc_set_membind(topo.get(), near->nodeset, HWLOC_MEMBIND_BIND,
+                          HWLOC_MEMBIND_PROCESS | HWLOC_MEMBIND_BYNODESET) == 0) {
+        where += ", memory on NUMA node " + list_of(near->nodeset);
+    }
+    return true;
+}
+
 } // namespace
 
-bool bind_process(const std::string &spec, std::string &where, std::string &err)
+bool bind_process(const std::string &spec, const std::string &listen_host, std::string &where,
+                  std::string &err)
 {
     if (spec == "none") {
         where = "not bound";
         return true;
     }
+    if (spec == "auto") {
+        return bind_near_device(listen_host, where, err);
+    }
     hwloc_obj_type_t type = HWLOC_OBJ_CORE;
     unsigned index = 0;
     if (!parse_spec(spec, &type, &index)) {
-        err = "--bind wants core:N, numa:N, package:N, pu:N or none, got '" + spec + "'";
+        err = "--bind wants core:N, numa:N, package:N, pu:N, auto or none, got '" + spec + "'";
         return false;
     }
     hwloc_topology_t raw = nullptr;

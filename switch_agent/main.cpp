@@ -63,7 +63,9 @@ void usage(FILE *out)
                  "  --log-level LEVEL    error|warn|info|debug (default warn)\n"
                  "  --bind WHERE         core:N, numa:N, package:N or pu:N (logical index,\n"
                  "                       as lstopo numbers them): run there, and for a NUMA\n"
-                 "                       node keep the Seg pool in its memory (default none)\n"
+                 "                       node keep the Seg pool in its memory; auto: the\n"
+                 "                       cores and memory nearest the network device of\n"
+                 "                       --listen's address (default none)\n"
                  "  --ready-fd N         once listening, write \"HOST:PORT\\n\" to fd N\n"
                  "                       and close it\n"
                  "  --spin-us N          while calls are open, poll at most N us (less\n"
@@ -624,12 +626,14 @@ int main(int argc, char **argv)
     // Bind first: the Seg pool is allocated (first touched) by the agent below.
     std::string where;
     std::string why;
-    if (!ina::bind_process(bind, where, why)) {
+    std::string info_bind;
+    if (!ina::bind_process(bind, cfg.host, where, why)) {
         std::fprintf(stderr, "ina-switchd: %s\n", why.c_str());
         return 2;
     }
     if (bind != "none") {
         INA_INFO("%s", where.c_str());
+        info_bind = where;
     }
 
     // Block the signals before UCX starts any thread, so they are only ever
@@ -666,7 +670,7 @@ int main(int argc, char **argv)
 
         // The operator's endpoints, served by the agent's loop.
         ina::ops::Info info;
-        info.bind = bind;
+        info.bind = bind == "none" ? bind : info_bind;
         info.config = config_read;
         std::unique_ptr<ina::ops::ControlServer> control;
         const std::string control_path = control_socket_path(st);

@@ -208,8 +208,9 @@ void print_status(const json &j)
                 c["accepted"].get<unsigned long long>(), c["lost"].get<unsigned long long>(),
                 c["refused"].get<unsigned long long>(), hosts.empty() ? "" : "; by host:",
                 hosts.c_str());
-    std::printf("jobs:        %llu live, %llu created, %llu freed\n",
+    std::printf("jobs:        %llu live (%llu striped), %llu created, %llu freed\n",
                 j["jobs"]["live"].get<unsigned long long>(),
+                j["jobs"]["striped"].get<unsigned long long>(),
                 j["jobs"]["created"].get<unsigned long long>(),
                 j["jobs"]["freed"].get<unsigned long long>());
     std::printf("calls:       %llu in flight; %llu granted, %llu denied, %llu aborted, "
@@ -243,9 +244,9 @@ void print_jobs(const json &j)
         std::printf("no jobs\n");
         return;
     }
-    std::printf("%5s %-16s %7s %5s %6s %8s %8s %8s %10s %10s %8s %6s %8s  %s\n", "JID", "KEY",
-                "MEMBERS", "NODES", "WINDOW", "TREE", "GRANTED", "DENIED", "BYTES-IN", "BYTES-OUT",
-                "BLOCKS", "ERRORS", "AGE", "DENIED-BY");
+    std::printf("%5s %-16s %7s %5s %6s %12s %6s %8s %8s %10s %10s %8s %6s %8s  %s\n", "JID",
+                "KEY", "MEMBERS", "NODES", "WINDOW", "TREE", "STRIPE", "GRANTED", "DENIED",
+                "BYTES-IN", "BYTES-OUT", "BLOCKS", "ERRORS", "AGE", "DENIED-BY");
     for (const json &e : list) {
         const json &t = e["tree"];
         std::string tree = "-";
@@ -256,10 +257,16 @@ void print_jobs(const json &j)
                    std::to_string(t["groups"].get<unsigned>()) + ":" +
                    t["uplink"].get<std::string>();
         }
-        std::printf("%5u %-16s %3u/%-3u %5u %6u %8s %8llu %8llu %10s %10s %8llu %6llu %8s  %s\n",
+        const unsigned width = e["stripe"]["width"].get<unsigned>();
+        const std::string stripe =
+            width > 1 ? std::to_string(e["stripe"]["index"].get<unsigned>()) + "/" +
+                            std::to_string(width)
+                      : "-";
+        std::printf("%5u %-16s %3u/%-3u %5u %6u %12s %6s %8llu %8llu %10s %10s %8llu %6llu %8s  %s\n",
                     e["jid"].get<unsigned>(), e["key"].get<std::string>().c_str(),
                     e["joined"].get<unsigned>(), e["members"].get<unsigned>(),
                     e["nodes"].get<unsigned>(), e["window"].get<unsigned>(), tree.c_str(),
+                    stripe.c_str(),
                     e["calls"]["granted"].get<unsigned long long>(),
                     e["calls"]["denied"].get<unsigned long long>(),
                     bytes(e["bytes_in"].get<double>()).c_str(),

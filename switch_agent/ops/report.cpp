@@ -85,6 +85,14 @@ std::vector<const agg::Job *> sorted_jobs(const agg::Aggregator &core)
     return v;
 }
 
+// Jobs that are this agent's part of a stripe (JOB_OPEN's stripe).
+size_t striped_jobs(const agg::Aggregator &core)
+{
+    size_t n = 0;
+    core.for_each_job([&n](const agg::Job &j) { n += j.stripe_width() > 1 ? 1 : 0; });
+    return n;
+}
+
 // Jobs whose members are child agents: this agent is a spine for them.
 size_t child_jobs(const agg::Aggregator &core)
 {
@@ -193,6 +201,7 @@ json status(const Agent &agent, const Info &info)
 
     json jobs;
     jobs["live"] = core.live_jobs();
+    jobs["striped"] = striped_jobs(core);
     jobs["created"] = c.jobs_created;
     jobs["freed"] = c.jobs_freed;
 
@@ -239,6 +248,10 @@ json jobs(const Agent &agent)
         tree["children"] = j.children();
         tree["uplink"] = j.uplinked() ? up_state_name(j.up_state()) : "none";
         e["tree"] = tree;
+        json stripe;
+        stripe["index"] = j.stripe_index();
+        stripe["width"] = j.stripe_width(); // 0: not striped
+        e["stripe"] = stripe;
         json calls;
         calls["granted"] = j.decisions().granted;
         calls["denied"] = sum(j.decisions().denied);
@@ -349,6 +362,8 @@ std::string metrics(const Agent &agent, const Info &info)
           t.peers_refused);
 
     x.one("ina_jobs", "gauge", "Jobs (communicators) live now.", core.live_jobs());
+    x.one("ina_jobs_striped", "gauge", "Live jobs that are this agent's part of a stripe.",
+          striped_jobs(core));
     x.one("ina_jobs_created_total", "counter", "Jobs created.", c.jobs_created);
     x.one("ina_jobs_freed_total", "counter", "Jobs freed.", c.jobs_freed);
 
@@ -419,6 +434,9 @@ std::string metrics(const Agent &agent, const Info &info)
     };
     per_job("ina_job_members", "gauge", "Members of the job.",
             [](const agg::Job &j) { return j.nmembers(); });
+    per_job("ina_job_stripe_width", "gauge",
+            "Agents the job's communicator stripes its calls over (0: not striped).",
+            [](const agg::Job &j) { return j.stripe_width(); });
     per_job("ina_job_bytes_received_total", "counter", "Payload bytes of the job's BLOCKs.",
             [](const agg::Job &j) { return j.stats().bytes_in; });
     per_job("ina_job_bytes_sent_total", "counter", "Payload bytes of the job's RESULTs.",

@@ -9,10 +9,13 @@
 // - drain: a new call is denied (DRAINING) on every rank, status and the
 //   metrics say so, drain --wait returns at once with nothing in flight;
 //   resume: calls are granted again;
+// - a job that is the agent's part of a stripe: shown in jobs, status and
+//   the metrics;
 // - the control socket: mode 0660, an unknown request refused, a second
 //   agent refused the same socket, an agent not running reported;
 // - the configuration file: entries applied, flags override them, a bad
-//   entry names its line; --help and --version of both programs.
+//   entry names its line; --bind auto on the loopback (not bound, and
+//   why); --help and --version of both programs.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -355,6 +358,52 @@ void test_status_jobs_metrics_drain()
                   "ina-switchctl with no agent: exit %d: %s", r.status, r.err.c_str());
 }
 
+// A job that is this agent's part of a stripe shows as such in jobs, status
+// and the metrics; a stripe word that makes no sense is refused.
+void test_stripe()
+{
+    const std::string sock = g_dir + "/stripe.sock";
+    Daemon d({"--control", sock, "--metrics", "127.0.0.1:0"});
+    Client c;
+    std::vector<size_t> eps;
+    for (int r = 0; r < 2; ++r) {
+        eps.push_back(c.connect(d.address()));
+        uint32_t mw = 0;
+        uint64_t sb = 0;
+        c.hello(eps.back(), &mw, &sb);
+    }
+    const uint32_t stripe = (3u << 16) | 2u; // agent 2 of 3
+    for (uint32_t r = 0; r < 2; ++r) {
+        Msg m = c.open_job(eps[r], "striped-key", {0, 1}, 4, r, "test capability", stripe);
+        CHECK_OR_FAIL(m.hdr.status == INA_PROTO_OK, "striped JOB_OPEN: %s",
+                      ina_proto_status_name(m.hdr.status));
+    }
+    json j = ctl_json(sock, "jobs");
+    CHECK_OR_FAIL(j["jobs"].size() == 1 && j["jobs"][0]["stripe"]["index"] == 2 &&
+                      j["jobs"][0]["stripe"]["width"] == 3,
+                  "jobs of a striped job: %s", j.dump().c_str());
+    CHECK_OR_FAIL(ctl_json(sock, "status")["jobs"]["striped"] == 1, "status: jobs.striped");
+    Run r = ctl(sock, {"jobs"});
+    CHECK_OR_FAIL(r.status == 0 && r.out.find(" 2/3 ") != std::string::npos,
+                  "ina-switchctl jobs of a striped job:\n%s", r.out.c_str());
+    const std::string m = scrape(metrics_address(d));
+    expect_sample(m, "ina_jobs_striped", 1);
+    expect_sample(m, "ina_job_stripe_width{jid=\"" + j["jobs"][0]["jid"].dump() + "\",tenant=\"0\"}", 3);
+    // index >= width: not a stripe (MALFORMED), and nothing opened.
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_JOB_OPEN);
+    h.count = 2;
+    h.window = 4;
+    h.sid = (2u << 16) | 2u;
+    std::vector<uint8_t> payload(INA_PROTO_JOB_KEY_BYTES + INA_PROTO_JOB_CAP_BYTES + 8, 1);
+    CHECK_OR_FAIL(ina_proto_check(&h, sizeof(h), payload.size()) == INA_PROTO_ERR_MALFORMED,
+                  "a stripe index beyond its width passes the wire check");
+    h.sid = 1u << 16; // width 1
+    CHECK_OR_FAIL(ina_proto_check(&h, sizeof(h), payload.size()) == INA_PROTO_ERR_MALFORMED,
+                  "a stripe of width 1 passes the wire check");
+    CHECK_OR_FAIL(d.terminate() == 0, "the agent did not stop cleanly");
+}
+
 void write_file(const std::string &path, const std::string &text)
 {
     std::ofstream f(path);
@@ -368,7 +417,7 @@ void test_config_file()
     const std::string sock = g_dir + "/conf.sock";
     // Entries applied; a flag overrides the file (segs).
     write_file(conf, "# ina-switchd test\n[ina-switchd]\npolicy = exclusive\nsegs = 64 ; inline\n"
-                     "control = " + sock + "\nspin-yield = true\n");
+                     "control = " + sock + "\nspin-yield = true\nbind = auto\n");
     {
         Daemon d({"--config", conf, "--segs", "32"});
         json s = ctl_json(sock, "status");
@@ -377,6 +426,9 @@ void test_config_file()
                       "configured agent: policy %s segs %s config %s",
                       s["policy"]["name"].dump().c_str(), s["pool"]["segs"].dump().c_str(),
                       s["agent"]["config"].dump().c_str());
+        // --bind auto on the loopback: a device no core is nearer to.
+        CHECK_OR_FAIL(s["agent"]["bind"].get<std::string>().find("not bound (--bind auto: lo ") == 0,
+                      "configured agent: bind %s", s["agent"]["bind"].dump().c_str());
         CHECK_OR_FAIL(d.terminate() == 0, "the configured agent did not stop cleanly");
     }
     // Bad entries: exit 2 and the line named.
@@ -432,6 +484,7 @@ int main()
     test_help_version();
     test_config_file();
     test_status_jobs_metrics_drain();
+    test_stripe();
     std::system(("rm -rf " + g_dir).c_str());
     std::printf("agent_ops: ok\n");
     return 0;
