@@ -118,6 +118,13 @@ bool bind_near_device(const std::string &host, std::string &where, std::string &
     }
     HwlocTopology topo(raw);
     hwloc_topology_set_io_types_filter(topo.get(), HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    // Linux's sysfs places the network devices (and their PCI parents):
+    // no plugin needed. libpciaccess's (pci) leaves its allocations behind
+    // at exit (LeakSanitizer, agent_ops), the GPU ones load vendor libraries.
+    for (const char *plugin : {"pci", "opencl", "gl"}) {
+        hwloc_topology_set_components(topo.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                                      plugin);
+    }
     if (hwloc_topology_load(topo.get()) != 0) {
         err = std::string("hwloc_topology_load: ") + std::strerror(errno);
         return false;
