@@ -363,12 +363,15 @@ uint32_t Client::open_all(const std::vector<size_t> &eps, const std::vector<uint
 }
 
 Msg Client::open_job(size_t ep, const std::string &key, const std::vector<uint32_t> &node_ids,
-                     uint32_t window, uint32_t rank, const std::string &cap, uint32_t stripe)
+                     uint32_t window, uint32_t rank, const std::string &cap, uint32_t stripe,
+                     uint32_t leaves, uint32_t leaf)
 {
     ina_proto_hdr_t h;
     ina_proto_init(&h, INA_PROTO_JOB_OPEN);
     h.rank = rank;
     h.sid = stripe;
+    h.seg_count = leaves;
+    h.offset = leaf;
     h.count = static_cast<uint32_t>(node_ids.size());
     h.window = static_cast<uint16_t>(window);
     const uint64_t cookie = 0x0be0000 + rank;

@@ -102,10 +102,12 @@ public:
                       uint32_t window, uint32_t *granted_window);
     // JOB_OPEN of the job named `key` as `rank`, with capability `cap`
     // (padded with zeros; all zeros: none); the JOB_OPENED reply.
-    // `stripe`: JOB_OPEN's stripe word ((width << 16) | index; 0: none).
+    // `stripe`: JOB_OPEN's stripe word ((width << 16) | index; 0: none);
+    // `leaves`, `leaf`: its tree fields (this agent is leaf `leaf` of
+    // `leaves`; 0: the job ends here).
     Msg open_job(size_t ep, const std::string &key, const std::vector<uint32_t> &node_ids,
                  uint32_t window, uint32_t rank, const std::string &cap = "test capability",
-                 uint32_t stripe = 0);
+                 uint32_t stripe = 0, uint32_t leaves = 0, uint32_t leaf = 0);
     // JOB_LEAVE has no reply. Leave then fence() so that the agent is known
     // to have processed it (one endpoint's messages are handled in order).
     void leave(size_t ep, uint32_t jid, uint32_t rank);

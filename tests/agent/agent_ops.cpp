@@ -10,7 +10,8 @@
 //   metrics say so, drain --wait returns at once with nothing in flight;
 //   resume: calls are granted again;
 // - a job that is the agent's part of a stripe: shown in jobs, status and
-//   the metrics;
+//   the metrics; a tree of two agents: the leaf's role, parent and link,
+//   a job over two leaves as the leaf and the spine each show it;
 // - the control socket: mode 0660, an unknown request refused, a second
 //   agent refused the same socket, an agent not running reported;
 // - the configuration file: entries applied, flags override them, a bad
@@ -404,6 +405,73 @@ void test_stripe()
     CHECK_OR_FAIL(d.terminate() == 0, "the agent did not stop cleanly");
 }
 
+// A tree of two levels: the leaf says whose leaf it is and that the link is
+// up; a job over two leaves shows at the leaf as leaf 0 of 2 (its job at the
+// parent open) and at the spine as a job of child agents.
+void test_tree()
+{
+    const std::string spine_sock = g_dir + "/spine.sock", leaf_sock = g_dir + "/leaf.sock";
+    Daemon spine({"--control", spine_sock, "--metrics", "127.0.0.1:0"});
+    Daemon leaf({"--control", leaf_sock, "--metrics", "127.0.0.1:0", "--parent", spine.address()});
+    json s = ctl_json(leaf_sock, "status");
+    CHECK_OR_FAIL(s["tree"]["role"] == "leaf" && s["tree"]["parent"] == spine.address() &&
+                      s["tree"]["parent_up"] == true && s["tree"]["reconnects"] == 0,
+                  "leaf status: %s", s["tree"].dump().c_str());
+    s = ctl_json(spine_sock, "status");
+    CHECK_OR_FAIL(s["tree"]["role"] == "root" && s["tree"]["parent"].is_null(),
+                  "spine status: %s", s["tree"].dump().c_str());
+
+    // Two members at this leaf of a job over two leaves.
+    Client c;
+    std::vector<size_t> eps;
+    for (int r = 0; r < 2; ++r) {
+        eps.push_back(c.connect(leaf.address()));
+        uint32_t mw = 0;
+        uint64_t sb = 0;
+        c.hello(eps.back(), &mw, &sb);
+    }
+    for (uint32_t r = 0; r < 2; ++r) {
+        Msg m = c.open_job(eps[r], "tree-key", {0, 1}, 4, r, "test capability", 0, 2, 0);
+        CHECK_OR_FAIL(m.hdr.status == INA_PROTO_OK, "JOB_OPEN over two leaves: %s",
+                      ina_proto_status_name(m.hdr.status));
+    }
+    json lj;
+    for (int i = 0; i < 100; ++i) { // the parent's JOB_OPENED comes back on its own
+        lj = ctl_json(leaf_sock, "jobs");
+        if (lj["jobs"].size() == 1 && lj["jobs"][0]["tree"]["uplink"] == "open") {
+            break;
+        }
+        usleep(50000);
+    }
+    CHECK_OR_FAIL(lj["jobs"].size() == 1 && lj["jobs"][0]["tree"]["groups"] == 2 &&
+                      lj["jobs"][0]["tree"]["group"] == 0 &&
+                      lj["jobs"][0]["tree"]["uplink"] == "open",
+                  "leaf jobs: %s", lj.dump().c_str());
+    json sj = ctl_json(spine_sock, "jobs");
+    CHECK_OR_FAIL(sj["jobs"].size() == 1 && sj["jobs"][0]["tree"]["children"] == true &&
+                      sj["jobs"][0]["members"] == 2 && sj["jobs"][0]["joined"] == 1,
+                  "spine jobs: %s", sj.dump().c_str());
+    Run r = ctl(leaf_sock, {"jobs"});
+    CHECK_OR_FAIL(r.out.find("leaf0/2:open") != std::string::npos, "leaf jobs:\n%s",
+                  r.out.c_str());
+    r = ctl(spine_sock, {"jobs"});
+    CHECK_OR_FAIL(r.out.find(" spine ") != std::string::npos, "spine jobs:\n%s", r.out.c_str());
+    r = ctl(leaf_sock, {"status"});
+    CHECK_OR_FAIL(r.out.find("tree:        leaf of " + spine.address() + " (up)") !=
+                      std::string::npos,
+                  "leaf status:\n%s", r.out.c_str());
+    const std::string lm = scrape(metrics_address(leaf));
+    expect_sample(lm, "ina_parent_up", 1);
+    expect_sample(lm, "ina_parent_reconnects_total", 0);
+    const std::string sm = scrape(metrics_address(spine));
+    expect_sample(sm, "ina_tree_child_jobs", 1);
+    CHECK_OR_FAIL(sm.find("role=\"root\"") != std::string::npos &&
+                      lm.find("role=\"leaf\"") != std::string::npos,
+                  "ina_agent_info without the agents' roles");
+    CHECK_OR_FAIL(leaf.terminate() == 0 && spine.terminate() == 0,
+                  "the tree's agents did not stop cleanly");
+}
+
 void write_file(const std::string &path, const std::string &text)
 {
     std::ofstream f(path);
@@ -485,6 +553,7 @@ int main()
     test_config_file();
     test_status_jobs_metrics_drain();
     test_stripe();
+    test_tree();
     std::system(("rm -rf " + g_dir).c_str());
     std::printf("agent_ops: ok\n");
     return 0;

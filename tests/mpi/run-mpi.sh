@@ -24,6 +24,8 @@
 # AGENT_RESTART="i:MS ..." starts agent i again on its address MS ms after
 # it ended (without its AGENT_ARGS, with its PARENTS): an agent that comes
 # back; its counters are agent i's from then on (`counter`, EXPECT_AGENT).
+# Each agent listens on a control socket, @CTLi@ in ARGS; @SWITCHCTL@ in
+# ARGS is the build's ina-switchctl (a program that asks its agent mid-run).
 set -u
 # Resolve every symbol when a library is loaded, as a package built with
 # Debian's hardening (-z now) does: a symbol the component needs and no
@@ -94,7 +96,8 @@ if [ "$AGENTS" -gt 0 ]; then
     for more in $AGENT_ARGS; do
       [ "${more%%:*}" = "$i" ] && { IFS=, read -ra more_opts <<<"${more#*:}"; opts+=("${more_opts[@]}"); }
     done
-    "$daemon" --no-config --listen 127.0.0.1:0 --ready-fd 3 --log-level info "${opts[@]}" 3>"$work/ready$i" \
+    "$daemon" --no-config --listen 127.0.0.1:0 --ready-fd 3 --log-level info \
+      --control "$work/ctl$i.sock" "${opts[@]}" 3>"$work/ready$i" \
       </dev/null >"$work/agent$i.log" 2>&1 &
     agent_pids+=($!)
     for _ in $(seq 100); do [ -s "$work/ready$i" ] && break; sleep 0.1; done
@@ -104,6 +107,7 @@ if [ "$AGENTS" -gt 0 ]; then
     topo_text=${topo_text//@AGENT$i@/$addr}
     EXTRA_MCA=${EXTRA_MCA//@AGENT$i@/$addr}
     ARGS=${ARGS//@PID$i@/${agent_pids[i]}}
+    ARGS=${ARGS//@CTL$i@/$work/ctl$i.sock}
     for again in $AGENT_RESTART; do
       [ "${again%%:*}" = "$i" ] || continue
       # Started again on the same address once it is gone; its log replaces
@@ -116,7 +120,8 @@ if [ "$AGENTS" -gt 0 ]; then
         done
         sleep "$(awk "BEGIN { print ${again#*:} / 1000 }")"
         mv "$work/agent$i.log" "$work/agent$i.first.log"
-        "$daemon" --no-config --listen "$addr" --log-level info "${parent_opts[@]}" </dev/null \
+        "$daemon" --no-config --listen "$addr" --log-level info --control "$work/ctl$i.sock" \
+          "${parent_opts[@]}" </dev/null \
           >"$work/agent$i.log" 2>&1 &
         echo $! >"$work/restarted$i.pid"
         wait
@@ -132,6 +137,7 @@ if [ "$AGENTS" -gt 0 ]; then
 fi
 # shellcheck disable=SC2206
 args+=($EXTRA_MCA)
+ARGS=${ARGS//@SWITCHCTL@/$builddir/switch_agent/ina-switchctl}
 echo "+ $mpirun ${args[*]} ./$PROG $ARGS"
 start=$SECONDS
 # shellcheck disable=SC2086
