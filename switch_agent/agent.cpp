@@ -234,14 +234,10 @@ int Agent::run(int signal_fd)
         }
         // Woken by an event, a tick or a signal: either way, as long a wait.
         policy.observe(agg::Clock::now() - idle_since);
-        if (n == 0 && !sidecars_.empty()) {
-            serve_sidecars(); // a timeout: maybe theirs
-        }
+        bool for_sidecars = n == 0; // a timeout: maybe theirs
         for (int i = 0; i < n; ++i) {
-            for (Sidecar *s : sidecars_) {
-                if (evs[i].data.fd == s->fd()) {
-                    serve_sidecars();
-                }
+            for (const Sidecar *s : sidecars_) {
+                for_sidecars = for_sidecars || evs[i].data.fd == s->fd();
             }
             if (evs[i].data.fd == signal_fd) {
                 struct signalfd_siginfo si{};
@@ -250,6 +246,9 @@ int Agent::run(int signal_fd)
                     return static_cast<int>(si.ssi_signo);
                 }
             }
+        }
+        if (for_sidecars && !sidecars_.empty()) {
+            serve_sidecars();
         }
     }
 }

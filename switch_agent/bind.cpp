@@ -57,6 +57,34 @@ bool parse_spec(const std::string &spec, hwloc_obj_type_t *type, unsigned *index
     return false;
 }
 
+// This machine's topology (with its network devices: `io`), or null with
+// the reason in `err`.
+HwlocTopology load_topology(bool io, std::string &err)
+{
+    hwloc_topology_t raw = nullptr;
+    if (hwloc_topology_init(&raw) != 0) {
+        err = std::string("hwloc_topology_init: ") + std::strerror(errno);
+        return nullptr;
+    }
+    HwlocTopology topo(raw);
+    if (io) {
+        hwloc_topology_set_io_types_filter(topo.get(), HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+        // Linux's sysfs places the network devices (and their PCI parents):
+        // no plugin needed. libpciaccess's (pci) leaves its allocations
+        // behind at exit (LeakSanitizer, agent_ops), the GPU ones load vendor
+        // libraries.
+        for (const char *plugin : {"pci", "opencl", "gl"}) {
+            hwloc_topology_set_components(topo.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                                          plugin);
+        }
+    }
+    if (hwloc_topology_load(topo.get()) != 0) {
+        err = std::string("hwloc_topology_load: ") + std::strerror(errno);
+        return nullptr;
+    }
+    return topo;
+}
+
 // The interface that has `host` (a numeric or resolvable address) as one
 // of its addresses; empty if none (or the wildcard address).
 std::string interface_of(const std::string &host)
@@ -111,22 +139,8 @@ bool bind_near_device(const std::string &host, std::string &where, std::string &
         where = "not bound (--bind auto: no interface of this host has the address " + host + ")";
         return true;
     }
-    hwloc_topology_t raw = nullptr;
-    if (hwloc_topology_init(&raw) != 0) {
-        err = std::string("hwloc_topology_init: ") + std::strerror(errno);
-        return false;
-    }
-    HwlocTopology topo(raw);
-    hwloc_topology_set_io_types_filter(topo.get(), HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    // Linux's sysfs places the network devices (and their PCI parents):
-    // no plugin needed. libpciaccess's (pci) leaves its allocations behind
-    // at exit (LeakSanitizer, agent_ops), the GPU ones load vendor libraries.
-    for (const char *plugin : {"pci", "opencl", "gl"}) {
-        hwloc_topology_set_components(topo.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
-                                      plugin);
-    }
-    if (hwloc_topology_load(topo.get()) != 0) {
-        err = std::string("hwloc_topology_load: ") + std::strerror(errno);
+    const HwlocTopology topo = load_topology(true, err);
+    if (!topo) {
         return false;
     }
     hwloc_obj_t dev = nullptr;
@@ -176,14 +190,8 @@ bool bind_process(const std::string &spec, const std::string &listen_host, std::
         err = "--bind wants core:N, numa:N, package:N, pu:N, auto or none, got '" + spec + "'";
         return false;
     }
-    hwloc_topology_t raw = nullptr;
-    if (hwloc_topology_init(&raw) != 0) {
-        err = std::string("hwloc_topology_init: ") + std::strerror(errno);
-        return false;
-    }
-    HwlocTopology topo(raw);
-    if (hwloc_topology_load(topo.get()) != 0) {
-        err = std::string("hwloc_topology_load: ") + std::strerror(errno);
+    const HwlocTopology topo = load_topology(false, err);
+    if (!topo) {
         return false;
     }
     const int count = hwloc_get_nbobjs_by_type(topo.get(), type);

@@ -269,23 +269,30 @@ double want_double(const char *s, double lo, double hi, const char *wants)
     return v;
 }
 
+// "HOST:PORT" with a port in [lo_port, 65535]: the port.
+uint16_t want_host_port(const char *arg, unsigned long lo_port, std::string *host)
+{
+    std::string h;
+    std::string port;
+    unsigned long v = 0;
+    if (!ina::ucx::split_host_port(arg, h, port) || !parse_uint(port.c_str(), lo_port, 65535, &v)) {
+        bad_value("HOST:PORT", arg);
+    }
+    if (host != nullptr) {
+        *host = h;
+    }
+    return static_cast<uint16_t>(v);
+}
+
 // Set one option (from the command line or the configuration file; a flag
 // without argument gets "true" from the command line). Throws BadValue.
 void apply(Settings &st, int id, const char *arg)
 {
     ina::AgentConfig &cfg = st.cfg;
     switch (id) {
-    case kListen: {
-        std::string host;
-        std::string port;
-        unsigned long v = 0;
-        if (!ina::ucx::split_host_port(arg, host, port) || !parse_uint(port.c_str(), 0, 65535, &v)) {
-            bad_value("HOST:PORT", arg);
-        }
-        cfg.host = host;
-        cfg.port = static_cast<uint16_t>(v);
+    case kListen:
+        cfg.port = want_host_port(arg, 0, &cfg.host);
         break;
-    }
     case kSegs:
         cfg.core.segs = static_cast<uint32_t>(want_uint(arg, 1, 1u << 24, "a count >= 1"));
         break;
@@ -352,16 +359,10 @@ void apply(Settings &st, int id, const char *arg)
     case kOpenWaitMs:
         cfg.core.open_wait = std::chrono::milliseconds(want_uint(arg, 0, 3600000, "0..3600000 milliseconds"));
         break;
-    case kParent: {
-        std::string host;
-        std::string port;
-        unsigned long v = 0;
-        if (!ina::ucx::split_host_port(arg, host, port) || !parse_uint(port.c_str(), 1, 65535, &v)) {
-            bad_value("HOST:PORT", arg);
-        }
+    case kParent:
+        (void) want_host_port(arg, 1, nullptr);
         cfg.parent = arg;
         break;
-    }
     case kPolicy:
         st.policy = arg;
         if (st.policy != "tdm" && st.policy != "fcfs" && st.policy != "exclusive" &&
@@ -393,16 +394,10 @@ void apply(Settings &st, int id, const char *arg)
         st.control = arg;
         st.control_given = true;
         break;
-    case kMetrics: {
-        std::string host;
-        std::string port;
-        unsigned long v = 0;
-        if (!ina::ucx::split_host_port(arg, host, port) || !parse_uint(port.c_str(), 0, 65535, &v)) {
-            bad_value("HOST:PORT", arg);
-        }
+    case kMetrics:
+        (void) want_host_port(arg, 0, nullptr);
         st.metrics = arg;
         break;
-    }
     default:
         break;
     }
@@ -471,12 +466,13 @@ int config_entry(void *user, const char *section, const char *name, const char *
 
 // Read the configuration file into st; exits (2) naming the line of a bad
 // entry. `required`: a missing file is an error (--config named it).
-void read_config(const std::string &path, bool required, Settings &st)
+// Whether there was one.
+bool read_config(const std::string &path, bool required, Settings &st)
 {
     FILE *f = std::fopen(path.c_str(), "r");
     if (f == nullptr) {
         if (errno == ENOENT && !required) {
-            return;
+            return false;
         }
         usage_error("cannot read the configuration file " + path + ": " + std::strerror(errno));
     }
@@ -486,7 +482,7 @@ void read_config(const std::string &path, bool required, Settings &st)
     const int rc = ini_parse_stream(&config_reader, &r, &config_entry, &r);
     std::fclose(f);
     if (rc == 0) {
-        return;
+        return true;
     }
     if (rc < 0) {
         usage_error("cannot read the configuration file " + path);
@@ -600,11 +596,8 @@ int main(int argc, char **argv)
         usage_error(std::string("unexpected argument '") + argv[optind] + "'");
     }
     std::string config_read;
-    if (!no_config) {
-        read_config(config, config_required, st);
-        if (access(config.c_str(), R_OK) == 0) {
-            config_read = config;
-        }
+    if (!no_config && read_config(config, config_required, st)) {
+        config_read = config;
     }
     for (const auto &[id, value] : given) {
         try {
@@ -696,7 +689,7 @@ int main(int argc, char **argv)
         std::unique_ptr<ina::ops::MetricsServer> metrics;
         if (!st.metrics.empty()) {
             metrics = std::make_unique<ina::ops::MetricsServer>(
-                st.metrics, [&agent, &info] { return ina::ops::metrics(agent, info); });
+                st.metrics, [&agent] { return ina::ops::metrics(agent); });
             info.metrics = metrics->address();
             agent.add_sidecar(metrics.get());
             INA_INFO("metrics on http://%s/metrics", info.metrics.c_str());

@@ -300,6 +300,9 @@ public:
         family(name, type, help);
         sample(name, value);
     }
+    // A counter family with one sample per wire status that happened.
+    void by_reason(const char *name, const char *help,
+                   const uint64_t (&counts)[INA_PROTO_STATUS_MAX + 1]);
     std::string str() const { return out_.str(); }
     std::ostringstream &raw() { return out_; }
 
@@ -323,9 +326,20 @@ std::string label(const char *k, const std::string &v)
     return s + '"';
 }
 
+void Exposition::by_reason(const char *name, const char *help,
+                           const uint64_t (&counts)[INA_PROTO_STATUS_MAX + 1])
+{
+    family(name, "counter", help);
+    for (unsigned s = 1; s <= INA_PROTO_STATUS_MAX; ++s) {
+        if (counts[s] != 0) {
+            sample(name, counts[s], label("reason", ina_proto_status_name(s)));
+        }
+    }
+}
+
 } // namespace
 
-std::string metrics(const Agent &agent, const Info &info)
+std::string metrics(const Agent &agent)
 {
     const agg::Aggregator &core = agent.core();
     const agg::Counters &c = core.counters();
@@ -369,13 +383,7 @@ std::string metrics(const Agent &agent, const Info &info)
 
     x.one("ina_calls_in_flight", "gauge", "Granted calls not over yet.", core.granted_calls());
     x.one("ina_calls_granted_total", "counter", "Calls the scheduler granted.", c.calls_granted);
-    x.family("ina_calls_denied_total", "counter", "Calls denied, by reason.");
-    for (unsigned s = 1; s <= INA_PROTO_STATUS_MAX; ++s) {
-        if (c.denied_by[s] != 0) {
-            x.sample("ina_calls_denied_total", c.denied_by[s],
-                     label("reason", ina_proto_status_name(s)));
-        }
-    }
+    x.by_reason("ina_calls_denied_total", "Calls denied, by reason.", c.denied_by);
     x.one("ina_calls_deferred_total", "counter", "Calls the scheduler put off at least once.",
           c.calls_deferred);
     x.one("ina_calls_deferred", "gauge", "Calls waiting for the scheduler now.",
@@ -397,13 +405,7 @@ std::string metrics(const Agent &agent, const Info &info)
           t.acks_out);
     x.one("ina_result_bytes_sent_total", "counter", "Payload bytes of the RESULTs sent.",
           t.result_bytes_out);
-    x.family("ina_messages_rejected_total", "counter", "Messages refused, by reason.");
-    for (unsigned s = 1; s <= INA_PROTO_STATUS_MAX; ++s) {
-        if (c.rejected[s] != 0) {
-            x.sample("ina_messages_rejected_total", c.rejected[s],
-                     label("reason", ina_proto_status_name(s)));
-        }
-    }
+    x.by_reason("ina_messages_rejected_total", "Messages refused, by reason.", c.rejected);
     x.one("ina_duplicate_blocks_total", "counter", "Second contributions of a rank to a block.",
           c.duplicate);
     x.one("ina_send_errors_total", "counter", "Sends to clients that failed.", t.send_errors);
@@ -464,7 +466,6 @@ std::string metrics(const Agent &agent, const Info &info)
         x.sample(std::string(name) + "_sum", h.sum());
         x.sample(std::string(name) + "_count", h.count());
     }
-    (void) info;
     return x.str();
 }
 

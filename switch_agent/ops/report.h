@@ -28,7 +28,7 @@ struct Info {
 
 nlohmann::json status(const Agent &agent, const Info &info);
 nlohmann::json jobs(const Agent &agent);
-std::string metrics(const Agent &agent, const Info &info);
+std::string metrics(const Agent &agent);
 
 // One control request ("status", "jobs", "drain", "resume"): its reply,
 // {"ok": true, ...} or {"ok": false, "error": "..."}.
