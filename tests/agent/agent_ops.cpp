@@ -14,6 +14,8 @@
 //   a job over two leaves as the leaf and the spine each show it;
 // - the control socket: mode 0660, an unknown request refused, a second
 //   agent refused the same socket, an agent not running reported;
+// - under systemd: readiness and status on $NOTIFY_SOCKET, log priorities
+//   for the journal;
 // - the configuration file: entries applied, flags override them, a bad
 //   entry names its line; --bind auto on the loopback (not bound, and
 //   why); --help and --version of both programs.
@@ -36,6 +38,7 @@
 
 #include "agent_calls.h"
 #include "agent_harness.h"
+#include "unique_fd.h"
 
 using namespace ina_test;
 using nlohmann::json;
@@ -162,6 +165,19 @@ std::string metrics_address(const Daemon &d)
     return log.substr(from, log.find("/metrics", from) - from);
 }
 
+// n endpoints to the agent at `addr`, each past its HELLO (one per rank).
+std::vector<size_t> connect_ranks(Client &c, const std::string &addr, int n)
+{
+    std::vector<size_t> eps;
+    for (int r = 0; r < n; ++r) {
+        eps.push_back(c.connect(addr));
+        uint32_t max_window = 0;
+        uint64_t seg_bytes = 0;
+        c.hello(eps.back(), &max_window, &seg_bytes);
+    }
+    return eps;
+}
+
 CallPlan allreduce_plan(uint32_t n, uint64_t count, uint32_t block, std::mt19937_64 &rng)
 {
     CallPlan p = plan_allreduce(INA_OP_SUM, INA_DT_INT32, n, count, block, rng);
@@ -189,13 +205,7 @@ void test_status_jobs_metrics_drain()
     // A job of three ranks on two nodes; four calls: three allreduces and a
     // reduce to rank 0 (the others get ACKs).
     Client c;
-    std::vector<size_t> eps;
-    for (int r = 0; r < 3; ++r) {
-        eps.push_back(c.connect(d.address()));
-        uint32_t mw = 0;
-        uint64_t sb2 = 0;
-        c.hello(eps.back(), &mw, &sb2);
-    }
+    const std::vector<size_t> eps = connect_ranks(c, d.address(), 3);
     uint32_t window = 0;
     const uint32_t jid = c.open_all(eps, {0, 0, 1}, 4, &window);
     const uint64_t count = 1000;
@@ -366,13 +376,7 @@ void test_stripe()
     const std::string sock = g_dir + "/stripe.sock";
     Daemon d({"--control", sock, "--metrics", "127.0.0.1:0"});
     Client c;
-    std::vector<size_t> eps;
-    for (int r = 0; r < 2; ++r) {
-        eps.push_back(c.connect(d.address()));
-        uint32_t mw = 0;
-        uint64_t sb = 0;
-        c.hello(eps.back(), &mw, &sb);
-    }
+    const std::vector<size_t> eps = connect_ranks(c, d.address(), 2);
     const uint32_t stripe = (3u << 16) | 2u; // agent 2 of 3
     for (uint32_t r = 0; r < 2; ++r) {
         Msg m = c.open_job(eps[r], "striped-key", {0, 1}, 4, r, "test capability", stripe);
@@ -423,13 +427,7 @@ void test_tree()
 
     // Two members at this leaf of a job over two leaves.
     Client c;
-    std::vector<size_t> eps;
-    for (int r = 0; r < 2; ++r) {
-        eps.push_back(c.connect(leaf.address()));
-        uint32_t mw = 0;
-        uint64_t sb = 0;
-        c.hello(eps.back(), &mw, &sb);
-    }
+    const std::vector<size_t> eps = connect_ranks(c, leaf.address(), 2);
     for (uint32_t r = 0; r < 2; ++r) {
         Msg m = c.open_job(eps[r], "tree-key", {0, 1}, 4, r, "test capability", 0, 2, 0);
         CHECK_OR_FAIL(m.hdr.status == INA_PROTO_OK, "JOB_OPEN over two leaves: %s",
@@ -478,6 +476,59 @@ void write_file(const std::string &path, const std::string &text)
     f << text;
     CHECK_OR_FAIL(f.good(), "cannot write %s", path.c_str());
 }
+
+// Under systemd: readiness (READY=1 once it listens, STATUS= lines, a drain
+// in them, STOPPING=1) on $NOTIFY_SOCKET, and log lines with a syslog
+// priority instead of our decoration when stderr is $JOURNAL_STREAM.
+void test_systemd()
+{
+    const std::string notify = g_dir + "/notify.sock", sock = g_dir + "/sd.sock";
+    ina::UniqueFd ns(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strcpy(a.sun_path, notify.c_str());
+    CHECK_OR_FAIL(ns.get() >= 0 && bind(ns.get(), reinterpret_cast<sockaddr *>(&a), sizeof(a)) == 0,
+                  "notify socket: %s", std::strerror(errno));
+    timeval tv{10, 0};
+    setsockopt(ns.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    auto next = [&ns]() {
+        char buf[512] = {};
+        const ssize_t n = recv(ns.get(), buf, sizeof(buf) - 1, 0);
+        CHECK_OR_FAIL(n > 0, "no notification from the agent: %s", std::strerror(errno));
+        return std::string(buf, static_cast<size_t>(n));
+    };
+    setenv("NOTIFY_SOCKET", notify.c_str(), 1);
+    Daemon d({"--control", sock, "--policy", "partition"});
+    unsetenv("NOTIFY_SOCKET");
+    std::string m = next();
+    CHECK_OR_FAIL(m.find("READY=1") != std::string::npos, "first notification: %s", m.c_str());
+    m = next();
+    CHECK_OR_FAIL(m == "STATUS=serving on " + d.address() + ", policy partition",
+                  "status notification: %s", m.c_str());
+    CHECK_OR_FAIL(ctl(sock, {"drain"}).status == 0, "drain");
+    m = next();
+    CHECK_OR_FAIL(m.find("STATUS=draining on ") == 0, "drain notification: %s", m.c_str());
+    CHECK_OR_FAIL(d.terminate() == 0, "the notifying agent did not stop cleanly");
+    m = next();
+    CHECK_OR_FAIL(m == "STOPPING=1", "stop notification: %s", m.c_str());
+
+    // The journal: an error at start (no such address) with priority 3.
+    const std::string err = g_dir + "/err";
+    write_file(err, "");
+    struct stat sb{};
+    CHECK_OR_FAIL(stat(err.c_str(), &sb) == 0, "stat %s", err.c_str());
+    setenv("JOURNAL_STREAM",
+           (std::to_string(sb.st_dev) + ":" + std::to_string(sb.st_ino)).c_str(), 1);
+    Run r = run({env("INA_SWITCHD"), "--no-config", "--control", "none", "--listen",
+                 "127.0.0.1:0", "--metrics", "192.0.2.254:9", "--log-level", "info"});
+    unsetenv("JOURNAL_STREAM");
+    CHECK_OR_FAIL(r.status == 1 && r.err.find("<6>listening on 127.0.0.1:") == 0 &&
+                      r.err.find("\n<3>--metrics 192.0.2.254:9: cannot listen there") !=
+                          std::string::npos &&
+                      r.err.find("ina-switchd[") == std::string::npos,
+                  "journal lines: exit %d:\n%s", r.status, r.err.c_str());
+}
+
 
 void test_config_file()
 {
@@ -554,6 +605,7 @@ int main()
     test_status_jobs_metrics_drain();
     test_stripe();
     test_tree();
+    test_systemd();
     std::system(("rm -rf " + g_dir).c_str());
     std::printf("agent_ops: ok\n");
     return 0;
