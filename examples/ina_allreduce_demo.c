@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ina_example.h"
+
 /* Small integers: every float sum is exact whatever the order, so the
  * reference is the same for ina and for Open MPI's own algorithms. */
 static float value(int rank, size_t i)
@@ -31,6 +33,10 @@ int main(int argc, char **argv)
     size_t min_bytes = 4, max_bytes = 16u << 20;
     int iters = 20, rank, size, c, wrong_total = 0;
 
+    ina_example_info(argc, argv, "ina_allreduce_demo",
+                     "usage: mpirun [...] ina_allreduce_demo [-m MIN_BYTES:MAX_BYTES] [-i ITERATIONS]\n"
+                     "MPI_Allreduce of floats (MPI_SUM) from MIN to MAX bytes (powers of 4),\n"
+                     "each result checked; prints bytes, average microseconds, ok or WRONG.\n");
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -26,6 +26,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ina_example.h"
+
 typedef enum { B_ALLREDUCE, B_REDUCE, B_ALLGATHER, B_BCAST, B_BARRIER } bench_t;
 
 typedef struct {
@@ -90,11 +92,14 @@ static long combine(const char *op, long a, long b, const dtype_t *dt)
     return dt->type == MPI_UINT8_T ? (long)(uint8_t)v : v;
 }
 
+#define INA_BENCH_USAGE                                                                   \
+    "usage: ina_bench [-b allreduce|reduce|allgather|bcast|barrier] [-m MIN:MAX]\n"           \
+    "                 [-i ITERS] [-w WARMUP] [-d int|float|double|int64|uint8]\n"             \
+    "                 [-o sum|prod|min|max|band|bor|bxor] [-p] [-c] [-s SEC]\n"
+
 static void usage(void)
 {
-    fprintf(stderr, "usage: ina_bench [-b allreduce|reduce|allgather|bcast|barrier] [-m MIN:MAX]\n"
-                    "                 [-i ITERS] [-w WARMUP] [-d int|float|double|int64|uint8]\n"
-                    "                 [-o sum|prod|min|max|band|bor|bxor] [-p] [-c] [-s SEC]\n");
+    fputs(INA_BENCH_USAGE, stderr);
 }
 
 int main(int argc, char **argv)
@@ -106,6 +111,7 @@ int main(int argc, char **argv)
     const dtype_t *dt = &dtypes[1];
     const op_t *op = &ops[0];
 
+    ina_example_info(argc, argv, "ina_bench", INA_BENCH_USAGE);
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ina_example.h"
+
 static int pvar_index(const char *name)
 {
     int n = 0, i;
@@ -84,6 +86,8 @@ int main(int argc, char **argv)
     unsigned long long off0, off1, den0, den1;
     MPI_T_pvar_session session;
 
+    ina_example_info(argc, argv, "ina_train",
+                     "usage: mpirun [...] ina_train -s BYTES -t MS -k ITERS [-n NAME] [-w WARMUP]\n");
     MPI_Init(&argc, &argv);
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -71,7 +71,7 @@ in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HO
 
 # An MPI program that knows nothing of ina, built here against the same
 # Open MPI the chroot has (Debian 12's).
-mpicc -O2 -o "$root/usr/local/bin/ina_allreduce_demo" "$top/examples/ina_allreduce_demo.c"
+mpicc -O2 -I"$src" -o "$root/usr/local/bin/ina_allreduce_demo" "$top/examples/ina_allreduce_demo.c"
 
 # What the system holds before (apt's own state and logs aside).
 snapshot() {

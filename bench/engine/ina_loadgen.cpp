@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "ina_client.h"
+#include "ina_config.h"
 
 #ifndef INA_LOADGEN_SWITCHD
 #define INA_LOADGEN_SWITCHD "ina-switchd"
@@ -459,6 +460,7 @@ void usage(FILE *f)
         "                      HELLO; default 0: never). Blocks: -A --rndv-bytes -A N\n"
         "  -v, --verbose       engine messages on stderr (repeat for more)\n"
         "  -h, --help\n"
+        "      --version\n"
         "Prints aggregate blocks/s and bytes/s into the agent, allreduces/s and\n"
         "per-call latency percentiles; exits 1 if any result was wrong.\n",
         kMaxProcs, kMaxJobs, INA_LOADGEN_SWITCHD);
@@ -492,6 +494,7 @@ Options parse(int argc, char **argv)
         {"rndv-bytes", required_argument, nullptr, 'R'},
         {"verbose", no_argument, nullptr, 'v'},
         {"help", no_argument, nullptr, 'h'},
+        {"version", no_argument, nullptr, 'V'},
         {nullptr, 0, nullptr, 0}};
     // Whole-string unsigned value of the current option in [lo, hi], or exit.
     auto number = [](int opt, uint64_t lo, uint64_t hi, bool suffix) {
@@ -526,6 +529,7 @@ Options parse(int argc, char **argv)
             break;
         case 'v': o.verbose = o.verbose == 0 ? 10 : o.verbose * 10; break;
         case 'h': usage(stdout); std::exit(0);
+        case 'V': std::printf("ina_loadgen (ina) %s\n", PACKAGE_VERSION); std::exit(0);
         default: usage(stderr); std::exit(2);
         }
     }
