@@ -8,7 +8,8 @@
 //   samples checked against the same figures;
 // - drain: a new call is denied (DRAINING) on every rank, status and the
 //   metrics say so, drain --wait returns at once with nothing in flight;
-//   resume: calls are granted again;
+//   resume: calls are granted again; a member lost mid-call: the aborted
+//   call counted;
 // - a job that is the agent's part of a stripe: shown in jobs, status and
 //   the metrics; a tree of two agents: the leaf's role, parent and link,
 //   a job over two leaves as the leaf and the spine each show it;
@@ -361,6 +362,22 @@ void test_status_jobs_metrics_drain()
                   "a second agent on the same control socket: exit %d: %s", second.status,
                   second.err.c_str());
     want(ctl_json(sock, "status")["connections"]["live"], 3, "status: still the first agent");
+
+    // A member lost in the middle of a granted call: the call is aborted
+    // (the survivors get an ERROR, and settle it among themselves), which
+    // status, jobs and the metrics count.
+    c.send(eps[0], allreduce_hdr(jid, 0, 6, 0, window, INA_OP_SUM, INA_DT_INT32, block, count),
+           v.data(), block * sizeof(int32_t));
+    expect_grants(c, jid, 6, {0});
+    c.close_ep(eps[2]);
+    for (int i = 0; i < 100 && ctl_json(sock, "status")["calls"]["aborted"] != 1; ++i) {
+        usleep(50000);
+    }
+    s = ctl_json(sock, "status");
+    want(s["calls"]["aborted"], 1, "status after a member was lost: calls.aborted");
+    want(s["connections"]["lost"], 1, "status after a member was lost: connections.lost");
+    want(ctl_json(sock, "jobs")["jobs"][0]["calls"]["aborted"], 1, "jobs: calls.aborted");
+    expect_sample(scrape(maddr), "ina_calls_aborted_total", 1);
 
     CHECK_OR_FAIL(d.terminate() == 0, "the agent did not stop cleanly");
     CHECK_OR_FAIL(access(sock.c_str(), F_OK) != 0, "the control socket outlived the agent");
