@@ -56,6 +56,22 @@ int mca_coll_ina_allreduce(const void *sbuf, void *rbuf, int count,
     MCA_COLL_INA_RETURN_PREVIOUS(m, allreduce, sbuf, rbuf, count, dtype, op, comm);
 }
 
+/* Open MPI agrees on a new communicator's context id with non-blocking
+ * allreduces of one MPI_INT on the parent (MAX to propose an id, MIN to
+ * confirm it, MIN again to activate), posted from its progress engine. With
+ * several creations of one parent in flight, which creation posts next
+ * depends on when each rank's earlier reductions completed, so the ranks may
+ * post them in different orders: calls of one shape that belong to
+ * different creations then meet, and the ranks assign the new context ids
+ * to different communicators, a program that can only hang. ina cannot tell
+ * those calls apart, so it leaves every call of that shape to the host
+ * algorithm (libnbc, whose timing is Open MPI's own), which costs nothing
+ * worth offloading: four bytes. */
+static bool ina_context_id_shape(int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+{
+    return 1 == count && MPI_INT == dtype && (MPI_MAX == op || MPI_MIN == op);
+}
+
 int mca_coll_ina_iallreduce(const void *sbuf, void *rbuf, int count,
                             struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                             struct ompi_communicator_t *comm, ompi_request_t **request,
@@ -71,7 +87,9 @@ int mca_coll_ina_iallreduce(const void *sbuf, void *rbuf, int count,
     if (count <= 0) {
         return mca_coll_ina_request_done(m, request);
     }
-    why = ina_allreduce_desc(&desc, &bytes, sbuf, rbuf, count, dtype, op);
+    why = ina_context_id_shape(count, dtype, op)
+              ? "one MPI_INT with MAX or MIN, non-blocking: Open MPI's context-id agreement"
+              : ina_allreduce_desc(&desc, &bytes, sbuf, rbuf, count, dtype, op);
     rc = mca_coll_ina_try(m, MCA_COLL_INA_ALLREDUCE, &desc, bytes, why, request, &fallback);
     if (!fallback) {
         return rc;
