@@ -4,6 +4,7 @@
 // reference written here: every dtype x op, many lengths and alignments,
 // wrap-around, tie and NaN rules, complex arithmetic, MINLOC/MAXLOC pairs,
 // zeroed padding, order freedom, reproducibility.
+#include "check_main.h"
 #include "ina_reduce.h"
 
 #include <check.h>
@@ -858,7 +859,7 @@ int main()
 {
     Suite *s = suite_create("ina_reduce");
     TCase *tc = tcase_create("reduce");
-    tcase_set_timeout(tc, 60);
+    tcase_set_timeout(tc, ina_test::kHangGuardS); // check_main.h: a hang guard
     tcase_add_loop_test(tc, test_sweep_dtype, 0, INA_DT_COUNT);
     tcase_add_test(tc, test_invalid_pairs_untouched);
     tcase_add_test(tc, test_spot_values);
