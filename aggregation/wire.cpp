@@ -117,6 +117,13 @@ void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &
     case INA_PROTO_CALL_ABORT:
         agg.call_abort(from, h);
         break;
+    case INA_PROTO_PING: { // liveness: answered whatever the calls are doing
+        ina_proto_hdr_t pong;
+        ina_proto_init(&pong, INA_PROTO_PONG);
+        pong.arg = h.arg;
+        out.send(from, pong, {}, 0);
+        break;
+    }
     default: // agent-to-client types have no business here
         agg.reject(&from, h, INA_PROTO_ERR_MALFORMED, "not a client-to-agent message");
         break;

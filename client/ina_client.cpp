@@ -25,6 +25,11 @@ namespace ina::client {
 
 namespace {
 
+// ina_client_config_t.liveness_ms when 0: an agent that answers nothing for
+// 1.5 s while calls wait is gone. A live agent answers a PING from its loop
+// between two messages: within milliseconds even on a loaded machine.
+constexpr int kDefaultLivenessMs = 1500;
+
 // Upper bound of one sleep of the progress thread: it is woken by channel events
 // and by stop_thread() (Channel::signal); the bound only guards against an
 // event that does not fire the wake-up fd.
@@ -51,9 +56,11 @@ Client::Client(const ina_client_config_t &cfg)
       verbose_(cfg.verbose), want_thread_(cfg.progress_thread != 0),
       rndv_bytes_(static_cast<uint64_t>(std::max(0, cfg.rndv_bytes))), tenant_(cfg.tenant),
       log_fn_(cfg.log_fn),
-      log_arg_(cfg.log_arg), waiting_(spin_config(cfg)), stall_since_(Clock::now()),
-      last_round_(stall_since_)
+      log_arg_(cfg.log_arg), liveness_ms_(cfg.liveness_ms == 0 ? kDefaultLivenessMs
+                                                                : std::max(-1, cfg.liveness_ms)),
+      waiting_(spin_config(cfg)), stall_since_(Clock::now()), last_round_(stall_since_)
 {
+    silent_since_ = last_live_round_ = stall_since_;
 }
 
 uint64_t Client::next_cookie()
@@ -272,6 +279,7 @@ void Client::round(bool by_caller, bool poll)
         poll_events();
     }
     drive_jobs();
+    check_liveness(Clock::now());
     if (!by_caller) {
         return;
     }
@@ -311,6 +319,47 @@ void Client::round(bool by_caller, bool poll)
         }
     }
     drive_jobs();
+}
+
+void Client::check_liveness(Clock::time_point now)
+{
+    if (liveness_ms_ <= 0 || !alive()) {
+        return;
+    }
+    const auto limit = std::chrono::milliseconds(liveness_ms_);
+    const auto every = limit / 3; // probes: from a third of the limit on, that often
+    // A gap between two rounds: nobody listened, so a PONG may still sit
+    // unread; the silence counts again from here.
+    if (now - last_live_round_ > std::max<Clock::duration>(limit / 4, std::chrono::milliseconds(50))) {
+        silent_since_ = now;
+        last_probe_ = Clock::time_point{};
+    }
+    last_live_round_ = now;
+    if (heard_ != seen_heard_ || !busy()) {
+        seen_heard_ = heard_;
+        silent_since_ = now;
+        last_probe_ = Clock::time_point{};
+        return;
+    }
+    const auto silent = now - silent_since_;
+    if (silent >= limit && last_probe_ != Clock::time_point{} && now - last_probe_ >= every) {
+        log(1, "the agent answered nothing for %lld ms, probes included, with calls waiting",
+            static_cast<long long>(
+                std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()));
+        abandon("the agent stopped answering"); // fails every call (Call::pump sees !alive)
+        drive_jobs();
+        return;
+    }
+    if (silent >= every && (last_probe_ == Clock::time_point{} || now - last_probe_ >= every)) {
+        ina_proto_hdr_t ping;
+        ina_proto_init(&ping, INA_PROTO_PING);
+        ping.arg = next_cookie();
+        log(50, "probing the agent: silent for %lld ms with calls waiting",
+            static_cast<long long>(
+                std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()));
+        post_detached(ping);
+        last_probe_ = now;
+    }
 }
 
 bool Client::progress_wait(int max_block_ms)
@@ -510,6 +559,7 @@ void *Client::on_rndv(const ina_proto_hdr_t &h, size_t len)
 void Client::on_landed(const ina_proto_hdr_t &h, void *dst, size_t len, bool ok)
 {
     ++events_;
+    ++heard_;
     auto it = jobs_.find(h.jid);
     if (it != jobs_.end()) { // a job leaves only when its calls finished
         it->second->on_landed(h, dst, len, ok);
@@ -518,6 +568,13 @@ void Client::on_landed(const ina_proto_hdr_t &h, void *dst, size_t len, bool ok)
 
 void Client::on_message(const ina_proto_hdr_t &h, const void *data, size_t length)
 {
+    ++heard_; // the agent is there (check_liveness)
+    if (h.type == INA_PROTO_PONG) {
+        // Only that: a PONG is no progress of any call, so an agent that
+        // answers probes but never completes a call still meets the
+        // no-progress timeout (progress_timeout_ms).
+        return;
+    }
     ++events_;
     log(100, "recv %s jid %u mid %llu sid %u status %s", ina_proto_type_name(h.type), h.jid,
         static_cast<unsigned long long>(h.mid), h.sid, ina_proto_status_name(h.status));

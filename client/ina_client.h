@@ -87,6 +87,15 @@ typedef struct ina_client_config {
                                 number in all its processes (JOB_OPEN's tenant):
                                 the agent's scheduler does not make its jobs
                                 compete with each other; 0: each job its own */
+    int liveness_ms;         /* calls waiting and nothing at all heard from the
+                                agent for this long, though it was probed (PING)
+                                from a third of it on: the agent is lost, as if
+                                its connection had closed (a frozen agent, a dead
+                                link). Counts only time this process spends in
+                                the engine (its caller or progress thread), so
+                                a process that computes is never misled. 0: the
+                                default (1500 ms); negative: no probes (only
+                                progress_timeout_ms) */
 } ina_client_config_t;
 
 /* What HELLO_ACK told us. */

@@ -165,6 +165,10 @@ private:
     bool background_busy() const;
     // poll: deliver pending events first (else only drive the calls).
     void round(bool by_caller, bool poll = true);
+    // Probe an agent that has been silent while calls wait on it, and give
+    // up on it once it stayed silent for liveness_ms (any round: the
+    // progress thread's too, since an agent's answer needs no other rank).
+    void check_liveness(Clock::time_point now);
     // The progress thread: asleep on thread_cv_ while no background call is
     // outstanding, else progress() and sleep on the wake-up fd.
     void thread_main();
@@ -201,6 +205,15 @@ private:
 
     // No-progress detection (see progress()).
     uint64_t seen_events_ = 0;
+    // Liveness (config liveness_ms, check_liveness()): messages received
+    // from the agent, the count at the last check, since when none came
+    // while calls waited, and when the latest PING went.
+    const int liveness_ms_;
+    uint64_t heard_ = 0;
+    uint64_t seen_heard_ = 0;
+    Clock::time_point silent_since_;
+    Clock::time_point last_live_round_;
+    Clock::time_point last_probe_;
     // How long the caller polls before sleeping (common/spin_policy.h): it
     // learns the waits of this client's link; the progress thread keeps its
     // own (its waits are the background calls').

@@ -46,7 +46,8 @@ constexpr const char *kTypeNames[] = {"?",          "HELLO",      "HELLO_ACK", "
                                       "?",          "?",          "?",         "JOB_LEAVE",
                                       "BLOCK",      "RESULT",     "DENY",      "ERROR",
                                       "GRANT",      "JOB_OPEN",   "JOB_OPENED",
-                                      "CALL_READY", "CALL_ABORT"};
+                                      "CALL_READY", "CALL_ABORT", "PING",
+                                      "PONG"};
 constexpr const char *kStatusNames[] = {"ok",           "malformed",  "version",
                                         "no-job",       "not-member", "no-resources",
                                         "mismatch",     "unsupported", "seg-busy",

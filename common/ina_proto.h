@@ -151,6 +151,14 @@
  *                     take either as "fall back", never as a failure.
  *   ERROR       a->c  the sender's message was rejected: status, and the offending
  *                     message's type in op, its jid/mid/sid echoed.
+ *   PING        c->a  arg = cookie (protocol 11): is the agent there? Sent by a
+ *                     rank whose calls wait and that heard nothing from the
+ *                     agent for a while (its liveness probe). No other field.
+ *   PONG        a->c  arg = the PING's cookie: answered at once, whatever the
+ *                     agent's data path is doing (a full pool, a deferred call,
+ *                     a job still incomplete), so that a rank tells an agent
+ *                     that stopped (frozen, its link dead) from one that is slow
+ *                     or waits for another rank.
  *
  * Collectives (coll) and what each member sends for every block sid:
  *   ALLREDUCE       data (offset 0, count = seg_count), WANT_RESULT.
@@ -181,7 +189,7 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 10u /* 10: status DRAINING, JOB_OPEN's stripe; 9: JOB_OPEN carries
+#define INA_PROTO_VERSION 11u /* 11: PING/PONG (liveness probes); 10: status DRAINING, JOB_OPEN's stripe; 9: JOB_OPEN carries
                                the job's capability, BLOCK and RESULT certification (`done`);
                                8: per-call leases (GRANT/RESULT window)
                                and `ahead`; 7: CALL_ABORT from a rank, status ABORTED
@@ -218,7 +226,9 @@ typedef enum ina_proto_type {
     INA_PROTO_JOB_OPENED = 14,
     INA_PROTO_CALL_READY = 15,
     INA_PROTO_CALL_ABORT = 16,
-    INA_PROTO_TYPE_MAX = 16
+    INA_PROTO_PING = 17,
+    INA_PROTO_PONG = 18,
+    INA_PROTO_TYPE_MAX = 18
 } ina_proto_type_t;
 
 /* The collective a BLOCK/RESULT belongs to. */

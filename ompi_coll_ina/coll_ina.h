@@ -108,6 +108,7 @@ typedef struct mca_coll_ina_component_t {
     bool recover;             /* coll_ina_recover: finish calls lost with the agent */
     int resume_interval;      /* coll_ina_resume_interval (0: never resume) */
     int timeout_ms;
+    int liveness_ms;          /* coll_ina_liveness_ms: a silent agent is lost after it */
     size_t min_bytes;
     int test_node_size;   /* tests only: > 0 pretends world ranks [0, K) are node 0, ... */
     int test_package_size; /* tests only: > 0 pretends local ranks [0, P) share package 0, ... */

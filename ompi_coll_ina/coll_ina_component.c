@@ -193,6 +193,15 @@ static int ina_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_READONLY, &c->timeout_ms);
 
+    c->liveness_ms = 1500;
+    (void) mca_base_component_var_register(v, "liveness_ms",
+        "Milliseconds in which an agent that answers nothing, though probed, while "
+        "calls wait on it is declared lost and its calls recovered by the ranks (a "
+        "frozen agent, a dead link); probes start after a third of it. Only time a "
+        "rank spends in MPI counts. 0: no probes (coll_ina_timeout alone)",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->liveness_ms);
+
     c->min_bytes = 0;
     (void) mca_base_component_var_register(v, "min_bytes",
         "Offload only calls of at least this many bytes (smaller ones use the "
@@ -731,6 +740,8 @@ static void ina_client_cfg(ina_client_config_t *cfg, int timeout_ms)
     cfg->spin_yield = ina_yield_when_idle();
     cfg->rndv_bytes = ina_rndv_bytes > 0 ? ina_rndv_bytes : 0;
     cfg->tenant = ina_tenant_id();
+    cfg->liveness_ms = mca_coll_ina_component.liveness_ms > 0 ? mca_coll_ina_component.liveness_ms
+                                                              : -1; /* the engine's 0 is its default */
 }
 
 /* Alternative j of agent slot k ("HOST:PORT|HOST:PORT...": the agent, then

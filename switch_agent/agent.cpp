@@ -687,6 +687,12 @@ void Agent::send(agg::Member &to, const ina_proto_hdr_t &h, agg::BufRef payload,
                  cfg_.test_die_after_results);
         ::raise(SIGKILL);
     }
+    if (h.type == INA_PROTO_RESULT && cfg_.test_freeze_after_results != 0 &&
+        ++results_frozen_ == cfg_.test_freeze_after_results + 1) {
+        INA_WARN("--test-freeze-after-results %" PRIu64 ": stopping myself (SIGSTOP)",
+                 cfg_.test_freeze_after_results);
+        ::raise(SIGSTOP);
+    }
     if (send_free_.empty()) {
         send_store_.push_back(std::make_unique<SendCtx>());
         send_free_.push_back(send_store_.back().get());

@@ -52,6 +52,10 @@ struct AgentConfig {
     // Tests only (--test-die-after-results N): SIGKILL itself instead of
     // queueing RESULT number N + 1, as a crash in the middle of calls.
     uint64_t test_die_after_results = 0;
+    // Tests only (--test-freeze-after-results N): SIGSTOP itself instead of
+    // queueing RESULT number N + 1, as a hung agent whose connections stay
+    // open; it goes on where it stopped once continued (SIGCONT).
+    uint64_t test_freeze_after_results = 0;
 };
 
 // What the transport counts (the core counts the rest: agg::Counters).
@@ -219,6 +223,7 @@ private:
     uint64_t next_peer_id_ = 1;
     uint32_t admitted_ = 0; // peers whose HELLO was accepted (AgentConfig::max_conns)
     uint64_t results_queued_ = 0; // for test_die_after_results
+    uint64_t results_frozen_ = 0; // for test_freeze_after_results
     std::vector<Peer *> closing_; // refused at HELLO: closed after the outbox's flush
     agg::Clock::time_point next_tick_{};
     SpinPolicy waiting_; // learns the waits that began with work outstanding

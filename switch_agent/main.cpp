@@ -163,6 +163,7 @@ enum Opt {
     kControl,
     kMetrics,
     kTestDieAfterResults,
+    kTestFreezeAfterResults,
     kConfig,
     kNoConfig,
     kHelp,
@@ -196,6 +197,7 @@ const struct option kOpts[] = {
     {"control", required_argument, nullptr, kControl},
     {"metrics", required_argument, nullptr, kMetrics},
     {"test-die-after-results", required_argument, nullptr, kTestDieAfterResults},
+    {"test-freeze-after-results", required_argument, nullptr, kTestFreezeAfterResults},
     {"config", required_argument, nullptr, kConfig},
     {"no-config", no_argument, nullptr, kNoConfig},
     {"help", no_argument, nullptr, kHelp},
@@ -205,7 +207,8 @@ const struct option kOpts[] = {
 // Options that mean something only on the command line.
 bool command_line_only(int id)
 {
-    return id == kReadyFd || id == kTestDieAfterResults || id == kConfig || id == kNoConfig ||
+    return id == kReadyFd || id == kTestDieAfterResults || id == kTestFreezeAfterResults ||
+           id == kConfig || id == kNoConfig ||
            id == kHelp || id == kVersion;
 }
 
@@ -337,6 +340,9 @@ void apply(Settings &st, int id, const char *arg)
         break;
     case kTestDieAfterResults: // tests only: not in --help
         cfg.test_die_after_results = want_uint(arg, 1, ULONG_MAX, "a count >= 1");
+        break;
+    case kTestFreezeAfterResults: // tests only: not in --help
+        cfg.test_freeze_after_results = want_uint(arg, 1, ULONG_MAX, "a count >= 1");
         break;
     case kMaxConns:
         cfg.max_conns = static_cast<uint32_t>(want_uint(arg, 1, 1u << 20, "1..1048576 connections"));

@@ -23,15 +23,22 @@
 # first half of the ranks on one (host "hosta" in a coll_ina_topology
 # file), the rest on the other; with --node-size the leaves' members are
 # nodes. (Not with --standby or --stripe.)
+# --fault stop|stopcont: instead of SIGKILL, the agent (the spine with
+# --tree, the second agent with --stripe) is stopped (SIGSTOP) and left
+# stopped, or continued 5 s later: its connections stay open, and only the
+# ranks' liveness probes (coll_ina_liveness_ms) find it. Each run's time
+# from the fault to the end of the call it struck, less that call's own
+# time a cycle earlier, goes to OUT/fault-delays.txt; its distribution is
+# printed at the end.
 # usage: bench/recover/trials.sh [--trials N] [--np N] [--rounds N]
 #          [--kinds LIST] [--max-ms MS] [--out DIR] [--timeout S] [--standby]
-#          [--node-size K] [--stripe] [--tree]
+#          [--node-size K] [--stripe] [--tree] [--fault kill|stop|stopcont]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
 trials=20 np=4 rounds=12 kinds=allreduce,reduce,bcast,allgather,reduce_scatter,iallreduce
 maxms=1200 out=$here/results limit=300 b=$top/build standby=0 node=(--mca coll_ina_node_stage 0)
-stripe=0 tree=0
+stripe=0 tree=0 fault=kill
 while (($#)); do
     case $1 in
     --trials) trials=${2:?}; shift 2 ;;
@@ -46,7 +53,8 @@ while (($#)); do
     --node-size) node=(--mca coll_ina_test_node_size "${2:?}"); shift 2 ;;
     --stripe) stripe=1; shift ;;
     --tree) tree=1; shift ;;
-    *) sed -n '2,29p' "$0" >&2; exit 2 ;;
+    --fault) fault=${2:?}; shift 2 ;;
+    *) sed -n '2,37p' "$0" >&2; exit 2 ;;
     esac
 done
 prog=$b/tests/mpi/test_recover
@@ -54,6 +62,8 @@ prog=$b/tests/mpi/test_recover
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$out"
 report=$out/trials.txt
+delays=$out/fault-delays.txt
+: >"$delays"
 printf '%-15s %6s %6s %6s %6s %6s %10s %8s\n' kind runs passed hangs wrong failed recovered resumed |
     tee "$report"
 IFS=, read -r -a ks <<<"$kinds"
@@ -113,8 +123,10 @@ for kind in "${ks[@]}"; do
             --mca mca_base_component_path "$b/ompi_coll_ina/.libs:SYS_DEFAULT" --mca coll ina \
             "${where[@]}" "${node[@]}" \
             --mca coll_ina_resume_interval 4 \
-            "$prog" -c "$kind" -r "$rounds" -k "$apid" -t "$ms" "${extra[@]}" \
+            "$prog" -c "$kind" -r "$rounds" -k "$apid" -t "$ms" -f "$fault" "${extra[@]}" \
             >"$out/$kind-$t.log" 2>&1 || rc=$?
+        sed -n "s/^fault: .* ended \([0-9]*\) ms after the fault; the same call \([0-9]*\) ms before$/$kind \1 \2/p" \
+            "$out/$kind-$t.log" >>"$delays"
         for p in $apid $spid; do
             kill -9 "$p" 2>/dev/null || true
             wait "$p" 2>/dev/null || true
@@ -137,3 +149,11 @@ for kind in "${ks[@]}"; do
     printf '%-15s %6d %6d %6d %6d %6d %10d %8s\n' "$kind" "$trials" "$pass" "$hang" "$wrong" \
         "$failed" "$rec" "$( ((standby)) && echo "$resumed" || echo -)" | tee -a "$report"
 done
+if [ -s "$delays" ]; then
+    # From the fault to the struck call's end, beyond the call's own time.
+    awk '{ print $2 - $3 }' "$delays" | sort -n | awk '
+        { d[NR] = $1 }
+        END { printf "fault to end of the struck call, beyond its own time (ms): %d runs, " \
+                     "min %d, median %d, 90%% %d, max %d\n", NR, d[1], d[int((NR + 1) / 2)],
+                     d[int(NR * 0.9 + 0.999)], d[NR] }' | tee -a "$report"
+fi

@@ -78,7 +78,9 @@ stop_agents() {
   local i
   # Leaves before their parents (started after them): no leaf logs its
   # parent's end as a loss.
+  # A stopped agent (--test-freeze-after-results) takes SIGTERM once continued.
   for ((i = ${#agent_pids[@]} - 1; i >= 0; i--)); do
+    kill -CONT "${agent_pids[i]}" 2>/dev/null
     kill "${agent_pids[i]}" 2>/dev/null; wait "${agent_pids[i]}" 2>/dev/null
   done
   agent_pids=()

@@ -13,7 +13,7 @@
 // and MPI_Barrier. Every result is checked against a reference
 // computed here from the inputs every rank can regenerate.
 //
-// usage: test_recover [-r ROUNDS] [-k PID -t MS] [-e] [-m] [-R] [-c KIND]
+// usage: test_recover [-r ROUNDS] [-k PID -t MS [-f FAULT]] [-e] [-m] [-R] [-c KIND]
 //   -c KIND: instead of the rounds above, one call of KIND (allreduce,
 //   iallreduce, reduce, bcast, allgather, reduce_scatter) per round, of 8 B,
 //   1000 B, 64 KiB + 8, 1 MiB, 8 MiB and 64 MiB in turn, in place on odd
@@ -21,6 +21,11 @@
 //   -k PID -t MS: rank 0 kills process PID (the agent) MS ms after the
 //   first round starts (a random moment of the run); without it the agent
 //   is expected to die by itself (ina-switchd --test-die-after-results).
+//   -f FAULT: what rank 0 does to PID: kill (SIGKILL, the default), stop
+//   (SIGSTOP, left stopped: a hung agent whose connections stay open) or
+//   stopcont (SIGSTOP, SIGCONT 5 s later). With -c, rank 0 then prints how
+//   long after the fault the call it struck ended, and how long the same
+//   call took one cycle of sizes earlier (`fault: ... ms`).
 //   -e: some call must have been recovered (the agent died mid-run).
 //   -m: some call must have been finished from what the ranks held (the
 //   agent died in the middle of a call, not between calls).
@@ -33,6 +38,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -255,7 +261,9 @@ int main(int argc, char **argv)
     long pid = 0;
     bool expect = false, mid_call = false, resume = false;
     std::string kind;
-    while ((c = getopt(argc, argv, "r:k:t:emRc:")) != -1) {
+    std::string fault = "kill";
+    while ((c = getopt(argc, argv, "r:k:t:f:emRc:")) != -1) {
+        if (c == 'f') fault = optarg;
         if (c == 'r') rounds = std::atoi(optarg);
         if (c == 'e') expect = true;
         if (c == 'm') mid_call = true;
@@ -268,22 +276,53 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     Counters counters;
+    using Clock = std::chrono::steady_clock;
     std::thread killer;
+    std::atomic<Clock::rep> fault_at{0}; // since the epoch of Clock; 0: not yet
     if (rank == 0 && pid > 0 && ms >= 0) {
-        killer = std::thread([pid, ms] {
+        if (fault != "kill" && fault != "stop" && fault != "stopcont") {
+            std::fprintf(stderr, "test_recover: -f %s: kill, stop or stopcont\n", fault.c_str());
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        killer = std::thread([pid, ms, fault, &fault_at] {
             std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-            kill((pid_t) pid, SIGKILL);
+            kill((pid_t) pid, fault == "kill" ? SIGKILL : SIGSTOP);
+            fault_at = Clock::now().time_since_epoch().count();
+            if (fault == "stopcont") {
+                std::this_thread::sleep_for(std::chrono::seconds(5));
+                kill((pid_t) pid, SIGCONT);
+            }
         });
     }
     static const size_t sizes[] = {8, 1000, 65544, 1 << 20, 8 << 20, 64 << 20};
+    std::vector<Clock::time_point> began(rounds), ended(rounds);
     for (int round = 0; round < rounds; ++round) {
+        began[round] = Clock::now();
         if (kind.empty()) {
             round_of_calls(round, rank, size);
         } else {
             mixed_call(kind, sizes[round % 6], round, rank, size);
         }
+        ended[round] = Clock::now();
     }
     if (killer.joinable()) killer.join();
+    if (rank == 0 && !kind.empty() && fault_at != 0) {
+        // The call the fault struck: from the fault to its end, against the
+        // same call a cycle of sizes earlier (its own time, no fault).
+        const Clock::time_point at{Clock::duration(fault_at.load())};
+        const auto msec = [](Clock::duration d) {
+            return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+        };
+        for (int round = 0; round < rounds; ++round) {
+            if (began[round] <= at && at < ended[round]) {
+                std::printf("fault: %s of %zu B struck, ended %lld ms after the fault; the same "
+                            "call %s ms before\n",
+                            kind.c_str(), sizes[round % 6], (long long) msec(ended[round] - at),
+                            round >= 6 ? std::to_string(msec(ended[round - 6] - began[round - 6])).c_str()
+                                       : "-");
+            }
+        }
+    }
     long long offloaded = counters.offloaded(MPI_COMM_WORLD);
     long long last_round = 0;
     if (resume) {

@@ -7,6 +7,7 @@
 // is the layering a node stage uses (the engine's calls over a channel, the
 // same core that ina-switchd runs); here it checks that the two layers alone
 // compute every collective exactly, in one thread, with no UCX at all.
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <cinttypes>
@@ -14,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sched/free_seg.h"
@@ -88,6 +90,10 @@ public:
     // report it gone.
     void die_after(int n) { results_left_ = n; }
     bool dead() const { return dead_; }
+    // The agent stops (a hung process, a dead link): what the members send
+    // goes nowhere and nothing comes back, but no link reports a loss.
+    void freeze() { frozen_ = true; }
+    bool frozen() const { return frozen_; }
 
     void send(ina::agg::Member &to, const ina_proto_hdr_t &h, ina::agg::BufRef payload,
               size_t len) override
@@ -95,7 +101,7 @@ public:
         if (h.type == INA_PROTO_RESULT && results_left_ >= 0 && results_left_-- == 0) {
             dead_ = true; // the agent dies before this RESULT goes out
         }
-        if (dead_) {
+        if (dead_ || frozen_) {
             return;
         }
         Msg m{h, {}};
@@ -118,6 +124,7 @@ private:
     SwitchScheduler *sched_ = nullptr;
     int results_left_ = -1;
     bool dead_ = false;
+    bool frozen_ = false;
     ina::agg::Aggregator agg_;
 };
 
@@ -142,6 +149,9 @@ public:
     {
         if (closed_ || hub_.dead() || ina_proto_check(&hdr, sizeof(hdr), len) != INA_PROTO_OK) {
             return Posted::failed;
+        }
+        if (hub_.frozen()) {
+            return Posted::done; // into a socket buffer nobody reads
         }
         // The core reduces or copies the payload before it returns.
         ina::agg::serve(hub_.agg(), hub_, member_, hdr, payload);
@@ -172,13 +182,14 @@ constexpr uint32_t kSegBytes = 1024; // small Segs: every call below spans sever
 // The secret the ranks share, as an MPI job's processes share their launcher's.
 constexpr uint8_t kTestSecret[16] = {'u', 'n', 'i', 't', ' ', 's', 'e', 'c', 'r', 'e', 't'};
 
-// A client of `hub` over a LoopChannel.
-ina_client_t *loop_client(Hub &hub)
+// A client of `hub` over a LoopChannel (liveness_ms as the config's).
+ina_client_t *loop_client(Hub &hub, int liveness_ms = 0)
 {
     ina_client_config_t cfg{};
     cfg.agent_addr = "in-process";
     cfg.connect_timeout_ms = 1000;
     cfg.progress_timeout_ms = 10000;
+    cfg.liveness_ms = liveness_ms;
     ina_client_t *client = nullptr;
     std::string err;
     int rc = ina::client::connect_over(
@@ -193,10 +204,11 @@ ina_client_t *loop_client(Hub &hub)
 }
 
 struct Group {
-    explicit Group(uint32_t n) : hub(kSegBytes), clients(n, nullptr), jobs(n, nullptr)
+    explicit Group(uint32_t n, int liveness_ms = 0)
+        : hub(kSegBytes), clients(n, nullptr), jobs(n, nullptr)
     {
         for (uint32_t r = 0; r < n; ++r) {
-            clients[r] = loop_client(hub);
+            clients[r] = loop_client(hub, liveness_ms);
         }
         std::vector<uint32_t> nodes(n);
         for (uint32_t r = 0; r < n; ++r) {
@@ -1053,6 +1065,91 @@ START_TEST(test_stripe_one_agent_denies)
 }
 END_TEST
 
+// Liveness (ina_client_config_t.liveness_ms): an agent that stops in the
+// middle of a call without closing anything is found by its silence, and
+// every call waiting on it fails as lost (to be recovered by the ranks).
+constexpr int kLivenessMs = 300;
+
+START_TEST(test_liveness_frozen_agent)
+{
+    Group g(kRanks, kLivenessMs);
+    const size_t elems = 12 * kSegBytes / sizeof(float); // more blocks than a window
+    FloatSums f(elems);
+    std::vector<ina_call_t *> calls(kRanks, nullptr);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        ina_outcome_t outcome;
+        ck_assert_int_eq(ina_job_post(g.jobs[r], &f.d[r], &calls[r], &outcome), INA_OK);
+        ck_assert_int_eq(outcome, INA_OFFLOADED);
+    }
+    g.hub.freeze();
+    // The limit: the engine's 30 s progress timeout is far; a hang guard of
+    // 100 times the liveness limit, never a measure of speed.
+    const auto start = std::chrono::steady_clock::now();
+    const auto guard = start + std::chrono::milliseconds(100 * kLivenessMs);
+    std::vector<bool> done(kRanks, false);
+    for (uint32_t left = kRanks; left > 0;) {
+        ck_assert_msg(std::chrono::steady_clock::now() < guard, "frozen agent not found");
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ina_cqe_t cqe;
+            if (!done[r] && ina_call_test(calls[r], &cqe)) {
+                ck_assert_int_eq(cqe.rc, INA_ERR_LOST);
+                ck_assert(!ina_client_alive(g.clients[r]));
+                ina_call_free(calls[r]);
+                done[r] = true;
+                --left;
+            }
+        }
+    }
+    // Found only after the probes went unanswered for the whole limit.
+    ck_assert(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(kLivenessMs));
+}
+END_TEST
+
+// A live agent whose call waits (a member not there yet, for many times
+// the liveness limit) answers the probes: nobody is declared lost, and the
+// call completes exactly once the member comes.
+START_TEST(test_liveness_waiting_is_not_lost)
+{
+    Group g(kRanks, kLivenessMs);
+    FloatSums f(300);
+    std::vector<ina_call_t *> calls(kRanks, nullptr);
+    for (uint32_t r = 0; r + 1 < kRanks; ++r) {
+        ina_outcome_t outcome;
+        ck_assert_int_eq(ina_job_post(g.jobs[r], &f.d[r], &calls[r], &outcome), INA_OK);
+        ck_assert_int_eq(outcome, INA_OFFLOADED);
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(8 * kLivenessMs);
+    while (std::chrono::steady_clock::now() < until) {
+        for (uint32_t r = 0; r + 1 < kRanks; ++r) {
+            ina_cqe_t cqe;
+            ck_assert_msg(!ina_call_test(calls[r], &cqe), "rank %u: call ended (rc %d)", r,
+                          cqe.rc);
+            ck_assert(ina_client_alive(g.clients[r]));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ina_outcome_t outcome;
+    ck_assert_int_eq(ina_job_post(g.jobs[kRanks - 1], &f.d[kRanks - 1], &calls[kRanks - 1],
+                                  &outcome),
+                     INA_OK);
+    std::vector<bool> done(kRanks, false);
+    for (uint32_t left = kRanks, spins = 0; left > 0; ++spins) {
+        ck_assert_msg(spins < 100000, "calls did not complete");
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ina_cqe_t cqe;
+            if (!done[r] && ina_call_test(calls[r], &cqe)) {
+                ck_assert_int_eq(cqe.rc, INA_OK);
+                ck_assert_int_eq(cqe.outcome, INA_OFFLOADED);
+                ina_call_free(calls[r]);
+                done[r] = true;
+                --left;
+            }
+        }
+    }
+    f.check();
+}
+END_TEST
+
 int main()
 {
     return ina_test::run_suite("engine_core", "in-process",
@@ -1065,5 +1162,7 @@ int main()
                                 test_recover_tree_order,
                                 test_call_abort_falls_back_everywhere,
                                 test_stripe_every_collective,
-                                test_stripe_one_agent_denies});
+                                test_stripe_one_agent_denies,
+                                test_liveness_frozen_agent,
+                                test_liveness_waiting_is_not_lost});
 }

@@ -146,6 +146,10 @@ Msg valid_msg(ina_proto_type_t type)
         m.hdr.mid = 42;
         m.hdr.status = INA_PROTO_ERR_NO_RESOURCES;
         break;
+    case INA_PROTO_PING: // a probe and its answer: the cookie only
+    case INA_PROTO_PONG:
+        m.hdr.arg = 0x1234;
+        break;
     case INA_PROTO_BLOCK: // an ALLREDUCE block
         m.hdr.jid = 7;
         m.hdr.rank = 3;
@@ -270,7 +274,8 @@ ina_proto_status_t check_msg(const Msg &m)
 const ina_proto_type_t kAllTypes[] = {
     INA_PROTO_HELLO,  INA_PROTO_HELLO_ACK, INA_PROTO_JOB_LEAVE, INA_PROTO_BLOCK,
     INA_PROTO_RESULT, INA_PROTO_DENY,      INA_PROTO_ERROR,     INA_PROTO_GRANT,
-    INA_PROTO_JOB_OPEN, INA_PROTO_JOB_OPENED, INA_PROTO_CALL_READY, INA_PROTO_CALL_ABORT};
+    INA_PROTO_JOB_OPEN, INA_PROTO_JOB_OPENED, INA_PROTO_CALL_READY, INA_PROTO_CALL_ABORT,
+    INA_PROTO_PING,   INA_PROTO_PONG};
 
 bool is_data(unsigned type) { return type == INA_PROTO_BLOCK || type == INA_PROTO_RESULT; }
 
@@ -300,7 +305,7 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, ahead), 58);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, done), 60);
     // Enum values are wire values: pin them.
-    ck_assert_uint_eq(INA_PROTO_VERSION, 10);
+    ck_assert_uint_eq(INA_PROTO_VERSION, 11);
     ck_assert_uint_eq(INA_PROTO_HELLO, 1);
     ck_assert_uint_eq(INA_PROTO_ERROR, 11);
     ck_assert_uint_eq(INA_PROTO_GRANT, 12);
@@ -308,7 +313,9 @@ START_TEST(test_layout)
     ck_assert_uint_eq(INA_PROTO_JOB_OPENED, 14);
     ck_assert_uint_eq(INA_PROTO_CALL_READY, 15);
     ck_assert_uint_eq(INA_PROTO_CALL_ABORT, 16);
-    ck_assert_uint_eq(INA_PROTO_TYPE_MAX, 16);
+    ck_assert_uint_eq(INA_PROTO_PING, 17);
+    ck_assert_uint_eq(INA_PROTO_PONG, 18);
+    ck_assert_uint_eq(INA_PROTO_TYPE_MAX, 18);
     ck_assert_uint_eq(INA_PROTO_F_CHILDREN, 4);
     ck_assert_uint_eq(INA_PROTO_ERR_INCOMPLETE, 9);
     ck_assert_uint_eq(INA_PROTO_ERR_UPSTREAM, 10);
@@ -736,6 +743,8 @@ START_TEST(test_call_ready)
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
     ck_assert_str_eq(ina_proto_type_name(INA_PROTO_CALL_READY), "CALL_READY");
     ck_assert_str_eq(ina_proto_type_name(INA_PROTO_CALL_ABORT), "CALL_ABORT");
+    ck_assert_str_eq(ina_proto_type_name(INA_PROTO_PING), "PING");
+    ck_assert_str_eq(ina_proto_type_name(INA_PROTO_PONG), "PONG");
     ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_UPSTREAM), "upstream");
     ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_ABORTED), "aborted");
     ck_assert_str_eq(ina_proto_status_name(INA_PROTO_ERR_BUSY), "busy");
