@@ -29,15 +29,16 @@
 # ranks' liveness probes (coll_ina_liveness_ms) find it. Each run's time
 # from the fault to the end of the call it struck, less that call's own
 # time a cycle earlier, goes to OUT/fault-delays.txt; its distribution is
-# printed at the end.
+# printed at the end (a fault in the first cycle of sizes has no earlier
+# call to compare with: --min-ms puts it later).
 # usage: bench/recover/trials.sh [--trials N] [--np N] [--rounds N]
-#          [--kinds LIST] [--max-ms MS] [--out DIR] [--timeout S] [--standby]
+#          [--kinds LIST] [--min-ms MS] [--max-ms MS] [--out DIR] [--timeout S] [--standby]
 #          [--node-size K] [--stripe] [--tree] [--fault kill|stop|stopcont]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
 trials=20 np=4 rounds=12 kinds=allreduce,reduce,bcast,allgather,reduce_scatter,iallreduce
-maxms=1200 out=$here/results limit=300 b=$top/build standby=0 node=(--mca coll_ina_node_stage 0)
+minms=0 maxms=1200 out=$here/results limit=300 b=$top/build standby=0 node=(--mca coll_ina_node_stage 0)
 stripe=0 tree=0 fault=kill
 while (($#)); do
     case $1 in
@@ -45,6 +46,7 @@ while (($#)); do
     --np) np=${2:?}; shift 2 ;;
     --rounds) rounds=${2:?}; shift 2 ;;
     --kinds) kinds=${2:?}; shift 2 ;;
+    --min-ms) minms=${2:?}; shift 2 ;;
     --max-ms) maxms=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
     --timeout) limit=${2:?}; shift 2 ;;
@@ -117,7 +119,7 @@ for kind in "${ks[@]}"; do
             addr="$addr|$saddr"
             extra=(-R)
         fi
-        ms=$((RANDOM % maxms))
+        ms=$((minms + RANDOM % (maxms - minms)))
         rc=0
         timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
             --mca mca_base_component_path "$b/ompi_coll_ina/.libs:SYS_DEFAULT" --mca coll ina \
