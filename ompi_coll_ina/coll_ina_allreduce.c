@@ -66,7 +66,8 @@ int mca_coll_ina_allreduce(const void *sbuf, void *rbuf, int count,
  * to different communicators, a program that can only hang. ina cannot tell
  * those calls apart, so it leaves every call of that shape to the host
  * algorithm (libnbc, whose timing is Open MPI's own), which costs nothing
- * worth offloading: four bytes. */
+ * worth offloading: four bytes. Such a call is not counted as a fallback
+ * either: it is Open MPI's, not the application's, as a rule. */
 static bool ina_context_id_shape(int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op)
 {
     return 1 == count && MPI_INT == dtype && (MPI_MAX == op || MPI_MIN == op);
@@ -87,9 +88,16 @@ int mca_coll_ina_iallreduce(const void *sbuf, void *rbuf, int count,
     if (count <= 0) {
         return mca_coll_ina_request_done(m, request);
     }
-    why = ina_context_id_shape(count, dtype, op)
-              ? "one MPI_INT with MAX or MIN, non-blocking: Open MPI's context-id agreement"
-              : ina_allreduce_desc(&desc, &bytes, sbuf, rbuf, count, dtype, op);
+    if (ina_context_id_shape(count, dtype, op)) {
+        /* Open MPI's own call, most likely: neither offloaded nor counted
+         * (the communicator's fallback counters are the application's). */
+        ++m->in_fallback;
+        rc = m->previous_iallreduce(sbuf, rbuf, count, dtype, op, comm, request,
+                                    m->previous_iallreduce_module);
+        --m->in_fallback;
+        return rc;
+    }
+    why = ina_allreduce_desc(&desc, &bytes, sbuf, rbuf, count, dtype, op);
     rc = mca_coll_ina_try(m, MCA_COLL_INA_ALLREDUCE, &desc, bytes, why, request, &fallback);
     if (!fallback) {
         return rc;
