@@ -114,6 +114,7 @@ void Agent::start()
     listener_.reset(listener);
     if (!cfg_.parent.empty()) {
         parent_ = std::make_unique<ParentLink>(cfg_.parent, agg_);
+        parent_->set_liveness(std::chrono::milliseconds(cfg_.parent_liveness_ms));
         parent_->start(cfg_.core.seg_bytes, cfg_.parent_timeout_ms);
         agg_.set_uplink(parent_.get());
     }
@@ -833,9 +834,10 @@ void Agent::log_counters() const
     if (parent_) {
         const ParentLink::Counters &p = parent_->counters();
         INA_INFO("parent %s: msgs_out=%" PRIu64 " block_bytes_up=%" PRIu64 " msgs_in=%" PRIu64
-                 " result_bytes_down=%" PRIu64 " send_errors=%" PRIu64 " reconnects=%" PRIu64,
+                 " result_bytes_down=%" PRIu64 " send_errors=%" PRIu64 " reconnects=%" PRIu64
+                 " probes=%" PRIu64,
                  parent_->address().c_str(), p.msgs_out, p.block_bytes_up, p.msgs_in,
-                 p.result_bytes_down, p.send_errors, p.reconnects);
+                 p.result_bytes_down, p.send_errors, p.reconnects, p.probes);
     }
     INA_INFO("guard: forbidden_opens=%" PRIu64 " limit_refusals=%" PRIu64
              " peers_refused=%" PRIu64 " peers_admitted=%u",

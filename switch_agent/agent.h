@@ -45,6 +45,9 @@ struct AgentConfig {
     // none, this agent is a root and refuses jobs over several leaves).
     std::string parent;
     int parent_timeout_ms = 10000; // to connect to it at start
+    // --parent-liveness-ms: a parent silent this long, probes unanswered, is
+    // lost (ParentLink::set_liveness); 0: no probes.
+    int parent_liveness_ms = 1500;
     // Clients served at once (--max-conns): a HELLO beyond is refused
     // (LIMIT) and the connection closed; connections that never say HELLO
     // are refused by the listener beyond twice as many.

@@ -82,6 +82,10 @@ void usage(FILE *out)
                  "  --parent HOST:PORT   this agent is a leaf of a tree: jobs whose members\n"
                  "                       talk to several leaves go up to this agent\n"
                  "                       (default none: a root)\n"
+                 "  --parent-liveness-ms N  a parent that answers nothing for N ms, though\n"
+                 "                       probed from N/3 on, is lost as if its connection\n"
+                 "                       had closed (frozen, its link dead); 0: never\n"
+                 "                       probe (default 1500)\n"
                  "  --policy NAME        how calls of different jobs share the agent\n"
                  "                       (docs/ARCHITECTURE.md): tdm (one job's call at\n"
                  "                       a time, decided by prediction and CalcScore),\n"
@@ -149,6 +153,7 @@ enum Opt {
     kRndvBytes,
     kOpenWaitMs,
     kParent,
+    kParentLivenessMs,
     kPolicy,
     kExclusiveIdleMs,
     kPartitionIdleMs,
@@ -183,6 +188,7 @@ const struct option kOpts[] = {
     {"rndv-bytes", required_argument, nullptr, kRndvBytes},
     {"open-wait-ms", required_argument, nullptr, kOpenWaitMs},
     {"parent", required_argument, nullptr, kParent},
+    {"parent-liveness-ms", required_argument, nullptr, kParentLivenessMs},
     {"policy", required_argument, nullptr, kPolicy},
     {"exclusive-idle-ms", required_argument, nullptr, kExclusiveIdleMs},
     {"partition-idle-ms", required_argument, nullptr, kPartitionIdleMs},
@@ -368,6 +374,9 @@ void apply(Settings &st, int id, const char *arg)
     case kParent:
         (void) want_host_port(arg, 1, nullptr);
         cfg.parent = arg;
+        break;
+    case kParentLivenessMs:
+        cfg.parent_liveness_ms = static_cast<int>(want_uint(arg, 0, 3600000, "0..3600000 milliseconds"));
         break;
     case kPolicy:
         st.policy = arg;

@@ -62,6 +62,7 @@ void ParentLink::start(uint32_t seg_bytes, int timeout_ms)
     }
     state_ = State::up;
     started_ = true;
+    last_heard_ = Clock::now();
     INA_INFO("parent %s: max window %" PRIu32 ", seg %" PRIu64 " bytes", addr_.c_str(),
              hello_ack_.count, hello_ack_.arg);
 }
@@ -90,8 +91,30 @@ std::string ParentLink::hello_refused() const
     return std::string();
 }
 
+void ParentLink::check_liveness()
+{
+    if (liveness_.count() <= 0 || state_ != State::up || lost_) {
+        return;
+    }
+    const auto now = Clock::now();
+    const auto every = liveness_ / 3;
+    const auto silent = now - last_heard_;
+    if (silent >= liveness_ && last_probe_ != Clock::time_point{} && now - last_probe_ >= every) {
+        on_lost("it answered nothing, probes included, for --parent-liveness-ms");
+        return;
+    }
+    if (silent >= every && (last_probe_ == Clock::time_point{} || now - last_probe_ >= every)) {
+        ina_proto_hdr_t ping;
+        ina_proto_init(&ping, INA_PROTO_PING);
+        ping.arg = ++counters_.probes;
+        queue(ping);
+        last_probe_ = now;
+    }
+}
+
 void ParentLink::maintain()
 {
+    check_liveness();
     if (state_ == State::up || Clock::now() < when_) {
         return;
     }
@@ -128,7 +151,14 @@ void ParentLink::maintain()
 int ParentLink::next_wake_ms() const
 {
     if (state_ == State::up) {
-        return -1;
+        if (liveness_.count() <= 0 || lost_) {
+            return -1;
+        }
+        // The next probe, or the verdict on the last one.
+        const Clock::time_point due =
+            (last_probe_ == Clock::time_point{} ? last_heard_ : last_probe_) + liveness_ / 3;
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(due - Clock::now()).count();
+        return left > 0 ? static_cast<int>(left) : 0;
     }
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(when_ - Clock::now()).count();
     return left > 0 ? static_cast<int>(left) : 0;
@@ -159,6 +189,8 @@ void ParentLink::hello_answered()
     }
     state_ = State::up;
     pause_ = Clock::duration{};
+    last_heard_ = Clock::now();
+    last_probe_ = Clock::time_point{};
     ++counters_.reconnects;
     INA_INFO("parent %s: connected again (max window %" PRIu32 ", seg %" PRIu64
              " bytes): jobs over several leaves are taken again",
@@ -337,6 +369,11 @@ void ParentLink::partial(const agg::Job &job, agg::Partial p)
 void ParentLink::on_message(const ina_proto_hdr_t &h, const void *data, size_t len)
 {
     ++counters_.msgs_in;
+    last_heard_ = Clock::now(); // any message: the parent is there
+    last_probe_ = Clock::time_point{};
+    if (h.type == INA_PROTO_PONG) {
+        return;
+    }
     if (h.type == INA_PROTO_HELLO_ACK || (!hello_done_ && h.type == INA_PROTO_ERROR)) {
         if (hello_done_) {
             return; // a second answer: not ours to act on

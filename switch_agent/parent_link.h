@@ -35,12 +35,21 @@ public:
         uint64_t result_bytes_down = 0;
         uint64_t send_errors = 0;
         uint64_t reconnects = 0; // times the parent answered a new connection
+        uint64_t probes = 0;     // PINGs sent to a silent parent
     };
 
     ParentLink(std::string addr, agg::Aggregator &agg);
     ~ParentLink() override;
     ParentLink(const ParentLink &) = delete;
     ParentLink &operator=(const ParentLink &) = delete;
+
+    // Liveness of the parent (ina-switchd --parent-liveness-ms): once the
+    // link is up, a parent silent for a third of `ms` is probed (PING), and
+    // one silent for all of it, probes unanswered, is lost as if its
+    // connection had closed (a frozen or hung parent, a dead link). The
+    // leaf's loop never stops, so unlike a rank it always listens. 0: no
+    // probes. Call before start().
+    void set_liveness(std::chrono::milliseconds ms) { liveness_ = ms; }
 
     // Connect and say HELLO; waits up to timeout_ms for HELLO_ACK. Throws
     // std::runtime_error with the reason (unreachable, refused, a parent
@@ -103,6 +112,8 @@ private:
     std::string hello_refused() const; // empty: the HELLO_ACK is one we can use
     void hello_answered();
     void try_later(const std::string &why);
+    // up: probe a silent parent, give a silent one up (set_liveness).
+    void check_liveness();
 
     // client::ChannelEvents (inside progress())
     void on_message(const ina_proto_hdr_t &h, const void *data, size_t len) override;
@@ -120,6 +131,9 @@ private:
     State state_ = State::connecting;
     bool started_ = false; // start() succeeded: tries are maintain()'s
     uint64_t generation_ = 0;
+    std::chrono::milliseconds liveness_{0};
+    Clock::time_point last_heard_{}; // up: the parent's latest message (or the link's start)
+    Clock::time_point last_probe_{}; // up: the latest PING since then ({}: none)
     uint32_t seg_bytes_ = 0;
     int timeout_ms_ = 0;
     Clock::time_point when_{};   // down: next try; connecting: its deadline

@@ -1,0 +1,69 @@
+#!/bin/bash
+# Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+# No false "agent lost" (issue 31): for DURATION seconds, MPI jobs run
+# verified collectives (tests/mpi/test_recover, no fault) through one
+# standalone agent that is alive but slow: bound to core 0 (--bind core:0)
+# while a busy loop of equal priority shares that core, and, with --load,
+# a command loading the machine beside (a parallel build). Every rank logs
+# at coll_ina_verbose 1, so a liveness verdict ("the agent answered
+# nothing") or any recovered call is counted: both must stay 0.
+# Results: OUT/soak.txt, OUT/run-N.log.
+# usage: bench/recover/liveness_soak.sh [--duration S] [--np N] [--rounds N]
+#          [--liveness-ms MS] [--load "CMD"] [--node-size K] [--out DIR]
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/../.." && pwd)
+duration=600 np=4 rounds=40 liveness=1500 load='' out=$here/soak b=$top/build
+node=(--mca coll_ina_node_stage 0)
+while (($#)); do
+    case $1 in
+    --duration) duration=${2:?}; shift 2 ;;
+    --np) np=${2:?}; shift 2 ;;
+    --rounds) rounds=${2:?}; shift 2 ;;
+    --liveness-ms) liveness=${2:?}; shift 2 ;;
+    --load) load=${2:?}; shift 2 ;;
+    --node-size) node=(--mca coll_ina_test_node_size "${2:?}"); shift 2 ;;
+    --out) out=${2:?}; shift 2 ;;
+    *) sed -n '2,13p' "$0" >&2; exit 2 ;;
+    esac
+done
+prog=$b/tests/mpi/test_recover
+[[ -x $prog ]] || { echo "liveness_soak: build $prog first" >&2; exit 1; }
+[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mkdir -p "$out"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+fifo=$(mktemp -u) && mkfifo "$fifo"
+"$b/switch_agent/ina-switchd" --listen 127.0.0.1:0 --ready-fd 3 --bind core:0 3>"$fifo" \
+    2>"$out/agent.log" &
+pids+=($!)
+read -r addr <"$fifo"
+rm -f "$fifo"
+# The agent's core is shared with a busy loop: it runs half the time.
+taskset -c 0 bash -c 'while :; do :; done' &
+pids+=($!)
+if [ -n "$load" ]; then
+    bash -c "while :; do $load; done" >"$out/load.log" 2>&1 &
+    pids+=($!)
+fi
+
+runs=0 passed=0 verdicts=0 recovered=0
+end=$(($(date +%s) + duration))
+while (($(date +%s) < end)); do
+    log=$out/run-$runs.log
+    rc=0
+    timeout -k 10 600 mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
+        --mca mca_base_component_path "$b/ompi_coll_ina/.libs:SYS_DEFAULT" --mca coll ina \
+        --mca coll_ina_agent "$addr" "${node[@]}" --mca coll_ina_liveness_ms "$liveness" \
+        --mca coll_ina_verbose 1 "$prog" -r "$rounds" >"$log" 2>&1 || rc=$?
+    runs=$((runs + 1))
+    ((rc == 0)) && passed=$((passed + 1))
+    verdicts=$((verdicts + $(grep -c 'the agent answered nothing' "$log" || true)))
+    n=$(sed -n 's/^test_recover: \([0-9]*\) calls recovered.*/\1/p' "$log")
+    recovered=$((recovered + ${n:-0}))
+done
+printf 'liveness soak: %d s, %d runs of %d rounds (np %d, liveness %d ms, agent on a shared core%s): %d passed, %d "agent lost" verdicts, %d calls recovered\n' \
+    "$duration" "$runs" "$rounds" "$np" "$liveness" "${load:+, load: $load}" "$passed" "$verdicts" \
+    "$recovered" | tee "$out/soak.txt"
