@@ -37,6 +37,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
+# shellcheck source=verdict.sh
+. "$here/verdict.sh"
 trials=20 np=4 rounds=12 kinds=allreduce,reduce,bcast,allgather,reduce_scatter,iallreduce
 minms=0 maxms=1200 out=$here/results limit=300 b=$top/build standby=0 node=(--mca coll_ina_node_stage 0)
 stripe=0 tree=0 fault=kill
@@ -133,17 +135,13 @@ for kind in "${ks[@]}"; do
             kill -9 "$p" 2>/dev/null || true
             wait "$p" 2>/dev/null || true
         done
-        if ((rc == 124 || rc == 137)); then
-            hang=$((hang + 1))
-        elif grep -q 'check failed' "$out/$kind-$t.log"; then
-            wrong=$((wrong + 1))
-        elif ((rc != 0)); then
-            failed=$((failed + 1))
-        else
-            pass=$((pass + 1))
-        fi
-        n=$(sed -n 's/^test_recover: \([0-9]*\) calls recovered.*/\1/p' "$out/$kind-$t.log")
-        rec=$((rec + ${n:-0}))
+        case $(verdict "$rc" "$out/$kind-$t.log") in
+        hang) hang=$((hang + 1)) ;;
+        wrong) wrong=$((wrong + 1)) ;;
+        failed) failed=$((failed + 1)) ;;
+        *) pass=$((pass + 1)) ;;
+        esac
+        rec=$((rec + $(recovered "$out/$kind-$t.log")))
         if ((standby && rc == 0)); then
             resumed=$((resumed + 1)) # -R: every rank resumed and offloaded a round
         fi
