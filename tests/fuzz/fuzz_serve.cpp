@@ -527,6 +527,7 @@ public:
         switch (h.type) {
         case INA_PROTO_HELLO_ACK:
         case INA_PROTO_ERROR:
+        case INA_PROTO_PONG: // a liveness probe's answer, to whoever asked
             break;
         case INA_PROTO_JOB_OPENED:
             if (h.status == INA_PROTO_OK) {
