@@ -10,6 +10,10 @@
 # The ranks (whose own links are fine) must find the agent by its silence
 # (coll_ina_liveness_ms) and finish every call exact among themselves.
 # Counts runs passed, hangs, wrong results, failed calls, calls recovered.
+# The delay starts with mpirun: --min-ms must leave MPI_Init time to end,
+# or some ranks never reach the agent (a case that still hangs: the ranks
+# that did reach it wait for the others' word on a lost call, and those,
+# with no job, never give it).
 # Results: OUT/deadlink.txt, OUT/<kind>-<n>.log.
 # usage: bench/recover/deadlink.sh [--trials N] [--hosts N] [--rounds N]
 #          [--kinds LIST] [--min-ms MS] [--max-ms MS] [--rate RATE] [--out DIR]
@@ -20,7 +24,7 @@ top=$(cd "$here/../.." && pwd)
 . "$top/bench/fabric/fabric.sh"
 # shellcheck source=verdict.sh
 . "$here/verdict.sh"
-trials=20 hosts=4 rounds=60 kinds=allreduce,iallreduce minms=500 maxms=4000 rate=500mbit
+trials=20 hosts=4 rounds=60 kinds=allreduce,iallreduce minms=3000 maxms=6000 rate=500mbit
 out=$here/deadlink b=$top/build limit=300
 while (($#)); do
     case $1 in
