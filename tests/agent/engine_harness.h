@@ -71,7 +71,11 @@ inline int &rndv_bytes()
 inline ina_client_t *connect_or_die(const char *addr, const std::string &who,
                                     int progress_timeout_ms = 30000)
 {
-    ina_client_config_t cfg{addr, 10000, progress_timeout_ms, verbose(), 0, nullptr, nullptr};
+    ina_client_config_t cfg{}; // the rest as by default
+    cfg.agent_addr = addr;
+    cfg.connect_timeout_ms = 10000;
+    cfg.progress_timeout_ms = progress_timeout_ms;
+    cfg.verbose = verbose();
     cfg.rndv_bytes = rndv_bytes();
     ina_client_t *c = nullptr;
     char err[256] = "";
