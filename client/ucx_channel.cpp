@@ -79,10 +79,14 @@ UcxChannel::~UcxChannel()
     for (int spins = 0; landing_ > 0 && spins < 100000; ++spins) {
         ucp_worker_progress(worker_.get());
     }
-    if (close_req_ != nullptr && ucp_request_check_status(close_req_) != UCS_INPROGRESS) {
+    // A close still in progress (a force close of an endpoint whose peer
+    // stopped without closing its connection) is released now: UCX then
+    // frees it itself when it completes, or when the worker below purges
+    // the endpoint; a request left unreleased there fails UCX's assertion.
+    if (close_req_ != nullptr) {
         ucp_request_free(close_req_);
+        close_req_ = nullptr;
     }
-    // A close still in progress is released with the worker.
     worker_.reset();
 }
 
