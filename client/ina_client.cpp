@@ -982,11 +982,9 @@ ina_status_t open_job(ina_client_t *client, const ina_job_key_t *key, uint32_t n
         params->nmembers = comm_size; // a call's geometry is the communicator's
         rc = attach_job(c, *params, rank, out);
         if (rc == INA_OK) {
-            uint32_t tag = 0; // the sealed key's first bytes: alike on every member
-            std::memcpy(&tag, key->cap, sizeof(tag));
             (*out)->impl.set_comm_rank(comm_rank);
             (*out)->impl.set_tree(nleaves > 1);
-            (*out)->impl.set_peer_tag(tag);
+            (*out)->impl.set_peer_tag(ina::client::peer_tag_of(*key));
         }
         return rc;
     }));
@@ -1095,6 +1093,22 @@ int ina_job_peer_message(ina_job_t *job, uint32_t from, const void *msg, size_t 
     return guard(__func__, [&] {
                EntryLock lock(job->impl.client());
                return job->impl.peer_message(from, msg, len) ? 1 : 0;
+           }) == 1
+               ? 1
+               : 0;
+}
+
+int ina_peer_answer_absent(const ina_job_key_t *key, const ina_peer_ops_t *ops, uint32_t from,
+                           const void *msg, size_t len)
+{
+    if (key == nullptr || ops == nullptr || ops->send == nullptr || msg == nullptr) {
+        return 0;
+    }
+    return guard(__func__, [&] {
+               return ina::client::answer_absent(ina::client::peer_tag_of(*key), *ops, from, msg,
+                                                 len)
+                          ? 1
+                          : 0;
            }) == 1
                ? 1
                : 0;

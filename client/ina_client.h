@@ -245,6 +245,15 @@ void ina_job_set_groups(ina_job_t *job, const uint32_t *group_of_member, uint32_
 int ina_job_has_peers(const ina_job_t *job);
 /* 1 if the message was this job's (0: another job's, or malformed: dropped). */
 int ina_job_peer_message(ina_job_t *job, uint32_t from, const void *msg, size_t len);
+/* A member that has no job of `key` (its agent was out of reach when the
+ * job opened, or refused it): every call of that job ran on the host
+ * algorithm here, and the agent denied the others' (the job never had all
+ * its members). Yet when their agent is lost they ask every member about
+ * their calls: this answers each question with "denied" through ops->send
+ * (so they settle on the host algorithm too, rather than wait forever).
+ * 1 if the message was that job's, 0 if another's (or malformed). */
+int ina_peer_answer_absent(const ina_job_key_t *key, const ina_peer_ops_t *ops, uint32_t from,
+                           const void *msg, size_t len);
 
 
 /* Leave the job (non-blocking toward the agent) and free the descriptor. */

@@ -671,6 +671,16 @@ namespace ina::client {
 int connect_over(const ina_client_config_t &cfg, const Client::ChannelFactory &open,
                  const std::string &peer, ina_client_t **out, std::string &err);
 
+// Recovery messages name their job by this (Job::set_peer_tag): the sealed
+// key's first bytes, alike on every member whatever JID its agent gave.
+uint32_t peer_tag_of(const ina_job_key_t &key);
+
+// A member with no job of the tag's key (ina_recover.cpp): every call of
+// that job ran on the host there. Answers an ASK with STATE DENIED, on the
+// ASK's channel; whether the message was that job's.
+bool answer_absent(uint32_t tag, const ina_peer_ops_t &ops, uint32_t from, const void *msg,
+                   size_t len);
+
 } // namespace ina::client
 
 #endif // INA_ENGINE_H

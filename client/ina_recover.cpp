@@ -944,4 +944,36 @@ bool Call::recover_test(ina_cqe_t *cqe)
     return false;
 }
 
+// ---------------------------------------------------------------- a member without the job
+
+uint32_t peer_tag_of(const ina_job_key_t &key)
+{
+    uint32_t tag = 0;
+    std::memcpy(&tag, key.cap, sizeof(tag));
+    return tag;
+}
+
+bool answer_absent(uint32_t tag, const ina_peer_ops_t &ops, uint32_t from, const void *msg,
+                   size_t len)
+{
+    PeerHdr h{};
+    if (len < sizeof(h)) {
+        return false;
+    }
+    std::memcpy(&h, msg, sizeof(h));
+    if (h.magic != kPeerMagic || h.job != tag) {
+        return false;
+    }
+    if (h.type != kAsk) {
+        return true; // nothing else is asked of a member that never had the job
+    }
+    PeerHdr a = header(kState, h.mid);
+    a.state = kDenied;
+    a.job = tag;
+    a.channel = h.channel;
+    const std::vector<uint8_t> m = message(a, nullptr, 0);
+    (void) ops.send(ops.arg, from, m.data(), m.size());
+    return true;
+}
+
 } // namespace ina::client

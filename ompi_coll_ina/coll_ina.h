@@ -239,6 +239,11 @@ typedef struct mca_coll_ina_module_t {
     /* Recovery's point-to-point traffic (coll_ina_recover.c), for a job at
      * one agent: set up with it. */
     bool peers;
+    /* This rank got no job of the communicator's key (its agent out of
+     * reach, or refusing it) while others may have: it answers their
+     * recoveries with "denied" (ina_peer_answer_absent), by this key. */
+    bool absent;
+    ina_job_key_t absent_key;
     struct ina_peer_io *peer_sends, *peer_recvs;
     /* Node uplink: per node, the rank that leads this rank's stream there,
      * learnt from its first recovery message (-1: not yet; a message to

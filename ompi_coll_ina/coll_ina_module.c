@@ -120,6 +120,7 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
 static void ina_job_teardown(mca_coll_ina_module_t *m)
 {
     mca_coll_ina_peers_fini(m);
+    m->absent = false;
     if (NULL != m->job) {
         ina_job_leave(m->job);
         m->job = NULL;
@@ -748,6 +749,17 @@ static bool ina_tree_setup(mca_coll_ina_module_t *m, ina_leaf_part_t *part)
  * part of it (the leaf opens the rest at its parent). No rank waits for
  * another: the agent holds a call until every member opened the job, and
  * denies it on every member if one never does. */
+/* No job of `key` here, though other members may have one: the agent
+ * denies their calls (the job never gets this member) and this rank runs
+ * every call on the host; should their agent be lost, they ask every
+ * member about their call, and this rank must answer. */
+static void ina_job_absent(mca_coll_ina_module_t *m, const ina_job_key_t *key)
+{
+    m->absent_key = *key;
+    m->absent = true;
+    mca_coll_ina_peers_setup(m);
+}
+
 static int ina_job_setup(mca_coll_ina_module_t *m)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
@@ -825,6 +837,7 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         m->nleaves = 0;
         m->nagents = 0;
         free(part.nodes);
+        ina_job_absent(m, &key);
         return OMPI_SUCCESS;
     }
     if (m->node_uplink) {
@@ -875,6 +888,7 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         m->job_state = m->node_uplink ? MCA_COLL_INA_JOB_READY : MCA_COLL_INA_JOB_DISABLED;
         INA_VERBOSE(5, "cid %d rank %d: opening the job at the agent failed (rc %d): host "
                        "algorithms for this communicator", m->cid, m->rank, rc);
+        ina_job_absent(m, &key);
         return OMPI_SUCCESS;
     }
     ++c->live_jobs;

@@ -151,7 +151,13 @@ static int ina_peer_poll(mca_coll_ina_module_t *m)
             if (m->node_uplink) {
                 from = m->node_of[io->from]; /* only leaders send */
             }
-            if (NULL != m->stripe) {
+            if (m->absent) {
+                ina_peer_ops_t ops = {.arg = m, .send = ina_peer_send};
+                if (ina_peer_answer_absent(&m->absent_key, &ops, from, io->buf, io->len) &&
+                    m->node_uplink) {
+                    m->peer_leader[from] = io->from;
+                }
+            } else if (NULL != m->stripe) {
                 (void) ina_stripe_peer_message(m->stripe, from, io->buf, io->len);
             } else if (NULL != m->job && ina_job_peer_message(m->job, from, io->buf, io->len) &&
                        m->node_uplink) {
@@ -243,7 +249,7 @@ void mca_coll_ina_peers_setup(mca_coll_ina_module_t *m)
                           .channel = m->node_uplink && m->stream >= 0 ? (uint32_t) m->stream : 0};
 
     if (!mca_coll_ina_component.recover || mca_coll_ina_component.required ||
-        (NULL == m->job && NULL == m->stripe && !m->node_uplink)) {
+        (NULL == m->job && NULL == m->stripe && !m->node_uplink && !m->absent)) {
         return; /* coll_ina_required: a lost agent is an error, as it says */
     }
     if (m->node_uplink) {
