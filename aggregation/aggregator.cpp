@@ -84,6 +84,7 @@ Job &Aggregator::new_job(Member &from, const JobKey &key, const JobCap &cap,
     const JobInfo info{jid, nmembers, job->topology().nnodes(), window, tenant};
     Job &ref = *job;
     jobs_.emplace(jid, std::move(job));
+    child_jobs_ += ref.children() ? 1 : 0;
     if (++next_jid_ == 0) {
         next_jid_ = 1; // JID 0 means "none"
     }
@@ -283,6 +284,7 @@ void Aggregator::free_job(uint32_t jid)
     job.finish_open_calls([&](uint64_t mid, Call &call) { end_call(jid, mid, call); });
     keys_.erase(job.key());
     jobs_.erase(it);
+    child_jobs_ -= job.children() ? 1 : 0;
     ++counters_.jobs_freed;
     scheduler_->on_job_freed(jid);
     if (job.uplinked() && job.up_state() != Job::UpState::kFailed) {
@@ -333,6 +335,14 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
         // denial reaches the other leaves through the parent; a job whose
         // parent is lost or opening ends as below).
         v = Verdict::deny(INA_PROTO_ERR_DRAINING);
+    } else if (job.member_gone()) {
+        // Its part never comes. An ERROR, never a DENY (as for a lost
+        // parent, below): in a tree, the gone member is a leaf whose ranks
+        // lost their agent and finish the call with everybody, from results
+        // the other leaves' ranks may hold.
+        abort_call(job, mid, call, INA_PROTO_ERR_NOT_MEMBER, "a member of the job is gone", true,
+                   true);
+        return Verdict::Kind::kDeny;
     } else if (!job.complete() || up_opening) {
         if (call.asked == 1) {
             call.first_seen = Clock::now();

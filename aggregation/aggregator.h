@@ -112,6 +112,11 @@ public:
     // INA_PROTO_F_CHILDREN (CALL_READY), or will not take part (CALL_ABORT).
     void call_ready(Member &from, const ina_proto_hdr_t &h);
     void call_abort(Member &from, const ina_proto_hdr_t &h);
+    // Whether `m` is a child agent: a member of a job of child agents. Its
+    // loop answers a PING at once whatever it is doing (unlike a rank, which
+    // may compute between a call's post and its wait without a word), so
+    // silence, probes included, means it is gone (Agent::check_children).
+    bool is_child_agent(const Member &m) const;
 
     // This agent as a leaf of a tree (tree.cpp). The link to the parent (none:
     // a root; a job over several leaves is then refused at JOB_OPEN), and
@@ -150,6 +155,8 @@ public:
 
     const Counters &counters() const { return counters_; }
     size_t live_jobs() const { return jobs_.size(); }
+    // Of those, jobs whose members are child agents (is_child_agent).
+    size_t child_jobs() const { return child_jobs_; }
     size_t deferred_calls() const { return deferred_.size(); }
     size_t kept_bytes() const { return kept_bytes_; }
     const SegPool &pool() const { return pool_; }
@@ -256,6 +263,7 @@ private:
     bool uplink_up_ = false;
     Counters counters_;
     std::unordered_map<uint32_t, std::unique_ptr<Job>> jobs_;
+    size_t child_jobs_ = 0; // jobs_ whose members are child agents
     std::map<JobKey, uint32_t> keys_; // jobs opened by key
     uint32_t next_jid_ = 1;
     std::deque<std::pair<uint32_t, uint64_t>> deferred_; // (jid, mid), oldest first

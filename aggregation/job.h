@@ -181,6 +181,9 @@ public:
     }
     // Every member has joined at least once (the job carries calls only then).
     bool complete() const { return seen_count_ == members_.size(); }
+    // A member joined and is gone since (its connection lost, a child agent
+    // given up): a call that starts now can never have its part.
+    bool member_gone() const { return complete() && joined_ < members_.size(); }
     // A call already waited the whole open_wait for the job to complete: the
     // missing member is not coming soon, later calls are denied at once.
     bool waited_in_vain() const { return waited_in_vain_; }

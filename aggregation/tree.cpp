@@ -11,6 +11,7 @@
 //   RESULT from the parent is fanned out to the members and only then
 //   counts as done (the result is the ACK at every level, S0), and the
 //   members hear GRANT/DENY once the parent decided.
+#include <algorithm>
 #include <cinttypes>
 #include <cstring>
 
@@ -289,6 +290,14 @@ void Aggregator::uplink_error(uint32_t jid, uint64_t mid, ina_proto_status_t st)
     abort_call(*it->second, mid, *call, st, "the parent agent ended the call", false,
                st == INA_PROTO_ERR_NOT_MEMBER || st == INA_PROTO_ERR_UPSTREAM);
     settle();
+}
+
+bool Aggregator::is_child_agent(const Member &m) const
+{
+    return std::any_of(m.memberships_.begin(), m.memberships_.end(), [this](const auto &jr) {
+        auto it = jobs_.find(jr.first);
+        return it != jobs_.end() && it->second->children();
+    });
 }
 
 void Aggregator::uplink_lost()

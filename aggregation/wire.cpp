@@ -124,6 +124,8 @@ void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &
         out.send(from, pong, {}, 0);
         break;
     }
+    case INA_PROTO_PONG: // a child agent's answer to our probe: its arrival is all it says
+        break;
     default: // agent-to-client types have no business here
         agg.reject(&from, h, INA_PROTO_ERR_MALFORMED, "not a client-to-agent message");
         break;

@@ -56,11 +56,13 @@ Client::Client(const ina_client_config_t &cfg)
       verbose_(cfg.verbose), want_thread_(cfg.progress_thread != 0),
       rndv_bytes_(static_cast<uint64_t>(std::max(0, cfg.rndv_bytes))), tenant_(cfg.tenant),
       log_fn_(cfg.log_fn),
-      log_arg_(cfg.log_arg), liveness_ms_(cfg.liveness_ms == 0 ? kDefaultLivenessMs
-                                                                : std::max(-1, cfg.liveness_ms)),
+      log_arg_(cfg.log_arg),
+      agent_live_(std::chrono::milliseconds(
+          cfg.liveness_ms == 0 ? kDefaultLivenessMs : std::max(0, cfg.liveness_ms))),
       waiting_(spin_config(cfg)), stall_since_(Clock::now()), last_round_(stall_since_)
 {
-    silent_since_ = last_live_round_ = stall_since_;
+    last_live_round_ = stall_since_;
+    agent_live_.restart(stall_since_);
 }
 
 uint64_t Client::next_cookie()
@@ -323,42 +325,41 @@ void Client::round(bool by_caller, bool poll)
 
 void Client::check_liveness(Clock::time_point now)
 {
-    if (liveness_ms_ <= 0 || !alive()) {
+    if (!agent_live_.enabled() || !alive()) {
         return;
     }
-    const auto limit = std::chrono::milliseconds(liveness_ms_);
-    const auto every = limit / 3; // probes: from a third of the limit on, that often
     // A gap between two rounds: nobody listened, so a PONG may still sit
-    // unread; the silence counts again from here.
-    if (now - last_live_round_ > std::max<Clock::duration>(limit / 4, std::chrono::milliseconds(50))) {
-        silent_since_ = now;
-        last_probe_ = Clock::time_point{};
-    }
+    // unread; the silence counts again from here. Nothing waiting on the
+    // agent: nothing to expect of it.
+    const auto limit = agent_live_.limit();
+    const bool gap =
+        now - last_live_round_ > std::max<Clock::duration>(limit / 4, std::chrono::milliseconds(50));
     last_live_round_ = now;
-    if (heard_ != seen_heard_ || !busy()) {
-        seen_heard_ = heard_;
-        silent_since_ = now;
-        last_probe_ = Clock::time_point{};
+    if (gap || !busy()) {
+        agent_live_.restart(now);
         return;
     }
-    const auto silent = now - silent_since_;
-    if (silent >= limit && last_probe_ != Clock::time_point{} && now - last_probe_ >= every) {
+    const auto silent_ms = [&] {
+        return static_cast<long long>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(agent_live_.silent(now)).count());
+    };
+    switch (agent_live_.check(now, heard_)) {
+    case Liveness::Verdict::kLost:
         log(1, "the agent answered nothing for %lld ms, probes included, with calls waiting",
-            static_cast<long long>(
-                std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()));
+            silent_ms());
         abandon("the agent stopped answering"); // fails every call (Call::pump sees !alive)
         drive_jobs();
         return;
-    }
-    if (silent >= every && (last_probe_ == Clock::time_point{} || now - last_probe_ >= every)) {
+    case Liveness::Verdict::kProbe: {
         ina_proto_hdr_t ping;
         ina_proto_init(&ping, INA_PROTO_PING);
         ping.arg = next_cookie();
-        log(50, "probing the agent: silent for %lld ms with calls waiting",
-            static_cast<long long>(
-                std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()));
+        log(50, "probing the agent: silent for %lld ms with calls waiting", silent_ms());
         post_detached(ping);
-        last_probe_ = now;
+        return;
+    }
+    case Liveness::Verdict::kFine:
+        return;
     }
 }
 

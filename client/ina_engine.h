@@ -39,6 +39,7 @@
 #include "ina_client.h"
 #include "ina_geometry.h"
 #include "ina_window.h"
+#include "liveness.h"
 #include "spin_policy.h"
 
 namespace ina::client {
@@ -206,14 +207,11 @@ private:
     // No-progress detection (see progress()).
     uint64_t seen_events_ = 0;
     // Liveness (config liveness_ms, check_liveness()): messages received
-    // from the agent, the count at the last check, since when none came
-    // while calls waited, and when the latest PING went.
-    const int liveness_ms_;
+    // from the agent, the agent's silence while calls waited, and the
+    // latest round that looked at it.
     uint64_t heard_ = 0;
-    uint64_t seen_heard_ = 0;
-    Clock::time_point silent_since_;
+    Liveness agent_live_;
     Clock::time_point last_live_round_;
-    Clock::time_point last_probe_;
     // How long the caller polls before sleeping (common/spin_policy.h): it
     // learns the waits of this client's link; the progress thread keeps its
     // own (its waits are the background calls').

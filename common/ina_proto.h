@@ -153,12 +153,16 @@
  *                     message's type in op, its jid/mid/sid echoed.
  *   PING        c->a  arg = cookie (protocol 11): is the agent there? Sent by a
  *                     rank whose calls wait and that heard nothing from the
- *                     agent for a while (its liveness probe). No other field.
+ *                     agent for a while (its liveness probe), or by a leaf
+ *                     agent to its silent parent. No other field.
+ *               a->c  (protocol 12) the same, from a parent agent to a silent
+ *                     child agent (a leaf); never to a rank.
  *   PONG        a->c  arg = the PING's cookie: answered at once, whatever the
  *                     agent's data path is doing (a full pool, a deferred call,
  *                     a job still incomplete), so that a rank tells an agent
  *                     that stopped (frozen, its link dead) from one that is slow
  *                     or waits for another rank.
+ *               c->a  (protocol 12) a child agent's answer, from its loop.
  *
  * Collectives (coll) and what each member sends for every block sid:
  *   ALLREDUCE       data (offset 0, count = seg_count), WANT_RESULT.
@@ -189,7 +193,8 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 11u /* 11: PING/PONG (liveness probes); 10: status DRAINING, JOB_OPEN's stripe; 9: JOB_OPEN carries
+#define INA_PROTO_VERSION 12u /* 12: parent agents probe their children (PING a->c);
+                               11: PING/PONG (liveness probes); 10: status DRAINING, JOB_OPEN's stripe; 9: JOB_OPEN carries
                                the job's capability, BLOCK and RESULT certification (`done`);
                                8: per-call leases (GRANT/RESULT window)
                                and `ahead`; 7: CALL_ABORT from a rank, status ABORTED

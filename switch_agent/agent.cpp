@@ -183,6 +183,7 @@ int Agent::run(int signal_fd)
         // Act on what the last poll delivered first: its replies go out
         // before the next poll, which costs a syscall on TCP.
         tick();
+        check_children(agg::Clock::now());
         service();
         if (!sidecars_.empty() && agg::Clock::now() >= next_sidecars_) {
             serve_sidecars(); // busy for a while: the operator is served too
@@ -222,6 +223,12 @@ int Agent::run(int signal_fd)
         }
         if (const int p = parent_ ? parent_->next_wake_ms() : -1; p >= 0) {
             timeout = timeout < 0 ? p : std::min(timeout, p); // the parent's next try
+        }
+        if (watch_children()) { // the next look at the child agents
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(next_children_ -
+                                                                           agg::Clock::now());
+            const int c = static_cast<int>(std::max<std::chrono::milliseconds::rep>(left.count(), 0));
+            timeout = timeout < 0 ? c : std::min(timeout, c);
         }
         for (const Sidecar *s : sidecars_) {
             if (const int w = s->next_wake_ms(); w >= 0) {
@@ -382,6 +389,9 @@ ucs_status_t Agent::on_am(void *arg, const void *header, size_t header_length, v
 void Agent::receive(Peer *peer, const ina_proto_hdr_t &h, const void *header,
                     size_t header_length, const void *data, size_t length, uint64_t recv_attr)
 {
+    if (peer != nullptr) {
+        ++peer->msgs_in; // it is there (check_children)
+    }
     const bool rndv = (recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
     if (!rndv) { // (a rendezvous payload is recorded where it lands: finish_recv)
         record_received(peer != nullptr ? peer->id : 0, header, header_length, data, length, 0);
@@ -654,9 +664,51 @@ void Agent::accept(ucp_conn_request_h req)
         return;
     }
     peer->ep = ep;
+    peer->live.set_limit(std::chrono::milliseconds(std::max(0, cfg_.child_liveness_ms)));
     ++counters_.peers_accepted;
     INA_DEBUG("peer %" PRIu64 " connected", peer->id);
     peers_.emplace(ep, std::move(peer));
+}
+
+void Agent::check_children(agg::Clock::time_point now)
+{
+    if (!watch_children() || now < next_children_) {
+        return;
+    }
+    next_children_ = now + std::chrono::milliseconds(std::max(1, cfg_.child_liveness_ms / 6));
+    for (auto &kv : peers_) {
+        Peer &peer = *kv.second;
+        if (peer.dead || !agg_.is_child_agent(peer)) {
+            peer.live.restart(now); // a rank, or not a child yet: nothing asked of it
+            continue;
+        }
+        switch (peer.live.check(now, peer.msgs_in)) {
+        case Liveness::Verdict::kProbe: {
+            ina_proto_hdr_t ping;
+            ina_proto_init(&ping, INA_PROTO_PING);
+            ping.arg = ++counters_.child_probes;
+            send(peer, ping, {}, 0);
+            break;
+        }
+        case Liveness::Verdict::kLost:
+            // As if its connection had closed: it leaves its jobs, whose
+            // open calls end on the other children (their ranks recover
+            // them), and the connection is closed.
+            INA_WARN("peer %" PRIu64 " (a child agent) lost: it answered nothing, probes "
+                     "included, for --child-liveness-ms %d",
+                     peer.id, cfg_.child_liveness_ms);
+            ++counters_.children_silent;
+            try {
+                dying_.push_back(&peer);
+                peer.dead = true;
+            } catch (const std::bad_alloc &) {
+                INA_ERROR("out of memory: peer %" PRIu64 " keeps its memberships", peer.id);
+            }
+            break;
+        case Liveness::Verdict::kFine:
+            break;
+        }
+    }
 }
 
 bool Agent::drop_peer(Peer &peer)
@@ -793,12 +845,12 @@ void Agent::log_counters() const
              " calls_denied=%" PRIu64
              " calls_aborted=%" PRIu64 " denied_blocks=%" PRIu64 " duplicate=%" PRIu64
              " foreign=%" PRIu64 " send_errors=%" PRIu64 " peers_accepted=%" PRIu64
-             " peers_lost=%" PRIu64,
+             " peers_lost=%" PRIu64 " child_probes=%" PRIu64 " children_silent=%" PRIu64,
              t.msgs_in, c.blocks_in, t.results_out, t.acks_out, t.result_bytes_out,
              t.grants_out, t.grants_implied, c.calls_granted, c.leased_segs, c.calls_denied,
              c.calls_aborted,
              c.denied_blocks, c.duplicate, c.foreign, t.send_errors, t.peers_accepted,
-             t.peers_lost);
+             t.peers_lost, t.child_probes, t.children_silent);
     std::string rej;
     for (unsigned s = 1; s <= INA_PROTO_STATUS_MAX; ++s) {
         rej += std::string(" ") + ina_proto_status_name(s) + "=" + std::to_string(c.rejected[s]);

@@ -21,6 +21,7 @@
 #include "aggregator.h"
 #include "ina_proto.h"
 #include "ina_ucx.h"
+#include "liveness.h"
 #include "parent_link.h"
 #include "spin_policy.h"
 #include "wire.h"
@@ -48,6 +49,11 @@ struct AgentConfig {
     // --parent-liveness-ms: a parent silent this long, probes unanswered, is
     // lost (ParentLink::set_liveness); 0: no probes.
     int parent_liveness_ms = 1500;
+    // --child-liveness-ms: a child agent silent this long, probes
+    // unanswered, is lost as if its connection had closed (check_children);
+    // 0: no probes. Ranks are never probed: MPI lets a rank compute between
+    // a call's post and its wait without a word to anyone.
+    int child_liveness_ms = 1500;
     // Clients served at once (--max-conns): a HELLO beyond is refused
     // (LIMIT) and the connection closed; connections that never say HELLO
     // are refused by the listener beyond twice as many.
@@ -75,6 +81,8 @@ struct TransportCounters {
     uint64_t rndv_rejected = 0;    // rendezvous messages refused (not a valid BLOCK)
     uint64_t peers_accepted = 0;
     uint64_t peers_lost = 0;
+    uint64_t child_probes = 0;     // PINGs sent to silent child agents
+    uint64_t children_silent = 0;  // child agents given up: silent, probes included
     uint64_t peers_refused = 0;    // over --max-conns (at HELLO, or by the listener)
     uint64_t send_errors = 0;
 };
@@ -91,6 +99,8 @@ struct Peer : agg::Member {
     // Where in the outbox a GRANT to it waits to be sent (none: SIZE_MAX):
     // a RESULT of the same call queued behind it makes it redundant.
     size_t grant_at = SIZE_MAX;
+    uint64_t msgs_in = 0; // every message received from it
+    Liveness live;        // a child agent's silence (Agent::check_children)
 };
 
 // Something else the agent's loop serves between messages (the control
@@ -185,6 +195,11 @@ private:
     bool drop_peer(Peer &peer);
     // The scheduler's clock, while the core has deferred calls.
     void tick();
+    // Probe child agents gone silent, give up those silent for
+    // --child-liveness-ms, probes included (every sixth of it).
+    void check_children(agg::Clock::time_point now);
+    bool watch_children() const { return cfg_.child_liveness_ms > 0 && agg_.child_jobs() > 0; }
+    agg::Clock::time_point next_children_{};
     // Whether a wait now is for something due soon: a granted call holds
     // Segs (its other members' blocks come within a round trip), or sends
     // are completing.

@@ -86,6 +86,10 @@ void usage(FILE *out)
                  "                       probed from N/3 on, is lost as if its connection\n"
                  "                       had closed (frozen, its link dead); 0: never\n"
                  "                       probe (default 1500)\n"
+                 "  --child-liveness-ms N  a child agent (a leaf of this one) that answers\n"
+                 "                       nothing for N ms, though probed from N/3 on, is\n"
+                 "                       lost as if its connection had closed; 0: never\n"
+                 "                       probe (default 1500)\n"
                  "  --policy NAME        how calls of different jobs share the agent\n"
                  "                       (docs/ARCHITECTURE.md): tdm (one job's call at\n"
                  "                       a time, decided by prediction and CalcScore),\n"
@@ -154,6 +158,7 @@ enum Opt {
     kOpenWaitMs,
     kParent,
     kParentLivenessMs,
+    kChildLivenessMs,
     kPolicy,
     kExclusiveIdleMs,
     kPartitionIdleMs,
@@ -189,6 +194,7 @@ const struct option kOpts[] = {
     {"open-wait-ms", required_argument, nullptr, kOpenWaitMs},
     {"parent", required_argument, nullptr, kParent},
     {"parent-liveness-ms", required_argument, nullptr, kParentLivenessMs},
+    {"child-liveness-ms", required_argument, nullptr, kChildLivenessMs},
     {"policy", required_argument, nullptr, kPolicy},
     {"exclusive-idle-ms", required_argument, nullptr, kExclusiveIdleMs},
     {"partition-idle-ms", required_argument, nullptr, kPartitionIdleMs},
@@ -377,6 +383,9 @@ void apply(Settings &st, int id, const char *arg)
         break;
     case kParentLivenessMs:
         cfg.parent_liveness_ms = static_cast<int>(want_uint(arg, 0, 3600000, "0..3600000 milliseconds"));
+        break;
+    case kChildLivenessMs:
+        cfg.child_liveness_ms = static_cast<int>(want_uint(arg, 0, 3600000, "0..3600000 milliseconds"));
         break;
     case kPolicy:
         st.policy = arg;

@@ -62,7 +62,7 @@ void ParentLink::start(uint32_t seg_bytes, int timeout_ms)
     }
     state_ = State::up;
     started_ = true;
-    last_heard_ = Clock::now();
+    live_.restart(Clock::now());
     INA_INFO("parent %s: max window %" PRIu32 ", seg %" PRIu64 " bytes", addr_.c_str(),
              hello_ack_.count, hello_ack_.arg);
 }
@@ -93,22 +93,22 @@ std::string ParentLink::hello_refused() const
 
 void ParentLink::check_liveness()
 {
-    if (liveness_.count() <= 0 || state_ != State::up || lost_) {
+    if (state_ != State::up || lost_) {
         return;
     }
-    const auto now = Clock::now();
-    const auto every = liveness_ / 3;
-    const auto silent = now - last_heard_;
-    if (silent >= liveness_ && last_probe_ != Clock::time_point{} && now - last_probe_ >= every) {
+    switch (live_.check(Clock::now(), counters_.msgs_in)) {
+    case Liveness::Verdict::kLost:
         on_lost("it answered nothing, probes included, for --parent-liveness-ms");
         return;
-    }
-    if (silent >= every && (last_probe_ == Clock::time_point{} || now - last_probe_ >= every)) {
+    case Liveness::Verdict::kProbe: {
         ina_proto_hdr_t ping;
         ina_proto_init(&ping, INA_PROTO_PING);
         ping.arg = ++counters_.probes;
         queue(ping);
-        last_probe_ = now;
+        return;
+    }
+    case Liveness::Verdict::kFine:
+        return;
     }
 }
 
@@ -151,13 +151,12 @@ void ParentLink::maintain()
 int ParentLink::next_wake_ms() const
 {
     if (state_ == State::up) {
-        if (liveness_.count() <= 0 || lost_) {
+        if (!live_.enabled() || lost_) {
             return -1;
         }
         // The next probe, or the verdict on the last one.
-        const Clock::time_point due =
-            (last_probe_ == Clock::time_point{} ? last_heard_ : last_probe_) + liveness_ / 3;
-        const auto left = std::chrono::ceil<std::chrono::milliseconds>(due - Clock::now()).count();
+        const auto left =
+            std::chrono::ceil<std::chrono::milliseconds>(live_.due() - Clock::now()).count();
         return left > 0 ? static_cast<int>(left) : 0;
     }
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(when_ - Clock::now()).count();
@@ -189,8 +188,7 @@ void ParentLink::hello_answered()
     }
     state_ = State::up;
     pause_ = Clock::duration{};
-    last_heard_ = Clock::now();
-    last_probe_ = Clock::time_point{};
+    live_.restart(Clock::now());
     ++counters_.reconnects;
     INA_INFO("parent %s: connected again (max window %" PRIu32 ", seg %" PRIu64
              " bytes): jobs over several leaves are taken again",
@@ -368,10 +366,17 @@ void ParentLink::partial(const agg::Job &job, agg::Partial p)
 
 void ParentLink::on_message(const ina_proto_hdr_t &h, const void *data, size_t len)
 {
-    ++counters_.msgs_in;
-    last_heard_ = Clock::now(); // any message: the parent is there
-    last_probe_ = Clock::time_point{};
+    ++counters_.msgs_in; // any message: the parent is there (check_liveness)
     if (h.type == INA_PROTO_PONG) {
+        return;
+    }
+    if (h.type == INA_PROTO_PING) {
+        // The parent's probe of its children (Agent::check_children):
+        // answered from this loop at once, whatever the calls are doing.
+        ina_proto_hdr_t pong;
+        ina_proto_init(&pong, INA_PROTO_PONG);
+        pong.arg = h.arg;
+        queue(pong);
         return;
     }
     if (h.type == INA_PROTO_HELLO_ACK || (!hello_done_ && h.type == INA_PROTO_ERROR)) {

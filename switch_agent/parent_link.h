@@ -21,6 +21,7 @@
 
 #include "aggregator.h"
 #include "channel.h"
+#include "liveness.h"
 #include "uplink.h"
 
 namespace ina {
@@ -49,7 +50,7 @@ public:
     // connection had closed (a frozen or hung parent, a dead link). The
     // leaf's loop never stops, so unlike a rank it always listens. 0: no
     // probes. Call before start().
-    void set_liveness(std::chrono::milliseconds ms) { liveness_ = ms; }
+    void set_liveness(std::chrono::milliseconds ms) { live_.set_limit(ms); }
 
     // Connect and say HELLO; waits up to timeout_ms for HELLO_ACK. Throws
     // std::runtime_error with the reason (unreachable, refused, a parent
@@ -131,9 +132,7 @@ private:
     State state_ = State::connecting;
     bool started_ = false; // start() succeeded: tries are maintain()'s
     uint64_t generation_ = 0;
-    std::chrono::milliseconds liveness_{0};
-    Clock::time_point last_heard_{}; // up: the parent's latest message (or the link's start)
-    Clock::time_point last_probe_{}; // up: the latest PING since then ({}: none)
+    Liveness live_; // up: the parent's silence (counters_.msgs_in: what it said)
     uint32_t seg_bytes_ = 0;
     int timeout_ms_ = 0;
     Clock::time_point when_{};   // down: next try; connecting: its deadline

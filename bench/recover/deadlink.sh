@@ -10,12 +10,13 @@
 # The ranks (whose own links are fine) must find the agent by its silence
 # (coll_ina_liveness_ms) and finish every call exact among themselves.
 # Counts runs passed, hangs, wrong results, failed calls, calls recovered.
-# The delay starts with mpirun: --min-ms must leave MPI_Init time to end,
-# or some ranks never reach the agent (a case that still hangs: the ranks
-# that did reach it wait for the others' word on a lost call, and those,
-# with no job, never give it).
+# The delay starts with mpirun, so with a small --min-ms the port may go
+# down before some ranks reached the agent: those run every call on the
+# host, and answer the others' recoveries "denied".
+# --ppn P: P ranks per host and the node stage on (each host a node,
+# coll_ina_test_node_size P): the hosts' stream leaders recover the calls.
 # Results: OUT/deadlink.txt, OUT/<kind>-<n>.log.
-# usage: bench/recover/deadlink.sh [--trials N] [--hosts N] [--rounds N]
+# usage: bench/recover/deadlink.sh [--trials N] [--hosts N] [--ppn P] [--rounds N]
 #          [--kinds LIST] [--min-ms MS] [--max-ms MS] [--rate RATE] [--out DIR]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -24,19 +25,20 @@ top=$(cd "$here/../.." && pwd)
 . "$top/bench/fabric/fabric.sh"
 # shellcheck source=verdict.sh
 . "$here/verdict.sh"
-trials=20 hosts=4 rounds=60 kinds=allreduce,iallreduce minms=3000 maxms=6000 rate=500mbit
+trials=20 hosts=4 ppn=1 rounds=60 kinds=allreduce,iallreduce minms=0 maxms=6000 rate=500mbit
 out=$here/deadlink b=$top/build limit=300
 while (($#)); do
     case $1 in
     --trials) trials=${2:?}; shift 2 ;;
     --hosts) hosts=${2:?}; shift 2 ;;
+    --ppn) ppn=${2:?}; shift 2 ;;
     --rounds) rounds=${2:?}; shift 2 ;;
     --kinds) kinds=${2:?}; shift 2 ;;
     --min-ms) minms=${2:?}; shift 2 ;;
     --max-ms) maxms=${2:?}; shift 2 ;;
     --rate) rate=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
-    *) sed -n '2,15p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,20p' "$0" >&2; exit 2 ;;
     esac
 done
 prog=$b/tests/mpi/test_recover
@@ -55,7 +57,10 @@ fab_down
 fab_up "$hosts" "$rate" 64kb 50ms
 fab_relay_up "$hosts" "$pmix_port"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export PMIX_MCA_ptl_tcp_ipv4_port=$pmix_port INAFAB_PPN=1 INAFAB_PREFIX=$FAB_PREFIX
+export PMIX_MCA_ptl_tcp_ipv4_port=$pmix_port INAFAB_PPN=$ppn INAFAB_PREFIX=$FAB_PREFIX
+# One node per emulated host (MPI's runtime sees one node: all run here).
+stage=(--mca coll_ina_node_stage 0)
+((ppn > 1)) && stage=(--mca coll_ina_test_node_size "$ppn")
 report=$out/deadlink.txt
 printf '%-15s %6s %6s %6s %6s %6s %10s\n' kind runs passed hangs wrong failed recovered |
     tee "$report"
@@ -71,11 +76,11 @@ for kind in "${ks[@]}"; do
             ip -n "$sw" link set ag0-br down) &
         cutter=$!
         rc=0
-        timeout -k 10 "$limit" mpirun -np "$hosts" --oversubscribe --bind-to none \
+        timeout -k 10 "$limit" mpirun -np $((hosts * ppn)) --oversubscribe --bind-to none \
             --mca mpi_yield_when_idle 1 --mca pml ob1 --mca btl tcp,self \
             --mca btl_tcp_if_include "$FAB_HOST_IF" -x UCX_TLS=tcp \
             --mca mca_base_component_path "$b/ompi_coll_ina/.libs:SYS_DEFAULT" --mca coll ina \
-            --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" --mca coll_ina_node_stage 0 \
+            --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" "${stage[@]}" \
             --mca coll_ina_resume_interval 4 \
             "$top/bench/fabric/rank.sh" "$prog" -c "$kind" -r "$rounds" \
             >"$out/$kind-$t.log" 2>&1 9>&- || rc=$?

@@ -22,7 +22,10 @@
 # --tree: a tree of agents, the spine killed: two leaves (--parent), the
 # first half of the ranks on one (host "hosta" in a coll_ina_topology
 # file), the rest on the other; with --node-size the leaves' members are
-# nodes. (Not with --standby or --stripe.)
+# nodes. (Not with --standby or --stripe.) --leaf: the fault strikes the
+# second leaf instead of the spine: its own ranks lose their agent, the
+# other leaf's ranks have theirs and are told by the spine, which finds a
+# stopped leaf by its probes (ina-switchd --child-liveness-ms).
 # --fault stop|stopcont: instead of SIGKILL, the agent (the spine with
 # --tree, the second agent with --stripe) is stopped (SIGSTOP) and left
 # stopped, or continued 5 s later: its connections stay open, and only the
@@ -33,7 +36,7 @@
 # call to compare with: --min-ms puts it later).
 # usage: bench/recover/trials.sh [--trials N] [--np N] [--rounds N]
 #          [--kinds LIST] [--min-ms MS] [--max-ms MS] [--out DIR] [--timeout S] [--standby]
-#          [--node-size K] [--stripe] [--tree] [--fault kill|stop|stopcont]
+#          [--node-size K] [--stripe] [--tree [--leaf]] [--fault kill|stop|stopcont]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -41,7 +44,7 @@ top=$(cd "$here/../.." && pwd)
 . "$here/verdict.sh"
 trials=20 np=4 rounds=12 kinds=allreduce,reduce,bcast,allgather,reduce_scatter,iallreduce
 minms=0 maxms=1200 out=$here/results limit=300 b=$top/build standby=0 node=(--mca coll_ina_node_stage 0)
-stripe=0 tree=0 fault=kill
+stripe=0 tree=0 leafvictim=0 fault=kill
 while (($#)); do
     case $1 in
     --trials) trials=${2:?}; shift 2 ;;
@@ -57,8 +60,9 @@ while (($#)); do
     --node-size) node=(--mca coll_ina_test_node_size "${2:?}"); shift 2 ;;
     --stripe) stripe=1; shift ;;
     --tree) tree=1; shift ;;
+    --leaf) leafvictim=1; shift ;;
     --fault) fault=${2:?}; shift 2 ;;
-    *) sed -n '2,37p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,40p' "$0" >&2; exit 2 ;;
     esac
 done
 prog=$b/tests/mpi/test_recover
@@ -82,16 +86,22 @@ for kind in "${ks[@]}"; do
         spid='' extra=() where=(--mca coll_ina_agent "$addr")
         rm -f "$fifo"
         if ((tree)); then
-            # The agent killed is the spine; the leaves stay.
-            spid='' laddr=()
+            # The agent struck is the spine (the leaves stay), or with
+            # --leaf the second leaf (the spine and the first leaf stay).
+            spid='' laddr=() lpid=()
             for leaf in 0 1; do
                 fifo=$(mktemp -u) && mkfifo "$fifo"
                 "$b/switch_agent/ina-switchd" --listen 127.0.0.1:0 --ready-fd 3 --parent "$addr" \
                     3>"$fifo" 2>"$out/$kind-$t.leaf$leaf.log" &
-                spid="$spid $!"
+                lpid[leaf]=$!
                 read -r "laddr[$leaf]" <"$fifo"
                 rm -f "$fifo"
             done
+            if ((leafvictim)); then
+                spid="$apid ${lpid[0]}" apid=${lpid[1]}
+            else
+                spid="${lpid[*]}"
+            fi
             printf 'agent spine %s\nagent leaf0 %s parent spine\nagent leaf1 %s parent spine\n%s\n%s\n' \
                 "$addr" "${laddr[0]}" "${laddr[1]}" 'hosts leaf0 hosta' 'hosts leaf1 hostb' \
                 >"$out/$kind-$t.topology"

@@ -169,6 +169,8 @@ json status(const Agent &agent, const Info &info)
     conns["accepted"] = t.peers_accepted;
     conns["lost"] = t.peers_lost;
     conns["refused"] = t.peers_refused;
+    conns["child_probes"] = t.child_probes;
+    conns["children_silent"] = t.children_silent;
     conns["by_host"] = agent.peers_by_host();
 
     json calls;
@@ -374,6 +376,11 @@ std::string metrics(const Agent &agent)
           t.peers_lost);
     x.one("ina_connections_refused_total", "counter", "Client connections refused (--max-conns).",
           t.peers_refused);
+    x.one("ina_child_probes_total", "counter", "PINGs sent to child agents gone silent.",
+          t.child_probes);
+    x.one("ina_children_silent_total", "counter",
+          "Child agents given up: silent for --child-liveness-ms, probes included.",
+          t.children_silent);
 
     x.one("ina_jobs", "gauge", "Jobs (communicators) live now.", core.live_jobs());
     x.one("ina_jobs_striped", "gauge", "Live jobs that are this agent's part of a stripe.",

@@ -299,6 +299,41 @@ START_TEST(test_member_lost_mid_call)
 }
 END_TEST
 
+// A member lost between calls: the next call can never have its part, so
+// it ends at once on the others with an ERROR (NOT_MEMBER), never a DENY
+// (in a tree the lost member is a leaf whose ranks finish the call with
+// everybody), and holds no Segs.
+START_TEST(test_call_after_member_gone)
+{
+    const uint32_t n = 3, window = 2, seg_count = 4;
+    const uint64_t total = 8;
+    Rig rig;
+    Members m(n);
+    const uint32_t jid = make_job(rig, m.ptrs(), {0, 1, 2}, window);
+    rig.agg.member_lost(m[2]);
+    ck_assert(rig.sink.events.empty()); // no call was open
+    auto data = int_data(n, total, 5);
+    CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
+                seg_count, total, data, std::vector<bool>(n, true));
+    sim.send(0);
+    ck_assert_uint_eq(rig.sink.events.size(), 2);
+    for (const Event &e : rig.sink.events) {
+        ck_assert(e.kind == Event::Kind::kError);
+        ck_assert(e.to == &m[0] || e.to == &m[1]);
+        ck_assert_int_eq(e.status, INA_PROTO_ERR_NOT_MEMBER);
+        ck_assert_uint_eq(e.hdr.jid, jid);
+        ck_assert_uint_eq(e.hdr.mid, 0);
+    }
+    rig.sink.events.clear();
+    ck_assert_uint_eq(rig.agg.counters().calls_aborted, 1);
+    ck_assert_uint_eq(rig.agg.counters().calls_granted, 0);
+    // The other survivor's block of it is dropped without a word.
+    sim.send(1);
+    ck_assert(rig.sink.events.empty());
+    expect_pool_whole(rig);
+}
+END_TEST
+
 // CALL_ABORT from a rank (protocol 7, striping: another agent of the stripe
 // denied the call). Granted and under way: ERROR(ABORTED) to every member,
 // the lease back, later blocks dropped. Before any block: DENY(ABORTED) to
@@ -1001,6 +1036,7 @@ int main()
                                 test_duplicates,
                                 test_foreign_members,
                                 test_member_lost_mid_call,
+                                test_call_after_member_gone,
                                 test_rank_call_abort,
                                 test_deny_same_for_everybody,
                                 test_defer_then_grant_on_tick,
