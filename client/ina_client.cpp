@@ -281,7 +281,8 @@ void Client::round(bool by_caller, bool poll)
         poll_events();
     }
     drive_jobs();
-    check_liveness(Clock::now());
+    const auto now = Clock::now();
+    check_liveness(now);
     if (!by_caller) {
         return;
     }
@@ -292,7 +293,6 @@ void Client::round(bool by_caller, bool poll)
     // the caller spent waiting counts against the agent. The progress
     // thread's rounds do not count: while the caller computes, another rank
     // may compute too before it posts its part.
-    const auto now = Clock::now();
     const auto timeout = std::chrono::milliseconds(progress_timeout_ms_);
     if (now - last_round_ > std::max<Clock::duration>(timeout / 4, std::chrono::milliseconds(50))) {
         stall_since_ = now;

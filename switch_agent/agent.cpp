@@ -734,14 +734,20 @@ bool Agent::drop_peer(Peer &peer)
 
 void Agent::send(agg::Member &to, const ina_proto_hdr_t &h, agg::BufRef payload, size_t len)
 {
+    // The test faults strike in the middle of a call: at a RESULT beyond
+    // the count, of a call one of whose RESULTs with payload went out
+    // already (some member holds part of it), never at a call's start.
+    const bool mid_call = h.type == INA_PROTO_RESULT && h.jid == sent_result_jid_ &&
+                          h.mid == sent_result_mid_;
     if (h.type == INA_PROTO_RESULT && cfg_.test_die_after_results != 0 &&
-        ++results_queued_ > cfg_.test_die_after_results) {
+        ++results_queued_ > cfg_.test_die_after_results && mid_call) {
         INA_WARN("--test-die-after-results %" PRIu64 ": killing myself",
                  cfg_.test_die_after_results);
         ::raise(SIGKILL);
     }
     if (h.type == INA_PROTO_RESULT && cfg_.test_freeze_after_results != 0 &&
-        ++results_frozen_ == cfg_.test_freeze_after_results + 1) {
+        ++results_frozen_ > cfg_.test_freeze_after_results && mid_call && !frozen_) {
+        frozen_ = true;
         INA_WARN("--test-freeze-after-results %" PRIu64 ": stopping myself (SIGSTOP)",
                  cfg_.test_freeze_after_results);
         ::raise(SIGSTOP);
@@ -814,6 +820,8 @@ void Agent::finish_send(SendCtx *ctx, ucs_status_t status)
             } else {
                 ++counters_.results_out;
                 counters_.result_bytes_out += ctx->len;
+                sent_result_jid_ = ctx->hdr.jid; // for the test faults (send)
+                sent_result_mid_ = ctx->hdr.mid;
             }
         } else if (ctx->hdr.type == INA_PROTO_GRANT) {
             ++counters_.grants_out;

@@ -59,11 +59,13 @@ struct AgentConfig {
     // are refused by the listener beyond twice as many.
     uint32_t max_conns = 4096;
     // Tests only (--test-die-after-results N): SIGKILL itself instead of
-    // queueing RESULT number N + 1, as a crash in the middle of calls.
+    // queueing a RESULT beyond the N-th, as a crash in the middle of a call
+    // (one of whose RESULTs went out already).
     uint64_t test_die_after_results = 0;
     // Tests only (--test-freeze-after-results N): SIGSTOP itself instead of
-    // queueing RESULT number N + 1, as a hung agent whose connections stay
-    // open; it goes on where it stopped once continued (SIGCONT).
+    // queueing a RESULT beyond the N-th (as above), as a hung agent whose
+    // connections stay open; it goes on where it stopped once continued
+    // (SIGCONT).
     uint64_t test_freeze_after_results = 0;
 };
 
@@ -242,6 +244,10 @@ private:
     uint32_t admitted_ = 0; // peers whose HELLO was accepted (AgentConfig::max_conns)
     uint64_t results_queued_ = 0; // for test_die_after_results
     uint64_t results_frozen_ = 0; // for test_freeze_after_results
+    bool frozen_ = false;         // it froze once already
+    // The call of the latest RESULT with payload sent (test faults only).
+    uint32_t sent_result_jid_ = 0;
+    uint64_t sent_result_mid_ = UINT64_MAX;
     std::vector<Peer *> closing_; // refused at HELLO: closed after the outbox's flush
     agg::Clock::time_point next_tick_{};
     SpinPolicy waiting_; // learns the waits that began with work outstanding
