@@ -208,6 +208,11 @@ void print_status(const json &j)
                 c["accepted"].get<unsigned long long>(), c["lost"].get<unsigned long long>(),
                 c["refused"].get<unsigned long long>(), hosts.empty() ? "" : "; by host:",
                 hosts.c_str());
+    if (c.value("child_probes", 0ULL) != 0) {
+        std::printf("             child agents: %llu probes while silent, %llu given up as silent\n",
+                    c["child_probes"].get<unsigned long long>(),
+                    c["children_silent"].get<unsigned long long>());
+    }
     std::printf("jobs:        %llu live (%llu striped), %llu created, %llu freed\n",
                 j["jobs"]["live"].get<unsigned long long>(),
                 j["jobs"]["striped"].get<unsigned long long>(),

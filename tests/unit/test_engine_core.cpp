@@ -89,6 +89,7 @@ public:
     // member counts): nothing leaves it any more, and its members' links
     // report it gone.
     void die_after(int n) { results_left_ = n; }
+    void die() { dead_ = true; }
     bool dead() const { return dead_; }
     // The agent stops (a hung process, a dead link): what the members send
     // goes nowhere and nothing comes back, but no link reports a loss.
@@ -216,7 +217,6 @@ struct Group {
         }
         // Every member opens the job by key (one key per group of this process).
         static uint32_t groups = 0;
-        ina_job_key_t key;
         ina_job_key_init(&key);
         ina_job_key_add(&key, &groups, sizeof(groups));
         ina_job_key_seal(&key, kTestSecret);
@@ -229,6 +229,7 @@ struct Group {
             ck_assert_uint_eq(params.block_bytes, kSegBytes);
         }
     }
+    ina_job_key_t key; // sealed: the job every member opened
     ~Group()
     {
         for (uint32_t r = 0; r < clients.size(); ++r) {
@@ -440,14 +441,20 @@ struct PeerLink {
     {
         for (uint32_t r = 0; r < g.jobs.size(); ++r) {
             boxes[r] = Box{this, r};
-            ina_peer_ops_t ops{&boxes[r], [](void *arg, uint32_t to, const void *msg, size_t len) {
-                                   auto *b = static_cast<Box *>(arg);
-                                   const auto *p = static_cast<const uint8_t *>(msg);
-                                   b->link->mail[to].push_back({b->me, {p, p + len}});
-                                   return 0;
-                               }};
-            ina_job_set_peers(g.jobs[r], &ops);
+            const ina_peer_ops_t o = ops(r);
+            ina_job_set_peers(g.jobs[r], &o);
         }
+    }
+    // Member r's end of the link.
+    ina_peer_ops_t ops(uint32_t r)
+    {
+        return ina_peer_ops_t{&boxes[r], [](void *arg, uint32_t to, const void *msg, size_t len) {
+                                  auto *b = static_cast<Box *>(arg);
+                                  const auto *p = static_cast<const uint8_t *>(msg);
+                                  b->link->mail[to].push_back({b->me, {p, p + len}});
+                                  return 0;
+                              },
+                              0};
     }
     // Hand every waiting message to its member; whether there was any.
     bool deliver(Group &g)
@@ -595,6 +602,75 @@ START_TEST(test_recover_lost_agent)
             ck_assert_int_eq(c[r].rc, INA_OK);
             ck_assert_int_eq(c[r].outcome, INA_FALLBACK_UNREACHABLE);
         }
+    }
+}
+END_TEST
+
+// A member with no job (its agent out of its reach when the job opened: it
+// runs every call on the host) still answers the others' recoveries, from
+// the job's key alone: "denied". With their agent gone, the others settle
+// their call on the host with it (FALLBACK_DENIED) instead of waiting for
+// its word forever. A message of another job is not its to answer.
+START_TEST(test_recover_member_without_job)
+{
+    Group g(kRanks);
+    PeerLink link(g);
+    const uint32_t absent = kRanks - 1;
+    g.hub.die();
+    FloatSums f(300);
+    std::vector<ina_call_t *> calls(absent, nullptr);
+    std::vector<bool> done(absent, false);
+    for (uint32_t r = 0; r < absent; ++r) {
+        ina_outcome_t outcome;
+        const int rc = ina_job_post(g.jobs[r], &f.d[r], &calls[r], &outcome);
+        ck_assert(rc == INA_OK || rc == INA_ERR_LOST);
+        ck_assert(calls[r] != nullptr);
+        ina_cqe_t cqe;
+        if (rc == INA_OK) {
+            while (!ina_call_test(calls[r], &cqe)) {
+            }
+            ck_assert_int_eq(cqe.rc, INA_ERR_LOST);
+        }
+        ck_assert_int_eq(ina_call_recover_start(calls[r], 1), INA_OK);
+    }
+    ina_job_key_t other = g.key;
+    other.cap[0] ^= 1;
+    const ina_peer_ops_t ops = link.ops(absent);
+    uint32_t answered = 0;
+    for (size_t spins = 0, left = absent; left > 0; ++spins) {
+        ck_assert_msg(spins < 200000, "the recoveries did not end");
+        auto &box = link.mail[absent];
+        while (!box.empty()) {
+            auto m = std::move(box.front());
+            box.pop_front();
+            ck_assert_int_eq(ina_peer_answer_absent(&other, &ops, m.first, m.second.data(),
+                                                    m.second.size()),
+                             0);
+            ck_assert_int_eq(ina_peer_answer_absent(&g.key, &ops, m.first, m.second.data(),
+                                                    m.second.size()),
+                             1);
+            ++answered;
+        }
+        for (uint32_t r = 0; r < absent; ++r) {
+            while (!link.mail[r].empty()) {
+                auto m = std::move(link.mail[r].front());
+                link.mail[r].pop_front();
+                ina_job_peer_message(g.jobs[r], m.first, m.second.data(), m.second.size());
+            }
+            ina_cqe_t cqe;
+            if (!done[r] && ina_call_recover_test(calls[r], &cqe)) {
+                ck_assert_int_eq(cqe.rc, INA_OK);
+                ck_assert_int_eq(cqe.outcome, INA_FALLBACK_DENIED);
+                done[r] = true;
+                --left;
+            }
+        }
+    }
+    ck_assert_uint_eq(answered, absent); // one question from each of the others
+    const uint8_t junk[3] = {1, 2, 3};
+    ck_assert_int_eq(ina_peer_answer_absent(&g.key, &ops, 0, junk, sizeof(junk)), 0);
+    for (ina_call_t *c : calls) {
+        ina_call_free(c);
     }
 }
 END_TEST
@@ -1153,6 +1229,7 @@ int main()
                                 test_kept_until_certified,
                                 test_recover_lost_agent,
                                 test_recover_staged,
+                                test_recover_member_without_job,
                                 test_recover_tree_order,
                                 test_call_abort_falls_back_everywhere,
                                 test_stripe_every_collective,
