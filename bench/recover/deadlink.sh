@@ -9,7 +9,9 @@
 # vanish and no connection is closed, as when a cable or switch port dies.
 # The ranks (whose own links are fine) must find the agent by its silence
 # (coll_ina_liveness_ms) and finish every call exact among themselves.
-# Counts runs passed, hangs, wrong results, failed calls, calls recovered.
+# Counts runs passed, hangs, wrong results, failed calls, calls recovered,
+# and from the cut to the end of the call it struck, beyond that call's own
+# time a cycle of sizes earlier (OUT/fault-delays.txt).
 # The delay starts with mpirun, so with a small --min-ms the port may go
 # down before some ranks reached the agent: those run every call on the
 # host, and answer the others' recoveries "denied".
@@ -38,7 +40,7 @@ while (($#)); do
     --max-ms) maxms=${2:?}; shift 2 ;;
     --rate) rate=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
-    *) sed -n '2,20p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,22p' "$0" >&2; exit 2 ;;
     esac
 done
 prog=$b/tests/mpi/test_recover
@@ -62,6 +64,8 @@ export PMIX_MCA_ptl_tcp_ipv4_port=$pmix_port INAFAB_PPN=$ppn INAFAB_PREFIX=$FAB_
 stage=(--mca coll_ina_node_stage 0)
 ((ppn > 1)) && stage=(--mca coll_ina_test_node_size "$ppn")
 report=$out/deadlink.txt
+delays=$out/fault-delays.txt
+: >"$delays"
 printf '%-15s %6s %6s %6s %6s %6s %10s\n' kind runs passed hangs wrong failed recovered |
     tee "$report"
 IFS=, read -r -a ks <<<"$kinds"
@@ -72,8 +76,9 @@ for kind in "${ks[@]}"; do
         fab_agent_up main "$sw" "$FAB_AGENT_ADDR" "$b/switch_agent/ina-switchd" \
             "$out/$kind-$t.agent.log"
         ms=$((minms + RANDOM % (maxms - minms)))
+        rm -f "$out/cut-at"
         (sleep "$(awk -v m="$ms" 'BEGIN { printf "%.3f", m / 1000 }')" &&
-            ip -n "$sw" link set ag0-br down) &
+            ip -n "$sw" link set ag0-br down && date +%s%N >"$out/cut-at") &
         cutter=$!
         rc=0
         timeout -k 10 "$limit" mpirun -np $((hosts * ppn)) --oversubscribe --bind-to none \
@@ -82,7 +87,7 @@ for kind in "${ks[@]}"; do
             --mca mca_base_component_path "$b/ompi_coll_ina/.libs:SYS_DEFAULT" --mca coll ina \
             --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" "${stage[@]}" \
             --mca coll_ina_resume_interval 4 \
-            "$top/bench/fabric/rank.sh" "$prog" -c "$kind" -r "$rounds" \
+            "$top/bench/fabric/rank.sh" "$prog" -c "$kind" -r "$rounds" -a "$out/cut-at" \
             >"$out/$kind-$t.log" 2>&1 9>&- || rc=$?
         wait "$cutter" 2>/dev/null || true
         fab_agent_down
@@ -93,7 +98,17 @@ for kind in "${ks[@]}"; do
         *) pass=$((pass + 1)) ;;
         esac
         rec=$((rec + $(recovered "$out/$kind-$t.log")))
+        sed -n "s/^fault: .* ended \([0-9]*\) ms after the fault; the same call \([0-9]*\) ms before$/$kind \1 \2/p" \
+            "$out/$kind-$t.log" >>"$delays"
     done
     printf '%-15s %6d %6d %6d %6d %6d %10d\n' "$kind" "$trials" "$pass" "$hang" "$wrong" \
         "$failed" "$rec" | tee -a "$report"
 done
+if [ -s "$delays" ]; then
+    # From the cut to the struck call's end, beyond the call's own time.
+    awk '{ print $2 - $3 }' "$delays" | sort -n | awk '
+        { d[NR] = $1 }
+        END { printf "cut to end of the struck call, beyond its own time (ms): %d runs, " \
+                     "min %d, median %d, 90%% %d, max %d\n", NR, d[1], d[int((NR + 1) / 2)],
+                     d[int(NR * 0.9 + 0.999)], d[NR] }' | tee -a "$report"
+fi

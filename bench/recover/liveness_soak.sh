@@ -7,13 +7,17 @@
 # a command loading the machine beside (a parallel build). Every rank logs
 # at coll_ina_verbose 1, so a liveness verdict ("the agent answered
 # nothing") or any recovered call is counted: both must stay 0.
+# --tree: a tree of agents instead, a spine and two leaves (the first half
+# of the ranks on one), all three on core 0 beside the busy loop: the
+# leaves' probes of the spine and the spine's of its leaves must give no
+# verdict either ("parent ... lost", "a child agent) lost": counted too).
 # Results: OUT/soak.txt, OUT/run-N.log.
 # usage: bench/recover/liveness_soak.sh [--duration S] [--np N] [--rounds N]
-#          [--liveness-ms MS] [--load "CMD"] [--node-size K] [--out DIR]
+#          [--liveness-ms MS] [--load "CMD"] [--node-size K] [--tree] [--out DIR]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
-duration=600 np=4 rounds=40 liveness=1500 load='' out=$here/soak b=$top/build
+duration=600 np=4 rounds=40 liveness=1500 load='' out=$here/soak b=$top/build tree=0
 node=(--mca coll_ina_node_stage 0)
 while (($#)); do
     case $1 in
@@ -23,8 +27,9 @@ while (($#)); do
     --liveness-ms) liveness=${2:?}; shift 2 ;;
     --load) load=${2:?}; shift 2 ;;
     --node-size) node=(--mca coll_ina_test_node_size "${2:?}"); shift 2 ;;
+    --tree) tree=1; shift ;;
     --out) out=${2:?}; shift 2 ;;
-    *) sed -n '2,13p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,17p' "$0" >&2; exit 2 ;;
     esac
 done
 prog=$b/tests/mpi/test_recover
@@ -41,6 +46,23 @@ fifo=$(mktemp -u) && mkfifo "$fifo"
 pids+=($!)
 read -r addr <"$fifo"
 rm -f "$fifo"
+where=(--mca coll_ina_agent "$addr")
+if ((tree)); then
+    laddr=()
+    for leaf in 0 1; do
+        fifo=$(mktemp -u) && mkfifo "$fifo"
+        "$b/switch_agent/ina-switchd" --listen 127.0.0.1:0 --ready-fd 3 --bind core:0 \
+            --parent "$addr" 3>"$fifo" 2>"$out/leaf$leaf.log" &
+        pids+=($!)
+        read -r "laddr[$leaf]" <"$fifo"
+        rm -f "$fifo"
+    done
+    printf 'agent spine %s\nagent leaf0 %s parent spine\nagent leaf1 %s parent spine\n%s\n%s\n' \
+        "$addr" "${laddr[0]}" "${laddr[1]}" 'hosts leaf0 hosta' 'hosts leaf1 hostb' >"$out/topology"
+    hosts=$(for ((r = 0; r < np; r++)); do ((r < np / 2)) && echo hosta || echo hostb; done |
+        paste -sd,)
+    where=(--mca coll_ina_topology "$out/topology" --mca coll_ina_test_hosts "$hosts")
+fi
 # The agent's core is shared with a busy loop: it runs half the time.
 taskset -c 0 bash -c 'while :; do :; done' &
 pids+=($!)
@@ -56,7 +78,7 @@ while (($(date +%s) < end)); do
     rc=0
     timeout -k 10 600 mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
         --mca mca_base_component_path "$b/ompi_coll_ina/.libs:SYS_DEFAULT" --mca coll ina \
-        --mca coll_ina_agent "$addr" "${node[@]}" --mca coll_ina_liveness_ms "$liveness" \
+        "${where[@]}" "${node[@]}" --mca coll_ina_liveness_ms "$liveness" \
         --mca coll_ina_verbose 1 "$prog" -r "$rounds" >"$log" 2>&1 || rc=$?
     runs=$((runs + 1))
     ((rc == 0)) && passed=$((passed + 1))
@@ -64,6 +86,12 @@ while (($(date +%s) < end)); do
     n=$(sed -n 's/^test_recover: \([0-9]*\) calls recovered.*/\1/p' "$log")
     recovered=$((recovered + ${n:-0}))
 done
-printf 'liveness soak: %d s, %d runs of %d rounds (np %d, liveness %d ms, agent on a shared core%s): %d passed, %d "agent lost" verdicts, %d calls recovered\n' \
-    "$duration" "$runs" "$rounds" "$np" "$liveness" "${load:+, load: $load}" "$passed" "$verdicts" \
+if ((tree)); then
+    # The agents' own verdicts on each other, over the whole soak.
+    verdicts=$((verdicts + $(cat "$out"/agent.log "$out"/leaf*.log |
+        grep -c -e 'parent .* lost' -e 'a child agent) lost' || true)))
+fi
+printf 'liveness soak: %d s, %d runs of %d rounds (np %d, liveness %d ms, %s on a shared core%s): %d passed, %d "agent lost" verdicts, %d calls recovered\n' \
+    "$duration" "$runs" "$rounds" "$np" "$liveness" "$( ((tree)) && echo 'a spine and two leaves' || echo 'agent')" \
+    "${load:+, load: $load}" "$passed" "$verdicts" \
     "$recovered" | tee "$out/soak.txt"

@@ -13,7 +13,7 @@
 // and MPI_Barrier. Every result is checked against a reference
 // computed here from the inputs every rank can regenerate.
 //
-// usage: test_recover [-r ROUNDS] [-k PID -t MS [-f FAULT]] [-e] [-m] [-R] [-c KIND]
+// usage: test_recover [-r ROUNDS] [-k PID -t MS [-f FAULT] | -a FILE] [-e] [-m] [-R] [-c KIND]
 //   -c KIND: instead of the rounds above, one call of KIND (allreduce,
 //   iallreduce, reduce, bcast, allgather, reduce_scatter) per round, of 8 B,
 //   1000 B, 64 KiB + 8, 1 MiB, 8 MiB and 64 MiB in turn, in place on odd
@@ -26,6 +26,10 @@
 //   stopcont (SIGSTOP, SIGCONT 5 s later). With -c, rank 0 then prints how
 //   long after the fault the call it struck ended, and how long the same
 //   call took one cycle of sizes earlier (`fault: ... ms`).
+//   -a FILE: the fault comes from outside (bench/recover/deadlink.sh sets
+//   the agent's link down) and FILE holds its time once it came
+//   (CLOCK_REALTIME, ns since the epoch): with -c, rank 0 prints the same
+//   `fault: ... ms` line for it.
 //   -e: some call must have been recovered (the agent died mid-run).
 //   -m: some call must have been finished from what the ranks held (the
 //   agent died in the middle of a call, not between calls).
@@ -40,6 +44,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 
@@ -262,7 +267,9 @@ int main(int argc, char **argv)
     bool expect = false, mid_call = false, resume = false;
     std::string kind;
     std::string fault = "kill";
-    while ((c = getopt(argc, argv, "r:k:t:f:emRc:")) != -1) {
+    std::string fault_file;
+    while ((c = getopt(argc, argv, "r:k:t:f:emRc:a:")) != -1) {
+        if (c == 'a') fault_file = optarg;
         if (c == 'f') fault = optarg;
         if (c == 'r') rounds = std::atoi(optarg);
         if (c == 'e') expect = true;
@@ -306,6 +313,20 @@ int main(int argc, char **argv)
         ended[round] = Clock::now();
     }
     if (killer.joinable()) killer.join();
+    if (rank == 0 && !fault_file.empty()) {
+        // The outside fault's wall-clock time, on this run's steady clock.
+        long long ns = 0;
+        if (FILE *f = std::fopen(fault_file.c_str(), "r")) {
+            if (std::fscanf(f, "%lld", &ns) != 1) ns = 0;
+            std::fclose(f);
+        }
+        if (ns > 0) {
+            const auto wall = std::chrono::system_clock::time_point(
+                std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                    std::chrono::nanoseconds(ns)));
+            fault_at = (Clock::now() - (std::chrono::system_clock::now() - wall)).time_since_epoch().count();
+        }
+    }
     if (rank == 0 && !kind.empty() && fault_at != 0) {
         // The call the fault struck: from the fault to its end, against the
         // same call a cycle of sizes earlier (its own time, no fault).
