@@ -711,6 +711,29 @@ void Agent::check_children(agg::Clock::time_point now)
     }
 }
 
+void Agent::test_fault(const ina_proto_hdr_t &result)
+{
+    // In the middle of a call: at a RESULT beyond the count, of a call one
+    // of whose RESULTs with payload went out already (some member holds
+    // part of it), never at a call's start.
+    const bool mid_call = result.jid == sent_result_jid_ && result.mid == sent_result_mid_;
+    if (++results_queued_ <= std::max(cfg_.test_die_after_results, cfg_.test_freeze_after_results) ||
+        !mid_call) {
+        return;
+    }
+    if (cfg_.test_die_after_results != 0 && results_queued_ > cfg_.test_die_after_results) {
+        INA_WARN("--test-die-after-results %" PRIu64 ": killing myself",
+                 cfg_.test_die_after_results);
+        ::raise(SIGKILL);
+    }
+    if (cfg_.test_freeze_after_results != 0 && !frozen_) {
+        frozen_ = true;
+        INA_WARN("--test-freeze-after-results %" PRIu64 ": stopping myself (SIGSTOP)",
+                 cfg_.test_freeze_after_results);
+        ::raise(SIGSTOP);
+    }
+}
+
 bool Agent::drop_peer(Peer &peer)
 {
     try {
@@ -734,23 +757,8 @@ bool Agent::drop_peer(Peer &peer)
 
 void Agent::send(agg::Member &to, const ina_proto_hdr_t &h, agg::BufRef payload, size_t len)
 {
-    // The test faults strike in the middle of a call: at a RESULT beyond
-    // the count, of a call one of whose RESULTs with payload went out
-    // already (some member holds part of it), never at a call's start.
-    const bool mid_call = h.type == INA_PROTO_RESULT && h.jid == sent_result_jid_ &&
-                          h.mid == sent_result_mid_;
-    if (h.type == INA_PROTO_RESULT && cfg_.test_die_after_results != 0 &&
-        ++results_queued_ > cfg_.test_die_after_results && mid_call) {
-        INA_WARN("--test-die-after-results %" PRIu64 ": killing myself",
-                 cfg_.test_die_after_results);
-        ::raise(SIGKILL);
-    }
-    if (h.type == INA_PROTO_RESULT && cfg_.test_freeze_after_results != 0 &&
-        ++results_frozen_ > cfg_.test_freeze_after_results && mid_call && !frozen_) {
-        frozen_ = true;
-        INA_WARN("--test-freeze-after-results %" PRIu64 ": stopping myself (SIGSTOP)",
-                 cfg_.test_freeze_after_results);
-        ::raise(SIGSTOP);
+    if (h.type == INA_PROTO_RESULT && test_faults()) {
+        test_fault(h);
     }
     if (send_free_.empty()) {
         send_store_.push_back(std::make_unique<SendCtx>());
@@ -820,8 +828,10 @@ void Agent::finish_send(SendCtx *ctx, ucs_status_t status)
             } else {
                 ++counters_.results_out;
                 counters_.result_bytes_out += ctx->len;
-                sent_result_jid_ = ctx->hdr.jid; // for the test faults (send)
-                sent_result_mid_ = ctx->hdr.mid;
+                if (test_faults()) {
+                    sent_result_jid_ = ctx->hdr.jid; // test_fault's mark
+                    sent_result_mid_ = ctx->hdr.mid;
+                }
             }
         } else if (ctx->hdr.type == INA_PROTO_GRANT) {
             ++counters_.grants_out;

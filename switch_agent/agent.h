@@ -242,9 +242,15 @@ private:
     std::vector<ucp_conn_request_h> conn_reqs_;  // accept outside the callback
     uint64_t next_peer_id_ = 1;
     uint32_t admitted_ = 0; // peers whose HELLO was accepted (AgentConfig::max_conns)
-    uint64_t results_queued_ = 0; // for test_die_after_results
-    uint64_t results_frozen_ = 0; // for test_freeze_after_results
-    bool frozen_ = false;         // it froze once already
+    // The test faults (--test-die-after-results, --test-freeze-after-results):
+    // RESULTs queued so far, and whether it froze once already.
+    bool test_faults() const
+    {
+        return cfg_.test_die_after_results != 0 || cfg_.test_freeze_after_results != 0;
+    }
+    void test_fault(const ina_proto_hdr_t &result);
+    uint64_t results_queued_ = 0;
+    bool frozen_ = false;
     // The call of the latest RESULT with payload sent (test faults only).
     uint32_t sent_result_jid_ = 0;
     uint64_t sent_result_mid_ = UINT64_MAX;

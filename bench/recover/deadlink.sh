@@ -98,17 +98,9 @@ for kind in "${ks[@]}"; do
         *) pass=$((pass + 1)) ;;
         esac
         rec=$((rec + $(recovered "$out/$kind-$t.log")))
-        sed -n "s/^fault: .* ended \([0-9]*\) ms after the fault; the same call \([0-9]*\) ms before$/$kind \1 \2/p" \
-            "$out/$kind-$t.log" >>"$delays"
+        delay "$kind" "$out/$kind-$t.log" >>"$delays"
     done
     printf '%-15s %6d %6d %6d %6d %6d %10d\n' "$kind" "$trials" "$pass" "$hang" "$wrong" \
         "$failed" "$rec" | tee -a "$report"
 done
-if [ -s "$delays" ]; then
-    # From the cut to the struck call's end, beyond the call's own time.
-    awk '{ print $2 - $3 }' "$delays" | sort -n | awk '
-        { d[NR] = $1 }
-        END { printf "cut to end of the struck call, beyond its own time (ms): %d runs, " \
-                     "min %d, median %d, 90%% %d, max %d\n", NR, d[1], d[int((NR + 1) / 2)],
-                     d[int(NR * 0.9 + 0.999)], d[NR] }' | tee -a "$report"
-fi
+delays "$delays" "cut" | tee -a "$report"

@@ -139,8 +139,7 @@ for kind in "${ks[@]}"; do
             --mca coll_ina_resume_interval 4 \
             "$prog" -c "$kind" -r "$rounds" -k "$apid" -t "$ms" -f "$fault" "${extra[@]}" \
             >"$out/$kind-$t.log" 2>&1 || rc=$?
-        sed -n "s/^fault: .* ended \([0-9]*\) ms after the fault; the same call \([0-9]*\) ms before$/$kind \1 \2/p" \
-            "$out/$kind-$t.log" >>"$delays"
+        delay "$kind" "$out/$kind-$t.log" >>"$delays"
         for p in $apid $spid; do
             kill -9 "$p" 2>/dev/null || true
             wait "$p" 2>/dev/null || true
@@ -159,11 +158,4 @@ for kind in "${ks[@]}"; do
     printf '%-15s %6d %6d %6d %6d %6d %10d %8s\n' "$kind" "$trials" "$pass" "$hang" "$wrong" \
         "$failed" "$rec" "$( ((standby)) && echo "$resumed" || echo -)" | tee -a "$report"
 done
-if [ -s "$delays" ]; then
-    # From the fault to the struck call's end, beyond the call's own time.
-    awk '{ print $2 - $3 }' "$delays" | sort -n | awk '
-        { d[NR] = $1 }
-        END { printf "fault to end of the struck call, beyond its own time (ms): %d runs, " \
-                     "min %d, median %d, 90%% %d, max %d\n", NR, d[1], d[int((NR + 1) / 2)],
-                     d[int(NR * 0.9 + 0.999)], d[NR] }' | tee -a "$report"
-fi
+delays "$delays" "fault" | tee -a "$report"
