@@ -742,13 +742,6 @@ static bool ina_tree_setup(mca_coll_ina_module_t *m, ina_leaf_part_t *part)
     return true;
 }
 
-/* Open this rank's job at the agent, by key: flat, the communicator's job
- * (one member per rank), at each of the agents it is striped over; with the
- * node uplink, the job of the stream this rank leads (one member per node),
- * stream j at agent j mod A; over several leaf agents, this rank's leaf's
- * part of it (the leaf opens the rest at its parent). No rank waits for
- * another: the agent holds a call until every member opened the job, and
- * denies it on every member if one never does. */
 /* No job of `key` here, though other members may have one: the agent
  * denies their calls (the job never gets this member) and this rank runs
  * every call on the host; should their agent be lost, they ask every
@@ -760,6 +753,13 @@ static void ina_job_absent(mca_coll_ina_module_t *m, const ina_job_key_t *key)
     mca_coll_ina_peers_setup(m);
 }
 
+/* Open this rank's job at the agent, by key: flat, the communicator's job
+ * (one member per rank), at each of the agents it is striped over; with the
+ * node uplink, the job of the stream this rank leads (one member per node),
+ * stream j at agent j mod A; over several leaf agents, this rank's leaf's
+ * part of it (the leaf opens the rest at its parent). No rank waits for
+ * another: the agent holds a call until every member opened the job, and
+ * denies it on every member if one never does. */
 static int ina_job_setup(mca_coll_ina_module_t *m)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
