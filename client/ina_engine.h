@@ -331,10 +331,13 @@ public:
     // The caller gives the call up during its recovery: it ends failed, and
     // what it offered the others is refused from now on.
     void rescue_abandon();
-    // A staged call's block this member has not produced yet: a FETCH of
-    // its input is answered once it is (defer_fetch).
-    bool input_later(uint64_t sid) const { return staged_ && sid >= produced_ && sid < geom_.nblocks(); }
-    void defer_fetch(uint32_t from, uint64_t sid);
+    // A FETCH this member cannot answer yet but will in this recovery: the
+    // input of a staged block it has not produced yet, or a RESULT it is
+    // still rebuilding or fetching itself. Answered once it can
+    // (defer_fetch); any other FETCH at once (give_block).
+    bool fetch_later(uint64_t sid, bool result) const;
+    void defer_fetch(uint32_t from, uint64_t sid, bool result);
+    void give_block(uint32_t to, uint64_t sid, bool result) const;
     bool recovering() const { return rescue_ != nullptr; }
     // This member's word on the call for the others (STATE), and one of its
     // blocks (FETCH): what it sent, or the RESULT it holds whole.
@@ -442,7 +445,12 @@ private:
     uint64_t produced_ = 0; // SIDs ops_.block gave (in order)
     uint64_t max_got_ = 0;  // 1 + the highest SID whose RESULT or ACK came
     uint64_t trimmed_ = 0;  // copies below this SID are given back
-    std::vector<std::pair<uint32_t, uint64_t>> deferred_; // FETCHes of inputs not produced yet
+    struct Deferred {
+        uint32_t from;
+        uint64_t sid;
+        bool result;
+    };
+    std::vector<Deferred> deferred_; // FETCHes to answer later (fetch_later)
     bool stage_keeps() const { return staged_ && job_keeps_; }
     bool job_keeps_ = false;
     void stage_sent(uint64_t sid, const ina_stage_block_t &b, bool want);
@@ -454,6 +462,12 @@ private:
     void rescue_produce();
     void rescue_rebuild(uint64_t sid);
     void rescue_deliver(uint64_t sid, const uint8_t *data);
+    // A block's RESULT is here in the recovery: kept for the members that
+    // will fetch it from this one, and given to those already waiting.
+    void rescue_hold(uint64_t sid, const uint8_t *data);
+    // Answer the deferred FETCHes of block `sid` (`result`: of its RESULT),
+    // or every one left (`all`), with what this member can give now.
+    void answer_deferred(uint64_t sid, bool result, bool all = false);
     bool staged_describe_input(uint64_t sid) const;
     void save_overwritten(uint64_t sid, uint64_t dst, size_t len, bool landing);
     void save_inputs_under(uint64_t dst, size_t len, uint64_t oldest);

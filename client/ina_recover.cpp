@@ -15,9 +15,13 @@
 //
 // From the STATEs every member decides alike: denied anywhere, the host
 // algorithm; nothing held anywhere and every member able to, the host
-// algorithm; else each lacking block comes from the lowest member that
-// holds it, or is reduced from every member's BLOCK in rank order with the
-// agent's kernels (so its bits are the agent's).
+// algorithm; else each lacking block comes from a member that holds it (the
+// fetches spread over the holders), or, held nowhere, is rebuilt by one of
+// the members that lack it, from every member's BLOCK in rank order with
+// the agent's kernels (so its bits are the agent's), and the others fetch
+// its RESULT from that one. The rebuilds take turns over those members, as
+// a reduce-scatter then an allgather would: each member takes in about
+// 2(n-1)/n of the lost blocks, not n-1 times all of them.
 #include <algorithm>
 #include <cstdarg>
 #include <cstddef>
@@ -37,13 +41,18 @@ constexpr uint32_t kNone = UINT32_MAX;
 enum PeerType : uint8_t { kAsk = 1, kState, kFetch, kData };
 enum PeerState : uint8_t { kDenied = 1, kComplete, kFailed, kUnrecoverable };
 enum PeerWhat : uint8_t { kResult = 1, kInput };
+enum PeerFlags : uint8_t {
+    kHostOk = 1, // the member could run the host algorithm
+    kStruck = 2, // the member had sent BLOCKs of the call to the agent, which
+                 // fell silent or away (not: a tree's agent ended the call)
+};
 
 struct PeerHdr {
     uint32_t magic;
     uint8_t type;
     uint8_t state;   // STATE
     uint8_t what;    // FETCH / DATA
-    uint8_t host_ok; // STATE: the member could run the host algorithm
+    uint8_t flags;   // STATE: kHostOk, kStruck
     uint32_t sid;    // FETCH / DATA
     uint32_t offset; // DATA: the BLOCK's element offset
     uint32_t count;  // DATA: its elements
@@ -131,12 +140,16 @@ struct Call::Rescue {
     uint32_t states_in = 0;
     std::vector<uint8_t> state;              // per member: PeerState (0: not heard)
     std::vector<uint8_t> host;               // per member: its host_ok
+    bool struck = false;                      // some member had sent BLOCKs
     std::vector<std::vector<uint8_t>> r, i, l; // per member: the bitmaps
     bool planned = false;
     uint32_t pending = 0;                     // DATAs awaited
     // Blocks reduced here: sid -> per member its BLOCK (offset, count, bytes).
     using Piece = RescuePiece;
     std::map<uint64_t, std::vector<Piece>> rebuild;
+    // RESULTs got in the recovery that other members will fetch from here,
+    // where the caller's buffer does not have them whole (rescue_hold).
+    std::map<uint64_t, std::vector<uint8_t>> held;
     bool done = false;
     ina_cqe_t cqe{};
 };
@@ -166,10 +179,12 @@ void Call::describe(std::vector<uint8_t> &msg) const
     std::vector<uint8_t> maps(3 * bm, 0);
     PeerHdr h = header(kState, mid_);
     h.nblocks = n;
-    h.host_ok = rescue_ != nullptr && rescue_->host_ok ? 1 : 0;
+    h.flags = static_cast<uint8_t>((rescue_ != nullptr && rescue_->host_ok ? kHostOk : 0) |
+                                   (any_sent_ && status_ == INA_PROTO_OK ? kStruck : 0));
     h.state = recoverable(tmpl_.coll) && (!staged_ || stage_keeps()) ? kFailed : kUnrecoverable;
     for (uint64_t sid = 0; sid < n && h.state == kFailed; ++sid) {
-        if (staged_ ? got(sid) && sb_[sid].result : whole_result(sid) != nullptr) {
+        if ((staged_ ? got(sid) && sb_[sid].result : whole_result(sid) != nullptr) ||
+            (rescue_ != nullptr && rescue_->held.count(sid) != 0)) {
             set_bit(maps.data(), sid);
         }
         if (staged_ ? staged_describe_input(sid) : input_intact(sid)) {
@@ -189,9 +204,17 @@ bool Call::block_for_peer(uint64_t sid, bool result, std::vector<uint8_t> &bytes
     if (sid >= geom_.nblocks()) {
         return false;
     }
+    if (result && rescue_ != nullptr) {
+        if (auto h = rescue_->held.find(sid); h != rescue_->held.end()) {
+            *offset = 0;
+            *count = geom_.block_count(sid);
+            bytes = h->second;
+            return true;
+        }
+    }
     if (staged_) {
         if (sid >= produced_ || sid >= sb_.size()) {
-            return false; // not produced yet: input_later
+            return false; // not produced yet: fetch_later
         }
         const Staged &b = sb_[sid];
         bytes.clear();
@@ -411,19 +434,21 @@ bool Job::peer_message(uint32_t from, const void *msg, size_t len)
         }
         return true;
     case kFetch: {
+        if (auto r = rescuing_.find(h.mid); r != rescuing_.end()) {
+            if (r->second->fetch_later(h.sid, h.what == kResult)) {
+                r->second->defer_fetch(from, h.sid, h.what == kResult);
+            } else {
+                r->second->give_block(from, h.sid, h.what == kResult);
+            }
+            return true;
+        }
         PeerHdr d = header(kData, h.mid);
         d.sid = h.sid;
         d.what = h.what;
         std::vector<uint8_t> bytes;
         bool ok = false;
-        if (auto r = rescuing_.find(h.mid); r != rescuing_.end()) {
-            if (h.what == kInput && r->second->input_later(h.sid)) {
-                r->second->defer_fetch(from, h.sid); // answered once produced
-                return true;
-            }
-            ok = r->second->block_for_peer(h.sid, h.what == kResult, bytes, &d.offset, &d.count);
-        } else if (const KeptCall *k = kept(h.mid); k != nullptr && h.sid >= k->first &&
-                                                    h.sid - k->first < k->input.size()) {
+        if (const KeptCall *k = kept(h.mid); k != nullptr && h.sid >= k->first &&
+                                             h.sid - k->first < k->input.size()) {
             const size_t j = static_cast<size_t>(h.sid - k->first);
             if (h.what == kResult) {
                 ok = !k->result[j].empty();
@@ -505,7 +530,8 @@ void Call::on_peer(uint32_t from, const void *msg, size_t len)
             return;
         }
         x.state[from] = h.state;
-        x.host[from] = h.host_ok;
+        x.host[from] = (h.flags & kHostOk) != 0;
+        x.struck = x.struck || (h.flags & kStruck) != 0;
         const uint64_t n = geom_.nblocks();
         const size_t bm = bitmap_bytes(n);
         if ((h.state == kComplete || h.state == kFailed) && h.len == 3 * bm && h.nblocks == n) {
@@ -543,6 +569,7 @@ void Call::on_peer(uint32_t from, const void *msg, size_t len)
             } else {
                 apply_block(h.sid, payload);
             }
+            rescue_hold(h.sid, payload);
         } else {
             x.cqe.rc = INA_ERR_LOST;
             rescue_log("member %u gave block %u's result with %u bytes", from, h.sid, h.len);
@@ -553,9 +580,7 @@ void Call::on_peer(uint32_t from, const void *msg, size_t len)
         p.offset = h.offset;
         p.count = h.count;
         p.bytes.assign(payload, payload + h.len);
-        if (staged_) {
-            rescue_rebuild(h.sid); // as soon as it can: the caller's next blocks wait on it
-        }
+        rescue_rebuild(h.sid); // as soon as it can: others (and the caller's next blocks) wait on it
     } else {
         x.cqe.rc = INA_ERR_LOST;
         rescue_log("member %u gave block %u's input, which nobody asked it for", from, h.sid);
@@ -617,7 +642,18 @@ void Call::rescue_plan()
         }
         anything = anything || x.state[j] == kComplete;
     }
-    if (denied || broken || (!anything && all_host)) {
+    // Nothing held anywhere: a call posted after the loss goes to the host.
+    // One the agent had begun (struck in flight) is rebuilt among the
+    // members when every input is still there: its result then has the
+    // agent's bits whatever moment the loss came at, and the members move
+    // 2(n-1)/n of it each, as a host allreduce would.
+    bool rebuild_all = x.struck;
+    for (uint32_t j = 0; j < x.n && rebuild_all; ++j) {
+        for (uint64_t sid = 0; sid < geom_.nblocks() && rebuild_all; ++sid) {
+            rebuild_all = !x.i[j].empty() && bit(x.i[j].data(), sid);
+        }
+    }
+    if (denied || broken || (!anything && all_host && !rebuild_all)) {
         for (uint32_t j = 0; j < x.n && broken; ++j) {
             if (x.state[j] == kUnrecoverable) {
                 rescue_log("member %u kept nothing to recover it from", j);
@@ -629,12 +665,17 @@ void Call::rescue_plan()
         rescue_finish();
         return;
     }
-    // Each block this member lacks comes from the lowest member that holds
-    // it whole, or is reduced (or placed) here from every member's BLOCK in
-    // the agents' order (rescue_finish; staged: rescue_rebuild, block by
-    // block as the caller produces them, so this member's own BLOCK of a
-    // block not produced yet joins when it is: rescue_produce).
+    // Each block this member lacks comes from a member that holds it whole
+    // (the fetches spread over the holders), or, held nowhere, is reduced
+    // (or placed) from every member's BLOCK in the agents' order by one of
+    // the members that lack it (taking turns block by block), and the
+    // others fetch its RESULT from that one, which answers once it has it (rescue_rebuild, as the BLOCKs come; staged, this
+    // member's own BLOCK of a block not produced yet joins when it is:
+    // rescue_produce). Every member picks the same rebuilder: a member that
+    // got a block in the recovery says it holds it (rescue_hold), so the
+    // members that lack a block held nowhere look alike from every member.
     const uint64_t n = geom_.nblocks();
+    std::vector<uint32_t> who;
     for (uint64_t sid = 0; sid < n; ++sid) {
         if (!staged_ && geom_.block_count(sid) == 0) {
             got_[sid] = true; // BARRIER's empty block: everybody got here
@@ -642,17 +683,29 @@ void Call::rescue_plan()
         if (got(sid) || (!staged_ && !geom_.wants(sid))) {
             continue; // here already, or this member wants no payload of it
         }
-        uint32_t holder = kNone;
-        for (uint32_t j = 0; j < x.n && holder == kNone; ++j) {
+        uint32_t from = kNone; // where its RESULT comes from
+        who.clear();
+        for (uint32_t j = 0; j < x.n; ++j) {
             if (j != x.me && !x.r[j].empty() && bit(x.r[j].data(), sid)) {
-                holder = j;
+                who.push_back(j); // holds it
             }
+        }
+        if (!who.empty()) {
+            from = who[(x.me + sid) % who.size()];
+        } else {
+            for (uint32_t j = 0; j < x.n; ++j) {
+                if (x.state[j] == kFailed && !x.l[j].empty() && bit(x.l[j].data(), sid)) {
+                    who.push_back(j); // lacks it, as this member does
+                }
+            }
+            const uint32_t builder = who.empty() ? x.me : who[sid % who.size()];
+            from = builder != x.me ? builder : kNone;
         }
         PeerHdr f = header(kFetch, mid_);
         f.sid = static_cast<uint32_t>(sid);
-        if (holder != kNone) {
+        if (from != kNone) {
             f.what = kResult;
-            job_->send_peer(holder, message(f, nullptr, 0));
+            job_->send_peer(from, message(f, nullptr, 0));
             ++x.pending;
             continue;
         }
@@ -681,71 +734,74 @@ void Call::rescue_plan()
             }
         }
     }
+    for (auto it = x.rebuild.begin(); it != x.rebuild.end();) {
+        const uint64_t sid = it++->first; // rescue_rebuild may erase it
+        rescue_rebuild(sid);
+    }
     if (staged_) {
-        for (auto it = x.rebuild.begin(); it != x.rebuild.end();) {
-            const uint64_t sid = it++->first; // rescue_rebuild may erase it
-            rescue_rebuild(sid);
-        }
         rescue_produce();
     } else if (x.pending == 0) {
         rescue_finish();
     }
 }
 
-// ---------------------------------------------------------------- staged calls
+// ---------------------------------------------------------------- what others fetch
 
-void Call::defer_fetch(uint32_t from, uint64_t sid)
+bool Call::fetch_later(uint64_t sid, bool result) const
 {
-    deferred_.emplace_back(from, sid);
+    if (!rescue_ || rescue_->done || sid >= geom_.nblocks()) {
+        return false;
+    }
+    if (!result) {
+        return staged_ && sid >= produced_;
+    }
+    return !got(sid) && (staged_ || geom_.wants(sid));
 }
 
-void Call::rescue_produce()
+void Call::defer_fetch(uint32_t from, uint64_t sid, bool result)
 {
-    if (!rescue_ || rescue_->done) {
+    deferred_.push_back(Deferred{from, sid, result});
+}
+
+void Call::give_block(uint32_t to, uint64_t sid, bool result) const
+{
+    PeerHdr d = header(kData, mid_);
+    d.sid = static_cast<uint32_t>(sid);
+    d.what = result ? kResult : kInput;
+    std::vector<uint8_t> bytes;
+    const bool ok = block_for_peer(sid, result, bytes, &d.offset, &d.count);
+    d.len = ok ? static_cast<uint32_t>(bytes.size()) : kNone;
+    job_->send_peer(to, message(d, bytes.data(), ok ? bytes.size() : 0));
+}
+
+void Call::answer_deferred(uint64_t sid, bool result, bool all)
+{
+    for (auto it = deferred_.begin(); it != deferred_.end();) {
+        if (all || (it->sid == sid && it->result == result)) {
+            give_block(it->from, it->sid, it->result);
+            it = deferred_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void Call::rescue_hold(uint64_t sid, const uint8_t *data)
+{
+    Rescue &x = *rescue_;
+    if (!got(sid)) {
         return;
     }
-    Rescue &x = *rescue_;
-    const uint64_t n = geom_.nblocks();
-    while (produced_ < n && x.cqe.rc == INA_OK) {
-        const uint64_t sid = produced_;
-        ina_stage_block_t b{};
-        if (ops_.block(ops_.arg, sid, &b) == 0) {
-            break; // the caller's next block is not ready yet
-        }
-        if (!stage_block_ok(sid, b)) {
-            x.cqe.rc = INA_ERR_PROTO;
-            rescue_log("block %llu as the caller produced it does not fit the call",
-                       static_cast<unsigned long long>(sid));
-            break;
-        }
-        stage_sent(sid, b, b.want_result != 0);
-        produced_ = sid + 1;
-        stage_copy_input(sid); // the caller may overwrite it once its result is in
-        for (auto it = deferred_.begin(); it != deferred_.end();) {
-            if (it->second != sid) {
-                ++it;
-                continue;
-            }
-            PeerHdr d = header(kData, mid_);
-            d.sid = static_cast<uint32_t>(sid);
-            d.what = kInput;
-            std::vector<uint8_t> bytes;
-            const bool ok = block_for_peer(sid, false, bytes, &d.offset, &d.count);
-            d.len = ok ? static_cast<uint32_t>(bytes.size()) : kNone;
-            job_->send_peer(it->first, message(d, bytes.data(), ok ? bytes.size() : 0));
-            it = deferred_.erase(it);
-        }
-        if (auto rb = x.rebuild.find(sid); x.planned && rb != x.rebuild.end()) {
-            Rescue::Piece &p = rb->second[x.me];
-            p.in = block_for_peer(sid, false, p.bytes, &p.offset, &p.count);
-            rescue_rebuild(sid);
-        }
+    // Kept only where another member lacks it (so may fetch it from here)
+    // and the caller's buffer does not hold it whole.
+    bool others = false;
+    for (uint32_t j = 0; j < x.n && !others; ++j) {
+        others = j != x.me && !x.l[j].empty() && bit(x.l[j].data(), sid);
     }
-    if (x.planned && !x.done &&
-        (x.cqe.rc != INA_OK ||
-         (x.pending == 0 && std::find(got_.begin(), got_.end(), false) == got_.end()))) {
-        rescue_finish();
+    if (others && (staged_ || whole_result(sid) == nullptr)) {
+        x.held[sid].assign(data, data + static_cast<size_t>(geom_.block_count(sid)) * esz_);
     }
+    answer_deferred(sid, true);
 }
 
 void Call::rescue_rebuild(uint64_t sid)
@@ -782,7 +838,50 @@ void Call::rescue_rebuild(uint64_t sid)
         fold_pieces(tmpl_.op, tmpl_.dtype, job_->groups(), rb->second, cnt, acc);
     }
     x.rebuild.erase(rb);
-    rescue_deliver(sid, acc.data());
+    if (staged_) {
+        rescue_deliver(sid, acc.data());
+    } else {
+        apply_block(sid, acc.data());
+    }
+    rescue_hold(sid, acc.data());
+}
+
+// ---------------------------------------------------------------- staged calls
+
+void Call::rescue_produce()
+{
+    if (!rescue_ || rescue_->done) {
+        return;
+    }
+    Rescue &x = *rescue_;
+    const uint64_t n = geom_.nblocks();
+    while (produced_ < n && x.cqe.rc == INA_OK) {
+        const uint64_t sid = produced_;
+        ina_stage_block_t b{};
+        if (ops_.block(ops_.arg, sid, &b) == 0) {
+            break; // the caller's next block is not ready yet
+        }
+        if (!stage_block_ok(sid, b)) {
+            x.cqe.rc = INA_ERR_PROTO;
+            rescue_log("block %llu as the caller produced it does not fit the call",
+                       static_cast<unsigned long long>(sid));
+            break;
+        }
+        stage_sent(sid, b, b.want_result != 0);
+        produced_ = sid + 1;
+        stage_copy_input(sid); // the caller may overwrite it once its result is in
+        answer_deferred(sid, false);
+        if (auto rb = x.rebuild.find(sid); x.planned && rb != x.rebuild.end()) {
+            Rescue::Piece &p = rb->second[x.me];
+            p.in = block_for_peer(sid, false, p.bytes, &p.offset, &p.count);
+            rescue_rebuild(sid);
+        }
+    }
+    if (x.planned && !x.done &&
+        (x.cqe.rc != INA_OK ||
+         (x.pending == 0 && std::find(got_.begin(), got_.end(), false) == got_.end()))) {
+        rescue_finish();
+    }
 }
 
 void Call::rescue_deliver(uint64_t sid, const uint8_t *data)
@@ -806,12 +905,12 @@ void Call::rescue_abandon()
         return;
     }
     Rescue &x = *rescue_;
-    for (const auto &[to, sid] : deferred_) {
+    for (const Deferred &f : deferred_) {
         PeerHdr d = header(kData, mid_);
-        d.sid = static_cast<uint32_t>(sid);
-        d.what = kInput;
+        d.sid = static_cast<uint32_t>(f.sid);
+        d.what = f.result ? kResult : kInput;
         d.len = kNone;
-        job_->send_peer(to, message(d, nullptr, 0));
+        job_->send_peer(f.from, message(d, nullptr, 0));
     }
     deferred_.clear();
     x.planned = true;
@@ -833,37 +932,12 @@ void Call::rescue_finish()
 {
     Rescue &x = *rescue_;
     std::vector<uint8_t> final_word;
-    if (x.cqe.rc == INA_OK && x.cqe.outcome == INA_OFFLOADED && !staged_) {
-        for (auto &[sid, pieces] : x.rebuild) {
-            const uint32_t cnt = geom_.block_count(sid);
-            std::vector<uint8_t> acc(static_cast<size_t>(cnt) * esz_, 0);
-            const bool reduce = tmpl_.coll == INA_COLL_ALLREDUCE || tmpl_.coll == INA_COLL_REDUCE ||
-                                tmpl_.coll == INA_COLL_REDUCE_SCATTER;
-            for (const Rescue::Piece &p : pieces) {
-                const size_t bytes = static_cast<size_t>(p.count) * esz_;
-                if (!p.in || static_cast<uint64_t>(p.offset) + p.count > cnt ||
-                    p.bytes.size() != bytes || (reduce && p.count != cnt)) {
-                    x.cqe.rc = INA_ERR_LOST;
-                    rescue_log("block %llu: a member's input does not fit it (in %d, offset %u, "
-                               "count %u of %u, %zu bytes)",
-                               static_cast<unsigned long long>(sid), p.in ? 1 : 0, p.offset,
-                               p.count, cnt, p.bytes.size());
-                    break;
-                }
-                if (!reduce && bytes > 0) {
-                    std::memcpy(acc.data() + static_cast<size_t>(p.offset) * esz_,
-                                p.bytes.data(), bytes);
-                }
-            }
-            if (reduce && x.cqe.rc == INA_OK) {
-                fold_pieces(tmpl_.op, tmpl_.dtype, job_->groups(), pieces, cnt, acc);
-            }
-            if (x.cqe.rc != INA_OK) {
-                break;
-            }
-            apply_block(sid, acc.data());
-        }
+    if (x.cqe.rc == INA_OK && !x.rebuild.empty()) {
+        x.cqe.rc = INA_ERR_LOST; // (every BLOCK came, so every rebuild ran)
+        rescue_log("block %llu was never rebuilt",
+                   static_cast<unsigned long long>(x.rebuild.begin()->first));
     }
+    answer_deferred(0, false, true); // what it can give; a failed call cannot
     if (x.cqe.rc == INA_OK && x.cqe.outcome == INA_OFFLOADED) {
         // Keep what a slower member may still ask for: every block some
         // member lacked, as this member can give it now.
@@ -890,8 +964,13 @@ void Call::rescue_finish()
             bs.offset = b.offset;
             bs.count = b.count;
             k.sent.push_back(bs);
-            k.input.push_back(b.result ? std::vector<uint8_t>() : std::move(b.copy));
-            k.result.push_back(b.result ? std::move(b.copy) : std::vector<uint8_t>());
+            std::vector<uint8_t> in, res;
+            (b.result ? res : in) = std::move(b.copy);
+            if (auto h = x.held.find(sid); h != x.held.end()) {
+                res = std::move(h->second); // rebuilt or fetched in the recovery
+            }
+            k.input.push_back(std::move(in));
+            k.result.push_back(std::move(res));
         }
         for (uint64_t sid = k.first; !staged_ && sid < n && sid <= hi; ++sid) {
             std::vector<uint8_t> in, res;
@@ -903,6 +982,8 @@ void Call::rescue_finish()
             }
             if (const uint8_t *p = whole_result(sid)) {
                 res.assign(p, p + static_cast<size_t>(geom_.block_count(sid)) * esz_);
+            } else if (auto h = x.held.find(sid); h != x.held.end()) {
+                res = std::move(h->second);
             }
             k.sent.push_back(b);
             k.input.push_back(std::move(in));

@@ -437,7 +437,7 @@ struct PeerLink {
         PeerLink *link;
         uint32_t me;
     };
-    explicit PeerLink(Group &g) : boxes(g.jobs.size()), mail(g.jobs.size())
+    explicit PeerLink(Group &g) : boxes(g.jobs.size()), mail(g.jobs.size()), bytes_in(g.jobs.size())
     {
         for (uint32_t r = 0; r < g.jobs.size(); ++r) {
             boxes[r] = Box{this, r};
@@ -452,6 +452,7 @@ struct PeerLink {
                                   auto *b = static_cast<Box *>(arg);
                                   const auto *p = static_cast<const uint8_t *>(msg);
                                   b->link->mail[to].push_back({b->me, {p, p + len}});
+                                  b->link->bytes_in[to] += len;
                                   return 0;
                               },
                               0};
@@ -472,6 +473,7 @@ struct PeerLink {
     }
     std::vector<Box> boxes;
     std::vector<std::deque<std::pair<uint32_t, std::vector<uint8_t>>>> mail;
+    std::vector<size_t> bytes_in; // per member: what was sent to it
 };
 
 // Every rank's call to completion, recovering those the lost agent left
@@ -602,6 +604,57 @@ START_TEST(test_recover_lost_agent)
             ck_assert_int_eq(c[r].rc, INA_OK);
             ck_assert_int_eq(c[r].outcome, INA_FALLBACK_UNREACHABLE);
         }
+    }
+}
+END_TEST
+
+// The agent dies with a call's BLOCKs in it and no RESULT out: though every
+// member could run the host algorithm, the call struck in flight is rebuilt
+// among the members, with the agent's bits. The next, a 64-block allreduce
+// posted after the loss by members that cannot run the host algorithm:
+// nobody holds any of it, so each block is rebuilt by one member, in turn,
+// and the others fetch its RESULT from that one. Each member takes in about
+// 2(n-1)/n of the call (as in a reduce-scatter then an allgather), not the
+// n-1 times it that every member rebuilding every block would take; the
+// result is the agent's, bit for bit, on every member. A call posted after
+// the loss by members that can run the host algorithm runs it.
+START_TEST(test_recover_rebuilds_take_turns)
+{
+    const size_t elems = 64 * kSegBytes / sizeof(float);
+    const size_t call = elems * sizeof(float);
+    Group g(kRanks);
+    PeerLink link(g);
+    FloatSums warm(64);
+    g.run(warm.d);
+    warm.check();
+    g.hub.die_after(0);
+    FloatSums struck(300);
+    std::vector<ina_cqe_t> c = run_recovering(g, link, struck.d, true);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        ck_assert_int_eq(c[r].rc, INA_OK);
+        ck_assert_int_eq(c[r].outcome, INA_OFFLOADED);
+    }
+    struck.check();
+    std::fill(link.bytes_in.begin(), link.bytes_in.end(), 0);
+    FloatSums f(elems);
+    uint32_t recovered = 0;
+    c = run_recovering(g, link, f.d, false, &recovered);
+    ck_assert_uint_eq(recovered, kRanks);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        ck_assert_int_eq(c[r].rc, INA_OK);
+        ck_assert_int_eq(c[r].outcome, INA_OFFLOADED);
+        // Payload 2(n-1)/n of the call; each of its 64 blocks costs every
+        // member a few headers (FETCH, DATA, STATE) on top.
+        const size_t most = 2 * (kRanks - 1) * call / kRanks + 64 * kRanks * 128;
+        ck_assert_msg(link.bytes_in[r] <= most, "member %u took in %zu bytes, at most %zu", r,
+                      link.bytes_in[r], most);
+    }
+    f.check();
+    FloatSums host(300);
+    c = run_recovering(g, link, host.d, true);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        ck_assert_int_eq(c[r].rc, INA_OK);
+        ck_assert_int_eq(c[r].outcome, INA_FALLBACK_UNREACHABLE);
     }
 }
 END_TEST
@@ -1229,6 +1282,7 @@ int main()
                                 test_kept_until_certified,
                                 test_recover_lost_agent,
                                 test_recover_staged,
+                                test_recover_rebuilds_take_turns,
                                 test_recover_member_without_job,
                                 test_recover_tree_order,
                                 test_call_abort_falls_back_everywhere,
