@@ -522,6 +522,15 @@ std::vector<ina_cqe_t> run_recovering(Group &g, PeerLink &link, std::vector<ina_
     return cqes;
 }
 
+// Every rank's call ended with rc and outcome.
+void expect_all(const std::vector<ina_cqe_t> &c, int rc, int outcome)
+{
+    for (uint32_t r = 0; r < c.size(); ++r) {
+        ck_assert_msg(c[r].rc == rc && c[r].outcome == outcome, "rank %u: rc %d outcome %d", r,
+                      c[r].rc, c[r].outcome);
+    }
+}
+
 // The agent dies at every point of a 12-block float allreduce (after 0, 1,
 // ..., all of its 48 RESULTs): every rank still completes the call with the
 // exact, rank-order sum the agent would have given, bit for bit, whatever
@@ -554,10 +563,7 @@ START_TEST(test_recover_lost_agent)
         recovered = 0;
         c = run_recovering(g, link, next.d, false, &recovered);
         ck_assert_uint_eq(recovered, kRanks);
-        for (uint32_t r = 0; r < kRanks; ++r) {
-            ck_assert_int_eq(c[r].rc, INA_OK);
-            ck_assert_int_eq(c[r].outcome, INA_OFFLOADED);
-        }
+        expect_all(c, INA_OK, INA_OFFLOADED);
         next.check();
         // A REDUCE_SCATTER (uneven parts, in place on rank 1) lost at the
         // same point of its own RESULTs: every part exact.
@@ -600,10 +606,7 @@ START_TEST(test_recover_lost_agent)
         // ... or by the host, when every rank may run it.
         FloatSums host(300);
         c = run_recovering(g, link, host.d, true);
-        for (uint32_t r = 0; r < kRanks; ++r) {
-            ck_assert_int_eq(c[r].rc, INA_OK);
-            ck_assert_int_eq(c[r].outcome, INA_FALLBACK_UNREACHABLE);
-        }
+        expect_all(c, INA_OK, INA_FALLBACK_UNREACHABLE);
     }
 }
 END_TEST
@@ -630,10 +633,7 @@ START_TEST(test_recover_rebuilds_take_turns)
     g.hub.die_after(0);
     FloatSums struck(300);
     std::vector<ina_cqe_t> c = run_recovering(g, link, struck.d, true);
-    for (uint32_t r = 0; r < kRanks; ++r) {
-        ck_assert_int_eq(c[r].rc, INA_OK);
-        ck_assert_int_eq(c[r].outcome, INA_OFFLOADED);
-    }
+    expect_all(c, INA_OK, INA_OFFLOADED);
     struck.check();
     std::fill(link.bytes_in.begin(), link.bytes_in.end(), 0);
     FloatSums f(elems);
@@ -652,10 +652,7 @@ START_TEST(test_recover_rebuilds_take_turns)
     f.check();
     FloatSums host(300);
     c = run_recovering(g, link, host.d, true);
-    for (uint32_t r = 0; r < kRanks; ++r) {
-        ck_assert_int_eq(c[r].rc, INA_OK);
-        ck_assert_int_eq(c[r].outcome, INA_FALLBACK_UNREACHABLE);
-    }
+    expect_all(c, INA_OK, INA_FALLBACK_UNREACHABLE);
 }
 END_TEST
 
