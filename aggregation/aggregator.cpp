@@ -48,7 +48,7 @@ void Aggregator::reject(Member *to, const ina_proto_hdr_t &req, ina_proto_status
             ina_proto_type_name(req.type), to ? to->id : 0, req.jid, req.rank, req.mid, req.sid,
             ina_proto_status_name(status), why);
     if (to != nullptr) {
-        sink_.error(*to, req, status, why);
+        sink_.error(*to, req, status, why, false);
     }
 }
 
@@ -61,7 +61,8 @@ void Aggregator::refuse(Job &job, Call &call, Member &from, const ina_proto_hdr_
         // A child agent's partial stands for its whole leaf: without it the
         // block never completes. The call ends on every member of every
         // leaf alike (ERROR after the GRANT, DENY before).
-        abort_call(job, h.mid, call, status, "a child agent's partial was refused", true);
+        abort_call(job, h.mid, call, status, "a child agent's partial was refused",
+                   kAbortTellParent);
     }
 }
 
@@ -264,7 +265,7 @@ void Aggregator::leave_job(uint32_t jid, uint32_t rank, Member &m)
         INA_INFO("job %u mid %" PRIu64 ": rank %u left in the middle of the call, aborted", jid,
                  mid, rank);
         abort_call(job, mid, *job.find_call(mid), INA_PROTO_ERR_NOT_MEMBER,
-                   "a member left in the middle of the call", true);
+                   "a member left in the middle of the call", kAbortTellParent | kAbortInFlight);
     }
     // The leaver no longer holds back the forgetting of old calls.
     job.retire();
@@ -340,8 +341,8 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
         // parent, below): in a tree, the gone member is a leaf whose ranks
         // lost their agent and finish the call with everybody, from results
         // the other leaves' ranks may hold.
-        abort_call(job, mid, call, INA_PROTO_ERR_NOT_MEMBER, "a member of the job is gone", true,
-                   true);
+        abort_call(job, mid, call, INA_PROTO_ERR_NOT_MEMBER, "a member of the job is gone",
+                   kAbortTellParent | kAbortNeverDeny);
         return Verdict::Kind::kDeny;
     } else if (!job.complete() || up_opening) {
         if (call.asked == 1) {
@@ -362,8 +363,8 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
         // settle it with every member of the communicator, which then
         // stops asking (and later resumes on a new job); members that
         // cannot fall back, as after a DENY (nobody was told GRANT).
-        abort_call(job, mid, call, INA_PROTO_ERR_UPSTREAM, "the parent agent is lost", false,
-                   true);
+        abort_call(job, mid, call, INA_PROTO_ERR_UPSTREAM, "the parent agent is lost",
+                   kAbortNeverDeny);
         return Verdict::Kind::kDeny;
     } else if (cfg_.limits.job_segs != 0 && job.held_segs() + req.min_window > cfg_.limits.job_segs) {
         // The job's own calls in flight hold its share (--max-job-segs):
@@ -452,9 +453,10 @@ void Aggregator::deny(Job &job, Call &call, uint64_t mid, ina_proto_status_t st,
 }
 
 void Aggregator::abort_call(Job &job, uint64_t mid, Call &call, ina_proto_status_t st,
-                            const char *why, bool tell_parent, bool never_deny)
+                            const char *why, unsigned how)
 {
-    if (!call.grant_told && !never_deny) {
+    const bool tell_parent = (how & kAbortTellParent) != 0;
+    if (!call.grant_told && (how & kAbortNeverDeny) == 0) {
         // Nobody (of any leaf) was told GRANT: everybody falls back alike.
         end_call(job.jid(), mid, call);
         deny(job, call, mid, st, tell_parent);
@@ -470,7 +472,7 @@ void Aggregator::abort_call(Job &job, uint64_t mid, Call &call, ina_proto_status
     for (uint32_t r = 0; r < job.nmembers(); ++r) {
         if (Member *p = job.member(r)) {
             e.rank = r;
-            sink_.error(*p, e, st, why);
+            sink_.error(*p, e, st, why, (how & kAbortInFlight) != 0);
         }
     }
     if (tell_parent && job.uplinked() && job.up_state() == Job::UpState::kOpen) {

@@ -136,7 +136,7 @@ public:
     void uplink_opened(uint32_t jid, ina_proto_status_t st, uint32_t parent_window);
     void uplink_decision(uint32_t jid, uint64_t mid, bool grant, ina_proto_status_t st);
     void uplink_result(uint32_t jid, const ina_proto_hdr_t &h, const void *payload, size_t len);
-    void uplink_error(uint32_t jid, uint64_t mid, ina_proto_status_t st);
+    void uplink_error(uint32_t jid, uint64_t mid, ina_proto_status_t st, bool in_flight);
     void uplink_lost();
 
     // The member is gone (connection lost): it leaves every job it joined,
@@ -224,13 +224,23 @@ private:
                 ina_proto_status_t status, const char *why);
     // End an open call that can never complete: members who were told GRANT
     // get an ERROR; in a tree, a call not told yet is denied instead (every
-    // member of every leaf then falls back alike). tell_parent: a leaf's own
-    // loss, which the parent must hear of. never_deny: the parent is lost or
-    // ended the call, so another leaf may have been told GRANT (and hold
-    // results): every member gets the ERROR, and the members settle the call
-    // among themselves (docs/ARCHITECTURE.md, "Recovery from a lost agent").
+    // member of every leaf then falls back alike). How (kAbort*, or'ed):
+    enum : unsigned {
+        // A leaf's own loss, which the parent must hear of.
+        kAbortTellParent = 1u,
+        // The parent is lost or ended the call, so another leaf may have
+        // been told GRANT (and hold results): every member gets the ERROR,
+        // and the members settle the call among themselves
+        // (docs/ARCHITECTURE.md, "Recovery from a lost agent").
+        kAbortNeverDeny = 2u,
+        // The call was under way when the tree lost a part under it (not a
+        // later call a broken tree refuses): the ERROR says so
+        // (INA_PROTO_F_IN_FLIGHT), and its members rebuild it among
+        // themselves rather than run the host algorithm.
+        kAbortInFlight = 4u,
+    };
     void abort_call(Job &job, uint64_t mid, Call &call, ina_proto_status_t st, const char *why,
-                    bool tell_parent, bool never_deny = false);
+                    unsigned how);
     // A leaf's completed block goes up (tree.cpp); and what waits for its slot.
     void send_up(Job &job, Call &call, const ina_proto_hdr_t &blk, uint32_t seg);
     void flush_up(Job &job, Call &call);

@@ -47,10 +47,12 @@ public:
                         size_t len) = 0;
     virtual void ack(Member &to, uint32_t rank, const ina_proto_hdr_t &blk) = 0;
     // A message of `to` was refused (`req`: its header), or a call `to` takes
-    // part in was aborted (`req`: a BLOCK header naming jid, rank, mid). The
-    // core has counted and logged it already; `why` is for the sink's own use.
+    // part in was aborted (`req`: a BLOCK header naming jid, rank, mid;
+    // in_flight: it was under way when the tree lost a part under it,
+    // INA_PROTO_F_IN_FLIGHT). The core has counted and logged it already;
+    // `why` is for the sink's own use.
     virtual void error(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status,
-                       const char *why) = 0;
+                       const char *why, bool in_flight) = 0;
 };
 
 } // namespace ina::agg

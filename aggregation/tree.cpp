@@ -109,7 +109,9 @@ void Aggregator::call_abort(Member &from, const ina_proto_hdr_t &h)
                    job->children() ? "a child agent aborted the call"
                                    : "a member gave the call back (another agent of its "
                                      "stripe denied it)",
-                   true);
+                   // Granted: a leaf that lost a member of its own in the
+                   // middle of the call.
+                   kAbortTellParent | (job->children() ? kAbortInFlight : 0u));
     }
     settle();
 }
@@ -129,7 +131,8 @@ void Aggregator::send_up(Job &job, Call &call, const ina_proto_hdr_t &blk, uint3
         // leaf must hold one range of an ALLGATHER (the component orders
         // ranks so, docs/HIERARCHY.md).
         abort_call(job, blk.mid, call, INA_PROTO_ERR_MISMATCH,
-                   "this leaf's members' pieces of an allgather block are not one range", true);
+                   "this leaf's members' pieces of an allgather block are not one range",
+                   kAbortTellParent);
         return;
     }
     const size_t esz = ina_proto_dtype_size(blk.dtype);
@@ -234,7 +237,8 @@ void Aggregator::uplink_result(uint32_t jid, const ina_proto_hdr_t &h, const voi
     if (call->up_pending[slot] != uint64_t{h.sid} + 1 || h.coll != call->coll ||
         h.op != call->op || h.dtype != call->dtype || len != want_len) {
         abort_call(job, h.mid, *call, INA_PROTO_ERR_MALFORMED,
-                   "the parent sent a RESULT that is not of a block this leaf sent", true);
+                   "the parent sent a RESULT that is not of a block this leaf sent",
+                   kAbortTellParent);
         settle();
         return;
     }
@@ -275,7 +279,7 @@ void Aggregator::uplink_result(uint32_t jid, const ina_proto_hdr_t &h, const voi
     settle();
 }
 
-void Aggregator::uplink_error(uint32_t jid, uint64_t mid, ina_proto_status_t st)
+void Aggregator::uplink_error(uint32_t jid, uint64_t mid, ina_proto_status_t st, bool in_flight)
 {
     auto it = jobs_.find(jid);
     Call *call = it == jobs_.end() ? nullptr : it->second->find_call(mid);
@@ -287,8 +291,9 @@ void Aggregator::uplink_error(uint32_t jid, uint64_t mid, ina_proto_status_t st)
     // A part of the tree lost (a sibling leaf gone: NOT_MEMBER): another
     // leaf may hold results, so never a DENY here; a refused partial of
     // ours, before any GRANT, still falls back everywhere alike.
-    abort_call(*it->second, mid, *call, st, "the parent agent ended the call", false,
-               st == INA_PROTO_ERR_NOT_MEMBER || st == INA_PROTO_ERR_UPSTREAM);
+    const bool tree_loss = st == INA_PROTO_ERR_NOT_MEMBER || st == INA_PROTO_ERR_UPSTREAM;
+    abort_call(*it->second, mid, *call, st, "the parent agent ended the call",
+               (tree_loss ? kAbortNeverDeny : 0u) | (in_flight ? kAbortInFlight : 0u));
     settle();
 }
 
@@ -311,7 +316,7 @@ void Aggregator::uplink_lost()
         job.set_up_state(Job::UpState::kFailed);
         for (uint64_t mid : job.open_calls()) {
             abort_call(job, mid, *job.find_call(mid), INA_PROTO_ERR_UPSTREAM,
-                       "the parent agent is lost", false, true);
+                       "the parent agent is lost", kAbortNeverDeny | kAbortInFlight);
         }
     }
     lease_back_ = true; // deferred calls: denied now

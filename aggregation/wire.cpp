@@ -71,11 +71,12 @@ void WireSink::ack(Member &to, uint32_t rank, const ina_proto_hdr_t &blk)
 }
 
 void WireSink::error(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status,
-                     const char *)
+                     const char *, bool in_flight)
 {
     ina_proto_hdr_t h;
     ina_proto_init(&h, INA_PROTO_ERROR);
     h.status = static_cast<uint8_t>(status);
+    h.flags = in_flight ? INA_PROTO_F_IN_FLIGHT : 0;
     h.op = req.type;
     h.jid = req.jid;
     h.rank = req.rank;

@@ -44,7 +44,7 @@ public:
                 size_t len) final;
     void ack(Member &to, uint32_t rank, const ina_proto_hdr_t &blk) final;
     void error(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status,
-               const char *why) final;
+               const char *why, bool in_flight) final;
 };
 
 // A message from `from` that passed ina_proto_check: HELLO is answered with

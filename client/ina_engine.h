@@ -339,6 +339,11 @@ public:
     void defer_fetch(uint32_t from, uint64_t sid, bool result);
     void give_block(uint32_t to, uint64_t sid, bool result) const;
     bool recovering() const { return rescue_ != nullptr; }
+    // Struck in flight: this member's BLOCKs had gone to an agent that then
+    // fell silent or away, or to a tree that lost a part under the call
+    // (INA_PROTO_F_IN_FLIGHT). A later call that a broken tree refused was
+    // not.
+    bool struck() const;
     // This member's word on the call for the others (STATE), and one of its
     // blocks (FETCH): what it sent, or the RESULT it holds whole.
     void describe(std::vector<uint8_t> &msg) const;
@@ -354,7 +359,9 @@ public:
         given_back_ = true;
     }
     // ERROR(ABORTED): a member gave a striped call back; all fall back.
-    void on_error(uint8_t status);
+    // in_flight: the ERROR says the call was under way when the tree lost a
+    // part under it (INA_PROTO_F_IN_FLIGHT).
+    void on_error(uint8_t status, bool in_flight);
 
 private:
     enum class Fail { none, denied, rejected, lost };
@@ -408,6 +415,7 @@ private:
     bool given_back_ = false;      // give_back(): RESULTs are dropped
     Fail fail_ = Fail::none;
     uint8_t status_ = INA_PROTO_OK;
+    bool ended_in_flight_ = false; // the ERROR that set status_ said INA_PROTO_F_IN_FLIGHT
     ina_cqe_t cqe_{};
     // Recovery: RESULTs (or ACKs) arrived, by SID; and, when the job keeps
     // blocks, what this call hands it at retire (KeptCall).

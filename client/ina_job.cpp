@@ -121,6 +121,7 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     given_back_ = false;
     fail_ = Fail::none;
     status_ = INA_PROTO_OK;
+    ended_in_flight_ = false;
     window_.start(geom.nblocks(), open.ahead);
     cqe_ = ina_cqe_t{};
     cqe_.mid = mid;
@@ -640,8 +641,11 @@ void Call::on_staged_result(const ina_proto_hdr_t &h, const void *data, size_t l
     }
 }
 
-void Call::on_error(uint8_t status)
+void Call::on_error(uint8_t status, bool in_flight)
 {
+    if (fail_ == Fail::none) {
+        ended_in_flight_ = in_flight;
+    }
     const bool tree = status == INA_PROTO_ERR_UPSTREAM || status == INA_PROTO_ERR_NOT_MEMBER;
     fail(status == INA_PROTO_ERR_ABORTED ? Fail::denied
          : job_->tree_loss(status)       ? Fail::lost // the members settle it
@@ -1164,7 +1168,7 @@ void Job::on_error(const ina_proto_hdr_t &h)
         client_->log(1, "job %u mid %llu: agent rejected block %u: %s", h.jid,
                      static_cast<unsigned long long>(h.mid), h.sid,
                      ina_proto_status_name(h.status));
-        c->on_error(h.status);
+        c->on_error(h.status, (h.flags & INA_PROTO_F_IN_FLIGHT) != 0);
     } else if (h.mid >= next_mid_) {
         client_->log(1, "job %u: agent aborted mid %llu before this rank started it: %s", h.jid,
                      static_cast<unsigned long long>(h.mid), ina_proto_status_name(h.status));

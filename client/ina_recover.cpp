@@ -44,7 +44,8 @@ enum PeerWhat : uint8_t { kResult = 1, kInput };
 enum PeerFlags : uint8_t {
     kHostOk = 1, // the member could run the host algorithm
     kStruck = 2, // the member had sent BLOCKs of the call to the agent, which
-                 // fell silent or away (not: a tree's agent ended the call)
+                 // fell silent or away, or to a tree that lost a part under
+                 // the call (Call::struck)
 };
 
 struct PeerHdr {
@@ -172,6 +173,11 @@ const uint8_t *Call::whole_result(uint64_t sid) const
     return rbuf_ + r.piece[0].dst;
 }
 
+bool Call::struck() const
+{
+    return any_sent_ && (status_ == INA_PROTO_OK || (ended_in_flight_ && job_->tree_loss(status_)));
+}
+
 void Call::describe(std::vector<uint8_t> &msg) const
 {
     const uint64_t n = geom_.nblocks();
@@ -180,7 +186,7 @@ void Call::describe(std::vector<uint8_t> &msg) const
     PeerHdr h = header(kState, mid_);
     h.nblocks = n;
     h.flags = static_cast<uint8_t>((rescue_ != nullptr && rescue_->host_ok ? kHostOk : 0) |
-                                   (any_sent_ && status_ == INA_PROTO_OK ? kStruck : 0));
+                                   (struck() ? kStruck : 0));
     h.state = recoverable(tmpl_.coll) && (!staged_ || stage_keeps()) ? kFailed : kUnrecoverable;
     for (uint64_t sid = 0; sid < n && h.state == kFailed; ++sid) {
         if ((staged_ ? got(sid) && sb_[sid].result : whole_result(sid) != nullptr) ||
@@ -651,7 +657,15 @@ void Call::rescue_plan()
     for (uint32_t j = 0; j < x.n && rebuild_all; ++j) {
         for (uint64_t sid = 0; sid < geom_.nblocks() && rebuild_all; ++sid) {
             rebuild_all = !x.i[j].empty() && bit(x.i[j].data(), sid);
+            if (!rebuild_all && !anything) {
+                rescue_log("nothing held; struck in flight, but member %u cannot give block "
+                           "%llu's input",
+                           j, static_cast<unsigned long long>(sid));
+            }
         }
+    }
+    if (!anything && !x.struck) {
+        rescue_log("nothing held, and no member's BLOCKs were at the agent when it was lost");
     }
     if (denied || broken || (!anything && all_host && !rebuild_all)) {
         for (uint32_t j = 0; j < x.n && broken; ++j) {

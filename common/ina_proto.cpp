@@ -82,7 +82,7 @@ static_assert(sizeof(Pair<float>) == 8 && sizeof(Pair<double>) == 16 &&
               "MPI pair layouts");
 
 constexpr unsigned kKnownFlags =
-    INA_PROTO_F_WANT_RESULT | INA_PROTO_F_ACK_ONLY | INA_PROTO_F_CHILDREN;
+    INA_PROTO_F_WANT_RESULT | INA_PROTO_F_ACK_ONLY | INA_PROTO_F_CHILDREN | INA_PROTO_F_IN_FLIGHT;
 
 // BLOCK and RESULT: the fields both share (coll, op, dtype, seg_count, payload).
 ina_proto_status_t check_data(const ina_proto_hdr_t &h, size_t payload_len)
@@ -309,7 +309,8 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
         return check_call_ready(h, payload_len);
     }
     // The per-block fields mean nothing outside BLOCK/RESULT: they must be 0.
-    if (h.coll != 0 || h.offset != 0 || h.seg_count != 0 || h.flags != 0) {
+    const unsigned flags_ok = h.type == INA_PROTO_ERROR ? INA_PROTO_F_IN_FLIGHT : 0u;
+    if (h.coll != 0 || h.offset != 0 || h.seg_count != 0 || (h.flags & ~flags_ok) != 0) {
         return INA_PROTO_ERR_MALFORMED;
     }
     switch (h.type) {

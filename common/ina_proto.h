@@ -150,7 +150,12 @@
  *                     else DENY(ABORTED) at their first block of it. Members
  *                     take either as "fall back", never as a failure.
  *   ERROR       a->c  the sender's message was rejected: status, and the offending
- *                     message's type in op, its jid/mid/sid echoed.
+ *                     message's type in op, its jid/mid/sid echoed. An ERROR that
+ *                     ends a call the tree lost a part under (UPSTREAM,
+ *                     NOT_MEMBER) sets INA_PROTO_F_IN_FLIGHT where the call was
+ *                     under way at that moment (its members had sent BLOCKs to
+ *                     agents that were then lost), not where a tree already
+ *                     broken refused a later call.
  *   PING        c->a  arg = cookie (protocol 11): is the agent there? Sent by a
  *                     rank whose calls wait and that heard nothing from the
  *                     agent for a while (its liveness probe), or by a leaf
@@ -193,7 +198,8 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 12u /* 12: parent agents probe their children (PING a->c);
+#define INA_PROTO_VERSION 13u /* 13: ERROR's INA_PROTO_F_IN_FLIGHT;
+                               12: parent agents probe their children (PING a->c);
                                11: PING/PONG (liveness probes); 10: status DRAINING, JOB_OPEN's stripe; 9: JOB_OPEN carries
                                the job's capability, BLOCK and RESULT certification (`done`);
                                8: per-call leases (GRANT/RESULT window)
@@ -253,6 +259,11 @@ typedef enum ina_proto_coll {
 /* JOB_OPEN flag. */
 #define INA_PROTO_F_CHILDREN    0x4u /* JOB_OPEN: the members are child agents,
                                         which vote on every call (CALL_READY) */
+/* ERROR flag (protocol 13). */
+#define INA_PROTO_F_IN_FLIGHT   0x8u /* ERROR ending a call: it was under way when the
+                                        tree lost a part under it (the parent, a
+                                        leaf, a leaf's member); without it, a tree
+                                        already broken refused the call */
 
 /* Execution status (S1 "execution status"); also the CQE status. */
 typedef enum ina_proto_status {
@@ -413,7 +424,8 @@ int ina_proto_coll_valid(unsigned coll, unsigned op, unsigned dtype);
  * (offset 0, count = seg_count; so no CREDIT); seg_count 0 except BARRIER,
  * whose only form is sid 0, seg_count = count = offset = arg = 0; flags other
  * than WANT_RESULT on a BLOCK or ACK_ONLY on a RESULT; a RESULT offset != 0;
- * nonzero coll/offset/seg_count/flags on the other types. A valid (op, dtype)
+ * nonzero coll/offset/seg_count on the other types, and flags other than
+ * IN_FLIGHT on an ERROR or any on the others. A valid (op, dtype)
  * in the wrong collective is MALFORMED, an invalid pair UNSUPPORTED.
  * Returns INA_PROTO_OK or the status that explains the rejection.
  * Never reads past hdr_len. */

@@ -435,7 +435,8 @@ void ParentLink::on_message(const ina_proto_hdr_t &h, const void *data, size_t l
     case INA_PROTO_ERROR:
         INA_WARN("parent %s refused our %s of job %u mid %" PRIu64 ": %s", addr_.c_str(),
                  ina_proto_type_name(h.op), d->second, h.mid, ina_proto_status_name(h.status));
-        agg_.uplink_error(d->second, h.mid, static_cast<ina_proto_status_t>(h.status));
+        agg_.uplink_error(d->second, h.mid, static_cast<ina_proto_status_t>(h.status),
+                          (h.flags & INA_PROTO_F_IN_FLIGHT) != 0);
         break;
     default:
         INA_DEBUG("parent: unexpected %s", ina_proto_type_name(h.type));

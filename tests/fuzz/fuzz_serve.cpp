@@ -200,7 +200,8 @@ public:
             agg_.uplink_result(d->second, h, data, len);
             break;
         case INA_PROTO_ERROR:
-            agg_.uplink_error(d->second, h.mid, static_cast<ina_proto_status_t>(h.status));
+            agg_.uplink_error(d->second, h.mid, static_cast<ina_proto_status_t>(h.status),
+                              (h.flags & INA_PROTO_F_IN_FLIGHT) != 0);
             break;
         default:
             break;

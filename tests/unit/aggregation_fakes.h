@@ -108,12 +108,13 @@ public:
         events.push_back(std::move(e));
     }
     void error(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status,
-               const char *why) override
+               const char *why, bool in_flight) override
     {
         ck_assert_ptr_nonnull(why);
         Event e(Event::Kind::kError);
         e.to = &to;
         e.hdr = req;
+        e.hdr.flags = in_flight ? INA_PROTO_F_IN_FLIGHT : 0;
         e.status = status;
         events.push_back(std::move(e));
     }

@@ -305,7 +305,7 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, ahead), 58);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, done), 60);
     // Enum values are wire values: pin them.
-    ck_assert_uint_eq(INA_PROTO_VERSION, 12);
+    ck_assert_uint_eq(INA_PROTO_VERSION, 13);
     ck_assert_uint_eq(INA_PROTO_HELLO, 1);
     ck_assert_uint_eq(INA_PROTO_ERROR, 11);
     ck_assert_uint_eq(INA_PROTO_GRANT, 12);
@@ -504,9 +504,11 @@ START_TEST(test_rejects_common_fields)
             m.hdr.done = r;
             ck_assert_int_eq(check_msg(m), speaks_done ? INA_PROTO_OK : INA_PROTO_ERR_MALFORMED);
         }
-        // Flag bits no type defines (bit 2 is JOB_OPEN's: test_job_open_tree).
+        // Flag bits no type defines (bit 2 is JOB_OPEN's: test_job_open_tree;
+        // bit 3 ERROR's: test_error_in_flight).
         for (unsigned bit = 2; bit < 16; ++bit) {
-            if (good.hdr.type == INA_PROTO_JOB_OPEN && (1u << bit) == INA_PROTO_F_CHILDREN) {
+            if ((good.hdr.type == INA_PROTO_JOB_OPEN && (1u << bit) == INA_PROTO_F_CHILDREN) ||
+                (good.hdr.type == INA_PROTO_ERROR && (1u << bit) == INA_PROTO_F_IN_FLIGHT)) {
                 continue;
             }
             Msg m = good;
@@ -575,6 +577,22 @@ START_TEST(test_control_block_fields)
             ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
         }
     }
+}
+END_TEST
+
+// ERROR alone may say the call it ends was under way (protocol 13).
+START_TEST(test_error_in_flight)
+{
+    for (ina_proto_type_t t : kAllTypes) {
+        Msg m = valid_msg(t);
+        m.hdr.flags = static_cast<uint16_t>(m.hdr.flags | INA_PROTO_F_IN_FLIGHT);
+        ck_assert_msg(check_msg(m) == (t == INA_PROTO_ERROR ? INA_PROTO_OK
+                                                            : INA_PROTO_ERR_MALFORMED),
+                      "%s", ina_proto_type_name(t));
+    }
+    Msg m = valid_msg(INA_PROTO_ERROR);
+    m.hdr.flags = INA_PROTO_F_IN_FLIGHT | INA_PROTO_F_WANT_RESULT;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
 }
 END_TEST
 
@@ -1138,7 +1156,9 @@ START_TEST(test_fuzz)
                       h.rank < h.count);
             ck_assert_uint_eq(payload_len, INA_PROTO_JOB_KEY_BYTES + INA_PROTO_JOB_CAP_BYTES + size_t{h.count} * 4);
         } else {
-            ck_assert(h.coll == 0 && h.offset == 0 && h.seg_count == 0 && h.flags == 0);
+            ck_assert(h.coll == 0 && h.offset == 0 && h.seg_count == 0);
+            ck_assert_uint_eq(h.flags & ~(h.type == INA_PROTO_ERROR ? INA_PROTO_F_IN_FLIGHT : 0u),
+                              0);
             ck_assert_uint_eq(payload_len, 0);
         }
         accepted_mutants += mutant;
@@ -1234,7 +1254,7 @@ int main()
                                 test_data_seg_count_payload,
                                 test_block_reduction_whole,
                                 test_block_offsets,
-                                test_block_flags,
+                                test_block_flags, test_error_in_flight,
                                 test_barrier,
                                 test_result_count_flags,
                                 test_fuzz,

@@ -64,7 +64,7 @@ struct SpineSink final : Sink {
                 size_t len) override;
     void ack(Member &to, uint32_t rank, const ina_proto_hdr_t &blk) override;
     void error(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status,
-               const char *why) override;
+               const char *why, bool in_flight) override;
 };
 
 struct Tree {
@@ -248,13 +248,13 @@ void SpineSink::ack(Member &to, uint32_t, const ina_proto_hdr_t &blk)
 }
 
 void SpineSink::error(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t status,
-                      const char *)
+                      const char *, bool in_flight)
 {
     auto &l = static_cast<LeafLink &>(to);
-    tree->wire.push_back([&l, req, status] {
+    tree->wire.push_back([&l, req, status, in_flight] {
         auto it = l.down.find(req.jid);
         if (it != l.down.end()) {
-            l.tree->leaves[l.index]->agg.uplink_error(it->second, req.mid, status);
+            l.tree->leaves[l.index]->agg.uplink_error(it->second, req.mid, status, in_flight);
         }
     });
 }
@@ -279,6 +279,8 @@ struct TreeCall {
     std::vector<int> grants = std::vector<int>(N, 0);
     std::vector<int> denies = std::vector<int>(N, 0);
     std::vector<int> errors = std::vector<int>(N, 0);
+    std::vector<ina_proto_status_t> error_status = std::vector<ina_proto_status_t>(N);
+    std::vector<bool> error_in_flight = std::vector<bool>(N, false);
     std::vector<ina_proto_status_t> deny_status = std::vector<ina_proto_status_t>(N);
     std::vector<std::vector<std::byte>> result = std::vector<std::vector<std::byte>>(N);
 
@@ -321,6 +323,8 @@ struct TreeCall {
                 } else if (e.kind == Event::Kind::kError && allow_errors) {
                     ck_assert_uint_eq(e.hdr.mid, mid);
                     errors[m]++;
+                    error_status[m] = e.status;
+                    error_in_flight[m] = (e.hdr.flags & INA_PROTO_F_IN_FLIGHT) != 0;
                 } else {
                     ck_abort_msg("member %u: unexpected event %d", m, static_cast<int>(e.kind));
                 }
@@ -631,6 +635,66 @@ START_TEST(test_tree_malformed_partial)
 }
 END_TEST
 
+// The tree loses a part under a call in flight (the parent, or a sibling
+// leaf): every member's ERROR says the call was under way (its members
+// rebuild it among themselves). A later call that the broken tree refuses
+// gets the same status without that word (its members go to the host).
+START_TEST(test_tree_loss_in_flight)
+{
+    for (const bool parent_lost : {true, false}) {
+        Tree t;
+        const std::vector<uint32_t> jids = t.open(7);
+        auto fill = [](uint32_t m, uint32_t sid, uint32_t &, uint32_t &cnt,
+                       std::vector<std::byte> &bytes) {
+            bytes.resize(size_t{cnt} * sizeof(int64_t));
+            auto *d = reinterpret_cast<int64_t *>(bytes.data());
+            for (uint32_t i = 0; i < cnt; ++i) {
+                d[i] = static_cast<int64_t>(m * 1000 + sid * 8 + i);
+            }
+        };
+        // One member of each leaf sends its first window; the others never
+        // come, so the call stays open at both leaves and the spine.
+        TreeCall c{t, jids, 0, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT64, 8, 8 * 12};
+        c.piece = fill;
+        c.allow_errors = true;
+        std::mt19937 rng(7);
+        c.run(rng, {0, kPerLeaf});
+        const uint32_t lost = kLeaves - 1; // the sibling leaf lost (parent_lost: none)
+        if (parent_lost) {
+            for (uint32_t l = 0; l < kLeaves; ++l) {
+                t.leaves[l]->agg.uplink_lost();
+            }
+        } else {
+            t.spine.member_lost(t.links[lost]);
+        }
+        c.drain();
+        const ina_proto_status_t want =
+            parent_lost ? INA_PROTO_ERR_UPSTREAM : INA_PROTO_ERR_NOT_MEMBER;
+        for (uint32_t m = 0; m < TreeCall::N; ++m) {
+            if (!parent_lost && m / kPerLeaf == lost) {
+                continue; // its leaf is gone (not asked here)
+            }
+            ck_assert_msg(c.errors[m] == 1 && c.error_status[m] == want && c.error_in_flight[m],
+                          "parent_lost %d member %u: errors %d status %d in flight %d",
+                          parent_lost, m, c.errors[m], c.error_status[m],
+                          static_cast<int>(c.error_in_flight[m]));
+        }
+        // The next call at leaf 0: refused by the broken tree, not in flight.
+        TreeCall next{t, jids, 1, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT64, 8, 8 * 12};
+        next.piece = fill;
+        next.allow_errors = true;
+        next.run(rng, {0});
+        for (uint32_t m = 0; m < kPerLeaf; ++m) {
+            ck_assert_msg(next.errors[m] == 1 && next.error_status[m] == want &&
+                              !next.error_in_flight[m],
+                          "parent_lost %d member %u: next call errors %d status %d in flight %d",
+                          parent_lost, m, next.errors[m], next.error_status[m],
+                          static_cast<int>(next.error_in_flight[m]));
+        }
+    }
+}
+END_TEST
+
 // A job over several leaves at an agent without a parent: refused at
 // JOB_OPEN (UPSTREAM), so its calls never wait for members that cannot come.
 START_TEST(test_tree_job_without_parent_refused)
@@ -649,7 +713,7 @@ int main()
                                {test_tree_allreduce_order, test_tree_allgather,
                                 test_tree_grant_waits_for_every_leaf,
                                 test_tree_deny_by_leaf_or_spine, test_tree_partial_not_queued,
-                                test_tree_malformed_partial,
+                                test_tree_malformed_partial, test_tree_loss_in_flight,
                                 test_tree_job_without_parent_refused},
                                60);
 }
