@@ -30,8 +30,8 @@
 #include <time.h>
 
 #include "opal/class/opal_list.h"
-#include "opal/threads/mutex.h"
 
+#include "coll_ina_compat.h"
 #include "ina_client.h"
 #include "ina_node.h"
 
@@ -89,7 +89,7 @@ typedef enum mca_coll_ina_node_state {
 } mca_coll_ina_node_state_t;
 
 typedef struct mca_coll_ina_component_t {
-    mca_coll_base_component_2_0_0_t super;
+    mca_coll_base_component_t super;
 
     /* MCA parameters (storage registered with the MCA var system). */
     int priority;
@@ -160,7 +160,7 @@ typedef struct mca_coll_ina_component_t {
     int comm_keyval;
 } mca_coll_ina_component_t;
 
-OMPI_MODULE_DECLSPEC extern mca_coll_ina_component_t mca_coll_ina_component;
+OMPI_DECLSPEC extern mca_coll_ina_component_t mca_coll_ina_component;
 
 typedef struct mca_coll_ina_module_t {
     mca_coll_base_module_t super;

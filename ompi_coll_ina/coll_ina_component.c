@@ -38,9 +38,6 @@
 #include "ina_config.h"
 #include "coll_ina.h"
 
-#if OMPI_MAJOR_VERSION != 4 || OMPI_MINOR_VERSION != 1
-#error "coll/ina is written for the Open MPI 4.1 coll API"
-#endif
 
 static int ina_register(void);
 static int ina_open(void);
@@ -60,7 +57,7 @@ static char *ina_tenant = NULL;
 mca_coll_ina_component_t mca_coll_ina_component = {
     .super = {
         .collm_version = {
-            MCA_COLL_BASE_VERSION_2_0_0,
+            INA_COLL_BASE_VERSION,
             .mca_component_name = "ina",
             MCA_BASE_MAKE_VERSION(component, 0, 1, 0),
             .mca_open_component = ina_open,
@@ -357,8 +354,8 @@ static int ina_open(void)
     (void) opal_show_help_add_dir(MCA_COLL_INA_HELP_DIR);
 #endif
 
-    /* The component is compiled against the 4.1 coll API (checked above);
-     * refuse to run inside another series of the library. */
+    /* The component is compiled against one series' coll API
+     * (coll_ina_compat.h); refuse to run inside another series. */
     if (MPI_SUCCESS != MPI_Get_library_version(lib, &len) ||
         2 != sscanf(lib, "Open MPI v%d.%d", &major, &minor) ||
         OMPI_MAJOR_VERSION != major || OMPI_MINOR_VERSION != minor) {
@@ -584,18 +581,20 @@ static void ina_parse_agents(void)
 
 /* The secret every job's capability is sealed with (ina_job_key_seal;
  * docs/ARCHITECTURE.md, "Job setup"): one per MPI job, known to its
- * processes only. mpirun hands every process of a job the same random
- * 128-bit key for its transports (ORTE's orte_precondition_transports, in
- * the environment, which only the job's user can read). False without it
- * (another launcher). */
+ * processes only. The launcher may hand every process of a job the same
+ * random 128-bit key for its transports (ina_compat_launcher_key: ORTE's
+ * in the environment, which only the job's user can read). False without
+ * it (rank 0 draws one instead). */
 static bool ina_launcher_secret(uint8_t *secret)
 {
-    const char *v = getenv("OMPI_MCA_orte_precondition_transports");
+    char *v = ina_compat_launcher_key();
     unsigned long long hi = 0, lo = 0;
     int end = 0;
+    bool ok = NULL != v && 2 == sscanf(v, "%16llx-%16llx%n", &hi, &lo, &end) &&
+              '\0' == v[end] && (0 != hi || 0 != lo);
 
-    if (NULL == v || 2 != sscanf(v, "%16llx-%16llx%n", &hi, &lo, &end) || '\0' != v[end] ||
-        (0 == hi && 0 == lo)) {
+    free(v);
+    if (!ok) {
         return false;
     }
     memcpy(secret, &hi, sizeof(hi));
@@ -696,8 +695,8 @@ int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
 static uint64_t ina_tenant_id(void)
 {
     static const char tag[] = "ina tenant 1";
-    const char *launcher = getenv("OMPI_MCA_orte_hnp_uri");
-    uint32_t family = OMPI_PROC_MY_NAME->jobid >> 16;
+    const char *launcher = ina_compat_launch_name();
+    uint32_t family = ina_compat_launch_of(OMPI_PROC_MY_NAME);
     ina_job_key_t key;
     uint64_t t = 0;
     size_t i;
@@ -862,35 +861,9 @@ int mca_coll_ina_agent_reach(uint32_t k)
  * with MPI_Comm_free (before the coll framework releases the module), and
  * no one else has the key. */
 
-/* A duplicate gets a module of its own: never copy the attribute (what
- * MPI_COMM_NULL_COPY_FN does, in the internal signature). */
-static int ina_comm_attr_copy(MPI_Comm oldcomm, int keyval, void *extra, void *value_in,
-                              void *value_out, int *flag, MPI_Comm newcomm)
-{
-    (void) oldcomm;
-    (void) keyval;
-    (void) extra;
-    (void) value_in;
-    (void) value_out;
-    (void) newcomm;
-    *flag = 0;
-    return MPI_SUCCESS;
-}
-
-/* Deleting the attribute frees nothing: the coll framework owns the module. */
-static int ina_comm_attr_delete(MPI_Comm comm, int keyval, void *value, void *extra)
-{
-    (void) comm;
-    (void) keyval;
-    (void) value;
-    (void) extra;
-    return MPI_SUCCESS;
-}
-
 void mca_coll_ina_comm_attach(mca_coll_ina_module_t *module)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
-    ompi_attribute_fn_ptr_union_t copy_fn, delete_fn;
     ompi_communicator_t *comm = module->comm;
     int rc;
 
@@ -898,10 +871,10 @@ void mca_coll_ina_comm_attach(mca_coll_ina_module_t *module)
      * the attribute subsystem started, before any other thread can create
      * a communicator). */
     if (MPI_KEYVAL_INVALID == c->comm_keyval) {
-        copy_fn.attr_communicator_copy_fn = ina_comm_attr_copy;
-        delete_fn.attr_communicator_delete_fn = ina_comm_attr_delete;
-        rc = ompi_attr_create_keyval(COMM_ATTR, copy_fn, delete_fn, &c->comm_keyval, NULL, 0,
-                                     NULL);
+        /* A duplicate gets a module of its own: the attribute is never
+         * copied; deleting it frees nothing (the coll framework owns the
+         * module). */
+        rc = ina_compat_comm_keyval_create(&c->comm_keyval);
         if (OMPI_SUCCESS != rc) {
             c->comm_keyval = MPI_KEYVAL_INVALID;
             INA_VERBOSE(1, "cid %d: no communicator attribute key (rc %d): its MPI_T "

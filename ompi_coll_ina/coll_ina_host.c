@@ -8,7 +8,8 @@
  *
  * The selection string kept Open MPI's own components out of the coll
  * framework, but they are still in the component repository (every .so of
- * the component path is indexed at startup). When the selection names ina,
+ * the component path is indexed at startup) or, built into the library,
+ * among the framework's static components. When the selection names ina,
  * this file loads `basic` (blocking collectives + reduce_local, any
  * communicator), `libnbc` (non-blocking and persistent collectives with
  * real progress, intercommunicators included) and `inter` (the blocking
@@ -56,34 +57,55 @@ static bool ina_framework_has(const char *name)
     return false;
 }
 
-/* Load, register, open and (optionally) init_query one component. */
+/* Load (or, built into the library, take), register, open and
+ * (optionally) init_query one component. */
 static int ina_host_one(opal_list_t *repository, const char *name, bool call_init_query,
                         bool enable_progress_threads, bool enable_mpi_threads)
 {
     mca_base_framework_t *fw = &ompi_coll_base_framework;
     mca_base_component_repository_item_t *ri, *found = NULL;
     mca_base_component_list_item_t *cli;
-    const mca_base_component_t *comp;
-    const mca_coll_base_component_2_0_0_t *coll;
+    const mca_base_component_t *comp = NULL, *const *s;
+    const mca_coll_base_component_t *coll;
+    const char *from = "the library";
     int rc;
 
-    OPAL_LIST_FOREACH(ri, repository, mca_base_component_repository_item_t) {
-        if (0 == strcmp(ri->ri_name, name)) {
-            found = ri;
-            break;
+    /* Built in (Open MPI 5.0 as Debian builds it has every coll component
+     * in libmpi, none in the component path). */
+    for (s = fw->framework_static_components; NULL != s && NULL != *s && NULL == comp; ++s) {
+        if (0 == strcmp((*s)->mca_component_name, name)) {
+            comp = *s;
         }
     }
-    if (NULL == found) {
-        return OMPI_ERR_NOT_FOUND;
+    if (NULL != comp) {
+        cli = OBJ_NEW(mca_base_component_list_item_t);
+        if (NULL == cli) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        cli->cli_component = comp;
+        opal_list_append(&fw->framework_components, &cli->super);
+    } else {
+        if (NULL != repository) {
+            OPAL_LIST_FOREACH(ri, repository, mca_base_component_repository_item_t) {
+                if (0 == strcmp(ri->ri_name, name)) {
+                    found = ri;
+                    break;
+                }
+            }
+        }
+        if (NULL == found) {
+            return OMPI_ERR_NOT_FOUND;
+        }
+        /* Appends the component to fw->framework_components on success. */
+        rc = mca_base_component_repository_open(fw, found);
+        if (OPAL_SUCCESS != rc) {
+            return rc;
+        }
+        cli = (mca_base_component_list_item_t *) opal_list_get_last(&fw->framework_components);
+        comp = cli->cli_component;
+        from = found->ri_path;
     }
-    /* Appends the component to fw->framework_components on success. */
-    rc = mca_base_component_repository_open(fw, found);
-    if (OPAL_SUCCESS != rc) {
-        return rc;
-    }
-    cli = (mca_base_component_list_item_t *) opal_list_get_last(&fw->framework_components);
-    comp = cli->cli_component;
-    coll = (const mca_coll_base_component_2_0_0_t *) comp;
+    coll = (const mca_coll_base_component_t *) comp;
 
     if (NULL != comp->mca_register_component_params &&
         OPAL_SUCCESS != (rc = comp->mca_register_component_params())) {
@@ -98,7 +120,7 @@ static int ina_host_one(opal_list_t *repository, const char *name, bool call_ini
         goto close;
     }
     INA_VERBOSE(10, "hosting coll/%s (from %s) for the collectives ina leaves to it",
-                name, found->ri_path);
+                name, from);
     return OMPI_SUCCESS;
 
 close:
@@ -108,7 +130,9 @@ close:
 release:
     opal_list_remove_item(&fw->framework_components, &cli->super);
     OBJ_RELEASE(cli);
-    mca_base_component_repository_release(comp);
+    if (NULL != found) {
+        mca_base_component_repository_release(comp);
+    }
     return rc;
 }
 
@@ -135,13 +159,11 @@ int mca_coll_ina_host_components(bool enable_progress_threads, bool enable_mpi_t
             continue; /* selected by the user: the framework handles it */
         }
         if (NULL == repository &&
-            (OPAL_SUCCESS != mca_base_component_repository_get_components(fw, &repository) ||
-             NULL == repository)) {
-            rc = OMPI_ERR_NOT_FOUND;
-        } else {
-            rc = ina_host_one(repository, name, call_init_query, enable_progress_threads,
-                              enable_mpi_threads);
+            OPAL_SUCCESS != mca_base_component_repository_get_components(fw, &repository)) {
+            repository = NULL; /* built-in components only */
         }
+        rc = ina_host_one(repository, name, call_init_query, enable_progress_threads,
+                          enable_mpi_threads);
         if (OMPI_SUCCESS != rc) {
             opal_show_help("help-coll-ina.txt", "host-component", true,
                            opal_process_info.nodename, name, rc);

@@ -17,7 +17,6 @@
 #include "ompi/mca/coll/coll.h"
 #include "ompi/mca/coll/base/base.h"
 #include "opal/mca/hwloc/hwloc-internal.h"
-#include "opal/mca/pmix/pmix.h"
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
@@ -240,7 +239,7 @@ static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
     m->comm = comm;
     m->rank = ompi_comm_rank(comm);
     m->size = ompi_comm_size(comm);
-    m->cid = (int) ompi_comm_get_cid(comm);
+    m->cid = ina_compat_local_cid(comm);
 
     /* All or nothing: a failure leaves what was retained to the destructor,
      * which runs when the base releases the module. */
@@ -309,7 +308,7 @@ mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *
          * components below (inter, basic and libnbc, hosted with ina alone),
          * which call the local groups' collectives, where ina may offload. */
         INA_VERBOSE(20, "declining cid %d (%s): an intercommunicator (offload is for "
-                        "intracommunicators)", (int) ompi_comm_get_cid(comm), comm->c_name);
+                        "intracommunicators)", ina_compat_local_cid(comm), comm->c_name);
         return NULL;
     }
     if (c->priority < 0 || ompi_comm_size(comm) < 2) {
@@ -343,33 +342,31 @@ mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *
  * ina_layout_number. What is used, in order:
  *  1. coll_ina_test_node_size = K > 0 (tests only): world rank / K, the
  *     world rank being the proc's rank in its own job (its vpid);
- *  2. Open MPI's node id of the proc: the runtime's OPAL_PMIX_NODEID (the
+ *  2. Open MPI's node id of the proc: the runtime's PMIx node id (the
  *     id Open MPI's own topo/treematch groups procs by). It is job-level
- *     data the runtime hands every process at startup, so it is read with
- *     OPAL_MODEX_RECV_VALUE_OPTIONAL: from the local store, never a round
- *     trip to the server, never a collective;
+ *     data the runtime hands every process at startup, so it is read from
+ *     the local store (ina_compat_get_u32), never a round trip to the
+ *     server, never a collective;
  *  3. without a node id, locality relative to this process
  *     (OPAL_PROC_ON_LOCAL_NODE of the proc's flags, what MPI_COMM_TYPE_SHARED
  *     uses): a proc on this node shares this process's key, any other proc is
  *     put on a node of its own. Then each rank knows its own node right but
  *     ranks may disagree on how the remote procs group (a runtime without
- *     node ids is not expected with Open MPI 4.1's ORTE).
+ *     node ids is not expected with mpirun, ORTE's or PRRTE's).
  * Host names are not used: they need not be unique or consistent. */
 static uint64_t ina_member_node_key(ompi_communicator_t *comm, int rank, int my_rank,
                                     uint64_t my_key, bool *from_runtime)
 {
     opal_process_name_t name = ompi_group_get_proc_name(comm->c_local_group, rank);
-    uint32_t nodeid = 0, *pnodeid = &nodeid;
+    uint32_t nodeid = 0;
     ompi_proc_t *proc;
     uint64_t key;
-    int rc;
 
     *from_runtime = false;
     if (0 == ina_layout_test_key(mca_coll_ina_component.test_node_size, name.vpid, &key)) {
         return key;
     }
-    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_NODEID, &name, &pnodeid, OPAL_UINT32);
-    if (OPAL_SUCCESS == rc) {
+    if (ina_compat_get_u32(INA_KEY_NODEID, &name, &nodeid)) {
         *from_runtime = true;
         return ina_layout_key(INA_LAYOUT_KEY_NODEID, nodeid);
     }
@@ -403,11 +400,7 @@ static int ina_locality_setup(mca_coll_ina_module_t *m)
         opal_process_name_t name = ompi_group_get_proc_name(m->comm->c_local_group,
                                                             m->local_ranks[i]);
         char *loc = NULL;
-        int rc;
-        OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_LOCALITY_STRING, &name, &loc, OPAL_STRING);
-        if (OPAL_SUCCESS != rc) {
-            loc = NULL;
-        }
+        (void) ina_compat_get_string(INA_KEY_LOCALITY, &name, &loc);
         package[i] = mca_coll_ina_component.test_package_size > 0
                          ? i / mca_coll_ina_component.test_package_size
                          : ina_layout_locality_index(loc, "SK");
@@ -501,12 +494,13 @@ const int *mca_coll_ina_local_ranks(const mca_coll_ina_module_t *module, int *n)
 /* The part of the communicator's job key every member computes alike from
  * what Open MPI knows, without communicating (docs/HIERARCHY.md, "Job
  * setup without a collective at enable"):
- *  - the launcher: mpirun's URI when every member was started by this
- *    process's mpirun (the same job family), so that two mpirun invocations
- *    sharing an agent never meet, even with equal job ids; members of
- *    several launchers (MPI_Comm_connect) rely on their job ids alone;
- *  - the context id and every member's name (job id, rank in its job), in
- *    rank order: disjoint splits share a context id;
+ *  - the launch (ina_compat_launch_name) when every member was started by
+ *    this process's mpirun, so that two mpirun invocations sharing an
+ *    agent never meet, even with equal job ids; members of several
+ *    launches (MPI_Comm_connect) rely on their job ids alone;
+ *  - the context id all members agree on (ina_compat_comm_gid) and every
+ *    member's name (job id, rank in its job), in rank order: disjoint
+ *    splits share a context id;
  *  - an epoch: how many communicators with this context id and these
  *    members this process enabled before (a context id is reused after a
  *    free, and the old job may still be leaving at the agent). Every member
@@ -514,16 +508,16 @@ const int *mca_coll_ina_local_ranks(const mca_coll_ina_module_t *module, int *n)
 static void ina_job_key_base(mca_coll_ina_module_t *m, ina_job_key_t *key)
 {
     static const char tag[] = "ina job key 1";
-    const char *launcher = getenv("OMPI_MCA_orte_hnp_uri");
-    opal_process_name_t me = *OMPI_PROC_MY_NAME;
-    uint32_t cid = (uint32_t) m->cid, size = (uint32_t) m->size, epoch = 0, len;
+    const char *launcher = ina_compat_launch_name();
+    const uint32_t my_launch = ina_compat_launch_of(OMPI_PROC_MY_NAME);
+    const ina_comm_gid_t gid = ina_compat_comm_gid(m->comm);
+    uint32_t size = (uint32_t) m->size, epoch = 0, len;
     void *count = NULL;
     int r;
 
     for (r = 0; r < m->size && NULL != launcher; ++r) {
-        /* ORTE's job family: the upper 16 bits of a job id. */
         opal_process_name_t name = ompi_group_get_proc_name(m->comm->c_local_group, r);
-        if ((name.jobid >> 16) != (me.jobid >> 16)) {
+        if (ina_compat_launch_of(&name) != my_launch) {
             launcher = NULL;
         }
     }
@@ -536,7 +530,8 @@ static void ina_job_key_base(mca_coll_ina_module_t *m, ina_job_key_t *key)
     len = NULL != launcher ? (uint32_t) strlen(launcher) : 0;
     ina_job_key_add(key, &len, sizeof(len));
     ina_job_key_add(key, NULL != launcher ? launcher : "", len);
-    ina_job_key_add(key, &cid, sizeof(cid));
+    ina_job_key_add(key, &gid.base, sizeof(gid.base));
+    ina_job_key_add(key, &gid.sub, sizeof(gid.sub));
     ina_job_key_add(key, &size, sizeof(size));
     for (r = 0; r < m->size; ++r) {
         opal_process_name_t name = ompi_group_get_proc_name(m->comm->c_local_group, r);
@@ -557,7 +552,6 @@ void mca_coll_ina_host_of(ompi_communicator_t *comm, int rank, char *host, size_
     opal_process_name_t name = ompi_group_get_proc_name(comm->c_local_group, rank);
     const char *list = mca_coll_ina_component.test_hosts;
     char *found = NULL;
-    int rc;
 
     host[0] = '\0';
     if ('\0' != list[0]) {
@@ -574,8 +568,7 @@ void mca_coll_ina_host_of(ompi_communicator_t *comm, int rank, char *host, size_
         }
         return;
     }
-    OPAL_MODEX_RECV_VALUE_OPTIONAL(rc, OPAL_PMIX_HOSTNAME, &name, &found, OPAL_STRING);
-    if (OPAL_SUCCESS == rc && NULL != found) {
+    if (ina_compat_get_string(INA_KEY_HOSTNAME, &name, &found)) {
         snprintf(host, len, "%s", found);
         free(found);
     } else if (rank == ompi_comm_rank(comm)) {

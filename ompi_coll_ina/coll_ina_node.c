@@ -30,7 +30,6 @@
 #include "ompi/communicator/communicator.h"
 #include "ompi/group/group.h"
 #include "ompi/proc/proc.h"
-#include "opal/mca/pmix/pmix.h"
 #include "opal/util/proc.h"
 
 #include "coll_ina.h"
@@ -59,6 +58,7 @@ static const char *ina_node_open(mca_coll_ina_module_t *m, int tier)
     static char why[256];
     char name[128], path[160];
     ina_node_config_t cfg;
+    ina_comm_gid_t gid;
     ina_status_t rc;
     size_t chunk;
 
@@ -85,14 +85,16 @@ static const char *ina_node_open(mca_coll_ina_module_t *m, int tier)
         }
     }
     /* The node's index too: tests lay several "nodes" out on one machine. */
-    snprintf(name, sizeof(name), "/ina-%u-%x-%d-%016llx-%u%c", (unsigned) getuid(),
-             (unsigned) OMPI_PROC_MY_NAME->jobid, m->cid,
+    gid = ina_compat_comm_gid(m->comm);
+    snprintf(name, sizeof(name), "/ina-%u-%x-%llx.%llx-%016llx-%u%c", (unsigned) getuid(),
+             (unsigned) OMPI_PROC_MY_NAME->jobid, (unsigned long long) gid.base,
+             (unsigned long long) gid.sub,
              (unsigned long long) ina_members_hash(m->comm, m->size),
              m->node_of[m->rank], 0 == tier ? 's' : 'l');
     /* Before the file exists: if the job dies before every rank attached,
      * the runtime removes it. */
-    if (0 == ina_node_shm_path(name, path, sizeof(path)) && NULL != opal_pmix.register_cleanup) {
-        (void) opal_pmix.register_cleanup(path, false, false, false);
+    if (0 == ina_node_shm_path(name, path, sizeof(path))) {
+        ina_compat_register_cleanup(path);
     }
     memset(&cfg, 0, sizeof(cfg));
     cfg.name = name;

@@ -41,8 +41,11 @@ builddir=${INA_BUILDDIR:?INA_BUILDDIR not set}
 mpirun=${MPIRUN:-mpirun}
 daemon=$builddir/switch_agent/ina-switchd
 args=(-np "$NP" --oversubscribe --mca mpi_yield_when_idle 1
-      --mca mca_base_component_path "$builddir/ompi_coll_ina/.libs:SYS_DEFAULT"
       --mca coll_ina_agent_path "$daemon")
+# The build's component first. In the environment, not as --mca: Open MPI
+# 5.0's launcher would hand it to PMIx too, which complains of every file
+# there that is not one of its own components.
+export OMPI_MCA_mca_base_component_path="$builddir/ompi_coll_ina/.libs:SYS_DEFAULT"
 [ "$(id -u)" = 0 ] && args+=(--allow-run-as-root)
 case $MODE in
   alone) args+=(--mca coll ina) ;;

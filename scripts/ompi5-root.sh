@@ -1,0 +1,88 @@
+#!/bin/bash
+# Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+# A Debian 13 system in a chroot, with Debian's Open MPI 5.0 and everything
+# ina builds and tests with, to build and test ina against the 5.0 series
+# beside the machine's own Open MPI 4.1. As root on Debian 12, with Debian's
+# mirror reachable.
+#   scripts/ompi5-root.sh make        make it (once; kept for later runs)
+#   scripts/ompi5-root.sh run CMD...  run CMD there, in this tree (mounted at
+#                                     /ina), as root
+#   scripts/ompi5-root.sh remove      unmount and delete it
+# The chroot lives in $INA_OMPI5_ROOT (default /var/cache/ina/trixie); its
+# Open MPI source tree (the internal headers libopenmpi-dev leaves out,
+# configure --with-ompi-source) in /usr/src/openmpi there.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+root=${INA_OMPI5_ROOT:-/var/cache/ina/trixie}
+[ "$(id -u)" = 0 ] || { echo "ompi5-root.sh: run as root (mmdebstrap, chroot)" >&2; exit 2; }
+
+# What scripts/setup.sh installs on Debian 12, less what only the fuzzers,
+# the metrics checks and RDMA hardware need.
+pkgs=build-essential,autoconf,automake,libtool,pkg-config,libopenmpi-dev,openmpi-bin,libucx-dev
+pkgs+=,ucx-utils,libhwloc-dev,check,procps,libinih-dev,libsystemd-dev,libmicrohttpd-dev
+pkgs+=,nlohmann-json3-dev,curl,dpkg-dev,ca-certificates
+
+mount_all() {
+  mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
+  # UCX lists /sys/class/net; Open MPI's shared memory wants /dev/shm.
+  mountpoint -q "$root/sys" || mount --rbind /sys "$root/sys"
+  mountpoint -q "$root/dev" || mount --rbind /dev "$root/dev"
+  mkdir -p "$root/dev/shm" "$root/ina"
+  mountpoint -q "$root/dev/shm" || mount -t tmpfs tmpfs "$root/dev/shm"
+  mountpoint -q "$root/ina" || mount --bind "$top" "$root/ina"
+}
+umount_all() {
+  for m in ina dev/shm dev sys proc; do
+    mountpoint -q "$root/$m" 2>/dev/null && umount -l "$root/$m"
+  done
+  return 0
+}
+
+make_root() {
+  if [ -f "$root/.ina-ready" ]; then
+    return 0
+  fi
+  command -v mmdebstrap >/dev/null ||
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+        --no-install-recommends mmdebstrap; }
+  rm -rf "$root"
+  mkdir -p "$(dirname "$root")"
+  local log
+  log=$(mktemp /tmp/ina-ompi5-root.XXXXXX)
+  echo "== making a Debian 13 chroot in $root (minutes; log $log)"
+  # deb-src too: the Open MPI source tree of the very version installed.
+  mmdebstrap --variant=apt --include="$pkgs" --components=main \
+    --setup-hook='mkdir -p "$1/etc/apt/sources.list.d"' \
+    --customize-hook='sed -n "s/^deb /deb-src /p" "$1/etc/apt/sources.list" > "$1/etc/apt/sources.list.d/src.list"' \
+    --customize-hook='chroot "$1" apt-get update -q' \
+    --customize-hook='mkdir -p "$1/usr/src/ompi" && chroot "$1" sh -c "cd /usr/src/ompi && apt-get source -q --download-only openmpi && dpkg-source -x --no-check openmpi_*.dsc tree"' \
+    trixie "$root" >"$log" 2>&1 ||
+    { tail -30 "$log"; echo "FAIL: mmdebstrap"; rm -rf "$root"; exit 1; }
+  ln -sfn ompi/tree "$root/usr/src/openmpi"
+  touch "$root/.ina-ready"
+  rm -f "$log"
+}
+
+case "${1:-}" in
+  make)
+    make_root
+    chroot "$root" dpkg-query -W -f='${Package} ${Version}\n' libopenmpi-dev libucx-dev libpmix-dev
+    ;;
+  run)
+    shift
+    make_root
+    mount_all
+    trap umount_all EXIT
+    chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+      OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+      /bin/bash -c 'cd /ina && "$@"' bash "$@"
+    ;;
+  remove)
+    umount_all
+    rm -rf "$root"
+    ;;
+  *)
+    echo "usage: ompi5-root.sh make | run CMD... | remove" >&2
+    exit 2
+    ;;
+esac
