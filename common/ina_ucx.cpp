@@ -25,8 +25,17 @@ ucs_status_t make_context(uint64_t features, const char *name, Context &out, boo
     }
     std::unique_ptr<ucp_config_t, ConfigDeleter> config(raw);
     // Transport options pass through to UCT; a UCX without TCP ignores them.
+    // By which name: Debian 12's UCX 1.13 takes the transport's own name
+    // (TX_SEG_SIZE) and warns of the prefixed one as invalid, Debian 13's
+    // 1.18 the reverse (and then leaves the segment at its default). The
+    // versions between were not tried: 1.16 on is taken as 1.18.
     const std::string seg = std::to_string(kStreamSegBytes);
-    for (const char *key : {"TX_SEG_SIZE", "RX_SEG_SIZE"}) {
+    unsigned major = 0, minor = 0, release = 0;
+    ucp_get_version(&major, &minor, &release);
+    const bool prefixed = major > 1 || (major == 1 && minor >= 16);
+    const char *const plain[] = {"TX_SEG_SIZE", "RX_SEG_SIZE"};
+    const char *const tcp[] = {"TCP_TX_SEG_SIZE", "TCP_RX_SEG_SIZE"};
+    for (const char *key : prefixed ? tcp : plain) {
         st = ucp_config_modify(config.get(), key, seg.c_str());
         if (st != UCS_OK && st != UCS_ERR_NO_ELEM) {
             return st;

@@ -370,7 +370,6 @@ static int ina_open(void)
         return OMPI_ERR_NOT_SUPPORTED;
     }
 
-    mca_coll_ina_dtype_init();
     c->nagents = 0;
     c->agent_addr_known = false;
     c->agent_pid = -1;

@@ -44,7 +44,7 @@ typedef struct ina_dtype_map {
 } ina_dtype_map_t;
 
 /* MPI handles are addresses of Open MPI's predefined objects: the table is
- * filled at component open (single-threaded), then only read. */
+ * filled at init_query (in MPI_Init, single-threaded), then only read. */
 static ina_dtype_map_t ina_dtypes[64];
 static int ina_ndtypes = 0;
 

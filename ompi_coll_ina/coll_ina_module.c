@@ -185,6 +185,9 @@ int mca_coll_ina_init_query(bool enable_progress_threads, bool enable_mpi_thread
      * different communicators could interleave inside it, so offload is
      * off under MPI_THREAD_MULTIPLE (every call falls back). */
     mca_coll_ina_component.thread_multiple = enable_mpi_threads;
+    /* Here, not at open: Open MPI 5.0 opens the coll framework before it
+     * builds the predefined datatypes (the pairs' extents read 0 then). */
+    mca_coll_ina_dtype_init();
     if (mca_coll_ina_component.explicitly_selected) {
         /* Failure is reported there; the base then reports the missing
          * collectives itself. */

@@ -20,7 +20,7 @@ root=${INA_OMPI5_ROOT:-/var/cache/ina/trixie}
 # the metrics checks and RDMA hardware need.
 pkgs=build-essential,autoconf,automake,libtool,pkg-config,libopenmpi-dev,openmpi-bin,libucx-dev
 pkgs+=,ucx-utils,libhwloc-dev,check,procps,libinih-dev,libsystemd-dev,libmicrohttpd-dev
-pkgs+=,nlohmann-json3-dev,curl,dpkg-dev,ca-certificates
+pkgs+=,nlohmann-json3-dev,curl,prometheus,dpkg-dev,ca-certificates
 
 mount_all() {
   mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
@@ -40,6 +40,14 @@ umount_all() {
 
 make_root() {
   if [ -f "$root/.ina-ready" ]; then
+    # Made before with another package list: what is missing now.
+    if [ "$(cat "$root/.ina-ready")" != "$pkgs" ]; then
+      echo "== installing into $root: ${pkgs//,/ }"
+      chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+        sh -c "apt-get update -q && apt-get install -y -q --no-install-recommends ${pkgs//,/ }" \
+        >/dev/null || { echo "FAIL: apt-get install in $root"; exit 1; }
+      echo "$pkgs" >"$root/.ina-ready"
+    fi
     return 0
   fi
   command -v mmdebstrap >/dev/null ||
@@ -51,28 +59,32 @@ make_root() {
   log=$(mktemp /tmp/ina-ompi5-root.XXXXXX)
   echo "== making a Debian 13 chroot in $root (minutes; log $log)"
   # deb-src too: the Open MPI source tree of the very version installed.
+  # shellcheck disable=SC2016 # the hooks' $1 is mmdebstrap's
   mmdebstrap --variant=apt --include="$pkgs" --components=main \
-    --setup-hook='mkdir -p "$1/etc/apt/sources.list.d"' \
     --customize-hook='sed -n "s/^deb /deb-src /p" "$1/etc/apt/sources.list" > "$1/etc/apt/sources.list.d/src.list"' \
     --customize-hook='chroot "$1" apt-get update -q' \
     --customize-hook='mkdir -p "$1/usr/src/ompi" && chroot "$1" sh -c "cd /usr/src/ompi && apt-get source -q --download-only openmpi && dpkg-source -x --no-check openmpi_*.dsc tree"' \
     trixie "$root" >"$log" 2>&1 ||
     { tail -30 "$log"; echo "FAIL: mmdebstrap"; rm -rf "$root"; exit 1; }
   ln -sfn ompi/tree "$root/usr/src/openmpi"
-  touch "$root/.ina-ready"
+  echo "$pkgs" >"$root/.ina-ready"
   rm -f "$log"
 }
 
 case "${1:-}" in
   make)
     make_root
+    # shellcheck disable=SC2016 # dpkg-query's fields
     chroot "$root" dpkg-query -W -f='${Package} ${Version}\n' libopenmpi-dev libucx-dev libpmix-dev
     ;;
   run)
     shift
     make_root
+    # Runs side by side share the mounts: the last one out unmounts.
+    exec 9>"$root.lock"
+    flock -s 9
     mount_all
-    trap umount_all EXIT
+    trap 'flock -u 9; if flock -xn 9; then umount_all; fi' EXIT
     chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
       OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
       /bin/bash -c 'cd /ina && "$@"' bash "$@"

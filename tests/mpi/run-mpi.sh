@@ -42,10 +42,13 @@ mpirun=${MPIRUN:-mpirun}
 daemon=$builddir/switch_agent/ina-switchd
 args=(-np "$NP" --oversubscribe --mca mpi_yield_when_idle 1
       --mca coll_ina_agent_path "$daemon")
-# The build's component first. In the environment, not as --mca: Open MPI
-# 5.0's launcher would hand it to PMIx too, which complains of every file
-# there that is not one of its own components.
+# The build's component first. Open MPI 5.0's launcher hands that path to
+# PMIx too, which complains of every file there that is not one of its own
+# components: PMIx keeps its own path (configure: PMIX_COMPONENTS).
 export OMPI_MCA_mca_base_component_path="$builddir/ompi_coll_ina/.libs:SYS_DEFAULT"
+if [ -n "${INA_PMIX_COMPONENTS:-}" ]; then
+  export PMIX_MCA_mca_base_component_path=$INA_PMIX_COMPONENTS
+fi
 [ "$(id -u)" = 0 ] && args+=(--allow-run-as-root)
 case $MODE in
   alone) args+=(--mca coll ina) ;;
