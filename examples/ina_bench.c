@@ -10,6 +10,8 @@
  *                  [-i ITERS] [-w WARMUP] [-d int|float|double|int64|uint8]
  *                  [-o sum|prod|min|max|band|bor|bxor] [-p] (in place) [-c] (check)
  *                  [-s SEC] (sleep SEC seconds after each size: idle CPU measurements)
+ *                  [-P] (persistent: MPI_*_init once per size, then MPI_Start and
+ *                  MPI_Wait each iteration; Open MPI 4.1: its MPIX_*_init)
  *
  * Columns: bytes (per rank's buffer), min/avg/max latency in microseconds
  * over ranks (each rank's average over ITERS), algorithm bandwidth (bytes /
@@ -27,6 +29,15 @@
 #include <unistd.h>
 
 #include "ina_example.h"
+
+#if defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION < 5
+#include <mpi-ext.h> /* MPIX_*_init: Open MPI 4.1's persistent collectives */
+#define MPI_Allreduce_init MPIX_Allreduce_init
+#define MPI_Reduce_init MPIX_Reduce_init
+#define MPI_Allgather_init MPIX_Allgather_init
+#define MPI_Bcast_init MPIX_Bcast_init
+#define MPI_Barrier_init MPIX_Barrier_init
+#endif
 
 typedef enum { B_ALLREDUCE, B_REDUCE, B_ALLGATHER, B_BCAST, B_BARRIER } bench_t;
 
@@ -95,7 +106,7 @@ static long combine(const char *op, long a, long b, const dtype_t *dt)
 #define INA_BENCH_USAGE                                                                   \
     "usage: ina_bench [-b allreduce|reduce|allgather|bcast|barrier] [-m MIN:MAX]\n"           \
     "                 [-i ITERS] [-w WARMUP] [-d int|float|double|int64|uint8]\n"             \
-    "                 [-o sum|prod|min|max|band|bor|bxor] [-p] [-c] [-s SEC]\n"
+    "                 [-o sum|prod|min|max|band|bor|bxor] [-p] [-c] [-s SEC] [-P]\n"
 
 static void usage(void)
 {
@@ -107,7 +118,8 @@ int main(int argc, char **argv)
     bench_t bench = B_ALLREDUCE;
     const char *bench_name = "allreduce";
     size_t min_bytes = 8, max_bytes = 4u << 20;
-    int iters = 100, warmup = 10, in_place = 0, check = 0, pause = 0, c, rank, size, errors = 0;
+    int iters = 100, warmup = 10, in_place = 0, check = 0, pause = 0, persistent = 0, c, rank,
+        size, errors = 0;
     const dtype_t *dt = &dtypes[1];
     const op_t *op = &ops[0];
 
@@ -115,7 +127,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((c = getopt(argc, argv, "b:m:i:w:d:o:pcs:h")) != -1) {
+    while ((c = getopt(argc, argv, "b:m:i:w:d:o:pcs:Ph")) != -1) {
         switch (c) {
         case 'b':
             bench_name = optarg;
@@ -151,6 +163,7 @@ int main(int argc, char **argv)
         case 'p': in_place = 1; break;
         case 'c': check = 1; break;
         case 's': pause = atoi(optarg); break;
+        case 'P': persistent = 1; break;
         default: if (0 == rank) usage(); MPI_Finalize(); return 'h' == c ? 0 : 2;
         }
     }
@@ -166,9 +179,9 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     if (0 == rank) {
-        printf("# ina_bench %s: %d ranks, %s %s%s, %d iterations (+%d warm-up)%s\n", bench_name,
-               size, dt->name, op->name, in_place ? ", in place" : "", iters, warmup,
-               check ? ", results checked" : "");
+        printf("# ina_bench %s%s: %d ranks, %s %s%s, %d iterations (+%d warm-up)%s\n",
+               bench_name, persistent ? " (persistent: started)" : "", size, dt->name, op->name,
+               in_place ? ", in place" : "", iters, warmup, check ? ", results checked" : "");
         printf("# %12s %12s %12s %12s %14s %14s\n", "bytes", "min_usec", "avg_usec", "max_usec",
                "algbw_MB/s", "busbw_MB/s");
     }
@@ -177,15 +190,46 @@ int main(int argc, char **argv)
         size_t count = bytes / dt->size;
         int root = 0;
         double t_sum = 0.0;
+        const void *src = in_place ? MPI_IN_PLACE : sbuf;
+        MPI_Request preq = MPI_REQUEST_NULL;
+        if (persistent) {
+            /* Planned once per size; the buffers' contents change per start. */
+            switch (bench) {
+            case B_ALLREDUCE:
+                MPI_Allreduce_init(src, rbuf, (int)count, dt->type, op->op, MPI_COMM_WORLD,
+                                   MPI_INFO_NULL, &preq);
+                break;
+            case B_REDUCE:
+                MPI_Reduce_init(in_place && rank != root ? sbuf : src, rbuf, (int)count, dt->type,
+                                op->op, root, MPI_COMM_WORLD, MPI_INFO_NULL, &preq);
+                break;
+            case B_ALLGATHER:
+                MPI_Allgather_init(src, (int)count, dt->type, rbuf, (int)count, dt->type,
+                                   MPI_COMM_WORLD, MPI_INFO_NULL, &preq);
+                break;
+            case B_BCAST:
+                MPI_Bcast_init(sbuf, (int)count, dt->type, root, MPI_COMM_WORLD, MPI_INFO_NULL,
+                               &preq);
+                break;
+            case B_BARRIER:
+                MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &preq);
+                break;
+            }
+        }
         for (int it = -warmup; it < iters; ++it) {
             for (size_t i = 0; i < count; ++i) store(sbuf, i, dt, input(rank, i, op->name));
             if (in_place && (B_ALLREDUCE == bench || B_REDUCE == bench)) {
                 memcpy(rbuf, sbuf, count * dt->size);
             }
-            const void *src = in_place ? MPI_IN_PLACE : sbuf;
+            if (in_place && B_ALLGATHER == bench) {
+                memcpy(rbuf + (size_t)rank * count * dt->size, sbuf, count * dt->size);
+            }
             MPI_Barrier(MPI_COMM_WORLD);
             double t0 = MPI_Wtime();
-            switch (bench) {
+            if (persistent) {
+                MPI_Start(&preq);
+                MPI_Wait(&preq, MPI_STATUS_IGNORE);
+            } else switch (bench) {
             case B_ALLREDUCE:
                 MPI_Allreduce(src, rbuf, (int)count, dt->type, op->op, MPI_COMM_WORLD);
                 break;
@@ -194,7 +238,6 @@ int main(int argc, char **argv)
                            op->op, root, MPI_COMM_WORLD);
                 break;
             case B_ALLGATHER:
-                if (in_place) memcpy(rbuf + (size_t)rank * count * dt->size, sbuf, count * dt->size);
                 MPI_Allgather(src, (int)count, dt->type, rbuf, (int)count, dt->type, MPI_COMM_WORLD);
                 break;
             case B_BCAST:
@@ -224,6 +267,9 @@ int main(int argc, char **argv)
                     }
                 }
             }
+        }
+        if (persistent) {
+            MPI_Request_free(&preq);
         }
         double avg = t_sum / (iters > 0 ? iters : 1), tmin, tmax, tsum;
         MPI_Reduce(&avg, &tmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);

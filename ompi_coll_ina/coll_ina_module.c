@@ -335,6 +335,11 @@ mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *
     m->super.coll_ibcast = mca_coll_ina_ibcast;
     m->super.coll_ibarrier = mca_coll_ina_ibarrier;
     m->super.coll_iallgather = mca_coll_ina_iallgather;
+    m->super.coll_allreduce_init = mca_coll_ina_allreduce_init;
+    m->super.coll_reduce_init = mca_coll_ina_reduce_init;
+    m->super.coll_bcast_init = mca_coll_ina_bcast_init;
+    m->super.coll_barrier_init = mca_coll_ina_barrier_init;
+    m->super.coll_allgather_init = mca_coll_ina_allgather_init;
     *priority = c->priority;
     return &m->super;
 }

@@ -1,0 +1,233 @@
+/*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
+ * MPI-4 persistent collectives (MPI_Allreduce_init, MPI_Reduce_init,
+ * MPI_Bcast_init, MPI_Allgather_init, MPI_Barrier_init; Open MPI 4.1's
+ * MPIX_*_init of its pcollreq extension alike): the request keeps the
+ * call's arguments, and each MPI_Start posts the call through ina's
+ * non-blocking form, which decides per start, alike on every rank, between
+ * the agent (or the node stage) and the host algorithm it replaced
+ * (coll_ina_request.c). The start completes when that call does.
+ *
+ * MPI_Reduce_scatter_block_init is left to the component below ina (ina
+ * has no non-blocking reduce-scatter yet).
+ */
+#include "ompi_config.h"
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/coll.h"
+#include "ompi/request/request.h"
+
+#include "coll_ina.h"
+
+typedef struct mca_coll_ina_preq {
+    ompi_request_t super;
+    mca_coll_ina_kind_t kind;
+    mca_coll_ina_module_t *module;
+    /* The call, as MPI_*_init gave it. */
+    const void *sbuf;
+    void *rbuf;
+    int count, rcount, root;
+    struct ompi_datatype_t *dtype, *rdtype;
+    struct ompi_op_t *op;
+    /* This start's call: ina's or the host's request. */
+    ompi_request_t *inner;
+} mca_coll_ina_preq_t;
+
+static OBJ_CLASS_INSTANCE(mca_coll_ina_preq_t, ompi_request_t, NULL, NULL);
+
+/* The start's call completed: so does the persistent request (its status
+ * the call's). Returns 0: the inner request completes as usual, and is
+ * freed at the next start or with the persistent request. */
+static int ina_preq_inner_done(ompi_request_t *inner)
+{
+    mca_coll_ina_preq_t *p = (mca_coll_ina_preq_t *) inner->req_complete_cb_data;
+
+    p->super.req_status.MPI_ERROR = inner->req_status.MPI_ERROR;
+    ompi_request_complete(&p->super, true);
+    return 0;
+}
+
+static int ina_preq_post(mca_coll_ina_preq_t *p)
+{
+    mca_coll_base_module_t *module = &p->module->super;
+    ompi_communicator_t *comm = p->module->comm;
+
+    switch (p->kind) {
+    case MCA_COLL_INA_ALLREDUCE:
+        return mca_coll_ina_iallreduce(p->sbuf, p->rbuf, p->count, p->dtype, p->op, comm,
+                                       &p->inner, module);
+    case MCA_COLL_INA_REDUCE:
+        return mca_coll_ina_ireduce(p->sbuf, p->rbuf, p->count, p->dtype, p->op, p->root, comm,
+                                    &p->inner, module);
+    case MCA_COLL_INA_BCAST:
+        return mca_coll_ina_ibcast(p->rbuf, p->count, p->dtype, p->root, comm, &p->inner,
+                                   module);
+    case MCA_COLL_INA_BARRIER:
+        return mca_coll_ina_ibarrier(comm, &p->inner, module);
+    case MCA_COLL_INA_ALLGATHER:
+        return mca_coll_ina_iallgather(p->sbuf, p->count, p->dtype, p->rbuf, p->rcount,
+                                       p->rdtype, comm, &p->inner, module);
+    default:
+        return OMPI_ERR_NOT_SUPPORTED;
+    }
+}
+
+static int ina_preq_start(size_t count, ompi_request_t **requests)
+{
+    for (size_t i = 0; i < count; ++i) {
+        mca_coll_ina_preq_t *p = (mca_coll_ina_preq_t *) requests[i];
+        int rc;
+
+        if (NULL != p->inner) {
+            /* The previous start's call, complete (MPI_Start is erroneous
+             * on an active request). */
+            (void) ompi_request_free(&p->inner);
+        }
+        p->super.req_complete = REQUEST_PENDING;
+        p->super.req_state = OMPI_REQUEST_ACTIVE;
+        p->super.req_status = ompi_status_empty;
+        rc = ina_preq_post(p);
+        if (OMPI_SUCCESS != rc) {
+            p->inner = NULL;
+            p->super.req_state = OMPI_REQUEST_INACTIVE;
+            p->super.req_complete = REQUEST_COMPLETED;
+            return rc;
+        }
+        (void) ompi_request_set_callback(p->inner, ina_preq_inner_done, p);
+    }
+    return OMPI_SUCCESS;
+}
+
+static int ina_preq_free(ompi_request_t **request)
+{
+    mca_coll_ina_preq_t *p = (mca_coll_ina_preq_t *) *request;
+
+    if (OMPI_REQUEST_ACTIVE == p->super.req_state && !REQUEST_COMPLETE(&p->super)) {
+        return MPI_ERR_REQUEST; /* MPI-4: freeing an active persistent collective */
+    }
+    if (NULL != p->inner) {
+        (void) ompi_request_free(&p->inner);
+    }
+    if (NULL != p->dtype) {
+        OBJ_RELEASE(p->dtype);
+    }
+    if (NULL != p->rdtype) {
+        OBJ_RELEASE(p->rdtype);
+    }
+    if (NULL != p->op) {
+        OBJ_RELEASE(p->op);
+    }
+    OBJ_RELEASE(p->module);
+    OMPI_REQUEST_FINI(&p->super);
+    OBJ_RELEASE(p);
+    *request = MPI_REQUEST_NULL;
+    return OMPI_SUCCESS;
+}
+
+static int ina_preq_cancel(ompi_request_t *request, int complete)
+{
+    /* A collective cannot be cancelled: each start completes normally. */
+    (void) request;
+    (void) complete;
+    return OMPI_SUCCESS;
+}
+
+/* The request of one MPI_*_init: inactive until MPI_Start. The datatypes,
+ * op and module are retained until MPI_Request_free (the caller may free
+ * its handles before). */
+static int ina_preq_new(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind, const void *sbuf,
+                        void *rbuf, int count, struct ompi_datatype_t *dtype, int rcount,
+                        struct ompi_datatype_t *rdtype, struct ompi_op_t *op, int root,
+                        ompi_request_t **request)
+{
+    mca_coll_ina_preq_t *p = OBJ_NEW(mca_coll_ina_preq_t);
+
+    if (NULL == p) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    OMPI_REQUEST_INIT(&p->super, true);
+    p->super.req_type = OMPI_REQUEST_COLL;
+    p->super.req_start = ina_preq_start;
+    p->super.req_free = ina_preq_free;
+    p->super.req_cancel = ina_preq_cancel;
+    p->super.req_mpi_object.comm = m->comm;
+    p->kind = kind;
+    p->module = m;
+    p->sbuf = sbuf;
+    p->rbuf = rbuf;
+    p->count = count;
+    p->rcount = rcount;
+    p->root = root;
+    p->dtype = dtype;
+    p->rdtype = rdtype;
+    p->op = op;
+    p->inner = NULL;
+    OBJ_RETAIN(m);
+    if (NULL != dtype) {
+        OBJ_RETAIN(dtype);
+    }
+    if (NULL != rdtype) {
+        OBJ_RETAIN(rdtype);
+    }
+    if (NULL != op) {
+        OBJ_RETAIN(op);
+    }
+    *request = &p->super;
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_ina_allreduce_init(const void *sbuf, void *rbuf, int count,
+                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    return ina_preq_new((mca_coll_ina_module_t *) module, MCA_COLL_INA_ALLREDUCE, sbuf, rbuf,
+                        count, dtype, 0, NULL, op, 0, request);
+}
+
+int mca_coll_ina_reduce_init(const void *sbuf, void *rbuf, int count,
+                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                             struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                             ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    return ina_preq_new((mca_coll_ina_module_t *) module, MCA_COLL_INA_REDUCE, sbuf, rbuf,
+                        count, dtype, 0, NULL, op, root, request);
+}
+
+int mca_coll_ina_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype, int root,
+                            struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                            ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    return ina_preq_new((mca_coll_ina_module_t *) module, MCA_COLL_INA_BCAST, NULL, buf, count,
+                        dtype, 0, NULL, NULL, root, request);
+}
+
+int mca_coll_ina_barrier_init(struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                              ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    return ina_preq_new((mca_coll_ina_module_t *) module, MCA_COLL_INA_BARRIER, NULL, NULL, 0,
+                        NULL, 0, NULL, NULL, 0, request);
+}
+
+int mca_coll_ina_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                                void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
+                                struct ompi_communicator_t *comm, struct ompi_info_t *info,
+                                ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    (void) comm;
+    (void) info;
+    return ina_preq_new((mca_coll_ina_module_t *) module, MCA_COLL_INA_ALLGATHER, sbuf, rbuf,
+                        scount, MPI_IN_PLACE == sbuf ? NULL : sdtype, rcount, rdtype, NULL, 0,
+                        request);
+}
