@@ -4,21 +4,35 @@
 # Debian system and takes minutes). As root on Debian 12, with Debian's
 # mirror reachable:
 #   1. builds ina-switchd and openmpi-coll-ina from this tree
-#      (dpkg-buildpackage -b -us -uc, in a copy of the tree);
+#      (dpkg-buildpackage -b -us -uc, in a copy of the tree): for Debian 12
+#      here, against Open MPI 4.1; with --dist trixie, for Debian 13 against
+#      Open MPI 5.0, in the chroot of scripts/ompi5-root.sh (its Open MPI
+#      source tree gives the internal headers libopenmpi-dev 5.0.7 lacks:
+#      configure --with-ompi-source, through INA_CONFIGURE_ARGS);
 #   2. checks them with lintian (no errors allowed);
-#   3. makes a fresh Debian 12 system in a chroot (mmdebstrap) with Open MPI
-#      only, installs the packages there, and runs an MPI job through ina
-#      (coll_ina_required: an error unless the calls were offloaded; every
-#      result checked), and the installed daemon with ina-switchctl;
+#   3. makes a fresh Debian system of that release in a chroot (mmdebstrap)
+#      with Open MPI only, installs the packages there, and runs an MPI job
+#      through ina (coll_ina_required: an error unless the calls were
+#      offloaded; every result checked), and the installed daemon with
+#      ina-switchctl;
 #   4. purges the packages and checks that nothing of them is left.
-# usage: scripts/package-test.sh [--keep]   (--keep: leave the work dir)
+# usage: scripts/package-test.sh [--dist bookworm|trixie] [--keep]
+#   (--keep: leave the work dir)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 keep=0
-case "${1:-}" in
-  --keep) keep=1 ;;
-  "") ;;
-  *) echo "usage: package-test.sh [--keep]" >&2; exit 2 ;;
+dist=bookworm
+while [ $# -gt 0 ]; do
+  case $1 in
+    --keep) keep=1; shift ;;
+    --dist) dist=${2:-}; shift 2 ;;
+    *) echo "usage: package-test.sh [--dist bookworm|trixie] [--keep]" >&2; exit 2 ;;
+  esac
+done
+case $dist in
+  bookworm) release="Debian 12" libompi=libopenmpi3 ;;
+  trixie) release="Debian 13" libompi=libopenmpi40 ;;
+  *) echo "package-test.sh: --dist bookworm or trixie" >&2; exit 2 ;;
 esac
 [ "$(id -u)" = 0 ] || { echo "package-test.sh: run as root (apt-get, chroot)" >&2; exit 2; }
 
@@ -32,35 +46,58 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
-# The build dependencies, as debian/control names them.
-(cd "$top" && apt-get build-dep -y -q ./ >/dev/null)
 
 work=$(mktemp -d /tmp/ina-package-test.XXXXXX)
 root="$work/root"
+o5=${INA_OMPI5_ROOT:-/var/cache/ina/trixie}
 cleanup() {
   for m in dev/shm dev/pts dev proc sys; do
     mountpoint -q "$root/$m" 2>/dev/null && umount -l "$root/$m"
   done
-  if [ "$keep" = 0 ]; then rm -rf "$work"; else echo "kept $work"; fi
+  if [ "$keep" = 0 ]; then rm -rf "$work" "$o5/tmp/ina-package-test"; else echo "kept $work"; fi
 }
 trap cleanup EXIT
 
-echo "== 1. building the packages in $work"
-src="$work/ina-0.1.0"
+# Where the packages are built: here, or (trixie) in the Open MPI 5.0 chroot,
+# whose /tmp/ina-package-test is $build there.
+if [ "$dist" = bookworm ]; then
+  build=$work
+  in_build() { (cd "$build" && bash -c "$1"); }
+  # The build dependencies, as debian/control names them.
+  (cd "$top" && apt-get build-dep -y -q ./ >/dev/null)
+else
+  "$top/scripts/ompi5-root.sh" make >/dev/null
+  build=$o5/tmp/ina-package-test
+  rm -rf "$build" && mkdir -p "$build"
+  in_build() { "$top/scripts/ompi5-root.sh" run bash -c "cd /tmp/ina-package-test && $1"; }
+fi
+
+echo "== 1. building the packages for $release in $build"
+src="$build/ina-0.1.0"
 mkdir -p "$src"
 # The tree as git sees it (tracked and new files, nothing ignored or built).
 (cd "$top" && git ls-files -z -co --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$src"
-(cd "$src" && DEB_BUILD_OPTIONS="parallel=$(nproc)" dpkg-buildpackage -b -us -uc >"$work/build.log" 2>&1) ||
-  { tail -40 "$work/build.log"; echo "FAIL: dpkg-buildpackage"; exit 1; }
+conf=""
+if [ "$dist" = trixie ]; then
+  in_build "apt-get install -y -q --no-install-recommends ${need[*]/mmdebstrap/} >/dev/null &&
+            cd ina-0.1.0 && apt-get build-dep -y -q ./ >/dev/null" ||
+    { echo "FAIL: build dependencies in $o5"; exit 1; }
+  conf=--with-ompi-source=/usr/src/openmpi
+fi
+in_build "cd ina-0.1.0 && INA_CONFIGURE_ARGS=$conf DEB_BUILD_OPTIONS=parallel=$(nproc) \
+          dpkg-buildpackage -b -us -uc >../build.log 2>&1" ||
+  { tail -40 "$build/build.log"; echo "FAIL: dpkg-buildpackage"; exit 1; }
+[ "$build" = "$work" ] || cp "$build"/*.deb "$build"/*.changes "$build"/*.buildinfo "$work/"
 ls "$work"/*.deb
+echo "openmpi-coll-ina depends on: $(dpkg-deb -f "$work"/openmpi-coll-ina_*.deb Depends)"
 
 echo "== 2. lintian"
-lintian --fail-on error "$work"/ina_*.changes ||
+in_build "lintian --fail-on error ina_*.changes" ||
   { echo "FAIL: lintian found errors"; exit 1; }
 
-echo "== 3. a fresh Debian 12 with Open MPI (mmdebstrap)"
-mmdebstrap --variant=apt --include=openmpi-bin,libopenmpi3,procps,systemd \
-  bookworm "$root" >"$work/mmdebstrap.log" 2>&1 ||
+echo "== 3. a fresh $release with Open MPI (mmdebstrap)"
+mmdebstrap --variant=apt --include=openmpi-bin,$libompi,procps,systemd \
+  "$dist" "$root" >"$work/mmdebstrap.log" 2>&1 ||
   { tail -20 "$work/mmdebstrap.log"; echo "FAIL: mmdebstrap"; exit 1; }
 mount -t proc proc "$root/proc"
 mount --rbind /sys "$root/sys"
@@ -69,9 +106,11 @@ mkdir -p "$root/dev/shm"
 mountpoint -q "$root/dev/shm" || mount -t tmpfs tmpfs "$root/dev/shm"
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
 
-# An MPI program that knows nothing of ina, built here against the same
-# Open MPI the chroot has (Debian 12's).
-mpicc -O2 -I"$src" -o "$root/usr/local/bin/ina_allreduce_demo" "$top/examples/ina_allreduce_demo.c"
+# An MPI program that knows nothing of ina, built against the same Open MPI
+# the chroot has (where the packages were built).
+in_build "mpicc -O2 -Iina-0.1.0 -o ina_allreduce_demo ina-0.1.0/examples/ina_allreduce_demo.c" ||
+  { echo "FAIL: mpicc"; exit 1; }
+cp "$build/ina_allreduce_demo" "$root/usr/local/bin/ina_allreduce_demo"
 
 # What the system holds before (apt's own state and logs aside).
 snapshot() {
@@ -90,7 +129,16 @@ in_root apt-get install -y -q /debs/ina-switchd_0.1.0_amd64.deb /debs/openmpi-co
 echo "installed: $(in_root dpkg-query -W -f='${Package} ${Version}, ' ina-switchd openmpi-coll-ina)"
 
 echo "== 4. an MPI job through ina (the embedded agent: /usr/bin/ina-switchd)"
-in_root mpirun --allow-run-as-root --oversubscribe -np 4 --mca coll ina --mca coll_ina_required 1 \
+path=()
+if [ "$dist" = trixie ]; then
+  # Debian 13's mpirun (PRRTE 3.0) hands the processes PMIx's component
+  # path as Open MPI's (OMPI_MCA_mca_base_component_path), which hides
+  # every component installed beside Open MPI's: name Open MPI's own again,
+  # as a user must (README).
+  path=("OMPI_MCA_mca_base_component_path=$(in_build "ompi_info --parsable --path pkglibdir" |
+    sed -n 's/^path:pkglibdir://p')")
+fi
+in_root "${path[@]}" mpirun --allow-run-as-root --oversubscribe -np 4 --mca coll ina --mca coll_ina_required 1 \
   --mca coll_ina_node_stage 0 --mca coll_ina_verbose 1 \
   /usr/local/bin/ina_allreduce_demo -m 8:4194304 -i 3 >"$work/mpi.out" 2>"$work/mpi.err" ||
   { cat "$work/mpi.out" "$work/mpi.err"; echo "FAIL: the MPI job"; exit 1; }
