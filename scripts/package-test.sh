@@ -119,6 +119,9 @@ snapshot() {
     -o -path /var/lib/systemd -o -path /debs \) -prune -o -print | sort
 }
 snapshot >"$work/before"
+# shellcheck disable=SC2016 # dpkg-query's fields
+packages() { in_root dpkg-query -W -f='${db:Status-Status} ${Package}\n' | sed -n 's/^installed //p' | sort; }
+packages >"$work/packages.before"
 
 mkdir -p "$root/debs"
 cp "$work"/ina-switchd_*.deb "$work"/openmpi-coll-ina_*.deb "$root/debs/"
@@ -175,6 +178,13 @@ in_root systemctl is-enabled ina-switchd.service
 echo "== 6. purge: nothing may be left"
 # (with what apt installed for them: rdma-core, the verbs providers, ...)
 in_root apt-get purge --autoremove -y -q ina-switchd openmpi-coll-ina >"$work/purge.log" 2>&1 ||
+  { tail -20 "$work/purge.log"; echo "FAIL: purge"; exit 1; }
+# Packages the install brought in that autoremove keeps (Debian 13: what
+# a package of the base system recommends, e.g. udev's libraries pulled
+# by rdma-core) go too: what is left must be the system as it was.
+mapfile -t extra < <(comm -13 "$work/packages.before" <(packages))
+[ ${#extra[@]} = 0 ] || echo "purging what the install brought in and autoremove kept: ${extra[*]}"
+[ ${#extra[@]} = 0 ] || in_root apt-get purge --autoremove -y -q "${extra[@]}" >>"$work/purge.log" 2>&1 ||
   { tail -20 "$work/purge.log"; echo "FAIL: purge"; exit 1; }
 snapshot >"$work/after"
 if ! diff -u "$work/before" "$work/after"; then
