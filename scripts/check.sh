@@ -62,7 +62,11 @@ fi
 
 cd "$top" || exit 1
 # Each pass's results: build/ and build-asan/ (4.1), build-ompi5/ (5.0).
-count() { find "$@" -name '*.trs' -exec cat {} + 2>/dev/null | grep -c "$pattern"; }
+count() { # pattern dirs...
+  local pattern=$1
+  shift
+  find "$@" -name '*.trs' -exec cat {} + 2>/dev/null | grep -c "$pattern"
+}
 line=""
 pass=0
 fail=0
@@ -71,10 +75,8 @@ for s in 4.1 5.0; do
   if [ $s = 4.1 ]; then dirs=(build/tests build-asan/tests); else dirs=(build-ompi5/tests); fi
   [ -d "${dirs[0]}" ] || continue
   [ $s = 5.0 ] && [ -n "$skipped" ] && continue
-  pattern='^:test-result: PASS'
-  p=$(count "${dirs[@]}")
-  pattern='^:test-result: \(FAIL\|ERROR\|XPASS\)'
-  f=$(count "${dirs[@]}")
+  p=$(count '^:test-result: PASS' "${dirs[@]}")
+  f=$(count '^:test-result: \(FAIL\|ERROR\|XPASS\)' "${dirs[@]}")
   # Sanitizer reports outside any test's verdict count as one failure more.
   if [ $s = 4.1 ] && ls build-asan/sanitizer-reports/* >/dev/null 2>&1; then
     f=$((f + 1))
