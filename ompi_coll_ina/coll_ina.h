@@ -155,9 +155,11 @@ typedef struct mca_coll_ina_component_t {
     opal_list_t outstanding;
     bool progress_registered;
 
-    /* Communicator attribute holding the module of every communicator ina
-     * enabled, for the MPI_T pvars; MPI_KEYVAL_INVALID until the first. */
-    int comm_keyval;
+    /* The module of every communicator ina enabled, by communicator, for
+     * the MPI_T pvars (mca_coll_ina_comm_attach); under its lock, as
+     * communicators may come and go in several threads. */
+    opal_hash_table_t modules;
+    opal_mutex_t modules_lock;
 } mca_coll_ina_component_t;
 
 OMPI_DECLSPEC extern mca_coll_ina_component_t mca_coll_ina_component;
@@ -408,11 +410,18 @@ void mca_coll_ina_peers_lost(void);
 bool mca_coll_ina_resume(mca_coll_ina_module_t *m, bool blocking);
 
 /* coll_ina_component.c: the process-wide agent connection. */
-/* Resolve the agent address and the job's secret on MPI_COMM_WORLD
- * (embedded agent: rank 0 spawns it and broadcasts the address with WORLD's
- * saved bcast; a secret the launcher did not give, rank 0 draws and
- * broadcasts alike). Collective. */
-int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module);
+/* Launch rank 0, as the component opens (Open MPI 5): draw the job's
+ * secret if the launcher gave none, start the embedded agent if a
+ * communicator of the launch may need it, and put both in the launch's
+ * key-value store for the other processes (coll_ina_compat.h). */
+void mca_coll_ina_launch_publish(void);
+/* Resolve the agent address and the job's secret at the enable of the
+ * first communicator that needs the agent: from coll_ina_topology or
+ * coll_ina_agent, or else launch rank 0's word (embedded agent; a secret
+ * the launcher did not give): read from the launch's store (Open MPI 5,
+ * MPI Sessions included), or broadcast over MPI_COMM_WORLD by its saved
+ * bcast (4.1, collective there; WORLD is always the first). */
+int mca_coll_ina_agent_setup(mca_coll_ina_module_t *module);
 /* The connected clients, one per agent (coll_ina_agent's order),
  * connecting at first need: sets clients[0..n) and returns n; 0 if some
  * agent cannot be reached (warned once per process). */
@@ -431,13 +440,11 @@ int mca_coll_ina_job_reopen(mca_coll_ina_module_t *m);
 void mca_coll_ina_job_withdraw(mca_coll_ina_module_t *m);
 /* Register the MPI_T performance variables (component register). */
 int mca_coll_ina_pvars_register(void);
-/* Hang the module on its communicator (end of module enable), where the
- * pvars find it whatever component provides the communicator's
- * collectives; a failure only leaves the pvars reading 0. */
+/* Find the module from its communicator from its enable on (attach)
+ * until its destruction (detach), whatever component provides the
+ * communicator's collectives; a failure only leaves the pvars reading 0. */
 void mca_coll_ina_comm_attach(mca_coll_ina_module_t *module);
-/* Free the attribute key (MPI_COMM_WORLD's module destructor, in
- * MPI_Finalize before the attribute subsystem goes). */
-void mca_coll_ina_comm_keyval_free(void);
+void mca_coll_ina_comm_detach(mca_coll_ina_module_t *module);
 
 /* One file per collective; the non-blocking form sits beside the blocking one. */
 int mca_coll_ina_allreduce(const void *sbuf, void *rbuf, int count,

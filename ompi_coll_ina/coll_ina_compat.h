@@ -13,10 +13,10 @@
  *                    context id; 5.0: the extended id, also for
  *                    communicators made from groups and sessions) and the
  *                    local one for messages
- *   attributes       a communicator key whose value is never copied (the
- *                    copy callback's signature differs)
  *   the launcher     what tells one mpirun's jobs from another's, and the
  *                    job's secret where the launcher hands one out
+ *   the launch store what launch rank 0 tells every process without
+ *                    MPI_COMM_WORLD (5.0: PMIx; 4.1: none, WORLD instead)
  */
 #ifndef MCA_COLL_INA_COMPAT_H
 #define MCA_COLL_INA_COMPAT_H
@@ -28,7 +28,6 @@
 
 #include "ompi_config.h"
 #include "mpi.h"
-#include "ompi/attribute/attribute.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 #include "opal/util/proc.h"
@@ -129,54 +128,6 @@ static inline int ina_compat_local_cid(const ompi_communicator_t *comm)
 #endif
 }
 
-/* A communicator attribute key whose value MPI_Comm_dup never copies and
- * whose deletion frees nothing (the coll framework owns what it points
- * at). */
-#if INA_OMPI_5
-static inline int ina_compat_attr_null_copy(MPI_Comm oldcomm, int keyval, void *extra,
-                                            void *value_in, void *value_out, int *flag)
-{
-    (void) oldcomm;
-    (void) keyval;
-    (void) extra;
-    (void) value_in;
-    (void) value_out;
-    *flag = 0;
-    return MPI_SUCCESS;
-}
-#else
-static inline int ina_compat_attr_null_copy(MPI_Comm oldcomm, int keyval, void *extra,
-                                            void *value_in, void *value_out, int *flag,
-                                            MPI_Comm newcomm)
-{
-    (void) oldcomm;
-    (void) keyval;
-    (void) extra;
-    (void) value_in;
-    (void) value_out;
-    (void) newcomm;
-    *flag = 0;
-    return MPI_SUCCESS;
-}
-#endif
-
-static inline int ina_compat_attr_no_delete(MPI_Comm comm, int keyval, void *value, void *extra)
-{
-    (void) comm;
-    (void) keyval;
-    (void) value;
-    (void) extra;
-    return MPI_SUCCESS;
-}
-
-static inline int ina_compat_comm_keyval_create(int *keyval)
-{
-    ompi_attribute_fn_ptr_union_t copy_fn, delete_fn;
-    copy_fn.attr_communicator_copy_fn = ina_compat_attr_null_copy;
-    delete_fn.attr_communicator_delete_fn = ina_compat_attr_no_delete;
-    return ompi_attr_create_keyval(COMM_ATTR, copy_fn, delete_fn, keyval, NULL, 0, NULL);
-}
-
 /* What names this process's launch: ORTE's mpirun address (4.1), the PMIx
  * namespace of its job (5.0, which holds the launcher's host and pid).
  * NULL if unknown. Procs of one launch: those that share it. */
@@ -218,6 +169,76 @@ static inline char *ina_compat_launcher_key(void)
     }
 #endif
     return NULL != env ? strdup(env) : NULL;
+}
+
+/* The launch's key-value store: what its rank 0 (vpid 0) puts while the
+ * MPI library starts (the coll framework opens before Open MPI commits
+ * this process's data and the processes exchange it), every process of the
+ * launch can read. Open MPI 5 only, where a process may have no
+ * MPI_COMM_WORLD to hear rank 0 on (MPI Sessions); 4.1 hears it on WORLD,
+ * which every 4.1 process has, first of all its communicators. */
+#if INA_OMPI_5
+#define INA_COMPAT_HAS_LAUNCH_STORE 1
+#else
+#define INA_COMPAT_HAS_LAUNCH_STORE 0
+#endif
+
+/* Whether this process is its launch's rank 0. */
+static inline bool ina_compat_launch_rank0(void)
+{
+    return 0 == OMPI_PROC_MY_NAME->vpid;
+}
+
+/* How many processes the launch has, and how many of them share this
+ * one's node (this one included), as the runtime told it at start; false
+ * where it is not known before MPI_COMM_WORLD exists (4.1). */
+static inline bool ina_compat_launch_size(uint32_t *nprocs, uint32_t *local)
+{
+#if INA_OMPI_5
+    *nprocs = opal_process_info.num_procs;
+    *local = opal_process_info.num_local_peers + 1;
+    return true;
+#else
+    *nprocs = *local = 0;
+    return false;
+#endif
+}
+
+/* Put `value` under `key` for every process of the launch; false if the
+ * store would not take it, or has none. */
+static inline bool ina_compat_store_put(const char *key, const char *value)
+{
+#if INA_OMPI_5
+    int rc;
+    OPAL_MODEX_SEND_VALUE(rc, PMIX_GLOBAL, key, value, PMIX_STRING);
+    return PMIX_SUCCESS == rc;
+#else
+    (void) key;
+    (void) value;
+    return false;
+#endif
+}
+
+/* What launch rank 0 put under `key` (the caller frees it); NULL if it put
+ * nothing there, or there is no store. Waits for rank 0's data if it has
+ * not come yet. */
+static inline char *ina_compat_store_get_rank0(const char *key)
+{
+#if INA_OMPI_5
+    opal_process_name_t rank0 = opal_process_info.my_name;
+    char *value = NULL;
+    int rc;
+    rank0.vpid = 0;
+    OPAL_MODEX_RECV_VALUE(rc, key, &rank0, &value, PMIX_STRING);
+    if (PMIX_SUCCESS != rc) {
+        free(value);
+        value = NULL;
+    }
+    return value;
+#else
+    (void) key;
+    return NULL;
+#endif
 }
 
 END_C_DECLS

@@ -15,7 +15,6 @@
 
 #include "mpi.h"
 #include "ompi/version.h"
-#include "ompi/attribute/attribute.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/proc/proc.h"
 #include "ompi/mca/coll/coll.h"
@@ -73,7 +72,6 @@ mca_coll_ina_component_t mca_coll_ina_component = {
     .priority = 90,
     .output = -1,
     .agent_pid = -1,
-    .comm_keyval = MPI_KEYVAL_INVALID,
 };
 
 static int ina_register(void)
@@ -389,7 +387,20 @@ static int ina_open(void)
         c->output = -1;
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    c->comm_keyval = MPI_KEYVAL_INVALID;
+    OBJ_CONSTRUCT(&c->modules, opal_hash_table_t);
+    OBJ_CONSTRUCT(&c->modules_lock, opal_mutex_t);
+    if (OPAL_SUCCESS != opal_hash_table_init(&c->modules, 64)) {
+        OBJ_DESTRUCT(&c->modules_lock);
+        OBJ_DESTRUCT(&c->modules);
+        OBJ_DESTRUCT(&c->key_epochs);
+        OBJ_DESTRUCT(&c->outstanding);
+        opal_output_close(c->output);
+        c->output = -1;
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    /* After the state above: a process that ended every MPI session
+     * and starts another opens the component anew. */
+    mca_coll_ina_launch_publish();
     return OMPI_SUCCESS;
 }
 
@@ -401,6 +412,8 @@ static int ina_close(void)
     mca_coll_ina_requests_fini();
     OBJ_DESTRUCT(&c->outstanding);
     OBJ_DESTRUCT(&c->key_epochs);
+    OBJ_DESTRUCT(&c->modules);
+    OBJ_DESTRUCT(&c->modules_lock);
     /* Communicators are gone by now; a job still alive here belongs to a
      * communicator Open MPI never destroyed, so keep its client (the process
      * is exiting anyway) rather than free it under the job. */
@@ -491,30 +504,37 @@ static bool ina_yield_when_idle(void)
            NULL != set && *set;
 }
 
-/* Embedded agent: rank 0 of MPI_COMM_WORLD starts ina-switchd. It listens on
- * loopback when the whole job shares rank 0's node, else on every interface
- * and is advertised under rank 0's host name. Writes "" on failure.
- * Which address reaches the agent depends on where the processes really
- * run: Open MPI's locality decides, not the module's node layout, which
- * coll_ina_test_node_size may spread over pretend nodes. */
-static void ina_spawn_embedded(ompi_communicator_t *world, char *addr, size_t addrlen)
+/* Whether every member of `comm` shares this process's node. */
+static bool ina_comm_one_node(ompi_communicator_t *comm)
+{
+    int i;
+
+    for (i = 0; i < ompi_comm_size(comm); ++i) {
+        ompi_proc_t *proc = ompi_comm_peer_lookup(comm, i);
+        if (proc != ompi_proc_local() && !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Embedded agent: launch rank 0 starts ina-switchd (Open MPI 5: as the
+ * component opens; 4.1: in MPI_COMM_WORLD's enable). It listens on
+ * loopback when the whole job shares rank 0's node (`one_node`), else on
+ * every interface and is advertised under rank 0's host name. Writes "" on
+ * failure. Which address reaches the agent depends on where the processes
+ * really run: Open MPI's locality decides, not the module's node layout,
+ * which coll_ina_test_node_size may spread over pretend nodes. */
+static void ina_spawn_embedded(bool one_node, char *addr, size_t addrlen)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     char segs[16], spin[16], rndv[16], err[256] = "", spawned[256] = "";
     const char *args[] = {"--segs", segs, "--bind", c->agent_bind, "--spin-us", spin,
                           "--rndv-bytes", rndv,
                           ina_yield_when_idle() ? "--spin-yield" : NULL, NULL};
-    bool one_node = true;
     const char *colon;
-    int i, pid = -1;
+    int pid = -1;
 
-    for (i = 0; i < ompi_comm_size(world); ++i) {
-        ompi_proc_t *proc = ompi_comm_peer_lookup(world, i);
-        if (proc != ompi_proc_local() && !OPAL_PROC_ON_LOCAL_NODE(proc->super.proc_flags)) {
-            one_node = false;
-            break;
-        }
-    }
     snprintf(segs, sizeof(segs), "%d", c->agent_segs);
     /* No block is larger than a Seg (at most INA_PROTO_MAX_SEG_BYTES). */
     snprintf(rndv, sizeof(rndv), "%d",
@@ -584,16 +604,14 @@ static void ina_parse_agents(void)
  * random 128-bit key for its transports (ina_compat_launcher_key: ORTE's
  * in the environment, which only the job's user can read). False without
  * it (rank 0 draws one instead). */
-static bool ina_launcher_secret(uint8_t *secret)
+/* A secret written as two 64-bit hexadecimal halves, "HI-LO". */
+static bool ina_parse_secret(const char *v, uint8_t *secret)
 {
-    char *v = ina_compat_launcher_key();
     unsigned long long hi = 0, lo = 0;
     int end = 0;
-    bool ok = NULL != v && 2 == sscanf(v, "%16llx-%16llx%n", &hi, &lo, &end) &&
-              '\0' == v[end] && (0 != hi || 0 != lo);
 
-    free(v);
-    if (!ok) {
+    if (2 != sscanf(v, "%16llx-%16llx%n", &hi, &lo, &end) || '\0' != v[end] ||
+        (0 == hi && 0 == lo)) {
         return false;
     }
     memcpy(secret, &hi, sizeof(hi));
@@ -601,26 +619,47 @@ static bool ina_launcher_secret(uint8_t *secret)
     return true;
 }
 
-/* Rank 0's part of WORLD's broadcast: the embedded agent's address and,
- * without the launcher's, the job's secret. */
+static bool ina_launcher_secret(uint8_t *secret)
+{
+    char *v = ina_compat_launcher_key();
+    bool ok = NULL != v && ina_parse_secret(v, secret);
+
+    free(v);
+    return ok;
+}
+
+/* Launch rank 0's word to the others: the embedded agent's address and,
+ * without the launcher's, the job's secret. On Open MPI 5 it goes through
+ * the launch's key-value store under these keys; on 4.1 it is broadcast
+ * over MPI_COMM_WORLD. */
 typedef struct ina_world_word {
     char addr[sizeof(((mca_coll_ina_component_t *) 0)->agent_addr[0])];
     uint8_t secret[sizeof(((mca_coll_ina_component_t *) 0)->secret)];
 } ina_world_word_t;
+#define INA_STORE_KEY_AGENT "coll.ina.agent"
+#define INA_STORE_KEY_SECRET "coll.ina.secret"
 
-int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
+/* A drawn secret; all zero if the system gave no randomness (every job is
+ * then refused at the agent, every call on the host, alike on every rank:
+ * the all-zero capability). */
+static void ina_draw_secret(uint8_t *secret, size_t len)
+{
+    if ((ssize_t) len != getrandom(secret, len, 0)) {
+        memset(secret, 0, len);
+    }
+}
+
+/* How the agent is found, where that needs no word from launch rank 0
+ * (coll_ina_topology: this host's agent; coll_ina_agent naming running
+ * agents); true if it needs one (the embedded agent). */
+static bool ina_agent_needs_word(int my_rank, ompi_communicator_t *comm)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
-    ina_world_word_t word;
-    bool spawn = false, draw = false;
-    int rc;
 
-    memset(&word, 0, sizeof(word));
-    if (!c->secret_known) {
-        c->secret_known = ina_launcher_secret(c->secret);
-        draw = !c->secret_known; /* alike everywhere: one launcher */
+    if (c->agent_addr_known) {
+        return false;
     }
-    if (!c->agent_addr_known && '\0' != c->topology[0]) {
+    if ('\0' != c->topology[0]) {
         /* Every process reads the file and finds its host's agent: no
          * communication, no embedded agent. */
         char err[512] = "", host[256];
@@ -633,7 +672,7 @@ int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
                            opal_process_info.nodename, err);
             c->unreachable_warned = true; /* said why already */
         } else {
-            mca_coll_ina_host_of(world_module->comm, world_module->rank, host, sizeof(host));
+            mca_coll_ina_host_of(comm, my_rank, host, sizeof(host));
             found = ina_topology_agent_for(c->topo, host);
             if (NULL == found) {
                 snprintf(err, sizeof(err), "host \"%s\" is in no hosts line of %s", host,
@@ -646,31 +685,142 @@ int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
                             found);
             }
         }
-    } else if (!c->agent_addr_known && 0 != strcmp(c->agent, "auto")) {
+        return false;
+    }
+    if (0 != strcmp(c->agent, "auto")) {
         /* Running agents were named: every process knows them already. */
         ina_parse_agents();
-    } else if (!c->agent_addr_known) {
-        spawn = true;
+        return false;
     }
+    return true;
+}
+
+/* The embedded agent's address as told, "" for none. */
+static void ina_take_agent_word(const char *addr)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+
+    snprintf(c->agent_addr[0], sizeof(c->agent_addr[0]), "%s", addr);
+    c->nagents = '\0' != addr[0] ? 1 : 0;
+    c->agent_addr_known = true;
+}
+
+void mca_coll_ina_launch_publish(void)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    uint32_t nprocs = 0, local = 0;
+    bool one_node;
+    char hex[40], addr[sizeof(c->agent_addr[0])] = "";
+    unsigned long long hi, lo;
+
+    if (!INA_COMPAT_HAS_LAUNCH_STORE || !ina_compat_launch_rank0() ||
+        !ina_compat_launch_size(&nprocs, &local) || (!c->enable && !c->explicitly_selected) ||
+        c->priority < 0) {
+        return;
+    }
+    if (!c->secret_known) {
+        c->secret_known = ina_launcher_secret(c->secret);
+        if (!c->secret_known) {
+            ina_draw_secret(c->secret, sizeof(c->secret));
+            memcpy(&hi, c->secret, sizeof(hi));
+            memcpy(&lo, c->secret + sizeof(hi), sizeof(lo));
+            snprintf(hex, sizeof(hex), "%016llx-%016llx", hi, lo);
+            if (!ina_compat_store_put(INA_STORE_KEY_SECRET, hex)) {
+                INA_VERBOSE(1, "cannot put the job's secret in the launch's store: the other "
+                               "processes' jobs will be refused at the agent");
+            }
+            c->secret_known = true;
+            INA_VERBOSE(10, "no secret from the launcher: launch rank 0's, in the launch's "
+                            "store");
+        }
+    }
+    /* The embedded agent, where a communicator of this launch may need it:
+     * unless the node stage alone serves every communicator, all members
+     * being on one node (the same rule as each communicator's, applied to
+     * the launch: coll_ina_test_node_size pretends nodes). */
+    one_node = c->test_node_size > 0 ? (uint32_t) c->test_node_size >= nprocs
+                                     : local >= nprocs;
+    if (nprocs < 2 || (c->node_stage && one_node) || '\0' != c->topology[0] ||
+        0 != strcmp(c->agent, "auto")) {
+        return;
+    }
+    ina_spawn_embedded(local >= nprocs, addr, sizeof(addr));
+    ina_take_agent_word(addr);
+    if (!ina_compat_store_put(INA_STORE_KEY_AGENT, addr)) {
+        INA_VERBOSE(1, "cannot put the embedded agent's address in the launch's store: the "
+                       "other processes will find no agent");
+    }
+}
+
+/* Launch rank 0's word read from the launch's store (Open MPI 5). */
+static void ina_read_launch_store(bool want_secret, bool want_agent)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    char *v;
+
+    if (want_secret) {
+        v = ina_compat_store_get_rank0(INA_STORE_KEY_SECRET);
+        c->secret_known = NULL != v && ina_parse_secret(v, c->secret);
+        if (!c->secret_known) {
+            /* Alike on every rank but rank 0, which then refuses nothing:
+             * its jobs and theirs never meet, every call of theirs on the
+             * host (the agent refuses the all-zero capability). */
+            memset(c->secret, 0, sizeof(c->secret));
+            c->secret_known = true;
+            INA_VERBOSE(1, "no secret from the launcher nor from launch rank 0: every job "
+                           "refused at the agent");
+        }
+        free(v);
+    }
+    if (want_agent) {
+        v = ina_compat_store_get_rank0(INA_STORE_KEY_AGENT);
+        ina_take_agent_word(NULL != v ? v : "");
+        if (NULL == v) {
+            INA_VERBOSE(1, "launch rank 0 named no embedded agent");
+        }
+        free(v);
+    }
+}
+
+int mca_coll_ina_agent_setup(mca_coll_ina_module_t *module)
+{
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    ina_world_word_t word;
+    bool spawn, draw = false;
+    int rc;
+
+    if (!c->secret_known) {
+        c->secret_known = ina_launcher_secret(c->secret);
+        draw = !c->secret_known; /* alike everywhere: one launcher */
+    }
+    spawn = ina_agent_needs_word(module->rank, module->comm);
     if (!spawn && !draw) {
         return OMPI_SUCCESS;
     }
-    if (0 == world_module->rank) {
+    if (INA_COMPAT_HAS_LAUNCH_STORE) {
+        ina_read_launch_store(draw, spawn);
+        return OMPI_SUCCESS;
+    }
+    /* Open MPI 4.1: only MPI_COMM_WORLD's enable gets here (the first of
+     * every process's communicators, and each needs the agent if any does:
+     * it spans them all). */
+    if (&ompi_mpi_comm_world.comm != module->comm) {
+        return OMPI_SUCCESS;
+    }
+    memset(&word, 0, sizeof(word));
+    if (0 == module->rank) {
         if (spawn) {
-            ina_spawn_embedded(world_module->comm, word.addr, sizeof(word.addr));
+            ina_spawn_embedded(ina_comm_one_node(module->comm), word.addr, sizeof(word.addr));
         }
-        if (draw && sizeof(word.secret) != getrandom(word.secret, sizeof(word.secret), 0)) {
-            /* No secret: every job refused at the agent, every call on
-             * the host (alike on every rank: the all-zero capability). */
-            memset(word.secret, 0, sizeof(word.secret));
+        if (draw) {
+            ina_draw_secret(word.secret, sizeof(word.secret));
         }
     }
     /* The lower-priority bcast of WORLD is fully enabled (modules are enabled
      * in increasing priority) and the PML is up during comm_select; WORLD
      * is never activated from the progress engine (no MPI_Comm_idup). */
-    rc = world_module->previous_bcast(&word, (int) sizeof(word), MPI_BYTE, 0,
-                                      world_module->comm,
-                                      world_module->previous_bcast_module);
+    rc = module->previous_bcast(&word, (int) sizeof(word), MPI_BYTE, 0, module->comm,
+                                module->previous_bcast_module);
     if (OMPI_SUCCESS != rc) {
         return rc;
     }
@@ -681,9 +831,7 @@ int mca_coll_ina_agent_setup_world(mca_coll_ina_module_t *world_module)
     }
     if (spawn) {
         word.addr[sizeof(word.addr) - 1] = '\0';
-        memcpy(c->agent_addr[0], word.addr, sizeof(word.addr));
-        c->nagents = '\0' != word.addr[0] ? 1 : 0;
-        c->agent_addr_known = true;
+        ina_take_agent_word(word.addr);
     }
     return OMPI_SUCCESS;
 }
@@ -855,64 +1003,62 @@ int mca_coll_ina_agent_reach(uint32_t k)
 /* Which module serves a communicator cannot be read from comm->c_coll: a
  * component stacked above ina (coll/monitoring, coll/sync, a tool's
  * interposition layer) owns the slots there and calls ina's functions from
- * its own. So each enabled module hangs on its communicator as an attribute,
- * as coll/hcoll and coll/ucc do: it is not copied by MPI_Comm_dup, it goes
- * with MPI_Comm_free (before the coll framework releases the module), and
- * no one else has the key. */
+ * its own. Nor can it hang on the communicator as an attribute, as
+ * coll/hcoll and coll/ucc do: Open MPI 5 gives a communicator made from a
+ * group (MPI Sessions) a fresh attribute table after its collectives are
+ * enabled, and a process's attribute keys end with its last session. So
+ * the component keeps its modules by communicator itself. */
+
+static uint64_t ina_comm_key(const ompi_communicator_t *comm)
+{
+    return (uint64_t) (uintptr_t) comm;
+}
 
 void mca_coll_ina_comm_attach(mca_coll_ina_module_t *module)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
-    ompi_communicator_t *comm = module->comm;
     int rc;
 
-    /* The first attach is MPI_COMM_WORLD's enable, inside MPI_Init (after
-     * the attribute subsystem started, before any other thread can create
-     * a communicator). */
-    if (MPI_KEYVAL_INVALID == c->comm_keyval) {
-        /* A duplicate gets a module of its own: the attribute is never
-         * copied; deleting it frees nothing (the coll framework owns the
-         * module). */
-        rc = ina_compat_comm_keyval_create(&c->comm_keyval);
-        if (OMPI_SUCCESS != rc) {
-            c->comm_keyval = MPI_KEYVAL_INVALID;
-            INA_VERBOSE(1, "cid %d: no communicator attribute key (rc %d): its MPI_T "
-                           "counters read 0", module->cid, rc);
-            return;
-        }
-    }
-    rc = ompi_attr_set_c(COMM_ATTR, comm, &comm->c_keyhash, c->comm_keyval, module, false);
-    if (OMPI_SUCCESS != rc) {
-        INA_VERBOSE(1, "cid %d: cannot set the communicator attribute (rc %d): its MPI_T "
-                       "counters read 0", module->cid, rc);
+    OPAL_THREAD_LOCK(&c->modules_lock);
+    rc = opal_hash_table_set_value_uint64(&c->modules, ina_comm_key(module->comm), module);
+    OPAL_THREAD_UNLOCK(&c->modules_lock);
+    if (OPAL_SUCCESS != rc) {
+        INA_VERBOSE(1, "cid %d: cannot record its module (rc %d): its MPI_T counters read 0",
+                    module->cid, rc);
     }
 }
 
-void mca_coll_ina_comm_keyval_free(void)
+void mca_coll_ina_comm_detach(mca_coll_ina_module_t *module)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    void *value = NULL;
 
-    /* Communicators that still hold the attribute keep the key alive
-     * (reference counted) until theirs is deleted. */
-    if (MPI_KEYVAL_INVALID != c->comm_keyval) {
-        (void) ompi_attr_free_keyval(COMM_ATTR, &c->comm_keyval, false);
-        c->comm_keyval = MPI_KEYVAL_INVALID;
+    /* Only its own entry: the communicator's memory may already serve a
+     * newer communicator whose module a component above ina held back. */
+    OPAL_THREAD_LOCK(&c->modules_lock);
+    if (OPAL_SUCCESS == opal_hash_table_get_value_uint64(&c->modules,
+                                                         ina_comm_key(module->comm), &value) &&
+        value == module) {
+        (void) opal_hash_table_remove_value_uint64(&c->modules, ina_comm_key(module->comm));
     }
+    OPAL_THREAD_UNLOCK(&c->modules_lock);
 }
 
 /* ina's module of `comm`, or NULL (ina not enabled on it). */
 static mca_coll_ina_module_t *ina_comm_module(ompi_communicator_t *comm)
 {
+    mca_coll_ina_component_t *c = &mca_coll_ina_component;
     void *value = NULL;
-    int flag = 0;
 
-    if (NULL == comm || NULL == comm->c_keyhash ||
-        MPI_KEYVAL_INVALID == mca_coll_ina_component.comm_keyval ||
-        OMPI_SUCCESS != ompi_attr_get_c(comm->c_keyhash, mca_coll_ina_component.comm_keyval,
-                                        &value, &flag) ||
-        !flag) {
+    if (NULL == comm) {
         return NULL;
     }
+    OPAL_THREAD_LOCK(&c->modules_lock);
+    if (OPAL_SUCCESS != opal_hash_table_get_value_uint64(&c->modules, ina_comm_key(comm),
+                                                         &value)) {
+        value = NULL;
+    }
+    OPAL_THREAD_UNLOCK(&c->modules_lock);
     return (mca_coll_ina_module_t *) value;
 }
 

@@ -153,10 +153,7 @@ static void ina_module_destruct(mca_coll_ina_module_t *m)
                     m->fallback_by_reason[MCA_COLL_INA_FB_DENIED],
                     m->fallback_by_reason[MCA_COLL_INA_FB_UNREACHABLE]);
     }
-    if (&ompi_mpi_comm_world.comm == m->comm) {
-        /* MPI_Finalize: the last use of the attribute key. */
-        mca_coll_ina_comm_keyval_free();
-    }
+    mca_coll_ina_comm_detach(m);
     /* Non-blocking calls retain the module, so none is in flight here. */
     mca_coll_ina_node_fini(m);
     ina_job_teardown(m);
@@ -275,11 +272,9 @@ static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
         INA_VERBOSE(10, "cid %d: %d ranks on this node only: node stage, no agent job",
                     m->cid, m->size);
     } else {
-        if (&ompi_mpi_comm_world.comm == comm) {
-            rc = mca_coll_ina_agent_setup_world(m);
-            if (OMPI_SUCCESS != rc) {
-                return rc;
-            }
+        rc = mca_coll_ina_agent_setup(m);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
         }
         /* Opened here, by key, without waiting for the other members (no
          * collective: MPI_Comm_idup activates communicators from the

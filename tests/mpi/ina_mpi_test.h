@@ -27,11 +27,21 @@ inline int &failures()
     return n;
 }
 
+// The rank a failed check names: MPI_COMM_WORLD's, unless a test without
+// it (MPI Sessions) sets its own.
+inline int &check_rank()
+{
+    static int r = -1;
+    return r;
+}
+
 #define INA_CHECK(cond, ...)                                                                   \
     do {                                                                                       \
         if (!(cond)) {                                                                         \
-            int r_;                                                                            \
-            MPI_Comm_rank(MPI_COMM_WORLD, &r_);                                                \
+            int r_ = inatest::check_rank();                                                    \
+            if (r_ < 0) {                                                                      \
+                MPI_Comm_rank(MPI_COMM_WORLD, &r_);                                            \
+            }                                                                                  \
             std::fprintf(stderr, "[rank %d] %s:%d: check failed: %s: ", r_, __FILE__,          \
                          __LINE__, #cond);                                                     \
             std::fprintf(stderr, __VA_ARGS__);                                                 \
