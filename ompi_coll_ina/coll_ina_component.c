@@ -43,8 +43,8 @@ static int ina_open(void);
 static int ina_close(void);
 
 /* coll_ina_progress_thread: kept here rather than in the component struct,
- * it is read only when the client connects. */
-static bool ina_progress_thread = true;
+ * it is read only when the client connects. -1: auto (ina_want_thread). */
+static int ina_progress_thread = -1;
 /* coll_ina_spin_us: likewise, read when the client connects and when rank 0
  * starts the embedded agent. */
 static int ina_spin_us = 100;
@@ -274,12 +274,15 @@ static int ina_register(void)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_READONLY, &c->node_small_bytes);
 
-    ina_progress_thread = true;
+    ina_progress_thread = -1;
     (void) mca_base_component_var_register(v, "progress_thread",
         "Run an engine thread that keeps non-blocking offloaded calls moving while "
         "the application computes between post and wait (it sleeps while none is "
-        "outstanding; never under MPI_THREAD_MULTIPLE, where nothing is offloaded)",
-        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5,
+        "outstanding; never under MPI_THREAD_MULTIPLE, where nothing is offloaded). "
+        "1: on, 0: off, -1 (default): on where the node has a core for every local "
+        "rank and its thread, and one more for an agent; off where it has fewer, as "
+        "the thread would then take the cores the ranks and the agent wait on",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_READONLY, &ina_progress_thread);
 
     ina_spin_us = 100;
@@ -486,6 +489,21 @@ static bool ina_node_oversubscribed(void)
     long cpus = ina_node_cpus();
 
     return cpus > 0 && (long) opal_process_info.num_local_peers + 2 > cpus;
+}
+
+/* coll_ina_progress_thread, with -1 (auto) decided from this node's cores:
+ * measured on 2 cores with 4 ranks (docs/PERFORMANCE.md, "Persistent
+ * collectives"), the thread of each rank took the cores the ranks and the
+ * agent needed and made every started call at the agent slower. */
+static bool ina_want_thread(void)
+{
+    long cpus;
+
+    if (ina_progress_thread >= 0) {
+        return 0 != ina_progress_thread;
+    }
+    cpus = ina_node_cpus();
+    return cpus > 0 && cpus >= 2 * ((long) opal_process_info.num_local_peers + 1) + 1;
 }
 
 /* Whether waiting must leave the CPU to others between polls: Open MPI's
@@ -879,7 +897,7 @@ static void ina_client_cfg(ina_client_config_t *cfg, int timeout_ms)
     cfg->connect_timeout_ms = timeout_ms;
     cfg->progress_timeout_ms = mca_coll_ina_component.timeout_ms;
     cfg->verbose = mca_coll_ina_component.verbose;
-    cfg->progress_thread = ina_progress_thread && !mca_coll_ina_component.thread_multiple;
+    cfg->progress_thread = ina_want_thread() && !mca_coll_ina_component.thread_multiple;
     cfg->log_fn = ina_engine_log;
     cfg->log_arg = NULL;
     cfg->spin_us = ina_spin_us > 0 ? ina_spin_us : -1; /* the engine's 0 is its default */
