@@ -199,6 +199,10 @@ typedef struct mca_coll_ina_module_t {
     mca_coll_base_module_t *previous_ibarrier_module;
     mca_coll_base_module_iallgather_fn_t previous_iallgather;
     mca_coll_base_module_t *previous_iallgather_module;
+    /* Not ina's slot (it has no MPI_Ireduce_scatter_block): the host form
+     * of a persistent reduce-scatter's start that is not offloaded. */
+    mca_coll_base_module_ireduce_scatter_block_fn_t previous_ireduce_scatter_block;
+    mca_coll_base_module_t *previous_ireduce_scatter_block_module;
 
     /* Node layout of this communicator, computed by every member at module
      * enable from what Open MPI knows about the procs, without
@@ -304,20 +308,25 @@ static inline uint64_t mca_coll_ina_now_ns(void)
     return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
-/* Run the saved provider of slot `fn` with the call's arguments, as above
- * (timed when the agent denied the call: denied_host_ns). */
-#define MCA_COLL_INA_RETURN_PREVIOUS(m, fn, ...)                                  \
+/* Run the saved provider of slot `fn` with the call's arguments into `rc`,
+ * as above (timed when the agent denied the call: denied_host_ns). */
+#define MCA_COLL_INA_CALL_PREVIOUS(rc, m, fn, ...)                                \
     do {                                                                          \
-        int rc_;                                                                  \
         const bool timed_ = (m)->denied_pending;                                  \
         const uint64_t t0_ = timed_ ? mca_coll_ina_now_ns() : 0;                  \
         (m)->denied_pending = false;                                              \
         ++(m)->in_fallback;                                                       \
-        rc_ = (m)->previous_##fn(__VA_ARGS__, (m)->previous_##fn##_module);       \
+        (rc) = (m)->previous_##fn(__VA_ARGS__, (m)->previous_##fn##_module);      \
         --(m)->in_fallback;                                                       \
         if (timed_) {                                                             \
             (m)->denied_host_ns += mca_coll_ina_now_ns() - t0_;                   \
         }                                                                         \
+    } while (0)
+/* The same, returning its result. */
+#define MCA_COLL_INA_RETURN_PREVIOUS(m, fn, ...)                                  \
+    do {                                                                          \
+        int rc_;                                                                  \
+        MCA_COLL_INA_CALL_PREVIOUS(rc_, m, fn, __VA_ARGS__);                      \
         return rc_;                                                               \
     } while (0)
 
@@ -370,6 +379,48 @@ const int *mca_coll_ina_local_ranks(const mca_coll_ina_module_t *module, int *n)
 int mca_coll_ina_try(mca_coll_ina_module_t *module, mca_coll_ina_kind_t kind,
                      const ina_coll_desc_t *desc, size_t bytes, const char *unsupported,
                      ompi_request_t **request, bool *fallback);
+/* One call as the engine takes it, planned from the MPI arguments by its
+ * collective's file (mca_coll_ina_*_plan): what blocking, non-blocking and
+ * persistent forms share. A persistent request plans once, at *_init, and
+ * posts the same plan at every start. */
+typedef struct mca_coll_ina_plan {
+    mca_coll_ina_kind_t kind;
+    ina_coll_desc_t desc;
+    size_t bytes;        /* the result vector's bytes (coll_ina_min_bytes) */
+    const char *why;     /* NULL, or why no call of this plan is offloaded */
+    bool empty;          /* moves nothing: complete at once, on every rank */
+    uint64_t *counts;    /* reduce-scatter: every member's part, owned */
+    void *part;          /* in-place reduce-scatter: this rank's part, owned, */
+    void *part_dst;      /* copied here once an offloaded call completed */
+    size_t part_bytes;
+} mca_coll_ina_plan_t;
+/* Post a planned call: as mca_coll_ina_try (request NULL: blocking); an
+ * empty plan completes at once. */
+int mca_coll_ina_plan_post(mca_coll_ina_module_t *module, mca_coll_ina_plan_t *plan,
+                           ompi_request_t **request, bool *fallback);
+/* An offloaded call of the plan completed: put what it left aside in place. */
+void mca_coll_ina_plan_complete(const mca_coll_ina_plan_t *plan);
+/* Release what the plan owns. */
+void mca_coll_ina_plan_fini(mca_coll_ina_plan_t *plan);
+/* Each collective's plan (its file). Return an OMPI code: only a failed
+ * allocation fails; a call ina cannot offload is a plan with `why` set. */
+int mca_coll_ina_allreduce_plan(mca_coll_ina_plan_t *plan, const void *sbuf, void *rbuf,
+                                int count, struct ompi_datatype_t *dtype,
+                                struct ompi_op_t *op);
+int mca_coll_ina_reduce_plan(mca_coll_ina_plan_t *plan, const void *sbuf, void *rbuf,
+                             int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                             int root, int rank);
+int mca_coll_ina_bcast_plan(mca_coll_ina_plan_t *plan, void *buf, int count,
+                            struct ompi_datatype_t *dtype, int root);
+int mca_coll_ina_barrier_plan(mca_coll_ina_plan_t *plan);
+int mca_coll_ina_allgather_plan(mca_coll_ina_plan_t *plan, const mca_coll_ina_module_t *module,
+                                const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                                void *rbuf, int rcount, struct ompi_datatype_t *rdtype);
+int mca_coll_ina_reduce_scatter_block_plan(mca_coll_ina_plan_t *plan,
+                                           const mca_coll_ina_module_t *module,
+                                           const void *sbuf, void *rbuf, int rcount,
+                                           struct ompi_datatype_t *dtype,
+                                           struct ompi_op_t *op);
 /* The opal_progress callback: completes finished non-blocking calls. */
 int mca_coll_ina_progress(void);
 /* A request already complete (a non-blocking call that moves nothing). */
@@ -477,7 +528,7 @@ int mca_coll_ina_iallgather(const void *sbuf, int scount, struct ompi_datatype_t
                             void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                             struct ompi_communicator_t *comm, ompi_request_t **request,
                             mca_coll_base_module_t *module);
-/* MPI-4 persistent forms: each start posts the non-blocking one
+/* MPI-4 persistent forms: planned once, each start posts the plan
  * (coll_ina_persistent.c). */
 int mca_coll_ina_allreduce_init(const void *sbuf, void *rbuf, int count,
                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op,
@@ -496,6 +547,12 @@ int mca_coll_ina_allgather_init(const void *sbuf, int scount, struct ompi_dataty
                                 void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                                 struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                 ompi_request_t **request, mca_coll_base_module_t *module);
+int mca_coll_ina_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
+                                           struct ompi_datatype_t *dtype,
+                                           struct ompi_op_t *op,
+                                           struct ompi_communicator_t *comm,
+                                           struct ompi_info_t *info, ompi_request_t **request,
+                                           mca_coll_base_module_t *module);
 int mca_coll_ina_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                       struct ompi_communicator_t *comm,

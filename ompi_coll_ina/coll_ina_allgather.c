@@ -9,30 +9,31 @@
  */
 #include "ompi_config.h"
 
+#include <string.h>
+
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 
 #include "coll_ina.h"
 
-/* Describe the call; NULL or why it cannot be offloaded. *bytes is the
- * whole result (every chunk). MPI_IN_PLACE: this rank's chunk is already at
- * its place in rbuf (engine sbuf NULL). */
-static const char *ina_allgather_desc(ina_coll_desc_t *desc, size_t *bytes, int size,
-                                      const void *sbuf, int scount,
-                                      struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                      struct ompi_datatype_t *rdtype)
+/* plan->bytes is the whole result (every chunk). MPI_IN_PLACE: this rank's
+ * chunk is already at its place in rbuf (engine sbuf NULL). */
+static const char *ina_allgather_desc(mca_coll_ina_plan_t *plan, int size, const void *sbuf,
+                                      int scount, struct ompi_datatype_t *sdtype, void *rbuf,
+                                      int rcount, struct ompi_datatype_t *rdtype)
 {
+    ina_coll_desc_t *desc = &plan->desc;
     size_t chunk = 0, sbytes = 0;
     ptrdiff_t roffset = 0, soffset = 0;
     const char *why;
 
-    why = mca_coll_ina_contiguous_bytes(rdtype, (size_t) rcount * (size_t) size, bytes,
+    why = mca_coll_ina_contiguous_bytes(rdtype, (size_t) rcount * (size_t) size, &plan->bytes,
                                         &roffset);
     if (NULL != why) {
         return why;
     }
-    chunk = *bytes / (size_t) size;
+    chunk = plan->bytes / (size_t) size;
     if (MPI_IN_PLACE != sbuf) {
         why = mca_coll_ina_contiguous_bytes(sdtype, (size_t) scount, &sbytes, &soffset);
         if (NULL != why) {
@@ -48,9 +49,23 @@ static const char *ina_allgather_desc(ina_coll_desc_t *desc, size_t *bytes, int 
     desc->sbuf = (MPI_IN_PLACE == sbuf) ? NULL : (const char *) sbuf + soffset;
     desc->rbuf = (char *) rbuf + roffset;
     desc->count = (uint64_t) chunk;
-    desc->root = 0;
-    desc->recvcounts = NULL;
     return NULL;
+}
+
+int mca_coll_ina_allgather_plan(mca_coll_ina_plan_t *plan, const mca_coll_ina_module_t *m,
+                                const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
+                                void *rbuf, int rcount, struct ompi_datatype_t *rdtype)
+{
+    memset(plan, 0, sizeof(*plan));
+    plan->kind = MCA_COLL_INA_ALLGATHER;
+    if (rcount <= 0) {
+        plan->empty = true; /* rcount is the same on every rank */
+        return OMPI_SUCCESS;
+    }
+    plan->why = ina_allgather_desc(plan, m->size, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+    plan->why = NULL != plan->why ? plan->why : m->allgather_unsupported;
+    plan->empty = 0 == plan->bytes && NULL == plan->why;
+    return OMPI_SUCCESS;
 }
 
 int mca_coll_ina_allgather(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -58,21 +73,12 @@ int mca_coll_ina_allgather(const void *sbuf, int scount, struct ompi_datatype_t 
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
-    ina_coll_desc_t desc;
-    size_t bytes = 0;
-    const char *why;
+    mca_coll_ina_plan_t plan;
     bool fallback;
     int rc;
 
-    if (rcount <= 0) {
-        return MPI_SUCCESS; /* rcount is the same on every rank */
-    }
-    why = ina_allgather_desc(&desc, &bytes, m->size, sbuf, scount, sdtype, rbuf, rcount, rdtype);
-    why = NULL != why ? why : m->allgather_unsupported;
-    if (0 == bytes && NULL == why) {
-        return MPI_SUCCESS;
-    }
-    rc = mca_coll_ina_try(m, MCA_COLL_INA_ALLGATHER, &desc, bytes, why, NULL, &fallback);
+    (void) mca_coll_ina_allgather_plan(&plan, m, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+    rc = mca_coll_ina_plan_post(m, &plan, NULL, &fallback);
     if (!fallback) {
         return rc;
     }
@@ -85,21 +91,12 @@ int mca_coll_ina_iallgather(const void *sbuf, int scount, struct ompi_datatype_t
                             mca_coll_base_module_t *module)
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
-    ina_coll_desc_t desc;
-    size_t bytes = 0;
-    const char *why;
+    mca_coll_ina_plan_t plan;
     bool fallback;
     int rc;
 
-    if (rcount <= 0) {
-        return mca_coll_ina_request_done(m, request);
-    }
-    why = ina_allgather_desc(&desc, &bytes, m->size, sbuf, scount, sdtype, rbuf, rcount, rdtype);
-    why = NULL != why ? why : m->allgather_unsupported;
-    if (0 == bytes && NULL == why) {
-        return mca_coll_ina_request_done(m, request);
-    }
-    rc = mca_coll_ina_try(m, MCA_COLL_INA_ALLGATHER, &desc, bytes, why, request, &fallback);
+    (void) mca_coll_ina_allgather_plan(&plan, m, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+    rc = mca_coll_ina_plan_post(m, &plan, request, &fallback);
     if (!fallback) {
         return rc;
     }

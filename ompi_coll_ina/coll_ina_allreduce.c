@@ -7,31 +7,34 @@
  */
 #include "ompi_config.h"
 
+#include <string.h>
+
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 
 #include "coll_ina.h"
 
-/* Describe the call; NULL or why it cannot be offloaded. In place the
- * engine reads and writes rbuf (sbuf == rbuf). */
-static const char *ina_allreduce_desc(ina_coll_desc_t *desc, size_t *bytes, const void *sbuf,
-                                      void *rbuf, int count, struct ompi_datatype_t *dtype,
-                                      struct ompi_op_t *op)
+/* In place the engine reads and writes rbuf (sbuf == rbuf). */
+int mca_coll_ina_allreduce_plan(mca_coll_ina_plan_t *plan, const void *sbuf, void *rbuf,
+                                int count, struct ompi_datatype_t *dtype,
+                                struct ompi_op_t *op)
 {
-    const char *why = mca_coll_ina_reduction_to_wire(dtype, op, &desc->dtype, &desc->op);
+    ina_coll_desc_t *desc = &plan->desc;
 
-    if (NULL != why) {
-        return why;
+    memset(plan, 0, sizeof(*plan));
+    plan->kind = MCA_COLL_INA_ALLREDUCE;
+    plan->empty = count <= 0; /* nothing to reduce, on every rank alike */
+    plan->why = mca_coll_ina_reduction_to_wire(dtype, op, &desc->dtype, &desc->op);
+    if (plan->empty || NULL != plan->why) {
+        return OMPI_SUCCESS;
     }
     desc->coll = INA_COLL_ALLREDUCE;
     desc->sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
     desc->rbuf = rbuf;
     desc->count = (uint64_t) count;
-    desc->root = 0;
-    desc->recvcounts = NULL;
-    *bytes = (size_t) count * ina_proto_dtype_size(desc->dtype);
-    return NULL;
+    plan->bytes = (size_t) count * ina_proto_dtype_size(desc->dtype);
+    return OMPI_SUCCESS;
 }
 
 int mca_coll_ina_allreduce(const void *sbuf, void *rbuf, int count,
@@ -39,17 +42,12 @@ int mca_coll_ina_allreduce(const void *sbuf, void *rbuf, int count,
                            struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
-    ina_coll_desc_t desc;
-    size_t bytes = 0;
-    const char *why;
+    mca_coll_ina_plan_t plan;
     bool fallback;
     int rc;
 
-    if (count <= 0) {
-        return MPI_SUCCESS; /* nothing to reduce, on every rank alike */
-    }
-    why = ina_allreduce_desc(&desc, &bytes, sbuf, rbuf, count, dtype, op);
-    rc = mca_coll_ina_try(m, MCA_COLL_INA_ALLREDUCE, &desc, bytes, why, NULL, &fallback);
+    (void) mca_coll_ina_allreduce_plan(&plan, sbuf, rbuf, count, dtype, op);
+    rc = mca_coll_ina_plan_post(m, &plan, NULL, &fallback);
     if (!fallback) {
         return rc;
     }
@@ -79,15 +77,10 @@ int mca_coll_ina_iallreduce(const void *sbuf, void *rbuf, int count,
                             mca_coll_base_module_t *module)
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
-    ina_coll_desc_t desc;
-    size_t bytes = 0;
-    const char *why;
+    mca_coll_ina_plan_t plan;
     bool fallback;
     int rc;
 
-    if (count <= 0) {
-        return mca_coll_ina_request_done(m, request);
-    }
     if (ina_context_id_shape(count, dtype, op)) {
         /* Open MPI's own call, most likely: neither offloaded nor counted
          * (the communicator's fallback counters are the application's). */
@@ -97,8 +90,8 @@ int mca_coll_ina_iallreduce(const void *sbuf, void *rbuf, int count,
         --m->in_fallback;
         return rc;
     }
-    why = ina_allreduce_desc(&desc, &bytes, sbuf, rbuf, count, dtype, op);
-    rc = mca_coll_ina_try(m, MCA_COLL_INA_ALLREDUCE, &desc, bytes, why, request, &fallback);
+    (void) mca_coll_ina_allreduce_plan(&plan, sbuf, rbuf, count, dtype, op);
+    rc = mca_coll_ina_plan_post(m, &plan, request, &fallback);
     if (!fallback) {
         return rc;
     }

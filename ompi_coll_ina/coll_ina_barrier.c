@@ -7,33 +7,33 @@
  */
 #include "ompi_config.h"
 
+#include <string.h>
+
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 
 #include "coll_ina.h"
 
-static void ina_barrier_desc(ina_coll_desc_t *desc)
+int mca_coll_ina_barrier_plan(mca_coll_ina_plan_t *plan)
 {
-    desc->coll = INA_COLL_BARRIER;
-    desc->op = INA_OP_REPLACE;
-    desc->dtype = INA_DT_UINT8;
-    desc->sbuf = NULL;
-    desc->rbuf = NULL;
-    desc->count = 0;
-    desc->root = 0;
-    desc->recvcounts = NULL;
+    memset(plan, 0, sizeof(*plan));
+    plan->kind = MCA_COLL_INA_BARRIER;
+    plan->desc.coll = INA_COLL_BARRIER;
+    plan->desc.op = INA_OP_REPLACE;
+    plan->desc.dtype = INA_DT_UINT8;
+    return OMPI_SUCCESS;
 }
 
 int mca_coll_ina_barrier(struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
-    ina_coll_desc_t desc;
+    mca_coll_ina_plan_t plan;
     bool fallback;
     int rc;
 
-    ina_barrier_desc(&desc);
-    rc = mca_coll_ina_try(m, MCA_COLL_INA_BARRIER, &desc, 0, NULL, NULL, &fallback);
+    (void) mca_coll_ina_barrier_plan(&plan);
+    rc = mca_coll_ina_plan_post(m, &plan, NULL, &fallback);
     if (!fallback) {
         return rc;
     }
@@ -44,12 +44,12 @@ int mca_coll_ina_ibarrier(struct ompi_communicator_t *comm, ompi_request_t **req
                           mca_coll_base_module_t *module)
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
-    ina_coll_desc_t desc;
+    mca_coll_ina_plan_t plan;
     bool fallback;
     int rc;
 
-    ina_barrier_desc(&desc);
-    rc = mca_coll_ina_try(m, MCA_COLL_INA_BARRIER, &desc, 0, NULL, request, &fallback);
+    (void) mca_coll_ina_barrier_plan(&plan);
+    rc = mca_coll_ina_plan_post(m, &plan, request, &fallback);
     if (!fallback) {
         return rc;
     }

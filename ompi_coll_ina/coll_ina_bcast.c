@@ -7,50 +7,50 @@
  */
 #include "ompi_config.h"
 
+#include <string.h>
+
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 
 #include "coll_ina.h"
 
-static const char *ina_bcast_desc(ina_coll_desc_t *desc, size_t *bytes, void *buf, int count,
-                                  struct ompi_datatype_t *dtype, int root)
+int mca_coll_ina_bcast_plan(mca_coll_ina_plan_t *plan, void *buf, int count,
+                            struct ompi_datatype_t *dtype, int root)
 {
+    ina_coll_desc_t *desc = &plan->desc;
     ptrdiff_t offset = 0;
-    const char *why = mca_coll_ina_contiguous_bytes(dtype, (size_t) count, bytes, &offset);
 
-    if (NULL != why) {
-        return why;
+    memset(plan, 0, sizeof(*plan));
+    plan->kind = MCA_COLL_INA_BCAST;
+    if (count <= 0) {
+        plan->empty = true;
+        return OMPI_SUCCESS;
     }
+    plan->why = mca_coll_ina_contiguous_bytes(dtype, (size_t) count, &plan->bytes, &offset);
+    if (NULL != plan->why) {
+        return OMPI_SUCCESS;
+    }
+    plan->empty = 0 == plan->bytes; /* elements of size 0 */
     desc->coll = INA_COLL_BCAST;
     desc->op = INA_OP_REPLACE;
     desc->dtype = INA_DT_UINT8;
-    desc->sbuf = NULL;
     desc->rbuf = (char *) buf + offset;
-    desc->count = (uint64_t) *bytes;
+    desc->count = (uint64_t) plan->bytes;
     desc->root = (uint32_t) root;
-    desc->recvcounts = NULL;
-    return NULL;
+    return OMPI_SUCCESS;
 }
 
 int mca_coll_ina_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                        struct ompi_communicator_t *comm, mca_coll_base_module_t *module)
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
-    ina_coll_desc_t desc;
-    size_t bytes = 0;
-    const char *why;
+    mca_coll_ina_plan_t plan;
     bool fallback;
     int rc;
 
-    if (count <= 0) {
-        return MPI_SUCCESS;
-    }
-    why = ina_bcast_desc(&desc, &bytes, buf, count, dtype, root);
-    if (0 == bytes && NULL == why) {
-        return MPI_SUCCESS; /* elements of size 0 */
-    }
-    rc = mca_coll_ina_try(m, MCA_COLL_INA_BCAST, &desc, bytes, why, NULL, &fallback);
+    (void) mca_coll_ina_bcast_plan(&plan, buf, count, dtype, root);
+    rc = mca_coll_ina_plan_post(m, &plan, NULL, &fallback);
     if (!fallback) {
         return rc;
     }
@@ -62,20 +62,12 @@ int mca_coll_ina_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int
                         mca_coll_base_module_t *module)
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
-    ina_coll_desc_t desc;
-    size_t bytes = 0;
-    const char *why;
+    mca_coll_ina_plan_t plan;
     bool fallback;
     int rc;
 
-    if (count <= 0) {
-        return mca_coll_ina_request_done(m, request);
-    }
-    why = ina_bcast_desc(&desc, &bytes, buf, count, dtype, root);
-    if (0 == bytes && NULL == why) {
-        return mca_coll_ina_request_done(m, request);
-    }
-    rc = mca_coll_ina_try(m, MCA_COLL_INA_BCAST, &desc, bytes, why, request, &fallback);
+    (void) mca_coll_ina_bcast_plan(&plan, buf, count, dtype, root);
+    rc = mca_coll_ina_plan_post(m, &plan, request, &fallback);
     if (!fallback) {
         return rc;
     }

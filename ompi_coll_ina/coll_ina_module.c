@@ -64,7 +64,8 @@ void mca_coll_ina_count_fallback(mca_coll_ina_module_t *module, mca_coll_ina_kin
 #define INA_FOREACH_SLOT(X)                                                       \
     X(allreduce) X(reduce) X(bcast) X(barrier) X(allgather)                       \
     X(reduce_scatter_block) X(reduce_scatter)                                     \
-    X(iallreduce) X(ireduce) X(ibcast) X(ibarrier) X(iallgather)
+    X(iallreduce) X(ireduce) X(ibcast) X(ibarrier) X(iallgather)                  \
+    X(ireduce_scatter_block)
 
 static void ina_module_construct(mca_coll_ina_module_t *m)
 {
@@ -335,6 +336,7 @@ mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *
     m->super.coll_bcast_init = mca_coll_ina_bcast_init;
     m->super.coll_barrier_init = mca_coll_ina_barrier_init;
     m->super.coll_allgather_init = mca_coll_ina_allgather_init;
+    m->super.coll_reduce_scatter_block_init = mca_coll_ina_reduce_scatter_block_init;
     *priority = c->priority;
     return &m->super;
 }

@@ -2,15 +2,15 @@
  * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
  *
  * MPI-4 persistent collectives (MPI_Allreduce_init, MPI_Reduce_init,
- * MPI_Bcast_init, MPI_Allgather_init, MPI_Barrier_init; Open MPI 4.1's
- * MPIX_*_init of its pcollreq extension alike): the request keeps the
- * call's arguments, and each MPI_Start posts the call through ina's
- * non-blocking form, which decides per start, alike on every rank, between
- * the agent (or the node stage) and the host algorithm it replaced
- * (coll_ina_request.c). The start completes when that call does.
- *
- * MPI_Reduce_scatter_block_init is left to the component below ina (ina
- * has no non-blocking reduce-scatter yet).
+ * MPI_Bcast_init, MPI_Allgather_init, MPI_Barrier_init,
+ * MPI_Reduce_scatter_block_init; Open MPI 4.1's MPIX_*_init of its pcollreq
+ * extension alike). *_init plans the call once (mca_coll_ina_plan_t: the
+ * engine's description, the wire datatype and op, why it cannot be
+ * offloaded if it cannot, a reduce-scatter's counts and in-place part
+ * buffer); each MPI_Start posts that plan, which decides per start, alike
+ * on every rank, between the agent (or the node stage) and the host form
+ * of the call (the saved non-blocking collective; coll_ina_request.c). The
+ * start completes when that call does; MPI_Request_free releases the plan.
  */
 #include "ompi_config.h"
 
@@ -24,16 +24,17 @@
 
 typedef struct mca_coll_ina_preq {
     ompi_request_t super;
-    mca_coll_ina_kind_t kind;
     mca_coll_ina_module_t *module;
-    /* The call, as MPI_*_init gave it. */
+    mca_coll_ina_plan_t plan;
+    /* The call, as MPI_*_init gave it (the host form's arguments). */
     const void *sbuf;
     void *rbuf;
     int count, rcount, root;
     struct ompi_datatype_t *dtype, *rdtype;
     struct ompi_op_t *op;
-    /* This start's call: ina's or the host's request. */
+    /* This start's call: ina's or the host's request, and whose. */
     ompi_request_t *inner;
+    bool offloaded;
 } mca_coll_ina_preq_t;
 
 static OBJ_CLASS_INSTANCE(mca_coll_ina_preq_t, ompi_request_t, NULL, NULL);
@@ -45,34 +46,59 @@ static int ina_preq_inner_done(ompi_request_t *inner)
 {
     mca_coll_ina_preq_t *p = (mca_coll_ina_preq_t *) inner->req_complete_cb_data;
 
+    if (p->offloaded) {
+        mca_coll_ina_plan_complete(&p->plan);
+    }
     p->super.req_status.MPI_ERROR = inner->req_status.MPI_ERROR;
     ompi_request_complete(&p->super, true);
     return 0;
 }
 
+/* The host form of this start: the saved non-blocking collective. */
+static int ina_preq_host(mca_coll_ina_preq_t *p)
+{
+    mca_coll_ina_module_t *m = p->module;
+    ompi_communicator_t *comm = m->comm;
+    int rc;
+
+    switch (p->plan.kind) {
+    case MCA_COLL_INA_ALLREDUCE:
+        MCA_COLL_INA_CALL_PREVIOUS(rc, m, iallreduce, p->sbuf, p->rbuf, p->count, p->dtype,
+                                   p->op, comm, &p->inner);
+        break;
+    case MCA_COLL_INA_REDUCE:
+        MCA_COLL_INA_CALL_PREVIOUS(rc, m, ireduce, p->sbuf, p->rbuf, p->count, p->dtype, p->op,
+                                   p->root, comm, &p->inner);
+        break;
+    case MCA_COLL_INA_BCAST:
+        MCA_COLL_INA_CALL_PREVIOUS(rc, m, ibcast, p->rbuf, p->count, p->dtype, p->root, comm,
+                                   &p->inner);
+        break;
+    case MCA_COLL_INA_BARRIER:
+        MCA_COLL_INA_CALL_PREVIOUS(rc, m, ibarrier, comm, &p->inner);
+        break;
+    case MCA_COLL_INA_ALLGATHER:
+        MCA_COLL_INA_CALL_PREVIOUS(rc, m, iallgather, p->sbuf, p->count, p->dtype, p->rbuf,
+                                   p->rcount, p->rdtype, comm, &p->inner);
+        break;
+    case MCA_COLL_INA_REDUCE_SCATTER:
+        MCA_COLL_INA_CALL_PREVIOUS(rc, m, ireduce_scatter_block, p->sbuf, p->rbuf, p->rcount,
+                                   p->dtype, p->op, comm, &p->inner);
+        break;
+    default:
+        rc = OMPI_ERR_NOT_SUPPORTED;
+        break;
+    }
+    return rc;
+}
+
 static int ina_preq_post(mca_coll_ina_preq_t *p)
 {
-    mca_coll_base_module_t *module = &p->module->super;
-    ompi_communicator_t *comm = p->module->comm;
+    bool fallback = false;
+    int rc = mca_coll_ina_plan_post(p->module, &p->plan, &p->inner, &fallback);
 
-    switch (p->kind) {
-    case MCA_COLL_INA_ALLREDUCE:
-        return mca_coll_ina_iallreduce(p->sbuf, p->rbuf, p->count, p->dtype, p->op, comm,
-                                       &p->inner, module);
-    case MCA_COLL_INA_REDUCE:
-        return mca_coll_ina_ireduce(p->sbuf, p->rbuf, p->count, p->dtype, p->op, p->root, comm,
-                                    &p->inner, module);
-    case MCA_COLL_INA_BCAST:
-        return mca_coll_ina_ibcast(p->rbuf, p->count, p->dtype, p->root, comm, &p->inner,
-                                   module);
-    case MCA_COLL_INA_BARRIER:
-        return mca_coll_ina_ibarrier(comm, &p->inner, module);
-    case MCA_COLL_INA_ALLGATHER:
-        return mca_coll_ina_iallgather(p->sbuf, p->count, p->dtype, p->rbuf, p->rcount,
-                                       p->rdtype, comm, &p->inner, module);
-    default:
-        return OMPI_ERR_NOT_SUPPORTED;
-    }
+    p->offloaded = !fallback && OMPI_SUCCESS == rc;
+    return fallback ? ina_preq_host(p) : rc;
 }
 
 static int ina_preq_start(size_t count, ompi_request_t **requests)
@@ -111,6 +137,7 @@ static int ina_preq_free(ompi_request_t **request)
     if (NULL != p->inner) {
         (void) ompi_request_free(&p->inner);
     }
+    mca_coll_ina_plan_fini(&p->plan);
     if (NULL != p->dtype) {
         OBJ_RELEASE(p->dtype);
     }
@@ -135,18 +162,20 @@ static int ina_preq_cancel(ompi_request_t *request, int complete)
     return OMPI_SUCCESS;
 }
 
-/* The request of one MPI_*_init: inactive until MPI_Start. The datatypes,
+/* The request of one MPI_*_init, its call planned (`plan`, which it
+ * takes; `rc` the plan's result): inactive until MPI_Start. The datatypes,
  * op and module are retained until MPI_Request_free (the caller may free
  * its handles before). */
-static int ina_preq_new(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind, const void *sbuf,
-                        void *rbuf, int count, struct ompi_datatype_t *dtype, int rcount,
-                        struct ompi_datatype_t *rdtype, struct ompi_op_t *op, int root,
-                        ompi_request_t **request)
+static int ina_preq_new(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, int rc,
+                        const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                        int rcount, struct ompi_datatype_t *rdtype, struct ompi_op_t *op,
+                        int root, ompi_request_t **request)
 {
-    mca_coll_ina_preq_t *p = OBJ_NEW(mca_coll_ina_preq_t);
+    mca_coll_ina_preq_t *p = OMPI_SUCCESS == rc ? OBJ_NEW(mca_coll_ina_preq_t) : NULL;
 
     if (NULL == p) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
+        mca_coll_ina_plan_fini(plan);
+        return OMPI_SUCCESS != rc ? rc : OMPI_ERR_OUT_OF_RESOURCE;
     }
     OMPI_REQUEST_INIT(&p->super, true);
     p->super.req_type = OMPI_REQUEST_COLL;
@@ -154,8 +183,8 @@ static int ina_preq_new(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind, cons
     p->super.req_free = ina_preq_free;
     p->super.req_cancel = ina_preq_cancel;
     p->super.req_mpi_object.comm = m->comm;
-    p->kind = kind;
     p->module = m;
+    p->plan = *plan;
     p->sbuf = sbuf;
     p->rbuf = rbuf;
     p->count = count;
@@ -165,6 +194,7 @@ static int ina_preq_new(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind, cons
     p->rdtype = rdtype;
     p->op = op;
     p->inner = NULL;
+    p->offloaded = false;
     OBJ_RETAIN(m);
     if (NULL != dtype) {
         OBJ_RETAIN(dtype);
@@ -184,10 +214,13 @@ int mca_coll_ina_allreduce_init(const void *sbuf, void *rbuf, int count,
                                 struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                 ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    mca_coll_ina_plan_t plan;
+    int rc = mca_coll_ina_allreduce_plan(&plan, sbuf, rbuf, count, dtype, op);
+
     (void) comm;
     (void) info;
-    return ina_preq_new((mca_coll_ina_module_t *) module, MCA_COLL_INA_ALLREDUCE, sbuf, rbuf,
-                        count, dtype, 0, NULL, op, 0, request);
+    return ina_preq_new((mca_coll_ina_module_t *) module, &plan, rc, sbuf, rbuf, count, dtype,
+                        0, NULL, op, 0, request);
 }
 
 int mca_coll_ina_reduce_init(const void *sbuf, void *rbuf, int count,
@@ -195,29 +228,38 @@ int mca_coll_ina_reduce_init(const void *sbuf, void *rbuf, int count,
                              struct ompi_communicator_t *comm, struct ompi_info_t *info,
                              ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
+    mca_coll_ina_plan_t plan;
+    int rc = mca_coll_ina_reduce_plan(&plan, sbuf, rbuf, count, dtype, op, root, m->rank);
+
     (void) comm;
     (void) info;
-    return ina_preq_new((mca_coll_ina_module_t *) module, MCA_COLL_INA_REDUCE, sbuf, rbuf,
-                        count, dtype, 0, NULL, op, root, request);
+    return ina_preq_new(m, &plan, rc, sbuf, rbuf, count, dtype, 0, NULL, op, root, request);
 }
 
 int mca_coll_ina_bcast_init(void *buf, int count, struct ompi_datatype_t *dtype, int root,
                             struct ompi_communicator_t *comm, struct ompi_info_t *info,
                             ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    mca_coll_ina_plan_t plan;
+    int rc = mca_coll_ina_bcast_plan(&plan, buf, count, dtype, root);
+
     (void) comm;
     (void) info;
-    return ina_preq_new((mca_coll_ina_module_t *) module, MCA_COLL_INA_BCAST, NULL, buf, count,
-                        dtype, 0, NULL, NULL, root, request);
+    return ina_preq_new((mca_coll_ina_module_t *) module, &plan, rc, NULL, buf, count, dtype, 0,
+                        NULL, NULL, root, request);
 }
 
 int mca_coll_ina_barrier_init(struct ompi_communicator_t *comm, struct ompi_info_t *info,
                               ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    mca_coll_ina_plan_t plan;
+    int rc = mca_coll_ina_barrier_plan(&plan);
+
     (void) comm;
     (void) info;
-    return ina_preq_new((mca_coll_ina_module_t *) module, MCA_COLL_INA_BARRIER, NULL, NULL, 0,
-                        NULL, 0, NULL, NULL, 0, request);
+    return ina_preq_new((mca_coll_ina_module_t *) module, &plan, rc, NULL, NULL, 0, NULL, 0,
+                        NULL, NULL, 0, request);
 }
 
 int mca_coll_ina_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -225,9 +267,28 @@ int mca_coll_ina_allgather_init(const void *sbuf, int scount, struct ompi_dataty
                                 struct ompi_communicator_t *comm, struct ompi_info_t *info,
                                 ompi_request_t **request, mca_coll_base_module_t *module)
 {
+    mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
+    mca_coll_ina_plan_t plan;
+    int rc = mca_coll_ina_allgather_plan(&plan, m, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+
     (void) comm;
     (void) info;
-    return ina_preq_new((mca_coll_ina_module_t *) module, MCA_COLL_INA_ALLGATHER, sbuf, rbuf,
-                        scount, MPI_IN_PLACE == sbuf ? NULL : sdtype, rcount, rdtype, NULL, 0,
-                        request);
+    return ina_preq_new(m, &plan, rc, sbuf, rbuf, scount, MPI_IN_PLACE == sbuf ? NULL : sdtype,
+                        rcount, rdtype, NULL, 0, request);
+}
+
+int mca_coll_ina_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
+                                           struct ompi_datatype_t *dtype,
+                                           struct ompi_op_t *op,
+                                           struct ompi_communicator_t *comm,
+                                           struct ompi_info_t *info, ompi_request_t **request,
+                                           mca_coll_base_module_t *module)
+{
+    mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
+    mca_coll_ina_plan_t plan;
+    int rc = mca_coll_ina_reduce_scatter_block_plan(&plan, m, sbuf, rbuf, rcount, dtype, op);
+
+    (void) comm;
+    (void) info;
+    return ina_preq_new(m, &plan, rc, sbuf, rbuf, 0, dtype, rcount, NULL, op, 0, request);
 }

@@ -26,48 +26,79 @@
 
 #include "coll_ina.h"
 
-/* Offload one call whose per-rank element counts are `counts` (nmembers
- * entries, the same on every rank): as mca_coll_ina_try. */
-static int ina_reduce_scatter_try(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf,
-                                  uint64_t *counts, struct ompi_datatype_t *dtype,
-                                  struct ompi_op_t *op, bool *fallback)
+/* Plan a call whose per-rank element counts are `counts` (nmembers entries,
+ * the same on every rank; the plan takes them). */
+static int ina_reduce_scatter_plan(mca_coll_ina_plan_t *plan, const mca_coll_ina_module_t *m,
+                                   const void *sbuf, void *rbuf, uint64_t *counts,
+                                   struct ompi_datatype_t *dtype, struct ompi_op_t *op)
 {
-    ina_coll_desc_t desc;
+    ina_coll_desc_t *desc = &plan->desc;
     uint64_t total = 0;
-    size_t dsize = 0, bytes = 0;
-    void *part = NULL;
-    const char *why;
-    int i, rc;
+    size_t dsize;
+    int i;
 
+    memset(plan, 0, sizeof(*plan));
+    plan->kind = MCA_COLL_INA_REDUCE_SCATTER;
+    plan->counts = counts;
     for (i = 0; i < m->size; ++i) {
         total += counts[i];
     }
-    why = mca_coll_ina_reduction_to_wire(dtype, op, &desc.dtype, &desc.op);
-    if (NULL == why) {
-        dsize = ina_proto_dtype_size(desc.dtype);
-        bytes = (size_t) total * dsize;
-        desc.coll = INA_COLL_REDUCE_SCATTER;
-        desc.sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
-        desc.rbuf = rbuf;
-        desc.count = total;
-        desc.root = 0;
-        desc.recvcounts = counts;
-        if (MPI_IN_PLACE == sbuf && counts[m->rank] > 0) {
-            /* Whether the call is offloaded is decided below, alike on every
-             * rank; a failing allocation here is this rank's MPI error. */
-            part = malloc((size_t) counts[m->rank] * dsize);
-            if (NULL == part) {
-                *fallback = false;
-                return OMPI_ERR_OUT_OF_RESOURCE;
-            }
-            desc.rbuf = part;
+    plan->empty = 0 == total;
+    plan->why = mca_coll_ina_reduction_to_wire(dtype, op, &desc->dtype, &desc->op);
+    if (plan->empty || NULL != plan->why) {
+        return OMPI_SUCCESS;
+    }
+    dsize = ina_proto_dtype_size(desc->dtype);
+    plan->bytes = (size_t) total * dsize;
+    desc->coll = INA_COLL_REDUCE_SCATTER;
+    desc->sbuf = (MPI_IN_PLACE == sbuf) ? rbuf : sbuf;
+    desc->rbuf = rbuf;
+    desc->count = total;
+    desc->recvcounts = counts;
+    if (MPI_IN_PLACE == sbuf && counts[m->rank] > 0) {
+        /* Whether a call is offloaded is decided when it is posted, alike
+         * on every rank; a failing allocation here is this rank's error. */
+        plan->part_bytes = (size_t) counts[m->rank] * dsize;
+        plan->part = malloc(plan->part_bytes);
+        if (NULL == plan->part) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        plan->part_dst = rbuf;
+        desc->rbuf = plan->part;
+    }
+    return OMPI_SUCCESS;
+}
+
+int mca_coll_ina_reduce_scatter_block_plan(mca_coll_ina_plan_t *plan,
+                                           const mca_coll_ina_module_t *m, const void *sbuf,
+                                           void *rbuf, int rcount,
+                                           struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+{
+    uint64_t *counts = malloc(sizeof(*counts) * (size_t) m->size);
+    int i;
+
+    if (NULL == counts) {
+        memset(plan, 0, sizeof(*plan));
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    for (i = 0; i < m->size; ++i) {
+        counts[i] = rcount > 0 ? (uint64_t) rcount : 0;
+    }
+    return ina_reduce_scatter_plan(plan, m, sbuf, rbuf, counts, dtype, op);
+}
+
+/* The blocking call of a plan; the plan is released. */
+static int ina_reduce_scatter_run(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, int rc,
+                                  bool *fallback)
+{
+    *fallback = false;
+    if (OMPI_SUCCESS == rc) {
+        rc = mca_coll_ina_plan_post(m, plan, NULL, fallback);
+        if (!*fallback && OMPI_SUCCESS == rc) {
+            mca_coll_ina_plan_complete(plan);
         }
     }
-    rc = mca_coll_ina_try(m, MCA_COLL_INA_REDUCE_SCATTER, &desc, bytes, why, NULL, fallback);
-    if (!*fallback && OMPI_SUCCESS == rc && NULL != part) {
-        memcpy(rbuf, part, (size_t) counts[m->rank] * dsize);
-    }
-    free(part);
+    mca_coll_ina_plan_fini(plan);
     return rc;
 }
 
@@ -77,22 +108,12 @@ int mca_coll_ina_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
                                       mca_coll_base_module_t *module)
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
-    uint64_t *counts;
+    mca_coll_ina_plan_t plan;
     bool fallback;
-    int i, rc;
+    int rc;
 
-    if (rcount <= 0) {
-        return MPI_SUCCESS;
-    }
-    counts = malloc(sizeof(*counts) * (size_t) m->size);
-    if (NULL == counts) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    for (i = 0; i < m->size; ++i) {
-        counts[i] = (uint64_t) rcount;
-    }
-    rc = ina_reduce_scatter_try(m, sbuf, rbuf, counts, dtype, op, &fallback);
-    free(counts);
+    rc = mca_coll_ina_reduce_scatter_block_plan(&plan, m, sbuf, rbuf, rcount, dtype, op);
+    rc = ina_reduce_scatter_run(m, &plan, rc, &fallback);
     if (!fallback) {
         return rc;
     }
@@ -105,7 +126,8 @@ int mca_coll_ina_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts
                                 mca_coll_base_module_t *module)
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
-    uint64_t *counts, total = 0;
+    mca_coll_ina_plan_t plan;
+    uint64_t *counts;
     bool fallback;
     int i, rc;
 
@@ -115,14 +137,9 @@ int mca_coll_ina_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts
     }
     for (i = 0; i < m->size; ++i) {
         counts[i] = (uint64_t) (rcounts[i] > 0 ? rcounts[i] : 0);
-        total += counts[i];
     }
-    if (0 == total) {
-        free(counts);
-        return MPI_SUCCESS;
-    }
-    rc = ina_reduce_scatter_try(m, sbuf, rbuf, counts, dtype, op, &fallback);
-    free(counts);
+    rc = ina_reduce_scatter_plan(&plan, m, sbuf, rbuf, counts, dtype, op);
+    rc = ina_reduce_scatter_run(m, &plan, rc, &fallback);
     if (!fallback) {
         return rc;
     }

@@ -23,6 +23,9 @@
  */
 #include "ompi_config.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
@@ -646,4 +649,32 @@ int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
         return ina_failed_error(m, kind, INA_OK != cqe.rc ? cqe.rc : INA_ERR_PROTO, &cqe);
     }
     return OMPI_SUCCESS;
+}
+
+/* ---- planned calls --------------------------------------------------------- */
+
+int mca_coll_ina_plan_post(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
+                           ompi_request_t **request, bool *fallback)
+{
+    if (plan->empty) {
+        *fallback = false;
+        return NULL != request ? mca_coll_ina_request_done(m, request) : OMPI_SUCCESS;
+    }
+    return mca_coll_ina_try(m, plan->kind, &plan->desc, plan->bytes, plan->why, request,
+                            fallback);
+}
+
+void mca_coll_ina_plan_complete(const mca_coll_ina_plan_t *plan)
+{
+    if (NULL != plan->part) {
+        memcpy(plan->part_dst, plan->part, plan->part_bytes);
+    }
+}
+
+void mca_coll_ina_plan_fini(mca_coll_ina_plan_t *plan)
+{
+    free(plan->counts);
+    free(plan->part);
+    plan->counts = NULL;
+    plan->part = NULL;
 }
