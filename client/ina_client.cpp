@@ -1198,6 +1198,52 @@ ina_status_t ina_job_post(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_
     }));
 }
 
+ina_status_t ina_job_plan(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_plan_t **plan)
+{
+    if (plan != nullptr) {
+        *plan = nullptr;
+    }
+    if (job == nullptr || desc == nullptr || plan == nullptr) {
+        return INA_ERR_INVALID;
+    }
+    return static_cast<ina_status_t>(guard(__func__, [&] {
+        auto p = std::make_unique<ina_call_plan>();
+        EntryLock lock(job->impl.client());
+        const int rc = job->impl.plan(*desc, *p);
+        if (rc == INA_OK) {
+            *plan = p.release();
+        }
+        return rc;
+    }));
+}
+
+ina_status_t ina_job_post_plan(ina_job_t *job, ina_call_plan_t *plan, ina_call_t **call,
+                               ina_outcome_t *outcome)
+{
+    if (call != nullptr) {
+        *call = nullptr;
+    }
+    if (outcome != nullptr) {
+        *outcome = INA_OFFLOADED;
+    }
+    if (job == nullptr || plan == nullptr || call == nullptr || outcome == nullptr) {
+        return INA_ERR_INVALID;
+    }
+    return static_cast<ina_status_t>(guard(__func__, [&] {
+        EntryLock lock(job->impl.client());
+        ina_cqe_t cqe;
+        int rc = job->impl.post(*plan, true, call, &cqe);
+        *outcome = cqe.outcome;
+        job->deny_status = cqe.outcome == INA_FALLBACK_DENIED ? cqe.status : 0;
+        return rc;
+    }));
+}
+
+void ina_call_plan_free(ina_call_plan_t *plan)
+{
+    delete plan;
+}
+
 uint8_t ina_job_deny_status(const ina_job_t *job)
 {
     return job != nullptr ? job->deny_status : 0;

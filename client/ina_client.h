@@ -302,6 +302,21 @@ typedef struct ina_call ina_call_t;
 ina_status_t ina_job_post(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_t **call,
                           ina_outcome_t *outcome);
 
+/* A call planned once and posted many times (a persistent collective):
+ * ina_job_plan checks the description and cuts it into blocks as
+ * ina_job_post does at every post; ina_job_post_plan posts it, with
+ * ina_job_post's outcomes. The plan keeps the description (buffers,
+ * counts) and may be posted on another job of the same members (the
+ * communicator's job opened anew): it is cut again there if that job's
+ * block size or rank differ. INA_ERR_INVALID: a call the wire cannot
+ * carry (as ina_job_post). Free it with ina_call_plan_free (NULL is
+ * fine); a call posted from it need not be complete. */
+typedef struct ina_call_plan ina_call_plan_t;
+ina_status_t ina_job_plan(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_plan_t **plan);
+ina_status_t ina_job_post_plan(ina_job_t *job, ina_call_plan_t *plan, ina_call_t **call,
+                               ina_outcome_t *outcome);
+void ina_call_plan_free(ina_call_plan_t *plan);
+
 /* Why the agent denied this job's latest post that returned
  * INA_FALLBACK_DENIED (ina_job_post or ina_job_post_staged): its DENY status
  * (ina_proto_status_t: BUSY, OUTSCORED, NO_RESOURCES, ...); 0 after a post

@@ -498,6 +498,16 @@ struct ina_call final : public ina::client::Call {
     using ina::client::Call::Call;
 };
 
+// A call planned once (ina_job_plan): its description, checked, and its
+// blocks as cut for the job parameters it names.
+struct ina_call_plan final {
+    ina_coll_desc_t desc{};
+    std::vector<uint64_t> recvcounts; // the description's, kept
+    unsigned op = 0, dtype = 0;       // what the wire carries (a barrier's fixed)
+    ina::CallGeometry geom;
+    uint32_t block_bytes = 0, nmembers = 0, rank = 0; // cut for these
+};
+
 namespace ina::client {
 
 // One communicator's job descriptor and its work requests.
@@ -546,6 +556,12 @@ public:
     // agent's GRANT/DENY of its MID is known and end the call at once on a
     // DENY. Returns cqe->rc; *out is set when the call is offloaded.
     int post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_cqe_t *cqe);
+    // Check the call `d` and cut it into blocks for this job (ina_job_plan):
+    // INA_OK, or INA_ERR_INVALID for a call the wire cannot carry.
+    int plan(const ina_coll_desc_t &d, ina_call_plan &p) const;
+    // Post a planned call as post() posts a description; a plan cut for
+    // another job's block size, members or rank is cut again first.
+    int post(ina_call_plan &p, bool wait_decision, ina_call **out, ina_cqe_t *cqe);
     // Post a staged call (see ina_job_post_staged): never waits for the
     // decision. Returns cqe->rc; *out is set unless the post fell back.
     int post_staged(const ina_staged_desc_t &d, ina_call **out, ina_cqe_t *cqe);

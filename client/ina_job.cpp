@@ -919,41 +919,77 @@ int Job::launch(const CallGeometry &g, bool wait_decision, ina_call **out, ina_c
     return cqe->rc = INA_OK;
 }
 
-int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_cqe_t *cqe)
+int Job::plan(const ina_coll_desc_t &d, ina_call_plan &p) const
 {
-    *out = nullptr;
-    *cqe = ina_cqe_t{};
-    unsigned op = d.op;
-    unsigned dtype = d.dtype;
+    p.desc = d;
+    p.op = d.op;
+    p.dtype = d.dtype;
     if (d.coll == INA_COLL_BARRIER) {
-        op = INA_OP_REPLACE; // carries no data: whatever the caller passed
-        dtype = INA_DT_UINT8;
+        p.op = INA_OP_REPLACE; // carries no data: whatever the caller passed
+        p.dtype = INA_DT_UINT8;
     }
-    if (d.coll >= INA_COLL_COUNT || !ina_proto_coll_valid(d.coll, op, dtype)) {
-        return cqe->rc = INA_ERR_INVALID;
+    if (d.coll >= INA_COLL_COUNT || !ina_proto_coll_valid(d.coll, p.op, p.dtype)) {
+        return INA_ERR_INVALID;
     }
+    p.recvcounts.clear();
+    if (d.coll == INA_COLL_REDUCE_SCATTER && d.recvcounts != nullptr) {
+        p.recvcounts.assign(d.recvcounts, d.recvcounts + params_.nmembers);
+    }
+    p.desc.recvcounts = p.recvcounts.empty() ? nullptr : p.recvcounts.data();
     CallShape s;
     s.coll = d.coll;
-    s.elem_size = ina_proto_dtype_size(dtype);
+    s.elem_size = ina_proto_dtype_size(p.dtype);
     s.count = d.count;
     s.nmembers = params_.nmembers;
     s.rank = comm_rank_;
     s.root = d.root;
-    s.recvcounts = d.recvcounts;
+    s.recvcounts = p.desc.recvcounts;
     s.in_place = d.coll == INA_COLL_ALLGATHER && d.sbuf == nullptr;
     s.block_bytes = params_.block_bytes;
-    CallGeometry g;
+    CallGeometry &g = p.geom;
     if (!g.plan(s)) {
-        return cqe->rc = INA_ERR_INVALID;
+        return INA_ERR_INVALID;
     }
     // The call's own block size, from its result vector (ina_geometry.h).
     s.block_bytes = call_block_bytes(g.total() * s.elem_size, params_.block_bytes);
-    if (!g.plan(s) || (!g.empty() && !buffers_ok(d, g, comm_rank_))) {
+    if (!g.plan(s) || (!g.empty() && !buffers_ok(p.desc, g, comm_rank_))) {
+        return INA_ERR_INVALID;
+    }
+    p.block_bytes = params_.block_bytes;
+    p.nmembers = params_.nmembers;
+    p.rank = comm_rank_;
+    return INA_OK;
+}
+
+int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_cqe_t *cqe)
+{
+    ina_call_plan p;
+    *out = nullptr;
+    *cqe = ina_cqe_t{};
+    if (plan(d, p) != INA_OK) {
         return cqe->rc = INA_ERR_INVALID;
     }
-    return launch(g, wait_decision, out, cqe, [&](ina_call *c, uint64_t mid, const Opening &open) {
-        c->start(mid, g, d, op, dtype, open);
-    });
+    return post(p, wait_decision, out, cqe);
+}
+
+int Job::post(ina_call_plan &p, bool wait_decision, ina_call **out, ina_cqe_t *cqe)
+{
+    *out = nullptr;
+    *cqe = ina_cqe_t{};
+    if (p.block_bytes != params_.block_bytes || p.nmembers != params_.nmembers ||
+        p.rank != comm_rank_) {
+        // Cut again from what was planned (its counts: one per member).
+        const std::vector<uint64_t> counts = p.recvcounts;
+        ina_coll_desc_t d = p.desc;
+        d.recvcounts = counts.empty() ? nullptr : counts.data();
+        if ((!counts.empty() && counts.size() != params_.nmembers) || plan(d, p) != INA_OK) {
+            return cqe->rc = INA_ERR_INVALID;
+        }
+    }
+    return launch(p.geom, wait_decision, out, cqe,
+                  [&](ina_call *c, uint64_t mid, const Opening &open) {
+                      c->start(mid, p.geom, p.desc, p.op, p.dtype, open);
+                  });
 }
 
 int Job::post_staged(const ina_staged_desc_t &d, ina_call **out, ina_cqe_t *cqe)

@@ -367,22 +367,10 @@ const char *mca_coll_ina_kind_name(mca_coll_ina_kind_t kind);
  * module enable on; no communication. Sets *n; NULL before enable. */
 const int *mca_coll_ina_local_ranks(const mca_coll_ina_module_t *module, int *n);
 
-/* coll_ina_request.c: running one call through the engine.
- * Try to offload the call `desc` of `bytes` result bytes. *fallback true:
- * the caller must run the saved collective (the fallback is counted and
- * logged), and the return value is OMPI_SUCCESS. Else the call was handled
- * and the return value is its result, an OMPI code (OMPI_ERROR after a
- * failure it explained with opal_show_help); with `request` not NULL a
- * non-blocking call was started and *request set. `unsupported` non-NULL:
- * the call cannot be offloaded for that reason (desc is then ignored).
- * Blocking calls wait driving opal_progress. */
-int mca_coll_ina_try(mca_coll_ina_module_t *module, mca_coll_ina_kind_t kind,
-                     const ina_coll_desc_t *desc, size_t bytes, const char *unsupported,
-                     ompi_request_t **request, bool *fallback);
-/* One call as the engine takes it, planned from the MPI arguments by its
- * collective's file (mca_coll_ina_*_plan): what blocking, non-blocking and
- * persistent forms share. A persistent request plans once, at *_init, and
- * posts the same plan at every start. */
+/* coll_ina_request.c: running one call through the engine, planned from
+ * the MPI arguments by its collective's file (mca_coll_ina_*_plan): what
+ * blocking, non-blocking and persistent forms share. A persistent request
+ * plans once, at *_init, and posts the same plan at every start. */
 typedef struct mca_coll_ina_plan {
     mca_coll_ina_kind_t kind;
     ina_coll_desc_t desc;
@@ -393,9 +381,17 @@ typedef struct mca_coll_ina_plan {
     void *part;          /* in-place reduce-scatter: this rank's part, owned, */
     void *part_dst;      /* copied here once an offloaded call completed */
     size_t part_bytes;
+    bool reuse;          /* posted many times: keep the engine's plan */
+    ina_call_plan_t *engine; /* the engine's (cut into blocks), owned */
 } mca_coll_ina_plan_t;
-/* Post a planned call: as mca_coll_ina_try (request NULL: blocking); an
- * empty plan completes at once. */
+/* Post a planned call. *fallback true: the caller must run the saved
+ * collective (the fallback is counted and logged), and the return value is
+ * OMPI_SUCCESS. Else the call was handled and the return value is its
+ * result, an OMPI code (OMPI_ERROR after a failure it explained with
+ * opal_show_help); with `request` not NULL a non-blocking call was started
+ * and *request set (blocking calls wait driving opal_progress). A plan with
+ * `why` set is not offloaded for that reason; an empty plan completes at
+ * once. */
 int mca_coll_ina_plan_post(mca_coll_ina_module_t *module, mca_coll_ina_plan_t *plan,
                            ompi_request_t **request, bool *fallback);
 /* An offloaded call of the plan completed: put what it left aside in place. */

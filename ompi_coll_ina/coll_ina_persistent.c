@@ -7,10 +7,12 @@
  * extension alike). *_init plans the call once (mca_coll_ina_plan_t: the
  * engine's description, the wire datatype and op, why it cannot be
  * offloaded if it cannot, a reduce-scatter's counts and in-place part
- * buffer); each MPI_Start posts that plan, which decides per start, alike
- * on every rank, between the agent (or the node stage) and the host form
- * of the call (the saved non-blocking collective; coll_ina_request.c). The
- * start completes when that call does; MPI_Request_free releases the plan.
+ * buffer; at its first start that reaches the agent, the engine's cut into
+ * blocks too: ina_job_plan); each MPI_Start posts that plan, which decides
+ * per start, alike on every rank, between the agent (or the node stage)
+ * and the host form of the call (the saved non-blocking collective;
+ * coll_ina_request.c). The start completes when that call does;
+ * MPI_Request_free releases the plan.
  */
 #include "ompi_config.h"
 
@@ -185,6 +187,7 @@ static int ina_preq_new(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, int
     p->super.req_mpi_object.comm = m->comm;
     p->module = m;
     p->plan = *plan;
+    p->plan.reuse = true;
     p->sbuf = sbuf;
     p->rbuf = rbuf;
     p->count = count;

@@ -532,11 +532,29 @@ static int ina_try_stripe(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     return OMPI_SUCCESS;
 }
 
-int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
-                     const ina_coll_desc_t *desc, size_t bytes, const char *unsupported,
-                     ompi_request_t **request, bool *fallback)
+/* The call to the agent: the plan's engine plan where it is reused
+ * (persistent requests: cut into blocks at the first start that reaches
+ * the agent, then posted as it is), else its description. */
+static ina_status_t ina_post_to_agent(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
+                                      ina_call_t **call, ina_outcome_t *outcome)
+{
+    if (plan->reuse && NULL == plan->engine) {
+        (void) ina_job_plan(m->job, &plan->desc, &plan->engine);
+    }
+    if (NULL != plan->engine) {
+        return ina_job_post_plan(m->job, plan->engine, call, outcome);
+    }
+    return ina_job_post(m->job, &plan->desc, call, outcome);
+}
+
+static int ina_try(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
+                   ompi_request_t **request, bool *fallback)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    const mca_coll_ina_kind_t kind = plan->kind;
+    const ina_coll_desc_t *desc = &plan->desc;
+    const size_t bytes = plan->bytes;
+    const char *unsupported = plan->why;
     mca_coll_ina_req_t *req = NULL;
     ina_call_t *call = NULL;
     ina_outcome_t outcome = INA_OFFLOADED;
@@ -585,7 +603,7 @@ int mca_coll_ina_try(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     }
 
     t0 = mca_coll_ina_now_ns();
-    erc = ina_job_post(m->job, desc, &call, &outcome);
+    erc = ina_post_to_agent(m, plan, &call, &outcome);
     m->verdict_wait_ns += mca_coll_ina_now_ns() - t0;
     if (INA_ERR_LOST == erc && NULL != call) {
         /* The agent is gone before this rank heard the verdict (or before
@@ -660,8 +678,7 @@ int mca_coll_ina_plan_post(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
         *fallback = false;
         return NULL != request ? mca_coll_ina_request_done(m, request) : OMPI_SUCCESS;
     }
-    return mca_coll_ina_try(m, plan->kind, &plan->desc, plan->bytes, plan->why, request,
-                            fallback);
+    return ina_try(m, plan, request, fallback);
 }
 
 void mca_coll_ina_plan_complete(const mca_coll_ina_plan_t *plan)
@@ -673,6 +690,8 @@ void mca_coll_ina_plan_complete(const mca_coll_ina_plan_t *plan)
 
 void mca_coll_ina_plan_fini(mca_coll_ina_plan_t *plan)
 {
+    ina_call_plan_free(plan->engine);
+    plan->engine = NULL;
     free(plan->counts);
     free(plan->part);
     plan->counts = NULL;

@@ -7,6 +7,7 @@
 // is the layering a node stage uses (the engine's calls over a channel, the
 // same core that ina-switchd runs); here it checks that the two layers alone
 // compute every collective exactly, in one thread, with no UCX at all.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -205,8 +206,8 @@ ina_client_t *loop_client(Hub &hub, int liveness_ms = 0)
 }
 
 struct Group {
-    explicit Group(uint32_t n, int liveness_ms = 0)
-        : hub(kSegBytes), clients(n, nullptr), jobs(n, nullptr)
+    explicit Group(uint32_t n, int liveness_ms = 0, uint32_t seg_bytes = kSegBytes)
+        : hub(seg_bytes), clients(n, nullptr), jobs(n, nullptr)
     {
         for (uint32_t r = 0; r < n; ++r) {
             clients[r] = loop_client(hub, liveness_ms);
@@ -226,7 +227,7 @@ struct Group {
             ck_assert_int_eq(ina_job_open(clients[r], &key, n, nodes.data(), r, 0, 0, &params,
                                           &jobs[r]),
                              INA_OK);
-            ck_assert_uint_eq(params.block_bytes, kSegBytes);
+            ck_assert_uint_eq(params.block_bytes, seg_bytes);
         }
     }
     ina_job_key_t key; // sealed: the job every member opened
@@ -367,6 +368,81 @@ START_TEST(test_reduce_scatter_and_bcast)
     for (uint32_t r = 0; r < kRanks; ++r) {
         ck_assert(buf[r] == buf[2]);
     }
+}
+END_TEST
+
+// A call planned once per rank (ina_job_plan) and posted many times with new
+// inputs (ina_job_post_plan), as a persistent collective is: every post
+// exact. The plan keeps its reduce-scatter counts (the caller's array is
+// gone after planning), and posts on another job of the same members (a
+// communicator's job opened anew, at an agent with other Segs: cut again
+// there) as well.
+START_TEST(test_planned_call_posted_again)
+{
+    Group g(kRanks);
+    FloatSums f(1500);
+    std::vector<ina_call_plan_t *> plans(kRanks, nullptr);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        ck_assert_int_eq(ina_job_plan(g.jobs[r], &f.d[r], &plans[r]), INA_OK);
+    }
+    auto post_all = [&](std::vector<ina_job_t *> &jobs) {
+        std::vector<ina_call_t *> calls(kRanks, nullptr);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ina_outcome_t outcome;
+            ck_assert_int_eq(ina_job_post_plan(jobs[r], plans[r], &calls[r], &outcome), INA_OK);
+            ck_assert_int_eq(outcome, INA_OFFLOADED);
+        }
+        Group::finish(calls);
+    };
+    for (int start = 0; start < 20; ++start) {
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            for (size_t i = 0; i < f.in[r].size(); ++i) {
+                f.in[r][i] = input_f(r + static_cast<uint32_t>(start), i);
+            }
+        }
+        post_all(g.jobs);
+        f.check();
+    }
+    Group other(kRanks, 0, 2 * kSegBytes);
+    post_all(other.jobs);
+    f.check();
+    for (ina_call_plan_t *p : plans) {
+        ina_call_plan_free(p);
+    }
+
+    // A reduce-scatter: its counts read only while planning.
+    const uint64_t total = 4 * 250;
+    std::vector<std::vector<int32_t>> in(kRanks, std::vector<int32_t>(total)), out(kRanks);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        std::vector<uint64_t> counts(kRanks, 250);
+        for (uint64_t i = 0; i < total; ++i) {
+            in[r][i] = static_cast<int32_t>(i * 40503u + r);
+        }
+        out[r].assign(250, 0);
+        const ina_coll_desc_t d{INA_COLL_REDUCE_SCATTER, INA_OP_SUM, INA_DT_INT32, in[r].data(),
+                                out[r].data(), total, 0, counts.data()};
+        ck_assert_int_eq(ina_job_plan(g.jobs[r], &d, &plans[r]), INA_OK);
+        std::fill(counts.begin(), counts.end(), 0); // the caller's array, changed
+    }
+    post_all(other.jobs); // cut again from the counts the plan kept
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        for (uint64_t i = 0; i < 250; ++i) {
+            uint32_t want = 0;
+            for (uint32_t q = 0; q < kRanks; ++q) {
+                want += static_cast<uint32_t>(in[q][r * 250 + i]);
+            }
+            ck_assert_int_eq(out[r][i], static_cast<int32_t>(want));
+        }
+        ina_call_plan_free(plans[r]);
+    }
+
+    // What the wire cannot carry is refused when planned.
+    const ina_coll_desc_t bad{INA_COLL_ALLREDUCE, INA_OP_BAND, INA_DT_FLOAT, f.in[0].data(),
+                              f.out[0].data(), 10, 0, nullptr};
+    ina_call_plan_t *none = nullptr;
+    ck_assert_int_eq(ina_job_plan(g.jobs[0], &bad, &none), INA_ERR_INVALID);
+    ck_assert_ptr_null(none);
+    ina_call_plan_free(nullptr);
 }
 END_TEST
 
@@ -1275,6 +1351,7 @@ int main()
     return ina_test::run_suite("engine_core", "in-process",
                                {test_allreduce_float_exact,
                                 test_reduce_scatter_and_bcast,
+                                test_planned_call_posted_again,
                                 test_leases_back_after_calls,
                                 test_kept_until_certified,
                                 test_recover_lost_agent,
