@@ -26,9 +26,9 @@ namespace ina::client {
 namespace {
 
 // ina_client_config_t.liveness_ms when 0: an agent that answers nothing for
-// 1.5 s while calls wait is gone. A live agent answers a PING from its loop
+// 1 s while calls wait is gone. A live agent answers a PING from its loop
 // between two messages: within milliseconds even on a loaded machine.
-constexpr int kDefaultLivenessMs = 1500;
+constexpr int kDefaultLivenessMs = 1000;
 
 // Upper bound of one sleep of the progress thread: it is woken by channel events
 // and by stop_thread() (Channel::signal); the bound only guards against an

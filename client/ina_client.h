@@ -94,7 +94,7 @@ typedef struct ina_client_config {
                                 link). Counts only time this process spends in
                                 the engine (its caller or progress thread), so
                                 a process that computes is never misled. 0: the
-                                default (1500 ms); negative: no probes (only
+                                default (1000 ms); negative: no probes (only
                                 progress_timeout_ms) */
 } ina_client_config_t;
 

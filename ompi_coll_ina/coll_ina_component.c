@@ -188,7 +188,7 @@ static int ina_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_READONLY, &c->timeout_ms);
 
-    c->liveness_ms = 1500;
+    c->liveness_ms = 1000;
     (void) mca_base_component_var_register(v, "liveness_ms",
         "Milliseconds in which an agent that answers nothing, though probed, while "
         "calls wait on it is declared lost and its calls recovered by the ranks (a "

@@ -48,12 +48,12 @@ struct AgentConfig {
     int parent_timeout_ms = 10000; // to connect to it at start
     // --parent-liveness-ms: a parent silent this long, probes unanswered, is
     // lost (ParentLink::set_liveness); 0: no probes.
-    int parent_liveness_ms = 1500;
+    int parent_liveness_ms = 1000;
     // --child-liveness-ms: a child agent silent this long, probes
     // unanswered, is lost as if its connection had closed (check_children);
     // 0: no probes. Ranks are never probed: MPI lets a rank compute between
     // a call's post and its wait without a word to anyone.
-    int child_liveness_ms = 1500;
+    int child_liveness_ms = 1000;
     // Clients served at once (--max-conns): a HELLO beyond is refused
     // (LIMIT) and the connection closed; connections that never say HELLO
     // are refused by the listener beyond twice as many.

@@ -17,7 +17,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
-duration=600 np=4 rounds=40 liveness=1500 load='' out=$here/soak b=$top/build tree=0
+duration=600 np=4 rounds=40 liveness=1000 load='' out=$here/soak b=$top/build tree=0
 node=(--mca coll_ina_node_stage 0)
 while (($#)); do
     case $1 in
