@@ -75,6 +75,10 @@ delays=$out/fault-delays.txt
 printf '%-15s %6s %6s %6s %6s %6s %10s %8s\n' kind runs passed hangs wrong failed recovered resumed |
     tee "$report"
 IFS=, read -r -a ks <<<"$kinds"
+# An interrupted run leaves no agent behind (one stopped by --fault stop
+# would stay stopped for good, its connections open), nor its mpirun.
+apid='' spid=''
+trap 'for p in $apid $spid; do kill -9 "$p" 2>/dev/null || true; done; pkill -TERM -P $$ || true' EXIT
 for kind in "${ks[@]}"; do
     pass=0 hang=0 wrong=0 failed=0 rec=0 resumed=0
     for ((t = 0; t < trials; t++)); do
