@@ -739,6 +739,32 @@ int poll_call(const char *where, ina_call_t *call, ina_cqe_t *cqe, Report report
     return rc;
 }
 
+// The body every post entry shares (ina_job_post, ina_job_post_plan,
+// ina_job_post_staged): check the handles, run `post(cqe)` under the
+// client's lock, and report its outcome and any DENY status.
+template <typename Post>
+ina_status_t post_entry(const char *fn, ina_job_t *job, bool what_ok, ina_call_t **call,
+                        ina_outcome_t *outcome, Post post)
+{
+    if (call != nullptr) {
+        *call = nullptr;
+    }
+    if (outcome != nullptr) {
+        *outcome = INA_OFFLOADED;
+    }
+    if (job == nullptr || !what_ok || call == nullptr || outcome == nullptr) {
+        return INA_ERR_INVALID;
+    }
+    return static_cast<ina_status_t>(guard(fn, [&] {
+        EntryLock lock(job->impl.client());
+        ina_cqe_t cqe;
+        int rc = post(&cqe);
+        *outcome = cqe.outcome;
+        job->deny_status = cqe.outcome == INA_FALLBACK_DENIED ? cqe.status : 0;
+        return rc;
+    }));
+}
+
 } // namespace
 
 int ina::client::connect_over(const ina_client_config_t &cfg, const Client::ChannelFactory &open,
@@ -1179,23 +1205,8 @@ void ina_job_leave(ina_job_t *job)
 ina_status_t ina_job_post(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_t **call,
                           ina_outcome_t *outcome)
 {
-    if (call != nullptr) {
-        *call = nullptr;
-    }
-    if (outcome != nullptr) {
-        *outcome = INA_OFFLOADED;
-    }
-    if (job == nullptr || desc == nullptr || call == nullptr || outcome == nullptr) {
-        return INA_ERR_INVALID;
-    }
-    return static_cast<ina_status_t>(guard(__func__, [&] {
-        EntryLock lock(job->impl.client());
-        ina_cqe_t cqe;
-        int rc = job->impl.post(*desc, true, call, &cqe);
-        *outcome = cqe.outcome;
-        job->deny_status = cqe.outcome == INA_FALLBACK_DENIED ? cqe.status : 0;
-        return rc;
-    }));
+    return post_entry(__func__, job, desc != nullptr, call, outcome,
+                      [&](ina_cqe_t *cqe) { return job->impl.post(*desc, true, call, cqe); });
 }
 
 ina_status_t ina_job_plan(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_plan_t **plan)
@@ -1220,23 +1231,8 @@ ina_status_t ina_job_plan(ina_job_t *job, const ina_coll_desc_t *desc, ina_call_
 ina_status_t ina_job_post_plan(ina_job_t *job, ina_call_plan_t *plan, ina_call_t **call,
                                ina_outcome_t *outcome)
 {
-    if (call != nullptr) {
-        *call = nullptr;
-    }
-    if (outcome != nullptr) {
-        *outcome = INA_OFFLOADED;
-    }
-    if (job == nullptr || plan == nullptr || call == nullptr || outcome == nullptr) {
-        return INA_ERR_INVALID;
-    }
-    return static_cast<ina_status_t>(guard(__func__, [&] {
-        EntryLock lock(job->impl.client());
-        ina_cqe_t cqe;
-        int rc = job->impl.post(*plan, true, call, &cqe);
-        *outcome = cqe.outcome;
-        job->deny_status = cqe.outcome == INA_FALLBACK_DENIED ? cqe.status : 0;
-        return rc;
-    }));
+    return post_entry(__func__, job, plan != nullptr, call, outcome,
+                      [&](ina_cqe_t *cqe) { return job->impl.post(*plan, true, call, cqe); });
 }
 
 void ina_call_plan_free(ina_call_plan_t *plan)
@@ -1252,23 +1248,8 @@ uint8_t ina_job_deny_status(const ina_job_t *job)
 ina_status_t ina_job_post_staged(ina_job_t *job, const ina_staged_desc_t *desc,
                                  ina_call_t **call, ina_outcome_t *outcome)
 {
-    if (call != nullptr) {
-        *call = nullptr;
-    }
-    if (outcome != nullptr) {
-        *outcome = INA_OFFLOADED;
-    }
-    if (job == nullptr || desc == nullptr || call == nullptr || outcome == nullptr) {
-        return INA_ERR_INVALID;
-    }
-    return static_cast<ina_status_t>(guard(__func__, [&] {
-        EntryLock lock(job->impl.client());
-        ina_cqe_t cqe;
-        int rc = job->impl.post_staged(*desc, call, &cqe);
-        *outcome = cqe.outcome;
-        job->deny_status = cqe.outcome == INA_FALLBACK_DENIED ? cqe.status : 0;
-        return rc;
-    }));
+    return post_entry(__func__, job, desc != nullptr, call, outcome,
+                      [&](ina_cqe_t *cqe) { return job->impl.post_staged(*desc, call, cqe); });
 }
 
 int ina_call_decision(ina_call_t *call, ina_cqe_t *cqe)
