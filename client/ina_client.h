@@ -222,7 +222,10 @@ size_t ina_job_kept_calls(const ina_job_t *job, size_t *bytes);
  *         may be reused once it returns. 0 on success.
  * Setting peers turns ina_job_keep_blocks on. Every message a member's
  * send gave must reach ina_job_peer_message on member `to`, whenever that
- * member is in the MPI library (it answers for calls it has finished). */
+ * member is in the MPI library (it answers for calls it has finished).
+ * With peers set, an ERROR that says another member left the job at the
+ * agent (NOT_MEMBER: its link to the agent ended, e.g. it found the agent
+ * silent first) ends a call as lost, to be recovered with the others. */
 typedef struct ina_peer_ops {
     void *arg;
     int (*send)(void *arg, uint32_t to, const void *msg, size_t len);

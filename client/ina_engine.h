@@ -77,6 +77,9 @@ public:
     std::mutex &mutex() { return mutex_; }
     // A call was handed to the progress thread (mutex held): wake it.
     void wake_thread() { thread_cv_.notify_one(); }
+    // Whether the progress thread runs (started and stopped by the caller's
+    // thread only, so the caller may ask without the mutex).
+    bool has_thread() const { return thread_.joinable(); }
 
     void log(int level, const char *fmt, ...) const __attribute__((format(printf, 3, 4)));
 
@@ -526,14 +529,18 @@ public:
     // is its size and this is our rank in it.
     void set_comm_rank(uint32_t r) { comm_rank_ = r; }
     uint32_t comm_rank() const { return comm_rank_; }
-    // A job of a tree of agents (ina_job_open_tree, several leaves): an
-    // ERROR for a granted call that the tree, not a member, caused
-    // (UPSTREAM, NOT_MEMBER) is a loss to recover from, not a verdict.
+    // A job of a tree of agents (ina_job_open_tree, several leaves).
     void set_tree(bool on) { tree_ = on; }
-    bool tree_loss(uint8_t status) const
+    // An ERROR that says the job lost a part of itself, not a verdict on
+    // the call: a member gone from the job at its agent (NOT_MEMBER: its
+    // link to the agent ended, as when it found the agent silent first and
+    // is settling the call with the others), or in a tree the parent or
+    // another leaf (UPSTREAM, NOT_MEMBER). With peers the members settle
+    // such a call among themselves, as a call the agent lost.
+    bool part_lost(uint8_t status) const
     {
-        return tree_ && has_peers() &&
-               (status == INA_PROTO_ERR_UPSTREAM || status == INA_PROTO_ERR_NOT_MEMBER);
+        return has_peers() && (status == INA_PROTO_ERR_NOT_MEMBER ||
+                               (tree_ && status == INA_PROTO_ERR_UPSTREAM));
     }
     // Recovery: member -> its group (a tree's leaf), for the order in which a
     // rebuilt block is reduced: each group's members in order, then the

@@ -648,7 +648,7 @@ void Call::on_error(uint8_t status, bool in_flight)
     }
     const bool tree = status == INA_PROTO_ERR_UPSTREAM || status == INA_PROTO_ERR_NOT_MEMBER;
     fail(status == INA_PROTO_ERR_ABORTED ? Fail::denied
-         : job_->tree_loss(status)       ? Fail::lost // the members settle it
+         : job_->part_lost(status)       ? Fail::lost // the members settle it
          // Without recovery, a tree's call this member was never granted
          // falls back, as the DENY a leaf used to send for it.
          : tree && !granted_ && !job_->has_peers() ? Fail::denied
@@ -853,8 +853,8 @@ int Job::launch(const CallGeometry &g, bool wait_decision, ina_call **out, ina_c
                 note_denied(mid);
                 return cqe->rc = INA_OK;
             }
-            if (tree_loss(e.status)) {
-                // The tree lost a part of itself under this call: settled
+            if (part_lost(e.status)) {
+                // The job lost a part of itself under this call: settled
                 // with the other members, like a call the agent lost.
                 free_.pop_back();
                 start(c, mid, open);

@@ -175,7 +175,7 @@ const uint8_t *Call::whole_result(uint64_t sid) const
 
 bool Call::struck() const
 {
-    return any_sent_ && (status_ == INA_PROTO_OK || (ended_in_flight_ && job_->tree_loss(status_)));
+    return any_sent_ && (status_ == INA_PROTO_OK || (ended_in_flight_ && job_->part_lost(status_)));
 }
 
 void Call::describe(std::vector<uint8_t> &msg) const

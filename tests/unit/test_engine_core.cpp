@@ -96,6 +96,12 @@ public:
     // goes nowhere and nothing comes back, but no link reports a loss.
     void freeze() { frozen_ = true; }
     bool frozen() const { return frozen_; }
+    // Member links in the order they connected (a Group's: rank order).
+    // cut(r) ends member r's link at both ends, as a link that a member
+    // closed after its liveness verdict: the agent loses that member (its
+    // open calls end on the others), the member sees its agent gone.
+    std::vector<std::function<void()>> &links() { return links_; }
+    void cut(uint32_t r) { links_.at(r)(); }
 
     void send(ina::agg::Member &to, const ina_proto_hdr_t &h, ina::agg::BufRef payload,
               size_t len) override
@@ -124,6 +130,7 @@ private:
         return c;
     }
     SwitchScheduler *sched_ = nullptr;
+    std::vector<std::function<void()>> links_;
     int results_left_ = -1;
     bool dead_ = false;
     bool frozen_ = false;
@@ -132,7 +139,10 @@ private:
 
 class LoopChannel final : public Channel {
 public:
-    LoopChannel(Hub &hub, ChannelEvents &events) : hub_(hub), events_(events) {}
+    LoopChannel(Hub &hub, ChannelEvents &events) : hub_(hub), events_(events)
+    {
+        hub_.links().push_back([this] { close(true); });
+    }
     ~LoopChannel() override { close(true); }
 
     bool progress() override
@@ -555,7 +565,8 @@ struct PeerLink {
 // Every rank's call to completion, recovering those the lost agent left
 // unfinished (host_ok: what each rank says it could do): their CQEs.
 std::vector<ina_cqe_t> run_recovering(Group &g, PeerLink &link, std::vector<ina_coll_desc_t> &d,
-                                      bool host_ok, uint32_t *recovered = nullptr)
+                                      bool host_ok, uint32_t *recovered = nullptr,
+                                      const std::function<void()> &posted = nullptr)
 {
     const uint32_t n = static_cast<uint32_t>(d.size());
     std::vector<ina_call_t *> calls(n, nullptr);
@@ -566,6 +577,9 @@ std::vector<ina_cqe_t> run_recovering(Group &g, PeerLink &link, std::vector<ina_
         const int rc = ina_job_post(g.jobs[r], &d[r], &calls[r], &outcome);
         ck_assert(rc == INA_OK || rc == INA_ERR_LOST);
         ck_assert_msg(calls[r] != nullptr, "rank %u: post rc %d outcome %d", r, rc, outcome); // with peers a lost post still gives the call
+    }
+    if (posted) {
+        posted();
     }
     for (size_t spins = 0, left = n; left > 0; ++spins) {
         ck_assert_msg(spins < 200000, "calls did not complete");
@@ -684,6 +698,37 @@ START_TEST(test_recover_lost_agent)
         c = run_recovering(g, link, host.d, true);
         expect_all(c, INA_OK, INA_FALLBACK_UNREACHABLE);
     }
+}
+END_TEST
+
+// A member's link to the agent ends in the middle of a call (it found the
+// agent silent before the others and left, as one whose liveness verdict
+// came first does): the agent ends the call on the others with NOT_MEMBER,
+// flagged in flight. With peers that is a loss the members settle among
+// themselves, as the member that left does, never a failed call: every
+// member ends it offloaded and exact. The next call, the job short of a
+// member, is refused by the agent (NOT_MEMBER, not in flight) and settled
+// among the members alike.
+START_TEST(test_recover_member_left)
+{
+    Group g(kRanks);
+    PeerLink link(g);
+    FloatSums warm(64);
+    g.run(warm.d);
+    warm.check();
+    FloatSums f(12 * kSegBytes / sizeof(float)); // 12 blocks: a window out, more to come
+    uint32_t recovered = 0;
+    std::vector<ina_cqe_t> c = run_recovering(g, link, f.d, false, &recovered,
+                                              [&] { g.hub.cut(0); });
+    ck_assert_uint_eq(recovered, kRanks);
+    expect_all(c, INA_OK, INA_OFFLOADED);
+    f.check();
+    FloatSums next(300);
+    recovered = 0;
+    c = run_recovering(g, link, next.d, false, &recovered);
+    ck_assert_uint_eq(recovered, kRanks);
+    expect_all(c, INA_OK, INA_OFFLOADED);
+    next.check();
 }
 END_TEST
 
@@ -1358,6 +1403,7 @@ int main()
                                 test_recover_staged,
                                 test_recover_rebuilds_take_turns,
                                 test_recover_member_without_job,
+                                test_recover_member_left,
                                 test_recover_tree_order,
                                 test_call_abort_falls_back_everywhere,
                                 test_stripe_every_collective,
