@@ -1277,8 +1277,11 @@ void ina_call_background(ina_call_t *call)
         return;
     }
     Client *c = call->job()->client();
+    if (c == nullptr || !c->has_thread()) {
+        return; // nobody to hand it to: it moves when the caller polls
+    }
     EntryLock lock(c);
-    if (c != nullptr && call->state() == Call::State::active) {
+    if (call->state() == Call::State::active) {
         call->set_background();
         c->wake_thread();
     }

@@ -332,11 +332,18 @@ static inline uint64_t mca_coll_ina_now_ns(void)
 
 OBJ_CLASS_DECLARATION(mca_coll_ina_module_t);
 
+struct mca_coll_ina_plan;
+
 /* A non-blocking collective offloaded to the agent (coll/ucc pattern: an
- * ompi_request_t subclass from a free list). While in flight it is on the
- * component's outstanding list (through super's list item, as libnbc does). */
+ * ompi_request_t subclass from a free list), or a persistent request's
+ * offloaded start (coll_ina_persistent.c: the same request at every start).
+ * While in flight it is on the component's outstanding list (through
+ * super's list item, as libnbc does). */
 typedef struct mca_coll_ina_req_t {
     ompi_request_t super;
+    /* A persistent request's plan, completed with each offloaded start
+     * (mca_coll_ina_plan_complete); NULL for a request of the free list. */
+    const struct mca_coll_ina_plan *plan;
     ina_call_t *call;              /* the engine's work request; NULL once done */
     ina_stripe_call_t *stripe_call; /* or the striped call's; NULL once done */
     ina_node_op_t *node_op;        /* or the node stage's call; NULL once done */
@@ -383,6 +390,10 @@ typedef struct mca_coll_ina_plan {
     size_t part_bytes;
     bool reuse;          /* posted many times: keep the engine's plan */
     ina_call_plan_t *engine; /* the engine's (cut into blocks), owned */
+    /* The persistent request whose starts post this plan: an offloaded
+     * start is that request (none taken from the free list); NULL for a
+     * blocking or non-blocking call. */
+    mca_coll_ina_req_t *persistent;
 } mca_coll_ina_plan_t;
 /* Post a planned call. *fallback true: the caller must run the saved
  * collective (the fallback is counted and logged), and the return value is
@@ -419,8 +430,6 @@ int mca_coll_ina_reduce_scatter_block_plan(mca_coll_ina_plan_t *plan,
                                            struct ompi_op_t *op);
 /* The opal_progress callback: completes finished non-blocking calls. */
 int mca_coll_ina_progress(void);
-/* A request already complete (a non-blocking call that moves nothing). */
-int mca_coll_ina_request_done(mca_coll_ina_module_t *module, ompi_request_t **request);
 /* Release the request machinery (component close). */
 void mca_coll_ina_requests_fini(void);
 

@@ -25,8 +25,11 @@
 #include "coll_ina.h"
 
 typedef struct mca_coll_ina_preq {
-    ompi_request_t super;
-    mca_coll_ina_module_t *module;
+    /* The request MPI_*_init returns: an offloaded start completes it as it
+     * completes any ina request (coll_ina_request.c), with no request of
+     * its own; a start on the host completes it from the host's request. */
+    mca_coll_ina_req_t super;
+    mca_coll_ina_module_t *module; /* retained until MPI_Request_free */
     mca_coll_ina_plan_t plan;
     /* The call, as MPI_*_init gave it (the host form's arguments). */
     const void *sbuf;
@@ -34,25 +37,20 @@ typedef struct mca_coll_ina_preq {
     int count, rcount, root;
     struct ompi_datatype_t *dtype, *rdtype;
     struct ompi_op_t *op;
-    /* This start's call: ina's or the host's request, and whose. */
-    ompi_request_t *inner;
-    bool offloaded;
+    ompi_request_t *host; /* the last start's host request, if it ran on the host */
 } mca_coll_ina_preq_t;
 
-static OBJ_CLASS_INSTANCE(mca_coll_ina_preq_t, ompi_request_t, NULL, NULL);
+static OBJ_CLASS_INSTANCE(mca_coll_ina_preq_t, mca_coll_ina_req_t, NULL, NULL);
 
-/* The start's call completed: so does the persistent request (its status
- * the call's). Returns 0: the inner request completes as usual, and is
- * freed at the next start or with the persistent request. */
-static int ina_preq_inner_done(ompi_request_t *inner)
+/* A start on the host completed: so does the persistent request (its
+ * status the host call's). Returns 0: the host request completes as usual,
+ * and is freed at the next start or with the persistent request. */
+static int ina_preq_host_done(ompi_request_t *host)
 {
-    mca_coll_ina_preq_t *p = (mca_coll_ina_preq_t *) inner->req_complete_cb_data;
+    mca_coll_ina_preq_t *p = (mca_coll_ina_preq_t *) host->req_complete_cb_data;
 
-    if (p->offloaded) {
-        mca_coll_ina_plan_complete(&p->plan);
-    }
-    p->super.req_status.MPI_ERROR = inner->req_status.MPI_ERROR;
-    ompi_request_complete(&p->super, true);
+    p->super.super.req_status.MPI_ERROR = host->req_status.MPI_ERROR;
+    ompi_request_complete(&p->super.super, true);
     return 0;
 }
 
@@ -66,26 +64,26 @@ static int ina_preq_host(mca_coll_ina_preq_t *p)
     switch (p->plan.kind) {
     case MCA_COLL_INA_ALLREDUCE:
         MCA_COLL_INA_CALL_PREVIOUS(rc, m, iallreduce, p->sbuf, p->rbuf, p->count, p->dtype,
-                                   p->op, comm, &p->inner);
+                                   p->op, comm, &p->host);
         break;
     case MCA_COLL_INA_REDUCE:
         MCA_COLL_INA_CALL_PREVIOUS(rc, m, ireduce, p->sbuf, p->rbuf, p->count, p->dtype, p->op,
-                                   p->root, comm, &p->inner);
+                                   p->root, comm, &p->host);
         break;
     case MCA_COLL_INA_BCAST:
         MCA_COLL_INA_CALL_PREVIOUS(rc, m, ibcast, p->rbuf, p->count, p->dtype, p->root, comm,
-                                   &p->inner);
+                                   &p->host);
         break;
     case MCA_COLL_INA_BARRIER:
-        MCA_COLL_INA_CALL_PREVIOUS(rc, m, ibarrier, comm, &p->inner);
+        MCA_COLL_INA_CALL_PREVIOUS(rc, m, ibarrier, comm, &p->host);
         break;
     case MCA_COLL_INA_ALLGATHER:
         MCA_COLL_INA_CALL_PREVIOUS(rc, m, iallgather, p->sbuf, p->count, p->dtype, p->rbuf,
-                                   p->rcount, p->rdtype, comm, &p->inner);
+                                   p->rcount, p->rdtype, comm, &p->host);
         break;
     case MCA_COLL_INA_REDUCE_SCATTER:
         MCA_COLL_INA_CALL_PREVIOUS(rc, m, ireduce_scatter_block, p->sbuf, p->rbuf, p->rcount,
-                                   p->dtype, p->op, comm, &p->inner);
+                                   p->dtype, p->op, comm, &p->host);
         break;
     default:
         rc = OMPI_ERR_NOT_SUPPORTED;
@@ -94,13 +92,24 @@ static int ina_preq_host(mca_coll_ina_preq_t *p)
     return rc;
 }
 
+/* One start: offloaded, or on the host on every rank alike. */
 static int ina_preq_post(mca_coll_ina_preq_t *p)
 {
+    ompi_request_t *offloaded = NULL;
     bool fallback = false;
-    int rc = mca_coll_ina_plan_post(p->module, &p->plan, &p->inner, &fallback);
+    int rc = mca_coll_ina_plan_post(p->module, &p->plan, &offloaded, &fallback);
 
-    p->offloaded = !fallback && OMPI_SUCCESS == rc;
-    return fallback ? ina_preq_host(p) : rc;
+    if (!fallback) {
+        return rc; /* p->super is the start's request, or rc the failure */
+    }
+    p->super.super.req_complete = REQUEST_PENDING;
+    p->super.super.req_state = OMPI_REQUEST_ACTIVE;
+    p->super.super.req_status = ompi_status_empty;
+    rc = ina_preq_host(p);
+    if (OMPI_SUCCESS == rc) {
+        (void) ompi_request_set_callback(p->host, ina_preq_host_done, p);
+    }
+    return rc;
 }
 
 static int ina_preq_start(size_t count, ompi_request_t **requests)
@@ -109,22 +118,18 @@ static int ina_preq_start(size_t count, ompi_request_t **requests)
         mca_coll_ina_preq_t *p = (mca_coll_ina_preq_t *) requests[i];
         int rc;
 
-        if (NULL != p->inner) {
-            /* The previous start's call, complete (MPI_Start is erroneous
-             * on an active request). */
-            (void) ompi_request_free(&p->inner);
+        if (NULL != p->host) {
+            /* The previous start's, complete (MPI_Start is erroneous on an
+             * active request). */
+            (void) ompi_request_free(&p->host);
         }
-        p->super.req_complete = REQUEST_PENDING;
-        p->super.req_state = OMPI_REQUEST_ACTIVE;
-        p->super.req_status = ompi_status_empty;
         rc = ina_preq_post(p);
         if (OMPI_SUCCESS != rc) {
-            p->inner = NULL;
-            p->super.req_state = OMPI_REQUEST_INACTIVE;
-            p->super.req_complete = REQUEST_COMPLETED;
+            p->host = NULL;
+            p->super.super.req_state = OMPI_REQUEST_INACTIVE;
+            p->super.super.req_complete = REQUEST_COMPLETED;
             return rc;
         }
-        (void) ompi_request_set_callback(p->inner, ina_preq_inner_done, p);
     }
     return OMPI_SUCCESS;
 }
@@ -133,11 +138,11 @@ static int ina_preq_free(ompi_request_t **request)
 {
     mca_coll_ina_preq_t *p = (mca_coll_ina_preq_t *) *request;
 
-    if (OMPI_REQUEST_ACTIVE == p->super.req_state && !REQUEST_COMPLETE(&p->super)) {
+    if (OMPI_REQUEST_ACTIVE == p->super.super.req_state && !REQUEST_COMPLETE(&p->super.super)) {
         return MPI_ERR_REQUEST; /* MPI-4: freeing an active persistent collective */
     }
-    if (NULL != p->inner) {
-        (void) ompi_request_free(&p->inner);
+    if (NULL != p->host) {
+        (void) ompi_request_free(&p->host);
     }
     mca_coll_ina_plan_fini(&p->plan);
     if (NULL != p->dtype) {
@@ -150,7 +155,7 @@ static int ina_preq_free(ompi_request_t **request)
         OBJ_RELEASE(p->op);
     }
     OBJ_RELEASE(p->module);
-    OMPI_REQUEST_FINI(&p->super);
+    OMPI_REQUEST_FINI(&p->super.super);
     OBJ_RELEASE(p);
     *request = MPI_REQUEST_NULL;
     return OMPI_SUCCESS;
@@ -179,15 +184,19 @@ static int ina_preq_new(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, int
         mca_coll_ina_plan_fini(plan);
         return OMPI_SUCCESS != rc ? rc : OMPI_ERR_OUT_OF_RESOURCE;
     }
-    OMPI_REQUEST_INIT(&p->super, true);
-    p->super.req_type = OMPI_REQUEST_COLL;
-    p->super.req_start = ina_preq_start;
-    p->super.req_free = ina_preq_free;
-    p->super.req_cancel = ina_preq_cancel;
-    p->super.req_mpi_object.comm = m->comm;
+    OMPI_REQUEST_INIT(&p->super.super, true);
+    p->super.super.req_type = OMPI_REQUEST_COLL;
+    p->super.super.req_start = ina_preq_start;
+    p->super.super.req_free = ina_preq_free;
+    p->super.super.req_cancel = ina_preq_cancel;
+    p->super.super.req_mpi_object.comm = m->comm;
+    p->super.plan = &p->plan;
+    p->super.module = NULL; /* each offloaded start's */
+    p->super.freed = false;
     p->module = m;
     p->plan = *plan;
     p->plan.reuse = true;
+    p->plan.persistent = &p->super;
     p->sbuf = sbuf;
     p->rbuf = rbuf;
     p->count = count;
@@ -196,8 +205,7 @@ static int ina_preq_new(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, int
     p->dtype = dtype;
     p->rdtype = rdtype;
     p->op = op;
-    p->inner = NULL;
-    p->offloaded = false;
+    p->host = NULL;
     OBJ_RETAIN(m);
     if (NULL != dtype) {
         OBJ_RETAIN(dtype);
@@ -208,7 +216,7 @@ static int ina_preq_new(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, int
     if (NULL != op) {
         OBJ_RETAIN(op);
     }
-    *request = &p->super;
+    *request = &p->super.super;
     return OMPI_SUCCESS;
 }
 

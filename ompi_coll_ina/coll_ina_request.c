@@ -101,32 +101,39 @@ void mca_coll_ina_requests_fini(void)
     }
 }
 
-static mca_coll_ina_req_t *ina_req_get(mca_coll_ina_module_t *m)
+/* The request of one offloaded non-blocking call of `m`: the plan's
+ * persistent request (each start), or one from the free list. Active from
+ * here; the module is retained until the call completes (MPI lets the
+ * communicator be freed with calls in flight: the module, its job and
+ * saved fallbacks live until they completed). */
+static mca_coll_ina_req_t *ina_req_get(mca_coll_ina_module_t *m, const mca_coll_ina_plan_t *plan)
 {
-    mca_coll_ina_req_t *req;
+    mca_coll_ina_req_t *req = plan->persistent;
 
-    if (OMPI_SUCCESS != ina_requests_init()) {
-        return NULL;
-    }
-    req = (mca_coll_ina_req_t *) opal_free_list_get(&mca_coll_ina_component.requests);
     if (NULL == req) {
-        return NULL;
+        if (OMPI_SUCCESS != ina_requests_init()) {
+            return NULL;
+        }
+        req = (mca_coll_ina_req_t *) opal_free_list_get(&mca_coll_ina_component.requests);
+        if (NULL == req) {
+            return NULL;
+        }
+        OMPI_REQUEST_INIT(&req->super, false);
+        req->super.req_type = OMPI_REQUEST_COLL;
+        req->super.req_free = ina_req_free;
+        req->super.req_cancel = ina_req_cancel;
+        req->super.req_mpi_object.comm = m->comm;
+        req->plan = NULL;
     }
-    OMPI_REQUEST_INIT(&req->super, false);
-    req->super.req_type = OMPI_REQUEST_COLL;
+    req->super.req_complete = REQUEST_PENDING;
     req->super.req_state = OMPI_REQUEST_ACTIVE;
     req->super.req_status = ompi_status_empty; /* not cancelled, no error */
-    req->super.req_free = ina_req_free;
-    req->super.req_cancel = ina_req_cancel;
-    req->super.req_mpi_object.comm = m->comm;
     req->call = NULL;
     req->stripe_call = NULL;
     req->node_op = NULL;
     req->module = m;
-    req->kind = MCA_COLL_INA_ALLREDUCE;
+    req->kind = plan->kind;
     req->freed = false;
-    /* The communicator may be freed with calls in flight (MPI allows it):
-     * the module, its job and saved fallbacks live until they completed. */
     OBJ_RETAIN(m);
     return req;
 }
@@ -137,13 +144,16 @@ static void ina_req_return(mca_coll_ina_req_t *req)
     opal_free_list_return(&mca_coll_ina_component.requests, &req->super.super);
 }
 
-/* A request taken for a call that did not start (fallback or error). */
+/* A request taken for a call that did not start (fallback or error). A
+ * persistent one stays with its owner, which runs the start otherwise. */
 static void ina_req_discard(mca_coll_ina_req_t *req)
 {
     mca_coll_ina_module_t *m = req->module;
 
     req->module = NULL;
-    ina_req_return(req);
+    if (NULL == req->plan) {
+        ina_req_return(req);
+    }
     OBJ_RELEASE(m);
 }
 
@@ -154,6 +164,9 @@ static void ina_req_complete(mca_coll_ina_req_t *req, int mpi_error)
 
     req->module = NULL;
     req->super.req_status.MPI_ERROR = mpi_error;
+    if (NULL != req->plan) {
+        mca_coll_ina_plan_complete(req->plan); /* a persistent start's part, in place */
+    }
     if (req->freed) {
         ina_req_return(req); /* nobody waits for it any more */
     } else {
@@ -186,9 +199,11 @@ static int ina_req_cancel(ompi_request_t *request, int complete)
     return OMPI_SUCCESS;
 }
 
-int mca_coll_ina_request_done(mca_coll_ina_module_t *m, ompi_request_t **request)
+/* A request already complete (a non-blocking call that moves nothing). */
+static int ina_request_done(mca_coll_ina_module_t *m, const mca_coll_ina_plan_t *plan,
+                            ompi_request_t **request)
 {
-    mca_coll_ina_req_t *req = ina_req_get(m);
+    mca_coll_ina_req_t *req = ina_req_get(m, plan);
 
     if (NULL == req) {
         return OMPI_ERR_OUT_OF_RESOURCE;
@@ -230,7 +245,8 @@ int mca_coll_ina_progress(void)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     mca_coll_ina_req_t *req, *next;
-    opal_list_t done;
+    opal_list_t done; /* made at the first call that finished: most walks find none */
+    bool any = false;
     ina_cqe_t cqe;
     int completed = 0;
     static bool busy = false;
@@ -241,7 +257,6 @@ int mca_coll_ina_progress(void)
         return 0;
     }
     busy = true;
-    OBJ_CONSTRUCT(&done, opal_list_t);
     /* First collect what finished (each test also progresses the engine). */
     OPAL_LIST_FOREACH_SAFE(req, next, &c->outstanding, mca_coll_ina_req_t) {
         if (NULL != req->node_op) {
@@ -294,19 +309,20 @@ int mca_coll_ina_progress(void)
             req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
         }
         opal_list_remove_item(&c->outstanding, &req->super.super.super);
+        if (!any) {
+            OBJ_CONSTRUCT(&done, opal_list_t);
+            any = true;
+        }
         opal_list_append(&done, &req->super.super.super);
     }
-    if (opal_list_is_empty(&c->outstanding) && c->progress_registered) {
-        /* Allowed from inside a progress callback (opal_progress.c). */
-        opal_progress_unregister(mca_coll_ina_progress);
-        c->progress_registered = false;
-    }
     /* Then complete them, outside the walk of the outstanding list. */
-    while (NULL != (req = (mca_coll_ina_req_t *) opal_list_remove_first(&done))) {
+    while (any && NULL != (req = (mca_coll_ina_req_t *) opal_list_remove_first(&done))) {
         ina_req_complete(req, req->super.req_status.MPI_ERROR);
         ++completed;
     }
-    OBJ_DESTRUCT(&done);
+    if (any) {
+        OBJ_DESTRUCT(&done);
+    }
     busy = false;
     return completed;
 }
@@ -329,6 +345,9 @@ static int ina_req_start(mca_coll_ina_req_t *req, mca_coll_ina_kind_t kind, ina_
         ina_call_background(call);
     }
     opal_list_append(&c->outstanding, &req->super.super.super);
+    /* Registered at the first non-blocking call and kept until the
+     * component closes (as coll/ucc does): with nothing outstanding the
+     * callback returns at once, cheaper than registering per call. */
     if (!c->progress_registered) {
         int rc = opal_progress_register(mca_coll_ina_progress);
         if (OPAL_SUCCESS != rc) {
@@ -392,11 +411,11 @@ static void ina_wait(ina_call_t *call, ina_cqe_t *cqe)
  * it is offloaded is known before this returns, like a call to the agent
  * (every rank of the node reaches the call, then one agent round trip), so
  * a fallback runs the host algorithm now, in program order, on every rank. */
-static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
-                        const ina_coll_desc_t *desc, size_t bytes, ompi_request_t **request,
-                        bool *fallback)
+static int ina_try_node(mca_coll_ina_module_t *m, const mca_coll_ina_plan_t *plan,
+                        ompi_request_t **request, bool *fallback)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    const mca_coll_ina_kind_t kind = plan->kind;
     mca_coll_ina_req_t *req = NULL;
     ina_node_group_t *group;
     ina_node_op_t *op = NULL;
@@ -405,18 +424,18 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     ina_status_t erc;
     uint64_t t0;
 
-    group = mca_coll_ina_node_group(m, bytes, &why);
+    group = mca_coll_ina_node_group(m, plan->bytes, &why);
     if (NULL == group) {
         if (c->required) {
             return ina_required_error(m, why);
         }
         return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, why, fallback);
     }
-    if (NULL != request && NULL == (req = ina_req_get(m))) {
+    if (NULL != request && NULL == (req = ina_req_get(m, plan))) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     t0 = mca_coll_ina_now_ns();
-    erc = ina_node_post(group, desc, &op);
+    erc = ina_node_post(group, &plan->desc, &op);
     if (INA_OK != erc) {
         /* Arguments the component checked already, or no memory for the
          * call's record: an error, never a partial fallback. */
@@ -477,9 +496,10 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
  * in this thread only (ina_stripe_call_test, from the blocking wait or
  * mca_coll_ina_progress): a striped call is not handed to the engine's
  * progress thread. */
-static int ina_try_stripe(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
-                          const ina_coll_desc_t *desc, ompi_request_t **request, bool *fallback)
+static int ina_try_stripe(mca_coll_ina_module_t *m, const mca_coll_ina_plan_t *plan,
+                          ompi_request_t **request, bool *fallback)
 {
+    const mca_coll_ina_kind_t kind = plan->kind;
     mca_coll_ina_req_t *req = NULL;
     ina_stripe_call_t *call = NULL;
     ina_outcome_t outcome = INA_OFFLOADED;
@@ -487,11 +507,11 @@ static int ina_try_stripe(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     ina_status_t erc;
     uint64_t t0;
 
-    if (NULL != request && NULL == (req = ina_req_get(m))) {
+    if (NULL != request && NULL == (req = ina_req_get(m, plan))) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     t0 = mca_coll_ina_now_ns();
-    erc = ina_stripe_post(m->stripe, desc, 1, &call, &outcome);
+    erc = ina_stripe_post(m->stripe, &plan->desc, 1, &call, &outcome);
     m->verdict_wait_ns += mca_coll_ina_now_ns() - t0;
     if (INA_OK != erc || INA_OFFLOADED != outcome) {
         if (NULL != req) {
@@ -552,7 +572,6 @@ static int ina_try(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     const mca_coll_ina_kind_t kind = plan->kind;
-    const ina_coll_desc_t *desc = &plan->desc;
     const size_t bytes = plan->bytes;
     const char *unsupported = plan->why;
     mca_coll_ina_req_t *req = NULL;
@@ -579,7 +598,7 @@ static int ina_try(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
         return ina_fallback(m, kind, MCA_COLL_INA_FB_THRESHOLD, "coll_ina_min_bytes", fallback);
     }
     if (m->node_only) {
-        return ina_try_node(m, kind, desc, bytes, request, fallback);
+        return ina_try_node(m, plan, request, fallback);
     }
     if (m->agent_lost && !mca_coll_ina_resume(m, NULL == request)) {
         return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, "the agent was lost",
@@ -593,12 +612,12 @@ static int ina_try(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
                             fallback);
     }
     if (m->node_uplink) {
-        return ina_try_node(m, kind, desc, bytes, request, fallback);
+        return ina_try_node(m, plan, request, fallback);
     }
     if (NULL != m->stripe) {
-        return ina_try_stripe(m, kind, desc, request, fallback);
+        return ina_try_stripe(m, plan, request, fallback);
     }
-    if (NULL != request && NULL == (req = ina_req_get(m))) {
+    if (NULL != request && NULL == (req = ina_req_get(m, plan))) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
 
@@ -676,7 +695,7 @@ int mca_coll_ina_plan_post(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
 {
     if (plan->empty) {
         *fallback = false;
-        return NULL != request ? mca_coll_ina_request_done(m, request) : OMPI_SUCCESS;
+        return NULL != request ? ina_request_done(m, plan, request) : OMPI_SUCCESS;
     }
     return ina_try(m, plan, request, fallback);
 }
