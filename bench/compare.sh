@@ -48,7 +48,9 @@ out=$dir/runs
 rm -rf "$out" && mkdir -p "$out"
 run_ina() { # build-dir tag round
   # shellcheck disable=SC2086 # the caller's options, word-split on purpose
-  mpirun "${common[@]}" --mca mca_base_component_path "$1/ompi_coll_ina/.libs:SYS_DEFAULT" \
+  # The build's component in the environment (Open MPI 5.0's launcher
+  # would hand a --mca one to PMIx too).
+  OMPI_MCA_mca_base_component_path="$1/ompi_coll_ina/.libs:SYS_DEFAULT" mpirun "${common[@]}" \
     --mca coll_ina_agent_path "$1/switch_agent/ina-switchd" --mca coll ina $mca \
     "$1/examples/ina_allreduce_demo" -m "$sizes" -i "$iters" 2>/dev/null | grep -v '^#' >"$out/$2.$3"
 }

@@ -49,9 +49,9 @@ for _ in $(seq 100); do [ -s "$out/ready" ] && break; sleep 0.1; done
 [ -s "$out/ready" ] || die "ina-switchd did not start: $(tail -3 "$out/agent.log")"
 addr=$(head -1 "$out/ready")
 
-mpirun -np "$np" --oversubscribe --mca coll_ina_enable 1 --mca coll_ina_required 1 \
+OMPI_MCA_mca_base_component_path="$builddir/ompi_coll_ina/.libs:SYS_DEFAULT" \
+  mpirun -np "$np" --oversubscribe --mca coll_ina_enable 1 --mca coll_ina_required 1 \
   --mca coll_ina_node_stage 0 --mca coll_ina_agent "$addr" \
-  --mca mca_base_component_path "$builddir/ompi_coll_ina/.libs:SYS_DEFAULT" \
   "$builddir/examples/ina_bench" -m 8:16 -i "$iters" -w 10 -c -s "$sec" >"$out/bench" 2>&1 &
 mpi_pid=$!
 

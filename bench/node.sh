@@ -32,8 +32,10 @@ done
 bench=$top/build/examples/ina_bench
 [ -x "$bench" ] || die "no build in $top/build: run scripts/setup.sh first"
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-common=(-np "$np" --oversubscribe --mca mpi_yield_when_idle 1
-        --mca mca_base_component_path "$top/build/ompi_coll_ina/.libs:SYS_DEFAULT")
+common=(-np "$np" --oversubscribe --mca mpi_yield_when_idle 1)
+# The build's component, in the environment (Open MPI 5.0's launcher would
+# hand a --mca one to PMIx too).
+export OMPI_MCA_mca_base_component_path="$top/build/ompi_coll_ina/.libs:SYS_DEFAULT"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

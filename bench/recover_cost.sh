@@ -36,8 +36,8 @@ trap 'kill $apid 2>/dev/null; rm -rf "$work"' EXIT
 read -r addr <"$fifo"
 for ((r = 0; r < rounds; r++)); do
     for rec in 1 0; do
-        mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
-            --mca mca_base_component_path "$b/ompi_coll_ina/.libs:SYS_DEFAULT" --mca coll ina \
+        OMPI_MCA_mca_base_component_path="$b/ompi_coll_ina/.libs:SYS_DEFAULT" \
+            mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 --mca coll ina \
             --mca coll_ina_agent "$addr" "${node[@]}" --mca coll_ina_recover "$rec" \
             "$b/examples/ina_bench" -b allreduce -p -m "$sizes" -i "$iters" \
             >"$work/run-$rec-$r.txt" 2>&1

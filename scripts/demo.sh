@@ -21,7 +21,9 @@ iters=${ITERS:-20}
 demo=$top/build/examples/ina_allreduce_demo
 common=(-np "$np" --oversubscribe --mca mpi_yield_when_idle 1)
 if [ "$(id -u)" != 0 ]; then
-  common+=(--mca mca_base_component_path "SYS_DEFAULT:$HOME/.openmpi/components")
+  # In the environment: Open MPI 5.0's launcher would hand a --mca
+  # component path to PMIx too.
+  export OMPI_MCA_mca_base_component_path="SYS_DEFAULT:$HOME/.openmpi/components"
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -146,6 +146,10 @@ compdir=$builddir/ompi_coll_ina/.libs
 if ((run_ina)); then
     [[ -x $agent ]] || die "$agent not found (or leave ina out of --systems)"
     [[ -e $compdir/mca_coll_ina.so ]] || die "$compdir/mca_coll_ina.so not found (or leave ina out of --systems)"
+    # The build's component for the ina runs (the others say coll ^ina), in
+    # the environment: Open MPI 5.0's launcher would hand a --mca component
+    # path to PMIx too.
+    export OMPI_MCA_mca_base_component_path="$compdir:SYS_DEFAULT"
 fi
 
 mkdir -p "$out"
@@ -257,8 +261,7 @@ sys_args() {
     # emulated layout (ranks in blocks of ppn per host, as rank.sh places
     # them), or its node stage would serve the whole job in shared memory
     # and no byte would cross the emulated links.
-    ina | ina1) args=(--mca mca_base_component_path "$compdir:SYS_DEFAULT" --mca coll ina
-        --mca coll_ina_test_node_size "$ppn" --mca coll_ina_required 1 --mca coll_ina_verbose 1)
+    ina | ina1) args=(--mca coll ina --mca coll_ina_test_node_size "$ppn" --mca coll_ina_required 1 --mca coll_ina_verbose 1)
         if [[ $1 == ina1 ]]; then
             args+=(--mca coll_ina_agent "$(fab_stripe_agent_addr 0):$FAB_AGENT_PORT")
         else

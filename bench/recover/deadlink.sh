@@ -81,11 +81,11 @@ for kind in "${ks[@]}"; do
             ip -n "$sw" link set ag0-br down && date +%s%N >"$out/cut-at") &
         cutter=$!
         rc=0
-        timeout -k 10 "$limit" mpirun -np $((hosts * ppn)) --oversubscribe --bind-to none \
+        OMPI_MCA_mca_base_component_path="$b/ompi_coll_ina/.libs:SYS_DEFAULT" \
+            timeout -k 10 "$limit" mpirun -np $((hosts * ppn)) --oversubscribe --bind-to none \
             --mca mpi_yield_when_idle 1 --mca pml ob1 --mca btl tcp,self \
             --mca btl_tcp_if_include "$FAB_HOST_IF" -x UCX_TLS=tcp \
-            --mca mca_base_component_path "$b/ompi_coll_ina/.libs:SYS_DEFAULT" --mca coll ina \
-            --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" "${stage[@]}" \
+            --mca coll ina --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" "${stage[@]}" \
             --mca coll_ina_resume_interval 4 \
             "$top/bench/fabric/rank.sh" "$prog" -c "$kind" -r "$rounds" -a "$out/cut-at" \
             >"$out/$kind-$t.log" 2>&1 9>&- || rc=$?

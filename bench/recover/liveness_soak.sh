@@ -76,8 +76,9 @@ end=$(($(date +%s) + duration))
 while (($(date +%s) < end)); do
     log=$out/run-$runs.log
     rc=0
-    timeout -k 10 600 mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
-        --mca mca_base_component_path "$b/ompi_coll_ina/.libs:SYS_DEFAULT" --mca coll ina \
+    OMPI_MCA_mca_base_component_path="$b/ompi_coll_ina/.libs:SYS_DEFAULT" \
+        timeout -k 10 600 mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
+        --mca coll ina \
         "${where[@]}" "${node[@]}" --mca coll_ina_liveness_ms "$liveness" \
         --mca coll_ina_verbose 1 "$prog" -r "$rounds" >"$log" 2>&1 || rc=$?
     runs=$((runs + 1))

@@ -137,8 +137,9 @@ for kind in "${ks[@]}"; do
         fi
         ms=$((minms + RANDOM % (maxms - minms)))
         rc=0
-        timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
-            --mca mca_base_component_path "$b/ompi_coll_ina/.libs:SYS_DEFAULT" --mca coll ina \
+        OMPI_MCA_mca_base_component_path="$b/ompi_coll_ina/.libs:SYS_DEFAULT" \
+            timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
+            --mca coll ina \
             "${where[@]}" "${node[@]}" \
             --mca coll_ina_resume_interval 4 \
             "$prog" -c "$kind" -r "$rounds" -k "$apid" -t "$ms" -f "$fault" "${extra[@]}" \

@@ -67,8 +67,8 @@ phase() { # NAME PROG ARGS...
     local name=$1 prog=$2
     shift 2
     local t=$SECONDS rc=0
-    timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
-        --mca mca_base_component_path "$builddir/ompi_coll_ina/.libs:SYS_DEFAULT" \
+    OMPI_MCA_mca_base_component_path="$builddir/ompi_coll_ina/.libs:SYS_DEFAULT" \
+        timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
         --mca coll ina --mca coll_ina_agent "$addr" $extra "$tests/$prog" "$@" >"$out/$name.log" 2>&1 || rc=$?
     ((rc == 124 || rc == 137)) && hangs=$((hangs + 1))
     printf '%-28s rc %d  %4d s  agent rss %s kB  %s\n' "$name" "$rc" $((SECONDS - t)) "$(rss)" \

@@ -107,7 +107,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 INAFAB_PPN=1 IN
 # shellcheck disable=SC2054 # "tcp,self" is one MCA value
 mpi_common=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1
     --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$FAB_HOST_IF" -x UCX_TLS=tcp)
-ina_args=(--mca mca_base_component_path "$compdir:SYS_DEFAULT" --mca coll ina
+# The build's component for the ina jobs (the others say coll ^ina), in the
+# environment: Open MPI 5.0's launcher would hand a --mca component path to
+# PMIx too.
+export OMPI_MCA_mca_base_component_path="$compdir:SYS_DEFAULT"
+ina_args=(--mca coll ina
     --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" --mca coll_ina_test_node_size 1
     --mca coll_ina_window "$window")
 agent_args=(--max-window "$window")
