@@ -505,7 +505,7 @@ struct ina_call final : public ina::client::Call {
 // blocks as cut for the job parameters it names.
 struct ina_call_plan final {
     ina_coll_desc_t desc{};
-    std::vector<uint64_t> recvcounts; // the description's, kept
+    std::vector<uint64_t> recvcounts; // the description's, where kept (Job::plan)
     unsigned op = 0, dtype = 0;       // what the wire carries (a barrier's fixed)
     ina::CallGeometry geom;
     uint32_t block_bytes = 0, nmembers = 0, rank = 0; // cut for these
@@ -564,8 +564,10 @@ public:
     // DENY. Returns cqe->rc; *out is set when the call is offloaded.
     int post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_cqe_t *cqe);
     // Check the call `d` and cut it into blocks for this job (ina_job_plan):
-    // INA_OK, or INA_ERR_INVALID for a call the wire cannot carry.
-    int plan(const ina_coll_desc_t &d, ina_call_plan &p) const;
+    // INA_OK, or INA_ERR_INVALID for a call the wire cannot carry. The plan
+    // keeps a copy of a reduce-scatter's counts when it outlives the call
+    // (keep_counts), else points at the caller's.
+    int plan(const ina_coll_desc_t &d, ina_call_plan &p, bool keep_counts = true) const;
     // Post a planned call as post() posts a description; a plan cut for
     // another job's block size, members or rank is cut again first.
     int post(ina_call_plan &p, bool wait_decision, ina_call **out, ina_cqe_t *cqe);

@@ -919,7 +919,7 @@ int Job::launch(const CallGeometry &g, bool wait_decision, ina_call **out, ina_c
     return cqe->rc = INA_OK;
 }
 
-int Job::plan(const ina_coll_desc_t &d, ina_call_plan &p) const
+int Job::plan(const ina_coll_desc_t &d, ina_call_plan &p, bool keep_counts) const
 {
     p.desc = d;
     p.op = d.op;
@@ -932,10 +932,15 @@ int Job::plan(const ina_coll_desc_t &d, ina_call_plan &p) const
         return INA_ERR_INVALID;
     }
     p.recvcounts.clear();
+    p.desc.recvcounts = nullptr;
     if (d.coll == INA_COLL_REDUCE_SCATTER && d.recvcounts != nullptr) {
-        p.recvcounts.assign(d.recvcounts, d.recvcounts + params_.nmembers);
+        if (keep_counts) {
+            p.recvcounts.assign(d.recvcounts, d.recvcounts + params_.nmembers);
+            p.desc.recvcounts = p.recvcounts.data();
+        } else {
+            p.desc.recvcounts = d.recvcounts;
+        }
     }
-    p.desc.recvcounts = p.recvcounts.empty() ? nullptr : p.recvcounts.data();
     CallShape s;
     s.coll = d.coll;
     s.elem_size = ina_proto_dtype_size(p.dtype);
@@ -966,7 +971,7 @@ int Job::post(const ina_coll_desc_t &d, bool wait_decision, ina_call **out, ina_
     ina_call_plan p;
     *out = nullptr;
     *cqe = ina_cqe_t{};
-    if (plan(d, p) != INA_OK) {
+    if (plan(d, p, false) != INA_OK) { // posted now: the caller's counts serve
         return cqe->rc = INA_ERR_INVALID;
     }
     return post(p, wait_decision, out, cqe);
