@@ -115,6 +115,11 @@ int ina_node_shm_path(const char *name, char *buf, size_t len);
  * ina_node_test / ina_node_decision. */
 ina_status_t ina_node_post(ina_node_group_t *group, const ina_coll_desc_t *desc,
                            ina_node_op_t **out);
+/* Post a completed call of `group` again, as ina_node_post posted it (the
+ * same description and buffers, their contents new), without planning its
+ * steps anew: a persistent request's start. Only a one-node group's calls
+ * can be; INA_ERR_INVALID for others, or a call in flight (post anew). */
+ina_status_t ina_node_repost(ina_node_group_t *group, ina_node_op_t *op);
 /* Advance the group's calls; 1 once every local rank knows whether `op` is
  * offloaded, with cqe->outcome INA_OFFLOADED (test it to completion), a
  * fallback outcome (every rank of the communicator falls back: the op is

@@ -94,6 +94,9 @@ struct ina_node_op {
     virtual ~ina_node_op() = default;
     // Run the call as far as the other ranks allow; true if it moved.
     virtual bool advance() = 0;
+    // Make a completed call new again, its description and steps as
+    // planned (ina_node_repost); false where it cannot be.
+    virtual bool restart() { return false; }
 };
 
 struct ina_node_group {

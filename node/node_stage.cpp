@@ -89,6 +89,17 @@ struct LocalOp final : ina_node_op {
         }
     }
     bool advance() override;
+    bool restart() override
+    {
+        k = 0;
+        s = 0;
+        phase = Phase::Free;
+        done = nsteps == 0;
+        decided = true;
+        cqe = ina_cqe_t{};
+        recovered = false;
+        return true;
+    }
 };
 
 // Run the call's current step as far as the other ranks allow; true if it
@@ -428,6 +439,22 @@ ina_status_t ina_node_post(ina_node_group_t *g, const ina_coll_desc_t *desc, ina
     } catch (const std::bad_alloc &) {
         return INA_ERR_NOMEM;
     }
+}
+
+ina_status_t ina_node_repost(ina_node_group_t *g, ina_node_op_t *op)
+{
+    if (g == nullptr || op == nullptr || op->g != g || !op->done || !op->restart()) {
+        return INA_ERR_INVALID;
+    }
+    if (!op->done) {
+        try {
+            g->queue.push_back(op);
+        } catch (const std::bad_alloc &) {
+            op->done = true;
+            return INA_ERR_NOMEM;
+        }
+    }
+    return INA_OK;
 }
 
 int ina_node_decision(ina_node_op_t *op, ina_cqe_t *cqe)

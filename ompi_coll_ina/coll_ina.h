@@ -153,6 +153,7 @@ typedef struct mca_coll_ina_component_t {
     opal_free_list_t requests;
     bool requests_ready;      /* the free list is initialised */
     opal_list_t outstanding;
+    opal_list_t completed;    /* mca_coll_ina_progress's, between its walk and completing */
     bool progress_registered;
 
     /* The module of every communicator ina enabled, by communicator, for
@@ -390,6 +391,9 @@ typedef struct mca_coll_ina_plan {
     size_t part_bytes;
     bool reuse;          /* posted many times: keep the engine's plan */
     ina_call_plan_t *engine; /* the engine's (cut into blocks), owned */
+    /* One node's call (the node stage alone), its steps planned at the
+     * first start and posted again at the next (ina_node_repost), owned. */
+    ina_node_op_t *node_op;
     /* The persistent request whose starts post this plan: an offloaded
      * start is that request (none taken from the free list); NULL for a
      * blocking or non-blocking call. */

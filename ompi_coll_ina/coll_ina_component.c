@@ -382,9 +382,11 @@ static int ina_open(void)
     c->requests_ready = false;
     c->progress_registered = false;
     OBJ_CONSTRUCT(&c->outstanding, opal_list_t);
+    OBJ_CONSTRUCT(&c->completed, opal_list_t);
     OBJ_CONSTRUCT(&c->key_epochs, opal_hash_table_t);
     if (OPAL_SUCCESS != opal_hash_table_init(&c->key_epochs, 64)) {
         OBJ_DESTRUCT(&c->key_epochs);
+        OBJ_DESTRUCT(&c->completed);
         OBJ_DESTRUCT(&c->outstanding);
         opal_output_close(c->output);
         c->output = -1;
@@ -396,6 +398,7 @@ static int ina_open(void)
         OBJ_DESTRUCT(&c->modules_lock);
         OBJ_DESTRUCT(&c->modules);
         OBJ_DESTRUCT(&c->key_epochs);
+        OBJ_DESTRUCT(&c->completed);
         OBJ_DESTRUCT(&c->outstanding);
         opal_output_close(c->output);
         c->output = -1;
@@ -413,6 +416,7 @@ static int ina_close(void)
 
     /* MPI_Finalize completed every request: none is outstanding. */
     mca_coll_ina_requests_fini();
+    OBJ_DESTRUCT(&c->completed);
     OBJ_DESTRUCT(&c->outstanding);
     OBJ_DESTRUCT(&c->key_epochs);
     OBJ_DESTRUCT(&c->modules);

@@ -245,8 +245,7 @@ int mca_coll_ina_progress(void)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     mca_coll_ina_req_t *req, *next;
-    opal_list_t done; /* made at the first call that finished: most walks find none */
-    bool any = false;
+    opal_list_t *done = &c->completed;
     ina_cqe_t cqe;
     int completed = 0;
     static bool busy = false;
@@ -266,7 +265,9 @@ int mca_coll_ina_progress(void)
                 continue;
             }
             ina_node_count_recovered(req->module, req->node_op, &cqe);
-            ina_node_op_free(req->node_op);
+            if (NULL == req->plan || req->node_op != req->plan->node_op) {
+                ina_node_op_free(req->node_op); /* (a persistent plan keeps its own) */
+            }
             req->node_op = NULL;
             req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
         } else if (NULL != req->stripe_call) {
@@ -309,19 +310,12 @@ int mca_coll_ina_progress(void)
             req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
         }
         opal_list_remove_item(&c->outstanding, &req->super.super.super);
-        if (!any) {
-            OBJ_CONSTRUCT(&done, opal_list_t);
-            any = true;
-        }
-        opal_list_append(&done, &req->super.super.super);
+        opal_list_append(done, &req->super.super.super);
     }
     /* Then complete them, outside the walk of the outstanding list. */
-    while (any && NULL != (req = (mca_coll_ina_req_t *) opal_list_remove_first(&done))) {
+    while (NULL != (req = (mca_coll_ina_req_t *) opal_list_remove_first(done))) {
         ina_req_complete(req, req->super.req_status.MPI_ERROR);
         ++completed;
-    }
-    if (any) {
-        OBJ_DESTRUCT(&done);
     }
     busy = false;
     return completed;
@@ -411,7 +405,7 @@ static void ina_wait(ina_call_t *call, ina_cqe_t *cqe)
  * it is offloaded is known before this returns, like a call to the agent
  * (every rank of the node reaches the call, then one agent round trip), so
  * a fallback runs the host algorithm now, in program order, on every rank. */
-static int ina_try_node(mca_coll_ina_module_t *m, const mca_coll_ina_plan_t *plan,
+static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
                         ompi_request_t **request, bool *fallback)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
@@ -435,7 +429,17 @@ static int ina_try_node(mca_coll_ina_module_t *m, const mca_coll_ina_plan_t *pla
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
     t0 = mca_coll_ina_now_ns();
-    erc = ina_node_post(group, &plan->desc, &op);
+    if (NULL != plan->node_op && INA_OK == ina_node_repost(group, plan->node_op)) {
+        op = plan->node_op; /* a persistent start on one node: steps as planned */
+        erc = INA_OK;
+    } else {
+        ina_node_op_free(plan->node_op); /* (another group's) */
+        plan->node_op = NULL;
+        erc = ina_node_post(group, &plan->desc, &op);
+        if (INA_OK == erc && plan->reuse && m->node_only) {
+            plan->node_op = op;
+        }
+    }
     if (INA_OK != erc) {
         /* Arguments the component checked already, or no memory for the
          * call's record: an error, never a partial fallback. */
@@ -452,7 +456,9 @@ static int ina_try_node(mca_coll_ina_module_t *m, const mca_coll_ina_plan_t *pla
     if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
         /* Decided: the op is complete. */
         ina_node_count_recovered(m, op, &cqe);
-        ina_node_op_free(op);
+        if (op != plan->node_op) {
+            ina_node_op_free(op);
+        }
         if (INA_OK == cqe.rc && INA_FALLBACK_UNREACHABLE == cqe.outcome &&
             INA_NODE_STATUS_LOST == cqe.status) {
             /* The stream leaders settled it without the agent: every rank
@@ -711,6 +717,8 @@ void mca_coll_ina_plan_fini(mca_coll_ina_plan_t *plan)
 {
     ina_call_plan_free(plan->engine);
     plan->engine = NULL;
+    ina_node_op_free(plan->node_op); /* complete: no start is in flight */
+    plan->node_op = NULL;
     free(plan->counts);
     free(plan->part);
     plan->counts = NULL;

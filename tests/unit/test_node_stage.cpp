@@ -202,6 +202,63 @@ START_TEST(allreduce_int_wraps_and_many_in_flight)
 }
 END_TEST
 
+// A persistent request's starts: one call posted, then posted again
+// (ina_node_repost) with new inputs in the same buffers, each result exact
+// on every rank, a plain call between two starts; a call still in flight
+// is refused.
+START_TEST(posted_again)
+{
+    const uint32_t L = 3;
+    const size_t count = 1000; // several steps of 512 B
+    with_group(L, 512, 128, [&](uint32_t r, ina_node_group_t *g) {
+        std::vector<int64_t> in(count), out(count, 0), other(10), other_out(10);
+        ina_coll_desc_t d{};
+        d.coll = INA_COLL_ALLREDUCE;
+        d.op = INA_OP_SUM;
+        d.dtype = INA_DT_INT64;
+        d.sbuf = in.data();
+        d.rbuf = out.data();
+        d.count = count;
+        ina_node_op_t *op = nullptr;
+        for (size_t start = 0; start < 20; ++start) {
+            for (size_t i = 0; i < count; ++i) {
+                in[i] = in_i(r, i + start);
+            }
+            if (start == 0) {
+                ck_assert_int_eq(ina_node_post(g, &d, &op), INA_OK);
+            } else {
+                ck_assert_int_eq(ina_node_repost(g, op), INA_OK);
+            }
+            if (start == 5) {
+                ck_assert_int_eq(ina_node_repost(g, op), INA_ERR_INVALID); // in flight
+            }
+            while (!ina_node_test(op, nullptr)) {
+                sched_yield();
+            }
+            for (size_t i = 0; i < count; ++i) {
+                ck_assert_msg(out[i] == ref_sum_i(L, i + start), "start %zu rank %u [%zu]", start,
+                              r, i);
+            }
+            if (start == 10) { // a call of its own between two starts
+                ina_coll_desc_t o = d;
+                for (size_t i = 0; i < other.size(); ++i) {
+                    other[i] = in_i(r, i);
+                }
+                o.sbuf = other.data();
+                o.rbuf = other_out.data();
+                o.count = other.size();
+                run(g, o);
+                for (size_t i = 0; i < other.size(); ++i) {
+                    ck_assert(other_out[i] == ref_sum_i(L, i));
+                }
+            }
+        }
+        ck_assert_int_eq(ina_node_repost(nullptr, op), INA_ERR_INVALID);
+        ina_node_op_free(op);
+    });
+}
+END_TEST
+
 START_TEST(reduce_every_root)
 {
     const uint32_t L = 3;
@@ -465,7 +522,7 @@ int main()
 {
     return ina_test::run_suite("node_stage", "shared memory",
                                {allreduce_float_bit_exact, allreduce_int_wraps_and_many_in_flight,
-                                reduce_every_root, reduce_scatter_uneven, bcast_and_allgather,
+                                posted_again, reduce_every_root, reduce_scatter_uneven, bcast_and_allgather,
                                 barrier_orders, mismatched_parameters_are_an_error,
                                 no_memory_is_the_same_everywhere,
                                 segment_parts_bound_to_their_ranks, chunk_fits_the_segment},
