@@ -480,8 +480,20 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
         ++m->node_only_calls;
     }
     if (NULL != req) {
-        int rc = ina_req_start(req, kind, NULL, NULL, op);
+        int rc;
+
         *request = &req->super;
+        if (m->node_only && ina_node_test(op, &cqe)) {
+            /* Done already (the other local ranks were there first), as a
+             * blocking call would find it: complete the request now, not
+             * in a later walk of the outstanding list. */
+            if (op != plan->node_op) {
+                ina_node_op_free(op);
+            }
+            ina_req_complete(req, ina_cqe_to_mpi(m, kind, &cqe));
+            return OMPI_SUCCESS;
+        }
+        rc = ina_req_start(req, kind, NULL, NULL, op);
         return rc;
     }
     while (!ina_node_test(op, &cqe)) {
