@@ -34,13 +34,20 @@ struct SessionComm {
 
     explicit SessionComm(const char *tag)
     {
-        int rc = MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &session);
-        INA_CHECK(rc == MPI_SUCCESS, "MPI_Session_init: %d", rc);
+        // A step that failed leaves nothing to go on with: say so and end
+        // (the launcher ends the others), never a crash in the next step.
+        const auto must = [](int rc, const char *what) {
+            INA_CHECK(rc == MPI_SUCCESS, "%s: %d", what, rc);
+            if (rc != MPI_SUCCESS) {
+                std::exit(1);
+            }
+        };
+        must(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &session), "MPI_Session_init");
         MPI_Group group;
-        rc = MPI_Group_from_session_pset(session, "mpi://WORLD", &group);
-        INA_CHECK(rc == MPI_SUCCESS, "MPI_Group_from_session_pset: %d", rc);
-        rc = MPI_Comm_create_from_group(group, tag, MPI_INFO_NULL, MPI_ERRORS_RETURN, &comm);
-        INA_CHECK(rc == MPI_SUCCESS, "MPI_Comm_create_from_group: %d", rc);
+        must(MPI_Group_from_session_pset(session, "mpi://WORLD", &group),
+             "MPI_Group_from_session_pset");
+        must(MPI_Comm_create_from_group(group, tag, MPI_INFO_NULL, MPI_ERRORS_RETURN, &comm),
+             "MPI_Comm_create_from_group");
         MPI_Group_free(&group);
         MPI_Comm_rank(comm, &rank);
         MPI_Comm_size(comm, &size);
