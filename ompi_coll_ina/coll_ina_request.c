@@ -241,6 +241,15 @@ static void ina_node_count_recovered(mca_coll_ina_module_t *m, const ina_node_op
     }
 }
 
+/* A node-stage call is over: free it, unless it is the one a persistent
+ * plan keeps to post again (mca_coll_ina_plan_fini frees that). */
+static void ina_node_op_release(const mca_coll_ina_plan_t *plan, ina_node_op_t *op)
+{
+    if (NULL == plan || op != plan->node_op) {
+        ina_node_op_free(op);
+    }
+}
+
 int mca_coll_ina_progress(void)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
@@ -265,9 +274,7 @@ int mca_coll_ina_progress(void)
                 continue;
             }
             ina_node_count_recovered(req->module, req->node_op, &cqe);
-            if (NULL == req->plan || req->node_op != req->plan->node_op) {
-                ina_node_op_free(req->node_op); /* (a persistent plan keeps its own) */
-            }
+            ina_node_op_release(req->plan, req->node_op);
             req->node_op = NULL;
             req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
         } else if (NULL != req->stripe_call) {
@@ -456,9 +463,7 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
     if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
         /* Decided: the op is complete. */
         ina_node_count_recovered(m, op, &cqe);
-        if (op != plan->node_op) {
-            ina_node_op_free(op);
-        }
+        ina_node_op_release(plan, op);
         if (INA_OK == cqe.rc && INA_FALLBACK_UNREACHABLE == cqe.outcome &&
             INA_NODE_STATUS_LOST == cqe.status) {
             /* The stream leaders settled it without the agent: every rank
@@ -487,9 +492,7 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
             /* Done already (the other local ranks were there first), as a
              * blocking call would find it: complete the request now, not
              * in a later walk of the outstanding list. */
-            if (op != plan->node_op) {
-                ina_node_op_free(op);
-            }
+            ina_node_op_release(plan, op);
             ina_req_complete(req, ina_cqe_to_mpi(m, kind, &cqe));
             return OMPI_SUCCESS;
         }
