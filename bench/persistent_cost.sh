@@ -25,19 +25,27 @@
 #             (mca_coll_ina_allreduce_plan; at the agent, the engine's
 #             Job::plan): per call for a blocking call, once per
 #             MPI_Allreduce_init for a started one;
+#   data      of the own path, the reduction kernels (ina_reduce) and the
+#             copies (memcpy): the work on the call's bytes, the same in
+#             both forms except for how the node stage shares it among the
+#             local ranks (whoever is there first does more of it);
+#   control   own path - data: what the form itself costs the rank;
 #   polls     engine rounds per call;
 #   plans, cuts   how many of each per call (counted, not assumed).
 #
 #   bench/persistent_cost.sh [--builddir build] [--runs 3] [--np 4]
 #                            [--sizes 8,4096,65536] [--iters 1000]
 #                            [--mca "--mca coll_ina_node_stage 0"]
+#                            [--from DIR]
 #
 # --mca: more mpirun arguments (e.g. without the node stage: every rank a
-# member of a job at the embedded agent). Never asserts on cost.
+# member of a job at the embedded agent). --from: only summarise the runs an
+# earlier invocation left in DIR (same --runs and --sizes). Never asserts
+# on cost.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "persistent_cost.sh: $*" >&2; exit 1; }
-b=$top/build runs=3 np=4 sizes=8,4096,65536 iters=1000 mca=''
+b=$top/build runs=3 np=4 sizes=8,4096,65536 iters=1000 mca='' from=''
 while [ $# -gt 0 ]; do
   case $1 in
     --builddir) b=$(cd "${2:?}" && pwd); shift 2 ;;
@@ -46,35 +54,40 @@ while [ $# -gt 0 ]; do
     --sizes) sizes=${2:?}; shift 2 ;;
     --iters) iters=${2:?}; shift 2 ;;
     --mca) mca=${2?}; shift 2 ;;
+    --from) from=$(cd "${2:?}" && pwd); shift 2 ;;
     *) die "unknown option '$1'" ;;
   esac
 done
-[ -x "$b/examples/ina_bench" ] || die "no build in $b: run scripts/setup.sh first"
-command -v valgrind >/dev/null || die "needs valgrind (apt-get install valgrind)"
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-out=$(mktemp -d /tmp/ina-persistent-cost.XXXXXX)
-# The build's component, in the environment (Open MPI 5.0's launcher would
-# hand a --mca one to PMIx too).
-export OMPI_MCA_mca_base_component_path="$b/ompi_coll_ina/.libs:SYS_DEFAULT"
-common=(--oversubscribe --mca mpi_yield_when_idle 1 --mca coll ina
-        --mca coll_ina_agent_path "$b/switch_agent/ina-switchd")
 IFS=, read -r -a sz <<<"$sizes"
-for r in $(seq "$runs"); do
-  for s in "${sz[@]}"; do
-    for form in blocking persistent; do
-      flag=()
-      [ "$form" = persistent ] && flag=(-P)
-      bench=("$b/examples/ina_bench" -b allreduce -m "$s:$s" -i "$iters" -w 10 -c "${flag[@]}")
-      # shellcheck disable=SC2086 # the caller's options, word-split on purpose
-      mpirun "${common[@]}" $mca \
-        -np 1 valgrind -q --tool=callgrind --separate-callers=16 --callgrind-out-file="$out/$form.$s.$r.cg" "${bench[@]}" \
-        : -np $((np - 1)) "${bench[@]}" >"$out/$form.$s.$r.txt" 2>&1 ||
-        die "the $form run of $s B failed (run $r): $out/$form.$s.$r.txt"
-      grep -q '^# check: ok' "$out/$form.$s.$r.txt" || die "wrong results: $out/$form.$s.$r.txt"
+if [ -n "$from" ]; then
+  out=$from
+else
+  [ -x "$b/examples/ina_bench" ] || die "no build in $b: run scripts/setup.sh first"
+  command -v valgrind >/dev/null || die "needs valgrind (apt-get install valgrind)"
+  [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  out=$(mktemp -d /tmp/ina-persistent-cost.XXXXXX)
+  # The build's component, in the environment (Open MPI 5.0's launcher would
+  # hand a --mca one to PMIx too).
+  export OMPI_MCA_mca_base_component_path="$b/ompi_coll_ina/.libs:SYS_DEFAULT"
+  common=(--oversubscribe --mca mpi_yield_when_idle 1 --mca coll ina
+          --mca coll_ina_agent_path "$b/switch_agent/ina-switchd")
+  for r in $(seq "$runs"); do
+    for s in "${sz[@]}"; do
+      for form in blocking persistent; do
+        flag=()
+        [ "$form" = persistent ] && flag=(-P)
+        bench=("$b/examples/ina_bench" -b allreduce -m "$s:$s" -i "$iters" -w 10 -c "${flag[@]}")
+        # shellcheck disable=SC2086 # the caller's options, word-split on purpose
+        mpirun "${common[@]}" $mca \
+          -np 1 valgrind -q --tool=callgrind --separate-callers=16 --callgrind-out-file="$out/$form.$s.$r.cg" "${bench[@]}" \
+          : -np $((np - 1)) "${bench[@]}" >"$out/$form.$s.$r.txt" 2>&1 ||
+          die "the $form run of $s B failed (run $r): $out/$form.$s.$r.txt"
+        grep -q '^# check: ok' "$out/$form.$s.$r.txt" || die "wrong results: $out/$form.$s.$r.txt"
+      done
     done
+    echo "== run $r of $runs done"
   done
-  echo "== run $r of $runs done"
-done
+fi
 
 echo
 echo "allreduce int sum, np=$np${mca:+ ($mca)}, rank 0's instructions per call,"
@@ -118,7 +131,7 @@ def per_call(path, entries):
     """Per call: all of it, the engine's rounds in it, its set-up, counts."""
     _, calls, edge_ir = load(path)
     # --separate-callers: a function is named with its callers, f'caller'...
-    n = call = rounds = nrounds = setup = plans = cuts = 0
+    n = call = rounds = nrounds = setup = plans = cuts = data = 0
     for (a, c), ir in edge_ir.items():
         base, *chain = c.split("'")
         inside = any(e in chain for e in entries)
@@ -135,20 +148,25 @@ def per_call(path, entries):
         elif inside and base.startswith('ina::client::Job::plan('):
             setup += ir
             cuts += calls[(a, c)]
-    return [v / n for v in (call, rounds, call - rounds, setup, nrounds, plans, cuts)]
+        if inside and (base == 'ina_reduce' or re.match(r'_*memcpy', base)) \
+                and 'ina_reduce' not in chain \
+                and not any(e.startswith('ina::client::Client::round(') for e in chain):
+            data += ir
+    own = call - rounds
+    return [v / n for v in (call, rounds, own, setup, data, own - data, nrounds, plans, cuts)]
 
 def fmt(v):
     return f"{statistics.median(v):>8.0f} [{min(v):.0f}-{max(v):.0f}]"
 
-cols = ('call', 'rounds', 'own path', 'set-up')
+cols = ('call', 'rounds', 'own path', 'set-up', 'data', 'control')
 print(f"{'bytes':>8} {'form':>11}" + ''.join(f" {c:>22}" for c in cols) +
       f" {'polls':>6} {'plans':>6} {'cuts':>6}")
 for s in sizes:
     for form, entries in (('blocking', ['PMPI_Allreduce']),
                           ('persistent', ['PMPI_Start', 'PMPI_Wait'])):
         rows = [per_call(f"{out}/{form}.{s}.{r}.cg", entries) for r in range(1, runs + 1)]
-        med = [statistics.median(x[i] for x in rows) for i in range(7)]
-        print(f"{s:>8} {form:>11}" + ''.join(f" {fmt([x[i] for x in rows]):>22}" for i in range(4))
-              + f" {med[4]:>6.2f} {med[5]:>6.2f} {med[6]:>6.2f}")
+        med = [statistics.median(x[i] for x in rows) for i in range(9)]
+        print(f"{s:>8} {form:>11}" + ''.join(f" {fmt([x[i] for x in rows]):>22}" for i in range(6))
+              + f" {med[6]:>6.2f} {med[7]:>6.2f} {med[8]:>6.2f}")
 PY
 echo "(runs in $out)"
