@@ -16,6 +16,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=../fabric/fabric.sh
 . "$repo/bench/fabric/fabric.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib.sh
+. "$repo/bench/lib.sh"
 
 usage() {
     cat <<EOF2
@@ -35,7 +37,7 @@ usage: $0 [options]
 EOF2
 }
 
-die() {
+die() { # not lib.sh's: the messages start with "tenancy", not "run.sh"
     printf 'tenancy: %s\n' "$*" >&2
     exit 1
 }
@@ -103,14 +105,12 @@ fab_down
 fab_up "$hosts" "$rate" "$burst" 20ms 0 0
 for ((j = 0; j < njobs; j++)); do fab_relay_up "$hpj" "${ports[j]}" $((j * hpj)); done
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 INAFAB_PPN=1 INAFAB_PREFIX=$FAB_PREFIX
+allow_root
+export INAFAB_PPN=1 INAFAB_PREFIX=$FAB_PREFIX
 # shellcheck disable=SC2054 # "tcp,self" is one MCA value
 mpi_common=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1
     --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$FAB_HOST_IF" -x UCX_TLS=tcp)
-# The build's component for the ina jobs (the others say coll ^ina), in the
-# environment: Open MPI 5.0's launcher would hand a --mca component path to
-# PMIx too.
-export OMPI_MCA_mca_base_component_path="$compdir:SYS_DEFAULT"
+export_component "$builddir" # for the ina jobs (the others say coll ^ina)
 ina_args=(--mca coll ina
     --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" --mca coll_ina_test_node_size 1
     --mca coll_ina_window "$window")
