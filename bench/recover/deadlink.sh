@@ -1,6 +1,6 @@
 #!/bin/bash
 # Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
-# A silently dead link to the agent (issue 31), on the emulated fabric of
+# A silently dead link to the agent, on the emulated fabric of
 # bench/fabric (root, iproute2, socat): HOSTS hosts in network namespaces
 # behind rate-limited veths, the agent in the switch namespace. Each of
 # TRIALS runs is tests/mpi/test_recover -c KIND (one call per round, 8 B ..

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
-# No false "agent lost" (issue 31): for DURATION seconds, MPI jobs run
+# No false "agent lost" from the probes: for DURATION seconds, MPI jobs run
 # verified collectives (tests/mpi/test_recover, no fault) through one
 # standalone agent that is alive but slow: bound to core 0 (--bind core:0)
 # while a busy loop of equal priority shares that core, and, with --load,

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
-# The agent SIGKILLed at a random moment (issue 12). For each collective kind,
+# Recovery from an agent SIGKILLed at a random moment. For each collective kind,
 # TRIALS runs of tests/mpi/test_recover -c KIND: one call per round of 8 B,
 # 1000 B, 64 KiB + 8, 1 MiB, 8 MiB and 64 MiB in turn, in place every other
 # round, every result checked; rank 0 kills a standalone agent (SIGKILL)

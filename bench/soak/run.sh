@@ -1,6 +1,6 @@
 #!/bin/bash
 # Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
-# Long runs against one ina-switchd (issue 12): communicator churn must not
+# Long runs against one ina-switchd: communicator churn must not
 # grow the agent. Starts a standalone agent on loopback, samples its resident
 # memory (VmRSS) every second, and runs through it, one after the other:
 #   - tests/mpi/test_comm_loop -n CYCLES -a 10: CYCLES MPI_Comm_dup / allreduce

@@ -1,13 +1,14 @@
 #!/bin/bash
 # Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
-# Many jobs on one agent (issue 11, SEEDS S4): J concurrent mpirun jobs, each
-# on hosts of its own in the emulated fabric (bench/fabric), share one
-# ina-switchd. Each job models data-parallel training (examples/ina_train:
-# compute T_j, then MPI_Allreduce of S_j bytes, K times). For each policy of
-# the agent, for the hosts alone (coll ^ina) and for each job alone with the
-# agent to itself: per-job mean iteration time and completion time (JCT).
-# The agent's pool is one job's window (--pool-x 1, the S4 assumption: switch
-# memory for one job at line rate), then 4 windows (--pool-x 4).
+# Many jobs sharing one agent, under the scheduler's time-division policy
+# (tdm) and the others: J concurrent mpirun jobs, each on hosts of its own
+# in the emulated fabric (bench/fabric), share one ina-switchd. Each job
+# models data-parallel training (examples/ina_train: compute T_j, then
+# MPI_Allreduce of S_j bytes, K times). For each policy of the agent, for
+# the hosts alone (coll ^ina) and for each job alone with the agent to
+# itself: per-job mean iteration time and completion time (JCT).
+# The agent's pool is one job's window (--pool-x 1: switch memory for one
+# job at line rate, the case tdm is designed for), then 4 windows (--pool-x 4).
 # Results: OUT/tenancy.txt (table and ratios), OUT/tenancy.svg, OUT/*.log.
 # Run as root. See bench/tenancy/README.md.
 set -euo pipefail
@@ -22,8 +23,8 @@ repo=$(cd "$here/../.." && pwd)
 usage() {
     cat <<EOF2
 usage: $0 [options]
-  --jobs LIST      jobs as BYTES:COMPUTE_MS, comma-separated (at least 3 for the
-                   issue's benchmark), default $jobs_default
+  --jobs LIST      jobs as BYTES:COMPUTE_MS, comma-separated (3 or more for the
+                   comparison in docs/PERFORMANCE.md), default $jobs_default
   --hosts-per-job H  emulated hosts (one rank each) per job, default 4
   --rate R         link rate per direction, default 100mbit
   --iters K        iterations per job, default 20
