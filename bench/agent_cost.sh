@@ -25,8 +25,9 @@
 # The current build is the one scripts/setup.sh made (build/). Needs valgrind.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$top/bench/lib.sh"
 
-die() { echo "agent_cost.sh: $*" >&2; exit 1; }
 [ $# -ge 1 ] || die "usage: $0 REV [--rounds N] [--procs P] [--bytes S] [--block B] [--calls N] [--dir DIR] [-- ARGS]"
 rev=$1; shift
 rounds=5 procs=2 bytes=1M block=64K calls=300 dir=/tmp/ina-agent-cost
@@ -43,9 +44,9 @@ while [ $# -gt 0 ]; do
     *) die "unknown option '$1'" ;;
   esac
 done
-command -v valgrind >/dev/null || die "needs valgrind (apt-get install valgrind)"
+need_tool valgrind valgrind
 new=$top/build
-[ -x "$new/bench/engine/ina_loadgen" ] || die "no build in $new: run scripts/setup.sh first"
+need_build "$new" bench/engine/ina_loadgen
 base=$("$top/bench/build_rev.sh" "$rev" "$dir" | tail -1) || die "building $rev failed"
 
 out=$dir/runs
@@ -96,7 +97,7 @@ cpu_round() { # build-dir tag: one load run against a standalone agent that does
   [ -n "$addr" ] || { kill "$pid" 2>/dev/null || true; die "ina-switchd of $tag did not start (see $out/$tag.agent.log)"; }
   res=$(loadgen "$b" -a "$addr" | grep '^RESULT') ||
     { kill "$pid" 2>/dev/null || true; die "load run of $tag failed"; }
-  ticks=$(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$pid/stat")
+  ticks=$(cpu_ticks "$pid")
   kill "$pid"; wait "$pid" 2>/dev/null || true
   # blocks = blocks/s x wall; CPU us per block = ticks / hz / blocks
   awk -v r="$res" -v t="$ticks" -v hz="$hz" 'BEGIN {

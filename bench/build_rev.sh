@@ -9,7 +9,8 @@
 #   bench/build_rev.sh REV DIR
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-die() { echo "build_rev.sh: $*" >&2; exit 1; }
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$top/bench/lib.sh"
 [ $# -eq 2 ] || die "usage: $0 REV DIR"
 rev=$1 dir=$2
 git -C "$top" rev-parse --verify -q "$rev^{commit}" >/dev/null || die "unknown revision '$rev'"

@@ -21,8 +21,9 @@
 # the machine is shared; read the spread between rounds before a trend.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$top/bench/lib.sh"
 
-die() { echo "compare.sh: $*" >&2; exit 1; }
 [ $# -ge 1 ] || die "usage: $0 REV [--rounds N] [--np N] [--sizes MIN:MAX] [--iters K] [--dir DIR] [--fabric ARGS] [--mca ARGS]"
 rev=$1; shift
 rounds=5 np=4 sizes=4:16777216 iters=20 dir=/tmp/ina-compare fabric='' mca=''
@@ -39,18 +40,16 @@ while [ $# -gt 0 ]; do
   esac
 done
 new=$top/build
-[ -x "$new/examples/ina_allreduce_demo" ] || die "no build in $new: run scripts/setup.sh first"
+need_build "$new" examples/ina_allreduce_demo
 base=$("$top/bench/build_rev.sh" "$rev" "$dir" | tail -1) || die "building $rev failed"
 
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+allow_root
 common=(-np "$np" --oversubscribe --mca mpi_yield_when_idle 1)
 out=$dir/runs
 rm -rf "$out" && mkdir -p "$out"
 run_ina() { # build-dir tag round
   # shellcheck disable=SC2086 # the caller's options, word-split on purpose
-  # The build's component in the environment (Open MPI 5.0's launcher
-  # would hand a --mca one to PMIx too).
-  OMPI_MCA_mca_base_component_path="$1/ompi_coll_ina/.libs:SYS_DEFAULT" mpirun "${common[@]}" \
+  with_component "$1" mpirun "${common[@]}" \
     --mca coll_ina_agent_path "$1/switch_agent/ina-switchd" --mca coll ina $mca \
     "$1/examples/ina_allreduce_demo" -m "$sizes" -i "$iters" 2>/dev/null | grep -v '^#' >"$out/$2.$3"
 }

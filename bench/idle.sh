@@ -13,8 +13,9 @@
 #   bench/idle.sh [--np 2] [--iters 1000] [--sec 10] [--builddir build]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$top/bench/lib.sh"
 
-die() { echo "idle.sh: $*" >&2; exit 1; }
 np=2 iters=1000 sec=10 builddir=$top/build
 while [ $# -gt 0 ]; do
   case $1 in
@@ -30,7 +31,7 @@ done
 for f in switch_agent/ina-switchd examples/ina_bench ompi_coll_ina/.libs/mca_coll_ina.so; do
   [ -e "$builddir/$f" ] || die "no $builddir/$f: build first (scripts/setup.sh)"
 done
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+allow_root
 
 out=$(mktemp -d /tmp/ina-idle.XXXXXX)
 agent_pid='' mpi_pid=''
@@ -49,15 +50,12 @@ for _ in $(seq 100); do [ -s "$out/ready" ] && break; sleep 0.1; done
 [ -s "$out/ready" ] || die "ina-switchd did not start: $(tail -3 "$out/agent.log")"
 addr=$(head -1 "$out/ready")
 
-OMPI_MCA_mca_base_component_path="$builddir/ompi_coll_ina/.libs:SYS_DEFAULT" \
-  mpirun -np "$np" --oversubscribe --mca coll_ina_enable 1 --mca coll_ina_required 1 \
+export_component "$builddir"
+mpirun -np "$np" --oversubscribe --mca coll_ina_enable 1 --mca coll_ina_required 1 \
   --mca coll_ina_node_stage 0 --mca coll_ina_agent "$addr" \
   "$builddir/examples/ina_bench" -m 8:16 -i "$iters" -w 10 -c -s "$sec" >"$out/bench" 2>&1 &
 mpi_pid=$!
 
-ticks() { # pid -> utime + stime in clock ticks
-  awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
-}
 hz=$(getconf CLK_TCK)
 window=$((sec - 2))
 echo "== $np ranks, $iters 8-byte allreduces through a standalone agent, then $sec s asleep (twice)"
@@ -74,11 +72,11 @@ for n in 1 2; do
     [ "$(cat "/proc/$p/comm" 2>/dev/null)" = ina_bench ] && echo "$p"; done)
   pids=("$agent_pid" "${ranks[@]}")
   declare -A before=()
-  for p in "${pids[@]}"; do before[$p]=$(ticks "$p"); done
+  for p in "${pids[@]}"; do before[$p]=$(cpu_ticks "$p"); done
   sleep "$window"
   for p in "${pids[@]}"; do
     name=rank; [ "$p" = "$agent_pid" ] && name=agent
-    awk -v a="${before[$p]}" -v b="$(ticks "$p")" -v hz="$hz" -v w="$window" -v n="$n" -v who="$name $p" \
+    awk -v a="${before[$p]}" -v b="$(cpu_ticks "$p")" -v hz="$hz" -v w="$window" -v n="$n" -v who="$name $p" \
       'BEGIN { printf "| %d | %s | %.2f%% |\n", n, who, 100 * (b - a) / hz / w }'
   done
 done

@@ -14,7 +14,8 @@
 # Uses the build in build/ (scripts/setup.sh). Ratios only: the machine is shared.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-die() { echo "node.sh: $*" >&2; exit 1; }
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$top/bench/lib.sh"
 np=4 rounds=3 iters=50 colls="allreduce reduce bcast allgather barrier"
 ar_sizes=8:16777216 sizes="8 65536 4194304" extra=''
 while [ $# -gt 0 ]; do
@@ -30,12 +31,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 bench=$top/build/examples/ina_bench
-[ -x "$bench" ] || die "no build in $top/build: run scripts/setup.sh first"
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+need_build "$top/build" examples/ina_bench
+allow_root
 common=(-np "$np" --oversubscribe --mca mpi_yield_when_idle 1)
-# The build's component, in the environment (Open MPI 5.0's launcher would
-# hand a --mca one to PMIx too).
-export OMPI_MCA_mca_base_component_path="$top/build/ompi_coll_ina/.libs:SYS_DEFAULT"
+export_component "$top/build"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

@@ -16,7 +16,8 @@
 # stage: every rank a member of a job at the embedded agent).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-die() { echo "persistent.sh: $*" >&2; exit 1; }
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$top/bench/lib.sh"
 b=$top/build rounds=5 np=4 sizes=8:65536 iters=200 mca=''
 while [ $# -gt 0 ]; do
   case $1 in
@@ -29,12 +30,10 @@ while [ $# -gt 0 ]; do
     *) die "unknown option '$1'" ;;
   esac
 done
-[ -x "$b/examples/ina_bench" ] || die "no build in $b: run scripts/setup.sh first"
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+need_build "$b" examples/ina_bench
+allow_root
 out=$(mktemp -d /tmp/ina-persistent.XXXXXX)
-# The build's component (the --mca coll ^ina runs leave it out). In the
-# environment: Open MPI 5.0's launcher would hand --mca's to PMIx too.
-export OMPI_MCA_mca_base_component_path="$b/ompi_coll_ina/.libs:SYS_DEFAULT"
+export_component "$b" # the --mca coll ^ina runs leave it out
 common=(-np "$np" --oversubscribe --mca mpi_yield_when_idle 1)
 bench=("$b/examples/ina_bench" -b allreduce -m "$sizes" -i "$iters" -c)
 run() { # tag round mpirun-args...

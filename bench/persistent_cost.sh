@@ -44,7 +44,8 @@
 # on cost.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-die() { echo "persistent_cost.sh: $*" >&2; exit 1; }
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$top/bench/lib.sh"
 b=$top/build runs=3 np=4 sizes=8,4096,65536 iters=1000 mca='' from=''
 while [ $# -gt 0 ]; do
   case $1 in
@@ -62,13 +63,11 @@ IFS=, read -r -a sz <<<"$sizes"
 if [ -n "$from" ]; then
   out=$from
 else
-  [ -x "$b/examples/ina_bench" ] || die "no build in $b: run scripts/setup.sh first"
-  command -v valgrind >/dev/null || die "needs valgrind (apt-get install valgrind)"
-  [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  need_build "$b" examples/ina_bench
+  need_tool valgrind valgrind
+  allow_root
   out=$(mktemp -d /tmp/ina-persistent-cost.XXXXXX)
-  # The build's component, in the environment (Open MPI 5.0's launcher would
-  # hand a --mca one to PMIx too).
-  export OMPI_MCA_mca_base_component_path="$b/ompi_coll_ina/.libs:SYS_DEFAULT"
+  export_component "$b"
   common=(--oversubscribe --mca mpi_yield_when_idle 1 --mca coll ina
           --mca coll_ina_agent_path "$b/switch_agent/ina-switchd")
   for r in $(seq "$runs"); do

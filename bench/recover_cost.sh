@@ -14,6 +14,8 @@
 #          [--node-size K]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$top/bench/lib.sh"
 np=4 rounds=3 sizes=8:4194304 iters=30 node=(--mca coll_ina_node_stage 0)
 while (($#)); do
     case $1 in
@@ -27,7 +29,7 @@ while (($#)); do
     esac
 done
 b=$top/build
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+allow_root
 work=$(mktemp -d)
 fifo=$work/ready && mkfifo "$fifo"
 "$b/switch_agent/ina-switchd" --listen 127.0.0.1:0 --ready-fd 3 3>"$fifo" 2>"$work/agent.log" &
@@ -36,7 +38,7 @@ trap 'kill $apid 2>/dev/null; rm -rf "$work"' EXIT
 read -r addr <"$fifo"
 for ((r = 0; r < rounds; r++)); do
     for rec in 1 0; do
-        OMPI_MCA_mca_base_component_path="$b/ompi_coll_ina/.libs:SYS_DEFAULT" \
+        with_component "$b" \
             mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 --mca coll ina \
             --mca coll_ina_agent "$addr" "${node[@]}" --mca coll_ina_recover "$rec" \
             "$b/examples/ina_bench" -b allreduce -p -m "$sizes" -i "$iters" \

@@ -14,8 +14,9 @@
 #                       [--builddir build] [-- ina_loadgen options]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=../lib.sh
+. "$top/bench/lib.sh"
 
-die() { echo "rtt.sh: $*" >&2; exit 1; }
 rounds=5 bytes=8 iters=20000 tls=tcp builddir=$top/build
 extra=()
 while [ $# -gt 0 ]; do
@@ -30,7 +31,7 @@ while [ $# -gt 0 ]; do
     *) die "unknown option '$1' (see -h)" ;;
   esac
 done
-command -v ucx_perftest >/dev/null || die "needs ucx_perftest (apt-get install ucx-utils)"
+need_tool ucx_perftest ucx-utils
 lg=$builddir/bench/engine/ina_loadgen
 [ -x "$lg" ] || die "no $lg: build first (scripts/setup.sh)"
 

@@ -10,6 +10,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=fabric.sh
 . "$here/fabric.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib.sh
+. "$repo/bench/lib.sh"
 
 usage() {
     cat <<EOF
@@ -43,11 +45,6 @@ usage: $0 [options]
                    --spin-yield is added where hosts x ppn + 1 exceed the cores
   --cleanup        only remove what an interrupted earlier run left behind
 EOF
-}
-
-die() {
-    printf 'run.sh: %s\n' "$*" >&2
-    exit 1
 }
 
 hosts=4 ppn=1 leaves=0 agents=0 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100 repeat=1
@@ -146,10 +143,7 @@ compdir=$builddir/ompi_coll_ina/.libs
 if ((run_ina)); then
     [[ -x $agent ]] || die "$agent not found (or leave ina out of --systems)"
     [[ -e $compdir/mca_coll_ina.so ]] || die "$compdir/mca_coll_ina.so not found (or leave ina out of --systems)"
-    # The build's component for the ina runs (the others say coll ^ina), in
-    # the environment: Open MPI 5.0's launcher would hand a --mca component
-    # path to PMIx too.
-    export OMPI_MCA_mca_base_component_path="$compdir:SYS_DEFAULT"
+    export_component "$builddir" # for the ina runs (the others say coll ^ina)
 fi
 
 mkdir -p "$out"
@@ -183,7 +177,7 @@ fab_down # leftovers of an interrupted run
 fab_up "$hosts" "$rate" "$burst" "$queue" "$leaves" "$agents"
 fab_relay_up "$hosts" "$pmix_port"
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+allow_root
 export PMIX_MCA_ptl_tcp_ipv4_port=$pmix_port INAFAB_PPN=$ppn INAFAB_PREFIX=$FAB_PREFIX
 # Every byte between ranks crosses the emulated links: TCP only (no shared
 # memory: the namespaces share one kernel and /dev/shm), on fab0.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
-# A silently dead link to the agent (issue 31), on the emulated fabric of
+# A silently dead link to the agent, on the emulated fabric of
 # bench/fabric (root, iproute2, socat): HOSTS hosts in network namespaces
 # behind rate-limited veths, the agent in the switch namespace. Each of
 # TRIALS runs is tests/mpi/test_recover -c KIND (one call per round, 8 B ..
@@ -27,6 +27,8 @@ top=$(cd "$here/../.." && pwd)
 . "$top/bench/fabric/fabric.sh"
 # shellcheck source=verdict.sh
 . "$here/verdict.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib.sh
+. "$top/bench/lib.sh"
 trials=20 hosts=4 ppn=1 rounds=60 kinds=allreduce,iallreduce minms=0 maxms=6000 rate=500mbit
 out=$here/deadlink b=$top/build limit=300
 while (($#)); do
@@ -58,7 +60,7 @@ done
 fab_down
 fab_up "$hosts" "$rate" 64kb 50ms
 fab_relay_up "$hosts" "$pmix_port"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+allow_root
 export PMIX_MCA_ptl_tcp_ipv4_port=$pmix_port INAFAB_PPN=$ppn INAFAB_PREFIX=$FAB_PREFIX
 # One node per emulated host (MPI's runtime sees one node: all run here).
 stage=(--mca coll_ina_node_stage 0)
@@ -81,7 +83,7 @@ for kind in "${ks[@]}"; do
             ip -n "$sw" link set ag0-br down && date +%s%N >"$out/cut-at") &
         cutter=$!
         rc=0
-        OMPI_MCA_mca_base_component_path="$b/ompi_coll_ina/.libs:SYS_DEFAULT" \
+        with_component "$b" \
             timeout -k 10 "$limit" mpirun -np $((hosts * ppn)) --oversubscribe --bind-to none \
             --mca mpi_yield_when_idle 1 --mca pml ob1 --mca btl tcp,self \
             --mca btl_tcp_if_include "$FAB_HOST_IF" -x UCX_TLS=tcp \

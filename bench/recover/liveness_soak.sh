@@ -1,6 +1,6 @@
 #!/bin/bash
 # Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
-# No false "agent lost" (issue 31): for DURATION seconds, MPI jobs run
+# No false "agent lost" from the probes: for DURATION seconds, MPI jobs run
 # verified collectives (tests/mpi/test_recover, no fault) through one
 # standalone agent that is alive but slow: bound to core 0 (--bind core:0)
 # while a busy loop of equal priority shares that core, and, with --load,
@@ -17,6 +17,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=../lib.sh
+. "$top/bench/lib.sh"
 duration=600 np=4 rounds=40 liveness=1000 load='' out=$here/soak b=$top/build tree=0
 node=(--mca coll_ina_node_stage 0)
 while (($#)); do
@@ -34,7 +36,7 @@ while (($#)); do
 done
 prog=$b/tests/mpi/test_recover
 [[ -x $prog ]] || { echo "liveness_soak: build $prog first" >&2; exit 1; }
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+allow_root
 mkdir -p "$out"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
@@ -76,7 +78,7 @@ end=$(($(date +%s) + duration))
 while (($(date +%s) < end)); do
     log=$out/run-$runs.log
     rc=0
-    OMPI_MCA_mca_base_component_path="$b/ompi_coll_ina/.libs:SYS_DEFAULT" \
+    with_component "$b" \
         timeout -k 10 600 mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
         --mca coll ina \
         "${where[@]}" "${node[@]}" --mca coll_ina_liveness_ms "$liveness" \

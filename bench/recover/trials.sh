@@ -1,6 +1,6 @@
 #!/bin/bash
 # Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
-# The agent SIGKILLed at a random moment (issue 12). For each collective kind,
+# Recovery from an agent SIGKILLed at a random moment. For each collective kind,
 # TRIALS runs of tests/mpi/test_recover -c KIND: one call per round of 8 B,
 # 1000 B, 64 KiB + 8, 1 MiB, 8 MiB and 64 MiB in turn, in place every other
 # round, every result checked; rank 0 kills a standalone agent (SIGKILL)
@@ -42,6 +42,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
 # shellcheck source=verdict.sh
 . "$here/verdict.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib.sh
+. "$top/bench/lib.sh"
 trials=20 np=4 rounds=12 kinds=allreduce,reduce,bcast,allgather,reduce_scatter,iallreduce
 minms=0 maxms=1200 out=$here/results limit=300 b=$top/build standby=0 node=(--mca coll_ina_node_stage 0)
 stripe=0 tree=0 leafvictim=0 fault=kill
@@ -67,7 +69,7 @@ while (($#)); do
 done
 prog=$b/tests/mpi/test_recover
 [[ -x $prog ]] || { echo "trials: build $prog first (make -C build/tests/mpi test_recover)" >&2; exit 1; }
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+allow_root
 mkdir -p "$out"
 report=$out/trials.txt
 delays=$out/fault-delays.txt
@@ -137,7 +139,7 @@ for kind in "${ks[@]}"; do
         fi
         ms=$((minms + RANDOM % (maxms - minms)))
         rc=0
-        OMPI_MCA_mca_base_component_path="$b/ompi_coll_ina/.libs:SYS_DEFAULT" \
+        with_component "$b" \
             timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
             --mca coll ina \
             "${where[@]}" "${node[@]}" \

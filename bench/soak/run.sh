@@ -1,6 +1,6 @@
 #!/bin/bash
 # Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
-# Long runs against one ina-switchd (issue 12): communicator churn must not
+# Long runs against one ina-switchd: communicator churn must not
 # grow the agent. Starts a standalone agent on loopback, samples its resident
 # memory (VmRSS) every second, and runs through it, one after the other:
 #   - tests/mpi/test_comm_loop -n CYCLES -a 10: CYCLES MPI_Comm_dup / allreduce
@@ -15,6 +15,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR source=../lib.sh
+. "$repo/bench/lib.sh"
 np=4 cycles=10000 rounds=1000 builddir=$repo/build out=$here/results limit=3600
 # Every rank a member at the agent (one node would be served by the node stage
 # alone); --mca-extra "--mca coll_ina_node_stage 1 --mca coll_ina_test_node_size 2"
@@ -46,7 +48,7 @@ for f in "$agent" "$tests/test_comm_loop" "$tests/test_idup"; do
     [[ -x $f ]] || { echo "soak: missing $f (make check -C build/tests/mpi TESTS= builds it)" >&2; exit 1; }
 done
 mkdir -p "$out"
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+allow_root
 
 fifo=$(mktemp -u) && mkfifo "$fifo"
 "$agent" --listen 127.0.0.1:0 --ready-fd 4 --log-level info 4>"$fifo" 2>"$out/agent.log" &
@@ -67,7 +69,7 @@ phase() { # NAME PROG ARGS...
     local name=$1 prog=$2
     shift 2
     local t=$SECONDS rc=0
-    OMPI_MCA_mca_base_component_path="$builddir/ompi_coll_ina/.libs:SYS_DEFAULT" \
+    with_component "$builddir" \
         timeout -k 10 "$limit" mpirun -np "$np" --oversubscribe --mca mpi_yield_when_idle 1 \
         --mca coll ina --mca coll_ina_agent "$addr" $extra "$tests/$prog" "$@" >"$out/$name.log" 2>&1 || rc=$?
     ((rc == 124 || rc == 137)) && hangs=$((hangs + 1))

@@ -1,13 +1,14 @@
 #!/bin/bash
 # Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
-# Many jobs on one agent (issue 11, SEEDS S4): J concurrent mpirun jobs, each
-# on hosts of its own in the emulated fabric (bench/fabric), share one
-# ina-switchd. Each job models data-parallel training (examples/ina_train:
-# compute T_j, then MPI_Allreduce of S_j bytes, K times). For each policy of
-# the agent, for the hosts alone (coll ^ina) and for each job alone with the
-# agent to itself: per-job mean iteration time and completion time (JCT).
-# The agent's pool is one job's window (--pool-x 1, the S4 assumption: switch
-# memory for one job at line rate), then 4 windows (--pool-x 4).
+# Many jobs sharing one agent, under the scheduler's time-division policy
+# (tdm) and the others: J concurrent mpirun jobs, each on hosts of its own
+# in the emulated fabric (bench/fabric), share one ina-switchd. Each job
+# models data-parallel training (examples/ina_train: compute T_j, then
+# MPI_Allreduce of S_j bytes, K times). For each policy of the agent, for
+# the hosts alone (coll ^ina) and for each job alone with the agent to
+# itself: per-job mean iteration time and completion time (JCT).
+# The agent's pool is one job's window (--pool-x 1: switch memory for one
+# job at line rate, the case tdm is designed for), then 4 windows (--pool-x 4).
 # Results: OUT/tenancy.txt (table and ratios), OUT/tenancy.svg, OUT/*.log.
 # Run as root. See bench/tenancy/README.md.
 set -euo pipefail
@@ -16,12 +17,14 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=../fabric/fabric.sh
 . "$repo/bench/fabric/fabric.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib.sh
+. "$repo/bench/lib.sh"
 
 usage() {
     cat <<EOF2
 usage: $0 [options]
-  --jobs LIST      jobs as BYTES:COMPUTE_MS, comma-separated (at least 3 for the
-                   issue's benchmark), default $jobs_default
+  --jobs LIST      jobs as BYTES:COMPUTE_MS, comma-separated (3 or more for the
+                   comparison in docs/PERFORMANCE.md), default $jobs_default
   --hosts-per-job H  emulated hosts (one rank each) per job, default 4
   --rate R         link rate per direction, default 100mbit
   --iters K        iterations per job, default 20
@@ -35,7 +38,7 @@ usage: $0 [options]
 EOF2
 }
 
-die() {
+die() { # not lib.sh's: the messages start with "tenancy", not "run.sh"
     printf 'tenancy: %s\n' "$*" >&2
     exit 1
 }
@@ -103,14 +106,12 @@ fab_down
 fab_up "$hosts" "$rate" "$burst" 20ms 0 0
 for ((j = 0; j < njobs; j++)); do fab_relay_up "$hpj" "${ports[j]}" $((j * hpj)); done
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 INAFAB_PPN=1 INAFAB_PREFIX=$FAB_PREFIX
+allow_root
+export INAFAB_PPN=1 INAFAB_PREFIX=$FAB_PREFIX
 # shellcheck disable=SC2054 # "tcp,self" is one MCA value
 mpi_common=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1
     --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$FAB_HOST_IF" -x UCX_TLS=tcp)
-# The build's component for the ina jobs (the others say coll ^ina), in the
-# environment: Open MPI 5.0's launcher would hand a --mca component path to
-# PMIx too.
-export OMPI_MCA_mca_base_component_path="$compdir:SYS_DEFAULT"
+export_component "$builddir" # for the ina jobs (the others say coll ^ina)
 ina_args=(--mca coll ina
     --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" --mca coll_ina_test_node_size 1
     --mca coll_ina_window "$window")
