@@ -16,6 +16,7 @@
 
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/base/coll_tags.h"
 #include "ompi/mca/pml/pml.h"
 #include "ompi/message/message.h"
 #include "ompi/request/request.h"
@@ -23,10 +24,18 @@
 
 #include "coll_ina.h"
 
-/* The last tag of the collective range (coll_tags.h gives HCOLL the range
- * down to it; hcoll starts at the other end, and is not built with Debian's
- * Open MPI): no other component matches it. */
-#define INA_TAG_RECOVERY (-INT_MAX)
+/* The tag of the ranks' recovery messages, on the communicator itself.
+ * Negative, so no receive of the application matches it (MPI_ANY_TAG
+ * included), and outside every range Open MPI's coll_tags.h reserves (4.1
+ * from -10, 5.0 from -7, down to -INT_MAX, the last part hcoll's; MPI_ANY_TAG
+ * is -1).
+ * Small, because a PML may keep only the low bits of a tag: pml/ucx keeps
+ * 24, where -3 is still -3, but -INT_MAX (the value used before) reads as
+ * tag 1, so the application's messages of tag 1 met the recovery's
+ * receives and the other way round. */
+#define INA_TAG_RECOVERY (-3)
+_Static_assert(INA_TAG_RECOVERY < MPI_ANY_TAG && INA_TAG_RECOVERY > MCA_COLL_BASE_TAG_ALLGATHER,
+               "the recovery tag must stay outside the collective tags");
 
 /* One message this process sent or is receiving. */
 typedef struct ina_peer_io {

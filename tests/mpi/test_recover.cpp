@@ -36,6 +36,14 @@
 //   -R: offload must resume (a standby in coll_ina_agent, or the agent
 //   back): after the rounds, more rounds until it has (at most about 20 s),
 //   then one more round must be offloaded again.
+//   -u: the application's own messages on MPI_COMM_WORLD cross the
+//   recovery: before the rounds each even rank sends rank + 1 a message of
+//   tag 1 that is received only after them, and posts a receive of any
+//   source and any tag that the odd rank's message of tag 1 meets after
+//   them. The ranks' recovery messages travel on the same communicator:
+//   they must neither take the first message nor land in the second
+//   receive (with Open MPI's pml/ucx, whose tags are 24 bits wide, a
+//   recovery tag of -INT_MAX reads as tag 1).
 #include "ina_mpi_test.h"
 
 #include <signal.h>
@@ -264,17 +272,18 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     int rounds = 12, c, ms = -1;
     long pid = 0;
-    bool expect = false, mid_call = false, resume = false;
+    bool expect = false, mid_call = false, resume = false, user = false;
     std::string kind;
     std::string fault = "kill";
     std::string fault_file;
-    while ((c = getopt(argc, argv, "r:k:t:f:emRc:a:")) != -1) {
+    while ((c = getopt(argc, argv, "r:k:t:f:emRc:a:u")) != -1) {
         if (c == 'a') fault_file = optarg;
         if (c == 'f') fault = optarg;
         if (c == 'r') rounds = std::atoi(optarg);
         if (c == 'e') expect = true;
         if (c == 'm') mid_call = true;
         if (c == 'R') resume = true;
+        if (c == 'u') user = true;
         if (c == 'c') kind = optarg;
         if (c == 'k') pid = std::atol(optarg);
         if (c == 't') ms = std::atoi(optarg);
@@ -300,6 +309,22 @@ int main(int argc, char **argv)
                 kill((pid_t) pid, SIGCONT);
             }
         });
+    }
+    // -u: the application's messages around the rounds (an even rank and
+    // the odd one above it; a last even rank without a partner sits out).
+    const bool paired = user && (rank % 2 == 1 || rank + 1 < size);
+    const int partner = rank % 2 == 0 ? rank + 1 : rank - 1;
+    std::vector<int> user_out(16), user_in(64, -1);
+    MPI_Request user_req = MPI_REQUEST_NULL;
+    if (paired) {
+        for (int i = 0; i < 16; ++i) user_out[i] = rank * 1000 + i;
+        if (rank % 2 == 0) {
+            MPI_Isend(user_out.data(), 16, MPI_INT, partner, 1, MPI_COMM_WORLD, &user_req);
+            MPI_Request any;
+            MPI_Irecv(user_in.data(), 64, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &any);
+            std::swap(any, user_req); // the send is waited for below, with the receive
+            MPI_Request_free(&any); // (a standard send of 64 B completes on its own)
+        }
     }
     static const size_t sizes[] = {8, 1000, 65544, 1 << 20, 8 << 20, 64 << 20};
     std::vector<Clock::time_point> began(rounds), ended(rounds);
@@ -343,6 +368,31 @@ int main(int argc, char **argv)
                                        : "-");
             }
         }
+    }
+    if (paired) {
+        // The even rank's receive must still be open, and the odd rank's
+        // message of tag 1 must still be there to receive. Then (tag 2: go
+        // on) the odd rank sends the message that receive is for.
+        MPI_Status st;
+        int flag = 0, go = 0;
+        if (rank % 2 == 0) {
+            MPI_Test(&user_req, &flag, &st);
+            INA_CHECK(!flag, "the receive of any tag was met during the rounds (source %d, tag %d)",
+                      st.MPI_SOURCE, st.MPI_TAG);
+            MPI_Send(&go, 1, MPI_INT, partner, 2, MPI_COMM_WORLD);
+            if (!flag) MPI_Wait(&user_req, &st);
+        } else {
+            MPI_Recv(user_in.data(), 64, MPI_INT, partner, 1, MPI_COMM_WORLD, &st);
+            MPI_Recv(&go, 1, MPI_INT, partner, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(user_out.data(), 16, MPI_INT, partner, 1, MPI_COMM_WORLD);
+        }
+        int n = 0;
+        MPI_Get_count(&st, MPI_INT, &n);
+        bool same = n == 16 && st.MPI_SOURCE == partner && st.MPI_TAG == 1;
+        for (int i = 0; same && i < 16; ++i) same = user_in[i] == partner * 1000 + i;
+        INA_CHECK(same, "the application's message from rank %d: %d ints from %d, tag %d, [0] = %d",
+                  partner, n, st.MPI_SOURCE, st.MPI_TAG, user_in[0]);
+        ++checks;
     }
     long long offloaded = counters.offloaded(MPI_COMM_WORLD);
     long long last_round = 0;
