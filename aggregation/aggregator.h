@@ -43,9 +43,9 @@ struct AggregatorConfig {
     // the job waits this long for them (its blocks kept as a deferred
     // call's), then is denied (INCOMPLETE) on every member.
     std::chrono::milliseconds open_wait{1000};
-    // What one client may take (issue 12: a shared agent must not let one
-    // connection, faulty or hostile, crowd out the others). Exceeding one is
-    // refused with status LIMIT and a warning that names it.
+    // What one client may take (a shared agent must not let one connection,
+    // faulty or hostile, crowd out the others). Exceeding one is refused with
+    // status LIMIT and a warning that names it.
     struct Limits {
         uint32_t jobs_per_member = 4096;           // jobs one connection is in at once
         uint32_t members = INA_PROTO_MAX_MEMBERS;  // members of one job

@@ -1,6 +1,7 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
-// The aggregation core in a tree of agents (docs/HIERARCHY.md, SEEDS S1/S2):
+// The aggregation core in a tree of agents (leaf agents under a spine agent;
+// docs/HIERARCHY.md, "Levels and roles"):
 //   as a parent, the votes of its child agents (CALL_READY, CALL_ABORT; a
 //   rank's CALL_ABORT of a striped call is handled here too): a
 //   call of a job opened by child agents is GRANTed only once every child
@@ -9,8 +10,9 @@
 //   as a leaf, the link up (Uplink): a completed Seg is sent up as this
 //   leaf's BLOCK of the parent's job instead of being fanned out, its
 //   RESULT from the parent is fanned out to the members and only then
-//   counts as done (the result is the ACK at every level, S0), and the
-//   members hear GRANT/DENY once the parent decided.
+//   counts as done (the result is the ACK at every level, so a leaf's
+//   window is bounded by its parent's as a rank's is by its agent's), and
+//   the members hear GRANT/DENY once the parent decided.
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
@@ -197,7 +199,9 @@ void Aggregator::uplink_decision(uint32_t jid, uint64_t mid, bool grant, ina_pro
     Job &job = *it->second;
     Call *call = job.find_call(mid);
     if (grant) {
-        // Every leaf holds its lease: the members may go (S4's consensus).
+        // The parent granted only once every leaf said CALL_READY: every leaf
+        // holds its lease, and every member of every leaf hears this same
+        // verdict. The members may go.
         if (call != nullptr && call->granted && !call->finished && !call->grant_told) {
             tell_grant(job, *call, mid);
         }

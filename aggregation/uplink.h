@@ -1,9 +1,9 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
-// A leaf's side of a tree of agents (docs/HIERARCHY.md, SEEDS S1/S2): what the
-// aggregation core asks of the link to its parent agent, for the jobs whose
-// members talk to several leaves (Job::uplinked). The leaf is one member of
-// the job of the same key at the parent; the transport (ina-switchd's
+// A leaf's side of a tree of agents (docs/HIERARCHY.md, "Levels and roles"):
+// what the aggregation core asks of the link to its parent agent, for the jobs
+// whose members talk to several leaves (Job::uplinked). The leaf is one member
+// of the job of the same key at the parent; the transport (ina-switchd's
 // ParentLink, a test's in-process link) maps the leaf's JIDs to the parent's
 // and answers through the Aggregator's uplink_* entry points. Like the Sink,
 // the core calls it synchronously and expects no call back from inside.

@@ -6,7 +6,8 @@
 //   Job     one communicator's job descriptor: MIDs, early verdicts, and its
 //           outstanding calls in MID order;
 //   Call    one offloaded collective (a work request, WR): its block
-//           geometry, its sliding window (S0) and its CQE. A staged call
+//           geometry, its sliding window (ina_window.h: a block's RESULT is
+//           its ACK) and its CQE. A staged call
 //           (ina_job_post_staged) is the same Call whose blocks come from the
 //           caller's ops.block and whose RESULTs go to its ops.result
 //           instead of sbuf/rbuf: one branch per block on the ordinary path.

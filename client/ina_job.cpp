@@ -557,7 +557,8 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
         }
         applied_ += r.npieces > 0 ? 1 : 0;
     }
-    // The RESULT, with or without payload, is the ACK of our block (S0).
+    // The RESULT, with or without payload, is the ACK of our block: the
+    // window slides by one.
     window_.on_ack(sid);
     got_[sid] = true;
 }
@@ -634,7 +635,7 @@ void Call::on_staged_result(const ina_proto_hdr_t &h, const void *data, size_t l
         max_got_ = std::max(max_got_, sid + 1);
     }
     ops_.result(ops_.arg, sid, payload, count);
-    window_.on_ack(sid); // the ACK of our block (S0)
+    window_.on_ack(sid); // the ACK of our block: the window slides by one
     got_[sid] = true;
     if (stage_keeps()) {
         stage_trim();

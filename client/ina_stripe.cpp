@@ -1,12 +1,11 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
-// A job striped over several agents (SEEDS S2, docs/HIERARCHY.md,
-// "Striping"): the job is opened at every agent alike, a call is cut into
-// blocks by the usual rule (ina_geometry.h) and block sid goes to agent
-// ina_stripe_agent(sid, A). Agent k sees its blocks k, k+A, ... as one
-// staged call of its own (block s' of that call is the call's block
-// s'A + k), with its own MID, window and lease; an agent with no block of a
-// call has no part in it.
+// A job striped over several agents (docs/HIERARCHY.md, "Striping"): the
+// job is opened at every agent alike, a call is cut into blocks by the usual
+// rule (ina_geometry.h) and block sid goes to agent ina_stripe_agent(sid, A).
+// Agent k sees its blocks k, k+A, ... as one staged call of its own (block s'
+// of that call is the call's block s'A + k), with its own MID, window and
+// lease; an agent with no block of a call has no part in it.
 //
 // One decision per call: the call is offloaded only if every agent with a
 // part granted it. On any other verdict the granted parts are given back

@@ -6,7 +6,7 @@
 // duplicate or never sent. Where a block lies in the buffers is
 // CallGeometry's business (ina_geometry.h).
 //
-// Rule (S0): block sid may be sent once the RESULT of block sid - window has
+// Rule: block sid may be sent once the RESULT of block sid - window has
 // arrived (the result is the ACK) and the send of that block has completed
 // locally (its header/slot may then be reused); slot = sid % window. Blocks go
 // out in SID order, so at most `window` blocks are ever in flight.

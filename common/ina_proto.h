@@ -14,7 +14,8 @@
  *   MID  message id: the n-th offloaded call of a job (0, 1, 2, ...).
  *   SID  sequence id: the block index inside one call.
  *   Seg  the buffer unit a block uses inside the call's lease: seg = sid % window.
- *   window  blocks a rank may have in flight; equals the lease size (S0).
+ *   window  blocks a rank may have in flight; equals the lease size. The RESULT
+ *           of a block is its ACK: the window slides by one.
  *
  * Leases (protocol 8). A job's window (JOB_OPENED) is the most a call of it
  * may get; the agent's scheduler gives each call its own lease of 1..window
@@ -119,7 +120,8 @@
  *                     flags, window = the call's lease, ahead ("Leases"); payload = the completed block (count = seg_count)
  *                     for a member that set INA_PROTO_F_WANT_RESULT, else no
  *                     payload (count = 0, INA_PROTO_F_ACK_ONLY). Either way the
- *                     RESULT of block sid is the ACK of that member's block (S0).
+ *                     RESULT of block sid is the ACK of that member's block: its
+ *                     window slides by one.
  *   GRANT       a->c  jid, mid, window = the call's lease, ahead ("Leases"): the
  *                     agent aggregates this call (a lease is held);
  *                     sent to every member at the decision, like DENY, so a rank
@@ -265,7 +267,8 @@ typedef enum ina_proto_coll {
                                         leaf, a leaf's member); without it, a tree
                                         already broken refused the call */
 
-/* Execution status (S1 "execution status"); also the CQE status. */
+/* Execution status: how a message, a job or a call went (OK, or why it was
+ * refused, denied or failed); also the status in a call's CQE. */
 typedef enum ina_proto_status {
     INA_PROTO_OK = 0,
     INA_PROTO_ERR_MALFORMED = 1,   /* bad magic, size, type or field range */

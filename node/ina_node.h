@@ -1,9 +1,9 @@
 /*
  * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
  *
- * The node stage (SEEDS S1, first level): the ranks of one communicator
- * that share a node combine their contributions through one POSIX
- * shared-memory segment. For a communicator whose members are all on one
+ * The node stage (the first level of the hierarchy, below any agent): the ranks
+ * of one communicator that share a node combine their contributions through one
+ * POSIX shared-memory segment. For a communicator whose members are all on one
  * node this is the whole collective; the agent is never involved.
  *
  * A group is the local ranks of one communicator; every rank of the group
@@ -26,7 +26,7 @@
  * rank copies the whole result out (a node-level allgather).
  *
  * A communicator whose members sit on several nodes adds the agent level
- * (SEEDS S1): the node's combined contribution crosses the node's link
+ * above it: the node's combined contribution crosses the node's link
  * once per call, cut into `nstreams` streams (one agent job each, joined by
  * one local rank of every node as that node's member: its leader); the
  * leader of stream k folds stream k's part of every step, sends it, takes

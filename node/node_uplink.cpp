@@ -1,11 +1,11 @@
 /*
  * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
  *
- * The node stage of a communicator on several nodes (ina_node.h, SEEDS S1):
- * the node's ranks combine their contributions in the segment, and only the
- * node's combined contribution crosses the node's link to the agent, in K
- * streams, each led by one local rank (the leaders are spread over the
- * node's packages by the component; the pattern NCCL's CollNet uses for
+ * The node stage of a communicator on several nodes, with the agent level above
+ * it (ina_node.h): the node's ranks combine their contributions in the segment,
+ * and only the node's combined contribution crosses the node's link to the
+ * agent, in K streams, each led by one local rank (the leaders are spread over
+ * the node's packages by the component; the pattern NCCL's CollNet uses for
  * SHARP: node reduce-scatter, one shard per leader up and back, node
  * allgather).
  *

@@ -252,10 +252,9 @@ static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
         return rc;
     }
 
-    /* Every member on this node: the node stage is the whole collective
-     * (SEEDS S1), no job at the agent. On several nodes: the node stage,
-     * then the agent in streams. Decided from the layout, so alike on every
-     * member. */
+    /* Every member on this node: the node stage is the whole collective,
+     * no job at the agent. On several nodes: the node stage, then the agent in
+     * streams. Decided from the layout, so alike on every member. */
     m->node_only = 1 == m->nnodes && mca_coll_ina_component.node_stage &&
                    !mca_coll_ina_component.thread_multiple;
     m->node_uplink = m->nnodes > 1 && mca_coll_ina_component.node_stage &&

@@ -49,7 +49,7 @@ join <(grep -v '^#' "$out/ina" | awk '{print $1, $2, $3}') \
   awk '{ printf "%12s %12.1f %12.1f %14.1f %10.2f %12.2f %10s\n", $1, $2, $4, $6, $6 / $2,
          $6 / $4, ($3 == "ok" && $5 == "ok" && $7 == "ok") ? "ok" : "WRONG" }'
 echo "(time ratio > 1: faster than Open MPI; all runs on this machine, same sizes, same data)"
-echo "ina: the node stage (shared memory among the node's ranks, SEEDS S1 first level)."
+echo "ina: the node stage (the node's ranks combine in shared memory; no agent on one node)."
 echo "agent: every rank's bytes through ina-switchd over TCP, as across nodes; on one"
 echo "node that loses to shared memory by design. Across link-bound fabrics, see"
 echo "bench/fabric (emulated links) and docs/PERFORMANCE.md."

@@ -1,8 +1,8 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
-// CalcScore (SEEDS S4): how much a call deserves the agent, for the
-// time-division policy (tdm.h) to compare a call that asks now with the
-// calls other jobs are predicted to make while it would run.
+// CalcScore: how much a call deserves the agent, for the time-division
+// policy (tdm.h) to compare a call that asks now with the calls other jobs
+// are predicted to make while it would run.
 //
 //   score = (host - ina) / ina  +  ageing * denied
 //

@@ -1,6 +1,6 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
-// Time-division policy (SEEDS S4, `ina-switchd --policy tdm`, the default):
+// Time-division policy (`ina-switchd --policy tdm`, the default):
 // the agent serves one job's calls at a time, each with its whole lease,
 // instead of splitting the pool among jobs. The contended resource is the
 // pool: jobs whose leases fit side by side do not compete (with a pool of

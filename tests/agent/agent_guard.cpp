@@ -1,6 +1,6 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
-// Agent test: ina-switchd against foreign and greedy clients (issue 12).
+// Agent test: ina-switchd against foreign and greedy clients.
 // - Foreign processes that know a running job's key (the worst case: it is
 //   derived from the MPI job's secret, docs/ARCHITECTURE.md "Job setup")
 //   guess its capability, as every rank, hundreds of times each, and pose

@@ -1,8 +1,8 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
-// The agent dies (SIGKILL) in the middle of a run (issue 12): every call
-// still completes with MPI_SUCCESS and the exact result on every rank. The
-// ranks finish the calls the agent left among themselves
+// Recovery from a lost agent. The agent dies (SIGKILL) in the middle of a
+// run: every call still completes with MPI_SUCCESS and the exact result on
+// every rank. The ranks finish the calls the agent left among themselves
 // (coll_ina_recover), and run the host algorithm for the calls after.
 //
 // Each round runs, on MPI_COMM_WORLD: MPI_Allreduce (int64 SUM, several

@@ -68,7 +68,8 @@ START_TEST(test_in_order_window_bound)
     for (uint64_t sid = 0; sid < 10; ++sid) {
         ck_assert_int_eq(static_cast<int>(w.on_ack(sid)), static_cast<int>(SendWindow::Ack::fresh));
         std::vector<uint64_t> more = pump(w);
-        // The RESULT of sid lets exactly sid + W go out (S0), reusing sid's slot.
+        // The RESULT of sid is its ACK: it lets exactly sid + W go out, reusing
+        // sid's slot.
         if (sid + W < 10) {
             ck_assert_uint_eq(more.size(), 1);
             ck_assert_uint_eq(more[0], next_expected);
@@ -157,7 +158,7 @@ START_TEST(test_random_orders)
             while (w.can_send()) {
                 uint64_t sid = w.on_sent();
                 ck_assert_uint_eq(sid, next++);
-                // S0: sid may only go out once sid - W was acked.
+                // The window: sid may only go out once sid - W was acked.
                 if (sid >= W) {
                     ck_assert(acked.count(sid - W) == 1);
                 }

@@ -1,6 +1,6 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
-// The aggregation core against hostile and greedy clients (issue 12):
+// The aggregation core against hostile and greedy clients:
 // - a job's capability: an opener without it (another capability, or none)
 //   is refused FORBIDDEN and learns nothing of the job, which goes on
 //   exactly as if nobody had tried; an endpoint speaks for no other rank;

@@ -2,7 +2,7 @@
 //
 // Unit tests of the time-division policy (switch_agent/sched/tdm.h) as pure
 // logic: its estimator of a job's call pattern (predictor.h), CalcScore and
-// the host model (score.h), and the decisions S4 prescribes on arrival
+// the host model (score.h), and the decisions tdm.h describes on arrival
 // traces driven by a simulated clock: periodic jobs that fit side by side,
 // a call that loses to a better predicted one, ageing that ends every
 // losing streak, bursty jobs, a job changing its period, and the same trace
@@ -87,7 +87,7 @@ struct Trace {
 Trace simulate(const std::vector<SimJob> &jobs, double horizon, TdmConfig cfg = test_config())
 {
     constexpr uint32_t kWindow = 8;
-    SegPool pool(kWindow, 64); // one lease: the whole pool (S4)
+    SegPool pool(kWindow, 64); // one lease: the whole pool (the case tdm is for)
     Clock::time_point t0{};
     Clock::time_point now = t0;
     TdmScheduler sched(pool, cfg, [&now] { return now; });
