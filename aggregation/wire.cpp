@@ -82,6 +82,10 @@ void WireSink::error(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t 
     h.rank = req.rank;
     h.mid = req.mid;
     h.sid = req.sid;
+    if (status == INA_PROTO_ERR_VERSION) {
+        // The refused peer learns what it could speak here ("Versions").
+        ina_proto_refusal_set_range(&h, INA_PROTO_VERSION_MIN, INA_PROTO_VERSION);
+    }
     send(to, h, {}, 0);
 }
 

@@ -46,6 +46,17 @@ SpinConfig spin_config(const ina_client_config_t &cfg)
     return w;
 }
 
+// A protocol version of the configuration (ina_client_config_t's
+// proto_lowest/proto_highest): 0 the build's `dflt`, negative below ours.
+unsigned proto_version(int v, unsigned dflt)
+{
+    if (v == 0) {
+        return dflt;
+    }
+    return v > 0 ? static_cast<unsigned>(v)
+                 : static_cast<unsigned>(std::max(1, static_cast<int>(INA_PROTO_VERSION) + v));
+}
+
 } // namespace
 
 // ------------------------------------------------------------------ Client
@@ -54,7 +65,9 @@ Client::Client(const ina_client_config_t &cfg)
     : connect_timeout_ms_(cfg.connect_timeout_ms > 0 ? cfg.connect_timeout_ms : 10000),
       progress_timeout_ms_(cfg.progress_timeout_ms > 0 ? cfg.progress_timeout_ms : 30000),
       verbose_(cfg.verbose), want_thread_(cfg.progress_thread != 0),
-      rndv_bytes_(static_cast<uint64_t>(std::max(0, cfg.rndv_bytes))), tenant_(cfg.tenant),
+      rndv_bytes_(static_cast<uint64_t>(std::max(0, cfg.rndv_bytes))),
+      proto_lowest_(proto_version(cfg.proto_lowest, INA_PROTO_VERSION_MIN)),
+      proto_highest_(proto_version(cfg.proto_highest, INA_PROTO_VERSION)), tenant_(cfg.tenant),
       log_fn_(cfg.log_fn),
       log_arg_(cfg.log_arg),
       agent_live_(std::chrono::milliseconds(
@@ -102,12 +115,38 @@ int Client::start(const ChannelFactory &open, const std::string &a, std::string 
     if (rc != INA_OK) {
         return rc;
     }
-    ina_proto_hdr_t hello;
-    ina_proto_init(&hello, INA_PROTO_HELLO);
-    hello.count = ucx::kStreamSegBytes; // the channel's UCX context runs with it
-    hello.arg = rndv_bytes_;
+    // Versions (common/ina_proto.h): offer ours; an agent of protocol 13
+    // refuses every version but its own without naming a range, and is
+    // asked once more for that one alone.
+    unsigned highest = proto_highest_;
     ina_proto_hdr_t ack{};
-    rc = request(hello, nullptr, 0, INA_PROTO_HELLO_ACK, connect_timeout_ms_, &ack);
+    for (int tries = 0;; ++tries) {
+        ina_proto_hdr_t hello;
+        ina_proto_init(&hello, INA_PROTO_HELLO);
+        ina_proto_hello_offer(&hello, proto_lowest_, highest, 0);
+        hello.count = ucx::kStreamSegBytes; // the channel's UCX context runs with it
+        hello.arg = rndv_bytes_;
+        ack = ina_proto_hdr_t{};
+        rc = request(hello, nullptr, 0, INA_PROTO_HELLO_ACK, connect_timeout_ms_, &ack);
+        const bool refused = rc == INA_ERR_PROTO && ack.status == INA_PROTO_ERR_VERSION;
+        if (refused && tries == 0) {
+            if (unsigned v = ina_proto_version_retry(&ack, proto_lowest_, highest)) {
+                log(10, "agent %s speaks ina protocol version %u: asking for it", a.c_str(), v);
+                highest = v;
+                continue;
+            }
+        }
+        if (refused) {
+            err = "agent " + a + " speaks ina protocol versions " +
+                  std::to_string(ina_proto_refusal_lowest(&ack)) + " to " +
+                  std::to_string(ina_proto_refusal_highest(&ack)) + ", this process " +
+                  std::to_string(proto_lowest_) + " to " + std::to_string(highest) +
+                  " (ina-switchd and the component come from ina builds too far apart: "
+                  "upgrade the older)";
+            return INA_ERR_PROTO;
+        }
+        break;
+    }
     if (rc != INA_OK) {
         if (!lost_why_.empty()) {
             err = "cannot connect to agent " + a + ": " + lost_why_;
@@ -119,6 +158,13 @@ int Client::start(const ChannelFactory &open, const std::string &a, std::string 
         }
         return rc == INA_ERR_PROTO ? INA_ERR_PROTO : INA_ERR_UNREACHABLE;
     }
+    if (ack.version < proto_lowest_ || ack.version > highest) {
+        err = "agent " + a + " chose ina protocol version " + std::to_string(ack.version) +
+              ", not one of the " + std::to_string(proto_lowest_) + " to " +
+              std::to_string(highest) + " offered";
+        return INA_ERR_PROTO;
+    }
+    info_.protocol = ack.version; // every later message carries it
     if (ack.count == 0 || ack.count > INA_PROTO_MAX_WINDOW || ack.arg < 16 ||
         ack.arg > INA_PROTO_MAX_SEG_BYTES) {
         err = "agent " + a + " sent an unusable HELLO_ACK (window " + std::to_string(ack.count) +
@@ -129,9 +175,10 @@ int Client::start(const ChannelFactory &open, const std::string &a, std::string 
     info_.seg_bytes = static_cast<uint32_t>(ack.arg);
     // The agent's word on blocks (0 from an agent without rendezvous).
     channel_->set_rndv_bytes(ack.mid);
-    log(10, "connected to %s: max window %u, seg %u bytes, rendezvous: blocks from %llu B, "
-            "results from %llu B (0 = never)",
-        a.c_str(), info_.max_window, info_.seg_bytes, static_cast<unsigned long long>(ack.mid),
+    log(10, "connected to %s: protocol %u, max window %u, seg %u bytes, rendezvous: blocks "
+            "from %llu B, results from %llu B (0 = never)",
+        a.c_str(), info_.protocol, info_.max_window, info_.seg_bytes,
+        static_cast<unsigned long long>(ack.mid),
         static_cast<unsigned long long>(rndv_bytes_));
     if (want_thread_) {
         // The thread takes no signal: the application's handlers (and
@@ -442,6 +489,9 @@ int Client::post_ctrl(const ina_proto_hdr_t &hdr, const void *payload, size_t le
     auto cs = std::make_unique<CtrlSend>();
     cs->client = this;
     cs->hdr = hdr;
+    if (hdr.type != INA_PROTO_HELLO && info_.protocol != 0) {
+        cs->hdr.version = static_cast<uint8_t>(info_.protocol); // the connection's
+    }
     if (len > 0) {
         const auto *p = static_cast<const uint8_t *>(payload);
         cs->payload.assign(p, p + len);
@@ -569,6 +619,14 @@ void Client::on_landed(const ina_proto_hdr_t &h, void *dst, size_t len, bool ok)
 
 void Client::on_message(const ina_proto_hdr_t &h, const void *data, size_t length)
 {
+    if (info_.protocol != 0 && h.version != info_.protocol) {
+        // Not the version the agent chose at HELLO: its fields may mean
+        // something else. Dropped, and not heard: an agent that goes on so
+        // is lost to the liveness check.
+        log(1, "dropping a %s of protocol version %u: the connection speaks %u",
+            ina_proto_type_name(h.type), h.version, info_.protocol);
+        return;
+    }
     ++heard_; // the agent is there (check_liveness)
     if (h.type == INA_PROTO_PONG) {
         // Only that: a PONG is no progress of any call, so an agent that

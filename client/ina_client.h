@@ -96,12 +96,18 @@ typedef struct ina_client_config {
                                 a process that computes is never misled. 0: the
                                 default (1000 ms); negative: no probes (only
                                 progress_timeout_ms) */
+    int proto_lowest;        /* the protocol versions HELLO offers: lowest and */
+    int proto_highest;       /* highest (common/ina_proto.h, "Versions"). 0: this
+                                build's (INA_PROTO_VERSION_MIN, INA_PROTO_VERSION);
+                                negative: that many below INA_PROTO_VERSION (a
+                                test offers -1 to play a previous build) */
 } ina_client_config_t;
 
 /* What HELLO_ACK told us. */
 typedef struct ina_agent_info {
     uint32_t max_window;     /* Segs a lease may hold */
     uint32_t seg_bytes;      /* bytes of one Seg (upper bound of a block) */
+    uint32_t protocol;       /* the protocol version the connection speaks */
 } ina_agent_info_t;
 
 /* Completion queue entry (CQE) of one offloaded call. */

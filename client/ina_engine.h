@@ -191,6 +191,7 @@ private:
     const int verbose_;
     const bool want_thread_;
     const uint64_t rndv_bytes_; // HELLO: RESULTs this big come by rendezvous (0: never)
+    const unsigned proto_lowest_, proto_highest_; // the versions HELLO offers
     const uint64_t tenant_;     // JOB_OPEN's tenant
     const ina_log_fn_t log_fn_;
     void *const log_arg_;

@@ -137,6 +137,9 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     job_keeps_ = false;
 
     ina_proto_init(&tmpl_, INA_PROTO_BLOCK);
+    if (const Client *c = job_->client(); c != nullptr && c->info().protocol != 0) {
+        tmpl_.version = static_cast<uint8_t>(c->info().protocol); // the connection's
+    }
     tmpl_.jid = job_->jid();
     tmpl_.rank = job_->rank();
     tmpl_.mid = mid;

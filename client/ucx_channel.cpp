@@ -204,10 +204,10 @@ ucs_status_t UcxChannel::on_am(void *arg, const void *header, size_t header_leng
             // same offset in every version): the agent is as good as lost,
             // and the user learns why instead of waiting for a timeout.
             std::snprintf(why, sizeof(why),
-                          "the agent speaks ina protocol version %u, this process %u (ina-switchd "
-                          "and the component come from different ina builds)",
+                          "the agent sent ina protocol version %u, this process speaks %u to %u "
+                          "(ina-switchd and the component come from ina builds too far apart)",
                           static_cast<const uint8_t *>(header)[offsetof(ina_proto_hdr_t, version)],
-                          INA_PROTO_VERSION);
+                          INA_PROTO_VERSION_MIN, INA_PROTO_VERSION);
             self->events_.on_lost(why);
             return UCS_OK;
         } else if (st != INA_PROTO_OK) {

@@ -191,6 +191,12 @@ ina_proto_status_t check_call_ready(const ina_proto_hdr_t &h, size_t payload_len
     return INA_PROTO_OK;
 }
 
+// A version this build speaks ("Versions").
+bool spoken(unsigned version)
+{
+    return version >= INA_PROTO_VERSION_MIN && version <= INA_PROTO_VERSION;
+}
+
 } // namespace
 
 extern "C" {
@@ -270,8 +276,7 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
         uint32_t magic;
         if (hdr_len >= offsetof(ina_proto_hdr_t, version) + 1 &&
             (std::memcpy(&magic, raw, sizeof(magic)), magic == INA_PROTO_MAGIC) &&
-            static_cast<const uint8_t *>(raw)[offsetof(ina_proto_hdr_t, version)] !=
-                INA_PROTO_VERSION) {
+            !spoken(static_cast<const uint8_t *>(raw)[offsetof(ina_proto_hdr_t, version)])) {
             return INA_PROTO_ERR_VERSION;
         }
         return INA_PROTO_ERR_MALFORMED;
@@ -282,8 +287,17 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
     if (h.magic != INA_PROTO_MAGIC) {
         return INA_PROTO_ERR_MALFORMED;
     }
-    if (h.version != INA_PROTO_VERSION) {
+    // The first-contact messages keep their fields in every version
+    // ("Versions"): taken from any, so that the two ends learn each other's
+    // range; the connection's owner chooses, or reads the refusal.
+    const bool first_contact = h.type == INA_PROTO_HELLO ||
+                               (h.type == INA_PROTO_ERROR && h.status == INA_PROTO_ERR_VERSION);
+    if (!first_contact && !spoken(h.version)) {
         return INA_PROTO_ERR_VERSION;
+    }
+    if (h.type == INA_PROTO_HELLO &&
+        (h.version == 0 || ina_proto_hello_lowest(&h) > ina_proto_hello_highest(&h))) {
+        return INA_PROTO_ERR_MALFORMED;
     }
     const bool has_done = h.type == INA_PROTO_BLOCK || h.type == INA_PROTO_RESULT;
     if (h.type < INA_PROTO_HELLO || h.type > INA_PROTO_TYPE_MAX || (h.done != 0 && !has_done) ||

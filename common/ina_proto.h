@@ -45,8 +45,27 @@
  * for it): both sides recover the full value from the MID beside it.
  * `done` is 0 on every other message.
  *
+ * Versions (protocol 14). A connection speaks one version, chosen at its
+ * start: the HELLO offers a range (lowest..highest), the agent answers with
+ * the highest version both speak (HELLO_ACK's version) or refuses with
+ * ERROR(VERSION) naming its own range. An agent speaks every version from
+ * INA_PROTO_VERSION_MIN to INA_PROTO_VERSION, so a site upgrades its daemon
+ * first and every user's component later; a component offers the same
+ * range, and meets an older agent that does not know ranges (protocol 13
+ * refuses any other version with ERROR(VERSION) stamped with its own) by
+ * offering that version alone once more. HELLO, HELLO_ACK and ERROR(VERSION)
+ * keep their fields in every version, and ina_proto_check takes the first
+ * and the last of any version, so that two builds always learn each other's
+ * range. Where versions differ, the code asks the connection's version
+ * (so far only HELLO changed: 13 and 14 are otherwise the same).
+ *
  * Message flow:
- *   HELLO       c->a  first message on a new endpoint. count = the client's stream
+ *   HELLO       c->a  first message on a new endpoint (its layout, and that of
+ *                     HELLO_ACK and ERROR(VERSION), is the same in every version,
+ *                     "Versions"). version = the highest protocol version the
+ *                     sender speaks, rank = the lowest (protocol 14; 0: only
+ *                     `version`, as every HELLO before), sid = feature bits it
+ *                     can use (none defined yet). count = the client's stream
  *                     segment (bytes UCX's TCP transport sends and receives in one
  *                     fragment, ina::ucx::kStreamSegBytes): the agent refuses a
  *                     HELLO whose value differs from its own (ERROR MISMATCH),
@@ -56,7 +75,10 @@
  *                     with UCP_AM_SEND_FLAG_RNDV, and the client receives them
  *                     straight into their destination (ucp_am_recv_data_nbx);
  *                     0 = eager only.
- *   HELLO_ACK   a->c  count = max window (Segs per lease), arg = Seg size in bytes,
+ *   HELLO_ACK   a->c  version = the version the agent chose: the highest both
+ *                     speak; every later message of the connection, both ways,
+ *                     carries it. sid = the feature bits both use.
+ *                     count = max window (Segs per lease), arg = Seg size in bytes,
  *                     mid = rendezvous threshold for BLOCKs: payloads of at least
  *                     mid bytes the client sends by rendezvous, and the agent
  *                     receives them straight into a Seg buffer; 0 = eager only.
@@ -152,7 +174,9 @@
  *                     else DENY(ABORTED) at their first block of it. Members
  *                     take either as "fall back", never as a failure.
  *   ERROR       a->c  the sender's message was rejected: status, and the offending
- *                     message's type in op, its jid/mid/sid echoed. An ERROR that
+ *                     message's type in op, its jid/mid/sid echoed. With status
+ *                     VERSION (protocol 14), count and arg = the lowest and the
+ *                     highest version the agent speaks ("Versions"). An ERROR that
  *                     ends a call the tree lost a part under (UPSTREAM,
  *                     NOT_MEMBER) sets INA_PROTO_F_IN_FLIGHT where the call was
  *                     under way at that moment (its members had sent BLOCKs to
@@ -200,7 +224,10 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 13u /* 13: ERROR's INA_PROTO_F_IN_FLIGHT;
+#define INA_PROTO_VERSION 14u /* 14: HELLO offers a range of versions, HELLO_ACK
+                                   says the chosen one, ERROR(VERSION) the agent's
+                                   range ("Versions");
+                               13: ERROR's INA_PROTO_F_IN_FLIGHT;
                                12: parent agents probe their children (PING a->c);
                                11: PING/PONG (liveness probes); 10: status DRAINING, JOB_OPEN's stripe; 9: JOB_OPEN carries
                                the job's capability, BLOCK and RESULT certification (`done`);
@@ -210,6 +237,10 @@ extern "C" {
                                fields, CALL_READY, CALL_ABORT); 5: jobs by key
                                only (JOB_CREATE/JOIN retired); 4: JOB_OPEN;
                                3: rendezvous in HELLO */
+
+/* The oldest version this build still speaks (an agent serves a component
+ * of any version from it to INA_PROTO_VERSION; "Versions"). */
+#define INA_PROTO_VERSION_MIN 13u
 
 /* UCX active-message ids. */
 #define INA_PROTO_AM_TO_AGENT  17u
@@ -410,7 +441,10 @@ int ina_proto_op_valid(unsigned op, unsigned dtype);
 int ina_proto_coll_valid(unsigned coll, unsigned op, unsigned dtype);
 
 /* Validate one received message: header bytes as received (hdr_len may be
- * wrong!) and the payload length. Checks magic, version, type range, reserved
+ * wrong!) and the payload length. Checks magic, version (INA_PROTO_VERSION_MIN
+ * to INA_PROTO_VERSION; a HELLO or an ERROR(VERSION) of any version, whose
+ * fields every version keeps: a HELLO's lowest version at most its highest;
+ * which version a connection chose is its owner's to check), type range, reserved
  * fields, status range, per-type field ranges (window <= INA_PROTO_MAX_WINDOW,
  * seg < window and seg == sid % window for BLOCK, count <= member limit,
  * rank < INA_PROTO_MAX_MEMBERS for JOB_OPENED/LEAVE, BLOCK and CALL_READY/ABORT,
@@ -433,6 +467,82 @@ int ina_proto_coll_valid(unsigned coll, unsigned op, unsigned dtype);
  * Returns INA_PROTO_OK or the status that explains the rejection.
  * Never reads past hdr_len. */
 ina_proto_status_t ina_proto_check(const void *hdr, size_t hdr_len, size_t payload_len);
+
+/* ---- Versions: the fields of the first-contact messages, by name. ----- */
+
+/* A HELLO offering versions lowest..highest and feature bits `features`. */
+static inline void ina_proto_hello_offer(ina_proto_hdr_t *hello, unsigned lowest, unsigned highest,
+                                         uint32_t features)
+{
+    hello->version = (uint8_t) highest;
+    hello->rank = lowest;
+    hello->sid = features;
+}
+
+/* The range a HELLO offers (a HELLO of protocol 13 or older: its version). */
+static inline unsigned ina_proto_hello_lowest(const ina_proto_hdr_t *hello)
+{
+    return hello->rank != 0 ? hello->rank : hello->version;
+}
+static inline unsigned ina_proto_hello_highest(const ina_proto_hdr_t *hello)
+{
+    return hello->version;
+}
+static inline uint32_t ina_proto_hello_features(const ina_proto_hdr_t *hello)
+{
+    return hello->sid;
+}
+
+/* The version to speak with a peer that offers peer_lowest..peer_highest,
+ * this build speaking lowest..highest: the highest both speak, or 0 if
+ * the ranges do not meet. */
+static inline unsigned ina_proto_version_choose(unsigned peer_lowest, unsigned peer_highest,
+                                                unsigned lowest, unsigned highest)
+{
+    const unsigned top = peer_highest < highest ? peer_highest : highest;
+    const unsigned bottom = peer_lowest > lowest ? peer_lowest : lowest;
+    return top >= bottom ? top : 0u;
+}
+
+/* HELLO_ACK's feature bits: those both sides use. */
+static inline void ina_proto_hello_ack_set_features(ina_proto_hdr_t *ack, uint32_t features)
+{
+    ack->sid = features;
+}
+static inline uint32_t ina_proto_hello_ack_features(const ina_proto_hdr_t *ack)
+{
+    return ack->sid;
+}
+
+/* ERROR(VERSION)'s range: the versions the refusing agent speaks. An agent
+ * of protocol 13 or older names none: its own version, in the header. */
+static inline void ina_proto_refusal_set_range(ina_proto_hdr_t *error, unsigned lowest,
+                                               unsigned highest)
+{
+    error->count = lowest;
+    error->arg = highest;
+}
+static inline unsigned ina_proto_refusal_lowest(const ina_proto_hdr_t *error)
+{
+    return error->count != 0 ? error->count : error->version;
+}
+static inline unsigned ina_proto_refusal_highest(const ina_proto_hdr_t *error)
+{
+    return error->arg != 0 && error->arg <= 255 ? (unsigned) error->arg : error->version;
+}
+
+/* After a HELLO offering lowest..highest was refused with `refusal`: the
+ * version to offer alone in a second HELLO, or 0 for none. An agent of
+ * protocol 13 or older refuses every version but its own without naming a
+ * range; one that names its range refused because none is shared. */
+static inline unsigned ina_proto_version_retry(const ina_proto_hdr_t *refusal, unsigned lowest,
+                                               unsigned highest)
+{
+    const unsigned v = ina_proto_version_choose(ina_proto_refusal_lowest(refusal),
+                                                ina_proto_refusal_highest(refusal), lowest,
+                                                highest);
+    return v != 0 && v < highest ? v : 0u;
+}
 
 /* The full certification mark a message's 32-bit `done` stands for: the
  * largest value <= mid + 1 with those low bits ("Certification"). */

@@ -111,6 +111,7 @@ typedef struct mca_coll_ina_component_t {
     int liveness_ms;          /* coll_ina_liveness_ms: a silent agent is lost after it */
     size_t min_bytes;
     int test_node_size;   /* tests only: > 0 pretends world ranks [0, K) are node 0, ... */
+    int test_proto_lowest, test_proto_highest; /* tests only: the protocol versions offered */
     int test_package_size; /* tests only: > 0 pretends local ranks [0, P) share package 0, ... */
     bool node_stage;      /* ranks of a node combine in shared memory first (coll_ina_node.c) */
     int node_streams;     /* streams per node to the agent (0: one per rank of the

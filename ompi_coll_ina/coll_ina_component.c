@@ -213,6 +213,21 @@ static int ina_register(void)
         MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
         MCA_BASE_VAR_SCOPE_READONLY, &c->test_node_size);
 
+    c->test_proto_lowest = 0;
+    (void) mca_base_component_var_register(v, "test_proto_lowest",
+        "For tests only: the lowest ina protocol version this process offers the agent; "
+        "0 (default): the oldest this build speaks; negative: that many below this "
+        "build's version",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->test_proto_lowest);
+    c->test_proto_highest = 0;
+    (void) mca_base_component_var_register(v, "test_proto_highest",
+        "For tests only: the highest ina protocol version this process offers the agent "
+        "(-1: the previous version, as a component of the previous ina release); 0 "
+        "(default): this build's",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_9,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->test_proto_highest);
+
     c->test_hosts = "";
     (void) mca_base_component_var_register(v, "test_hosts",
         "For tests only: comma-separated host names by world rank, used instead of "
@@ -910,6 +925,8 @@ static void ina_client_cfg(ina_client_config_t *cfg, int timeout_ms)
     cfg->tenant = ina_tenant_id();
     cfg->liveness_ms = mca_coll_ina_component.liveness_ms > 0 ? mca_coll_ina_component.liveness_ms
                                                               : -1; /* the engine's 0 is its default */
+    cfg->proto_lowest = mca_coll_ina_component.test_proto_lowest;
+    cfg->proto_highest = mca_coll_ina_component.test_proto_highest;
 }
 
 /* Alternative j of agent slot k ("HOST:PORT|HOST:PORT...": the agent, then

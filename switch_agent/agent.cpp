@@ -404,10 +404,10 @@ void Agent::receive(Peer *peer, const ina_proto_hdr_t &h, const void *header,
         if (st == INA_PROTO_ERR_VERSION) {
             // The version byte sits at the same offset in every version.
             std::snprintf(why, sizeof(why),
-                          "the peer speaks ina protocol version %u, this agent %u (another ina "
-                          "build)",
+                          "the peer speaks ina protocol version %u, this agent %u to %u (another "
+                          "ina build)",
                           static_cast<const uint8_t *>(header)[offsetof(ina_proto_hdr_t, version)],
-                          INA_PROTO_VERSION);
+                          INA_PROTO_VERSION_MIN, INA_PROTO_VERSION);
         }
         agg_.reject(peer, h, st, why);
         return;
@@ -420,6 +420,16 @@ void Agent::receive(Peer *peer, const ina_proto_hdr_t &h, const void *header,
     if (peer->refused) {
         counters_.rndv_rejected += rndv ? 1 : 0;
         agg_.reject(nullptr, h, INA_PROTO_ERR_LIMIT, "from a connection refused at HELLO");
+        return;
+    }
+    if (h.type != INA_PROTO_HELLO && h.version != peer->version) {
+        // Another version than the connection chose: its fields may mean
+        // something else (common/ina_proto.h, "Versions").
+        counters_.rndv_rejected += rndv ? 1 : 0;
+        char why[96];
+        std::snprintf(why, sizeof(why), "version %u on a connection that speaks %u", h.version,
+                      peer->version);
+        agg_.reject(peer, h, INA_PROTO_ERR_VERSION, why);
         return;
     }
     if (rndv) {
@@ -771,6 +781,7 @@ void Agent::send(agg::Member &to, const ina_proto_hdr_t &h, agg::BufRef payload,
     // Every member the core knows is one of our peers.
     ctx->peer = static_cast<Peer *>(&to);
     ctx->hdr = h;
+    ctx->hdr.version = ctx->peer->version; // the connection's (HELLO_ACK: the one chosen)
     ctx->payload = std::move(payload);
     ctx->len = len;
     ctx->implied = false;
@@ -793,6 +804,17 @@ void Agent::send(agg::Member &to, const ina_proto_hdr_t &h, agg::BufRef payload,
 ina_proto_status_t Agent::hello(agg::Member &from, const ina_proto_hdr_t &h,
                                 uint64_t *rndv_blocks)
 {
+    const unsigned version =
+        ina_proto_version_choose(ina_proto_hello_lowest(&h), ina_proto_hello_highest(&h),
+                                 INA_PROTO_VERSION_MIN, INA_PROTO_VERSION);
+    if (version == 0) {
+        // Its ERROR names our range (WireSink::error).
+        INA_WARN("peer %" PRIu64 " (%s) speaks ina protocol versions %u to %u, this agent %u to "
+                 "%u: refused (upgrade the older of the two)",
+                 from.id, static_cast<Peer &>(from).host.c_str(), ina_proto_hello_lowest(&h),
+                 ina_proto_hello_highest(&h), INA_PROTO_VERSION_MIN, INA_PROTO_VERSION);
+        return INA_PROTO_ERR_VERSION;
+    }
     if (h.count != ucx::kStreamSegBytes) {
         // Our RESULTs would be cut in fragments larger than it can take.
         INA_WARN("peer %" PRIu64 " (%s) runs with a stream segment of %u bytes, this agent with "
@@ -815,6 +837,11 @@ ina_proto_status_t Agent::hello(agg::Member &from, const ina_proto_hdr_t &h,
         ++admitted_;
     }
     peer.rndv_results = h.arg;
+    peer.version = static_cast<uint8_t>(version);
+    if (version != INA_PROTO_VERSION) {
+        INA_INFO("peer %" PRIu64 " (%s) speaks ina protocol version %u", from.id,
+                 peer.host.c_str(), version);
+    }
     *rndv_blocks = cfg_.rndv_bytes;
     return INA_PROTO_OK;
 }

@@ -98,6 +98,9 @@ struct Peer : agg::Member {
     uint64_t rndv_results = 0;   // its HELLO's threshold: RESULTs this big go by rendezvous
     bool admitted = false;       // its HELLO was accepted (counts against --max-conns)
     bool refused = false;        // its HELLO was refused: closed once the ERROR is out
+    // The protocol version the connection speaks, chosen at its HELLO
+    // (common/ina_proto.h, "Versions"); ours until then.
+    uint8_t version = INA_PROTO_VERSION;
     // Where in the outbox a GRANT to it waits to be sent (none: SIZE_MAX):
     // a RESULT of the same call queued behind it makes it redundant.
     size_t grant_at = SIZE_MAX;

@@ -600,7 +600,9 @@ int main(int argc, char **argv)
             usage(stdout);
             return 0;
         case kVersion:
-            std::printf("ina-switchd (ina) %s\nprotocol %u\n", PACKAGE_VERSION, INA_PROTO_VERSION);
+            std::printf("ina-switchd (ina) %s\nprotocol %u (serves components of %u to %u)\n",
+                        PACKAGE_VERSION, INA_PROTO_VERSION, INA_PROTO_VERSION_MIN,
+                        INA_PROTO_VERSION);
             return 0;
         case kConfig:
             config = optarg;

@@ -47,7 +47,7 @@ void ParentLink::start(uint32_t seg_bytes, int timeout_ms)
     say_hello();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (!hello_done_ && !lost_ && std::chrono::steady_clock::now() < deadline) {
-        if (!channel_->progress() && channel_->arm()) {
+        if (!channel_->progress() && !flush() && channel_->arm()) {
             struct pollfd p{channel_->wake_fd(), POLLIN, 0};
             poll(&p, 1, 10);
         }
@@ -67,19 +67,31 @@ void ParentLink::start(uint32_t seg_bytes, int timeout_ms)
              hello_ack_.count, hello_ack_.arg);
 }
 
-void ParentLink::say_hello()
+void ParentLink::say_hello(bool now)
 {
     hello_done_ = false;
     ina_proto_hdr_t h;
     ina_proto_init(&h, INA_PROTO_HELLO);
+    ina_proto_hello_offer(&h, INA_PROTO_VERSION_MIN, offer_highest_, 0);
     h.count = ucx::kStreamSegBytes;
     h.arg = 0; // RESULTs eager
     queue(h);
-    flush();
+    if (now) {
+        flush();
+    }
 }
 
 std::string ParentLink::hello_refused() const
 {
+    if (hello_ack_.type != INA_PROTO_HELLO_ACK && hello_ack_.status == INA_PROTO_ERR_VERSION) {
+        // A tree's agents are upgraded from the top: a parent speaks every
+        // version its leaves may.
+        return "the parent speaks ina protocol versions " +
+               std::to_string(ina_proto_refusal_lowest(&hello_ack_)) + " to " +
+               std::to_string(ina_proto_refusal_highest(&hello_ack_)) + ", this agent " +
+               std::to_string(INA_PROTO_VERSION_MIN) + " to " + std::to_string(offer_highest_) +
+               " (upgrade the parent first)";
+    }
     if (hello_ack_.type != INA_PROTO_HELLO_ACK) {
         return std::string("HELLO refused (") + ina_proto_status_name(hello_ack_.status) + ")";
     }
@@ -213,6 +225,9 @@ ParentLink::Send &ParentLink::queue(const ina_proto_hdr_t &h)
     free_.pop_back();
     s->link = this;
     s->hdr = h;
+    if (h.type != INA_PROTO_HELLO && hello_ack_.type == INA_PROTO_HELLO_ACK) {
+        s->hdr.version = hello_ack_.version; // the one the parent chose
+    }
     s->bytes.clear();
     s->offset = 0;
     s->len = 0;
@@ -382,6 +397,16 @@ void ParentLink::on_message(const ina_proto_hdr_t &h, const void *data, size_t l
     if (h.type == INA_PROTO_HELLO_ACK || (!hello_done_ && h.type == INA_PROTO_ERROR)) {
         if (hello_done_) {
             return; // a second answer: not ours to act on
+        }
+        if (h.type == INA_PROTO_ERROR && h.status == INA_PROTO_ERR_VERSION) {
+            // An older parent that names no range: offer its version alone.
+            if (unsigned v = ina_proto_version_retry(&h, INA_PROTO_VERSION_MIN, offer_highest_)) {
+                INA_INFO("parent %s speaks ina protocol version %u: asking for it", addr_.c_str(),
+                         v);
+                offer_highest_ = v;
+                say_hello(false); // sent by the next flush, outside the channel's callback
+                return;
+            }
         }
         hello_ack_ = h;
         hello_done_ = true;

@@ -109,7 +109,9 @@ private:
     // its parent job is not open.
     bool address(uint32_t leaf_jid, ina_proto_hdr_t &h) const;
     void recycle(Send *s);
-    void say_hello();
+    // HELLO, offering our versions up to offer_highest_; sent at once, or
+    // (now = false, from a channel callback) by the next flush().
+    void say_hello(bool now = true);
     std::string hello_refused() const; // empty: the HELLO_ACK is one we can use
     void hello_answered();
     void try_later(const std::string &why);
@@ -128,6 +130,7 @@ private:
     std::unique_ptr<client::Channel> channel_;
     bool hello_done_ = false;
     ina_proto_hdr_t hello_ack_{};
+    unsigned offer_highest_ = INA_PROTO_VERSION; // lower after an older parent's refusal
     bool lost_ = false; // this channel is gone (no sends)
     State state_ = State::connecting;
     bool started_ = false; // start() succeeded: tries are maintain()'s

@@ -163,8 +163,9 @@ void print_status(const json &j)
     const json &calls = j["calls"];
     const json &tr = j["traffic"];
     const json &e = j["errors"];
-    std::printf("agent:       ina-switchd %s (protocol %d), pid %d, up %s%s\n",
+    std::printf("agent:       ina-switchd %s (protocol %d, serves %d to %d), pid %d, up %s%s\n",
                 a["version"].get<std::string>().c_str(), a["protocol"].get<int>(),
+                a.value("protocol_lowest", a["protocol"].get<int>()), a["protocol"].get<int>(),
                 a["pid"].get<int>(), duration(a["uptime_s"].get<double>()).c_str(),
                 a["draining"].get<bool>() ? ", DRAINING (new calls denied)" : "");
     std::printf("listen:      %s\n", text(a["listen"]).c_str());

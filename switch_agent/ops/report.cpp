@@ -114,6 +114,7 @@ json status(const Agent &agent, const Info &info)
     json a;
     a["version"] = PACKAGE_VERSION;
     a["protocol"] = INA_PROTO_VERSION;
+    a["protocol_lowest"] = INA_PROTO_VERSION_MIN; // the oldest its clients may speak
     a["pid"] = static_cast<int>(getpid());
     a["uptime_s"] = seconds_since(agent.started());
     a["listen"] = agent.bound_address();

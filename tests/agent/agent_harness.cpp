@@ -222,6 +222,9 @@ ucs_status_t Client::on_am(void *arg, const void *header, size_t header_length, 
                   "agent sent a message that fails ina_proto_check");
     Msg m;
     std::memcpy(&m.hdr, header, sizeof(m.hdr));
+    CHECK_OR_FAIL(self->speak_ == 0 || m.hdr.version == self->speak_,
+                  "the agent sent a %s of protocol version %u to a client of version %u",
+                  ina_proto_type_name(m.hdr.type), m.hdr.version, self->speak_);
     m.payload.assign(static_cast<const uint8_t *>(data), static_cast<const uint8_t *>(data) + length);
     self->inbox_.push_back(std::move(m));
     return UCS_OK;
@@ -283,6 +286,12 @@ void Client::close_ep(size_t i)
 
 void Client::send(size_t i, const void *hdr, size_t hdr_len, const void *data, size_t len)
 {
+    ina_proto_hdr_t stamped;
+    if (speak_ != 0 && hdr_len == sizeof(stamped)) {
+        std::memcpy(&stamped, hdr, sizeof(stamped));
+        stamped.version = speak_; // a HELLO too: the version it offers, alone
+        hdr = &stamped;
+    }
     ucp_request_param_t prm{};
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     prm.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;

@@ -93,6 +93,12 @@ public:
     bool try_wait_for(const std::function<bool(const Msg &)> &pred, Msg *out, int timeout_ms);
     std::vector<Msg> &inbox() { return inbox_; }
 
+    // Speak protocol version v as a build of that version would: its HELLO
+    // offers v alone (as protocol 13's did: no range), every other message
+    // carries v, and every message from the agent must carry v (once its
+    // HELLO_ACK chose it). 0: this build's (the default).
+    void speak(uint8_t v) { speak_ = v; }
+
     // Protocol helpers (serialised: one request in flight).
     void hello(size_t ep, uint32_t *max_window, uint64_t *seg_bytes);
     // A job of eps.size() members under a key of its own: eps[r] opens it
@@ -124,6 +130,7 @@ private:
     std::vector<ucp_ep_h> eps_;
     std::vector<bool> failed_;
     std::vector<Msg> inbox_;
+    uint8_t speak_ = 0;
 };
 
 // block_hdr(): tests/ina_test_proto.h (count 0 is a CREDIT).

@@ -29,7 +29,16 @@ namespace {
 void expect_usable(const ina_proto_hdr_t &h, size_t len)
 {
     const bool has_done = h.type == INA_PROTO_BLOCK || h.type == INA_PROTO_RESULT;
-    if (h.magic != INA_PROTO_MAGIC || h.version != INA_PROTO_VERSION || (h.done != 0 && !has_done) ||
+    // HELLO and ERROR(VERSION) come in any version (common/ina_proto.h,
+    // "Versions"); the others only in one this build speaks.
+    const bool first_contact = h.type == INA_PROTO_HELLO ||
+                               (h.type == INA_PROTO_ERROR && h.status == INA_PROTO_ERR_VERSION);
+    const bool spoken = h.version >= INA_PROTO_VERSION_MIN && h.version <= INA_PROTO_VERSION;
+    if (h.type == INA_PROTO_HELLO &&
+        (h.version == 0 || ina_proto_hello_lowest(&h) > ina_proto_hello_highest(&h))) {
+        broken("accepted a HELLO offering no version", h, len);
+    }
+    if (h.magic != INA_PROTO_MAGIC || (!spoken && !first_contact) || (h.done != 0 && !has_done) ||
         h.type < INA_PROTO_HELLO || h.type > INA_PROTO_TYPE_MAX ||
         h.status > INA_PROTO_STATUS_MAX || h.window > INA_PROTO_MAX_WINDOW) {
         broken("accepted a header outside the protocol", h, len);

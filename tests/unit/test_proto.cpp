@@ -305,7 +305,8 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, ahead), 58);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, done), 60);
     // Enum values are wire values: pin them.
-    ck_assert_uint_eq(INA_PROTO_VERSION, 13);
+    ck_assert_uint_eq(INA_PROTO_VERSION, 14);
+    ck_assert_uint_eq(INA_PROTO_VERSION_MIN, 13);
     ck_assert_uint_eq(INA_PROTO_HELLO, 1);
     ck_assert_uint_eq(INA_PROTO_ERROR, 11);
     ck_assert_uint_eq(INA_PROTO_GRANT, 12);
@@ -455,6 +456,65 @@ START_TEST(test_other_version_header_size)
 }
 END_TEST
 
+// Versions: what a HELLO offers, what an agent chooses, what a refusal
+// names, and what a component offers again after one.
+START_TEST(test_versions)
+{
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_HELLO);
+    ina_proto_hello_offer(&h, 13, 15, 0x5);
+    ck_assert_uint_eq(h.version, 15);
+    ck_assert_uint_eq(ina_proto_hello_lowest(&h), 13);
+    ck_assert_uint_eq(ina_proto_hello_highest(&h), 15);
+    ck_assert_uint_eq(ina_proto_hello_features(&h), 0x5);
+    ck_assert_int_eq(ina_proto_check(&h, sizeof(h), 0), INA_PROTO_OK);
+    // A HELLO of protocol 13 or older offers its version alone.
+    ina_proto_hdr_t old;
+    ina_proto_init(&old, INA_PROTO_HELLO);
+    old.version = 12;
+    ck_assert_uint_eq(ina_proto_hello_lowest(&old), 12);
+    ck_assert_uint_eq(ina_proto_hello_highest(&old), 12);
+    ck_assert_int_eq(ina_proto_check(&old, sizeof(old), 0), INA_PROTO_OK);
+    // A range upside down is no offer.
+    ina_proto_hello_offer(&h, 15, 13, 0);
+    ck_assert_int_eq(ina_proto_check(&h, sizeof(h), 0), INA_PROTO_ERR_MALFORMED);
+
+    // The agent's choice: the highest both speak, or none.
+    ck_assert_uint_eq(ina_proto_version_choose(13, 15, 13, 14), 14);
+    ck_assert_uint_eq(ina_proto_version_choose(13, 13, 13, 14), 13);
+    ck_assert_uint_eq(ina_proto_version_choose(12, 12, 13, 14), 0);
+    ck_assert_uint_eq(ina_proto_version_choose(15, 16, 13, 14), 0);
+    ck_assert_uint_eq(ina_proto_version_choose(10, 20, 13, 14), 14);
+
+    // A refusal names the agent's range; from any version it is read.
+    ina_proto_hdr_t no;
+    ina_proto_init(&no, INA_PROTO_ERROR);
+    no.status = INA_PROTO_ERR_VERSION;
+    no.op = INA_PROTO_HELLO;
+    ina_proto_refusal_set_range(&no, 13, 14);
+    ck_assert_uint_eq(ina_proto_refusal_lowest(&no), 13);
+    ck_assert_uint_eq(ina_proto_refusal_highest(&no), 14);
+    no.version = 40;
+    ck_assert_int_eq(ina_proto_check(&no, sizeof(no), 0), INA_PROTO_OK);
+    no.status = INA_PROTO_ERR_MALFORMED; // any other ERROR: only from a version we speak
+    ck_assert_int_eq(ina_proto_check(&no, sizeof(no), 0), INA_PROTO_ERR_VERSION);
+    no.status = INA_PROTO_ERR_VERSION;
+    // Named, no range meets: nothing to offer again.
+    ck_assert_uint_eq(ina_proto_version_retry(&no, 15, 16), 0);
+    // An agent of protocol 13 names none (its version in the header): a
+    // component of 13 to 14 offers 13 alone; one of 14 to 15 nothing.
+    ina_proto_hdr_t v13;
+    ina_proto_init(&v13, INA_PROTO_ERROR);
+    v13.version = 13;
+    v13.status = INA_PROTO_ERR_VERSION;
+    ck_assert_uint_eq(ina_proto_refusal_lowest(&v13), 13);
+    ck_assert_uint_eq(ina_proto_refusal_highest(&v13), 13);
+    ck_assert_uint_eq(ina_proto_version_retry(&v13, 13, 14), 13);
+    ck_assert_uint_eq(ina_proto_version_retry(&v13, 14, 15), 0);
+    ck_assert_uint_eq(ina_proto_version_retry(&v13, 13, 13), 0); // refused what it speaks
+}
+END_TEST
+
 START_TEST(test_rejects_common_fields)
 {
     ck_assert_int_eq(ina_proto_check(nullptr, sizeof(ina_proto_hdr_t), 0), INA_PROTO_ERR_MALFORMED);
@@ -475,10 +535,20 @@ START_TEST(test_rejects_common_fields)
             reinterpret_cast<unsigned char *>(&m.hdr.magic)[byte] ^= 0x20;
             ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
         }
-        for (unsigned v : {0u, 1u, 2u, INA_PROTO_VERSION + 1, 255u}) {
+        // Version: every one this build speaks; no other, but on a HELLO
+        // (its range is the agent's to weigh, "Versions").
+        for (unsigned v = INA_PROTO_VERSION_MIN; v <= INA_PROTO_VERSION; ++v) {
             Msg m = good;
             m.hdr.version = static_cast<uint8_t>(v);
-            ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_VERSION);
+            ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
+        }
+        for (unsigned v : {0u, 1u, 2u, INA_PROTO_VERSION_MIN - 1, INA_PROTO_VERSION + 1, 255u}) {
+            Msg m = good;
+            m.hdr.version = static_cast<uint8_t>(v);
+            const bool hello = good.hdr.type == INA_PROTO_HELLO;
+            ck_assert_int_eq(check_msg(m), !hello  ? INA_PROTO_ERR_VERSION
+                                           : v == 0 ? INA_PROTO_ERR_MALFORMED
+                                                    : INA_PROTO_OK);
         }
         // `ahead`: a word of the agent about the next call, on four types
         // only, at most the largest window.
@@ -1108,8 +1178,14 @@ START_TEST(test_fuzz)
         ck_assert_uint_eq(hdr_len, sizeof(h));
         std::memcpy(&h, buf.data(), sizeof(h));
         ck_assert_uint_eq(h.magic, INA_PROTO_MAGIC);
-        ck_assert_uint_eq(h.version, INA_PROTO_VERSION);
         ck_assert(h.type >= INA_PROTO_HELLO && h.type <= INA_PROTO_TYPE_MAX);
+        // Versions: HELLO and ERROR(VERSION) of any (a HELLO offering one
+        // at least), the others of one this build speaks.
+        if (h.type == INA_PROTO_HELLO) {
+            ck_assert(h.version != 0 && ina_proto_hello_lowest(&h) <= h.version);
+        } else if (h.type != INA_PROTO_ERROR || h.status != INA_PROTO_ERR_VERSION) {
+            ck_assert(h.version >= INA_PROTO_VERSION_MIN && h.version <= INA_PROTO_VERSION);
+        }
         ck_assert_uint_le(h.ahead, INA_PROTO_MAX_WINDOW);
         if (h.type != INA_PROTO_JOB_OPENED && h.type != INA_PROTO_GRANT &&
             h.type != INA_PROTO_DENY && h.type != INA_PROTO_RESULT) {
@@ -1241,6 +1317,7 @@ int main()
                                 test_accepts_unaligned_header,
                                 test_rejects_common_fields,
                                 test_other_version_header_size,
+                                test_versions,
                                 test_control_payload,
                                 test_control_block_fields,
                                 test_grant,
