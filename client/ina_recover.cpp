@@ -2,16 +2,8 @@
 //
 // Recovering calls lost with their agent (docs/ARCHITECTURE.md, "Recovery
 // from a lost agent"): the members of a job finish such a call among
-// themselves, over the caller's point-to-point layer (ina_peer_ops_t).
-//
-//   ASK(mid)            "what do you hold of this call?", to every member;
-//   STATE(mid, ...)     the answer, once the call is over at the member:
-//                       denied, complete, failed or unrecoverable, with three
-//                       bitmaps over its blocks: R (it holds the RESULT whole
-//                       and can give it), I (it can give what it sent), L (it
-//                       wanted the RESULT and lacks it);
-//   FETCH(mid, sid, what)  a block's RESULT, or the BLOCK a member sent;
-//   DATA(...)           the answer (len UINT32_MAX: it cannot).
+// themselves, over the caller's point-to-point layer (ina_peer_ops_t), with
+// the messages of common/ina_peer_proto.h (ASK, STATE, FETCH, DATA).
 //
 // From the STATEs every member decides alike: denied anywhere, the host
 // algorithm; nothing held anywhere and every member able to, the host
@@ -29,47 +21,20 @@
 #include <cstring>
 
 #include "ina_engine.h"
+#include "ina_peer_proto.h"
 #include "ina_reduce.h"
 
 namespace ina::client {
 
 namespace {
 
-constexpr uint32_t kPeerMagic = 0x52414e49u; // "INAR"
-constexpr uint32_t kNone = UINT32_MAX;
-
-enum PeerType : uint8_t { kAsk = 1, kState, kFetch, kData };
-enum PeerState : uint8_t { kDenied = 1, kComplete, kFailed, kUnrecoverable };
-enum PeerWhat : uint8_t { kResult = 1, kInput };
-enum PeerFlags : uint8_t {
-    kHostOk = 1, // the member could run the host algorithm
-    kStruck = 2, // the member had sent BLOCKs of the call to the agent, which
-                 // fell silent or away, or to a tree that lost a part under
-                 // the call (Call::struck)
-};
-
-struct PeerHdr {
-    uint32_t magic;
-    uint8_t type;
-    uint8_t state;   // STATE
-    uint8_t what;    // FETCH / DATA
-    uint8_t flags;   // STATE: kHostOk, kStruck
-    uint32_t sid;    // FETCH / DATA
-    uint32_t offset; // DATA: the BLOCK's element offset
-    uint32_t count;  // DATA: its elements
-    uint32_t len;    // payload bytes (DATA: kNone, it cannot)
-    uint32_t job;     // the job's tag (alike on every member, unlike JIDs: each
-    uint32_t channel; // leaf of a tree numbers its own) and the caller's channel
-                      // (ina_peer_ops_t): a message for another job is dropped
-    uint64_t mid;
-    uint64_t nblocks; // STATE
-};
+constexpr uint32_t kNone = UINT32_MAX; // no member, no block
 
 size_t bitmap_bytes(uint64_t n) { return static_cast<size_t>((n + 7) / 8); }
 bool bit(const uint8_t *m, uint64_t i) { return (m[i / 8] >> (i % 8)) & 1u; }
 void set_bit(uint8_t *m, uint64_t i) { m[i / 8] = static_cast<uint8_t>(m[i / 8] | (1u << (i % 8))); }
 
-std::vector<uint8_t> message(const PeerHdr &h, const void *payload, size_t len)
+std::vector<uint8_t> message(const ina_peer_hdr_t &h, const void *payload, size_t len)
 {
     std::vector<uint8_t> m(sizeof(h) + len);
     std::memcpy(m.data(), &h, sizeof(h));
@@ -79,12 +44,10 @@ std::vector<uint8_t> message(const PeerHdr &h, const void *payload, size_t len)
     return m;
 }
 
-PeerHdr header(PeerType type, uint64_t mid)
+ina_peer_hdr_t header(ina_peer_type_t type, uint64_t mid)
 {
-    PeerHdr h{};
-    h.magic = kPeerMagic;
-    h.type = type;
-    h.mid = mid;
+    ina_peer_hdr_t h;
+    ina_peer_init(&h, type, mid);
     return h;
 }
 
@@ -183,12 +146,12 @@ void Call::describe(std::vector<uint8_t> &msg) const
     const uint64_t n = geom_.nblocks();
     const size_t bm = bitmap_bytes(n);
     std::vector<uint8_t> maps(3 * bm, 0);
-    PeerHdr h = header(kState, mid_);
+    ina_peer_hdr_t h = header(INA_PEER_STATE, mid_);
     h.nblocks = n;
-    h.flags = static_cast<uint8_t>((rescue_ != nullptr && rescue_->host_ok ? kHostOk : 0) |
-                                   (struck() ? kStruck : 0));
-    h.state = recoverable(tmpl_.coll) && (!staged_ || stage_keeps()) ? kFailed : kUnrecoverable;
-    for (uint64_t sid = 0; sid < n && h.state == kFailed; ++sid) {
+    h.flags = static_cast<uint8_t>((rescue_ != nullptr && rescue_->host_ok ? INA_PEER_F_HOST_OK : 0) |
+                                   (struck() ? INA_PEER_F_STRUCK : 0));
+    h.state = recoverable(tmpl_.coll) && (!staged_ || stage_keeps()) ? INA_PEER_FAILED : INA_PEER_UNRECOVERABLE;
+    for (uint64_t sid = 0; sid < n && h.state == INA_PEER_FAILED; ++sid) {
         if ((staged_ ? got(sid) && sb_[sid].result : whole_result(sid) != nullptr) ||
             (rescue_ != nullptr && rescue_->held.count(sid) != 0)) {
             set_bit(maps.data(), sid);
@@ -326,10 +289,10 @@ bool Call::input_intact(uint64_t sid) const
 
 void Job::send_peer(uint32_t to, std::vector<uint8_t> msg)
 {
-    // Every message starts with a PeerHdr: stamp this job's tag and channel in it.
-    if (msg.size() >= sizeof(PeerHdr)) {
-        std::memcpy(msg.data() + offsetof(PeerHdr, job), &peer_tag_, sizeof(peer_tag_));
-        std::memcpy(msg.data() + offsetof(PeerHdr, channel), &peers_.channel,
+    // Every message starts with a ina_peer_hdr_t: stamp this job's tag and channel in it.
+    if (msg.size() >= sizeof(ina_peer_hdr_t)) {
+        std::memcpy(msg.data() + offsetof(ina_peer_hdr_t, job), &peer_tag_, sizeof(peer_tag_));
+        std::memcpy(msg.data() + offsetof(ina_peer_hdr_t, channel), &peers_.channel,
                     sizeof(peers_.channel));
     }
     if (peers_.send(peers_.arg, to, msg.data(), msg.size()) != 0 && client_ != nullptr) {
@@ -353,8 +316,8 @@ bool Job::answer(uint32_t to, uint64_t mid)
     } else if (auto f = final_.find(mid); f != final_.end()) {
         msg = f->second; // a recovery that ended on the host (or failed): as it was
     } else if (denied_.count(mid) != 0) {
-        PeerHdr h = header(kState, mid);
-        h.state = kDenied;
+        ina_peer_hdr_t h = header(INA_PEER_STATE, mid);
+        h.state = INA_PEER_DENIED;
         msg = message(h, nullptr, 0);
     } else if (const KeptCall *k = kept(mid)) {
         const size_t bm = bitmap_bytes(k->nblocks);
@@ -367,14 +330,14 @@ bool Job::answer(uint32_t to, uint64_t mid)
                 set_bit(maps.data() + bm, k->first + j);
             }
         }
-        PeerHdr h = header(kState, mid);
-        h.state = kComplete;
+        ina_peer_hdr_t h = header(INA_PEER_STATE, mid);
+        h.state = INA_PEER_COMPLETE;
         h.nblocks = k->nblocks;
         h.len = static_cast<uint32_t>(maps.size());
         msg = message(h, maps.data(), maps.size());
     } else if (mid < certified_) {
-        PeerHdr h = header(kState, mid); // every member holds it: nothing to give
-        h.state = kComplete;
+        ina_peer_hdr_t h = header(INA_PEER_STATE, mid); // every member holds it: nothing to give
+        h.state = INA_PEER_COMPLETE;
         msg = message(h, nullptr, 0);
     } else {
         return false; // not posted here yet, or still running
@@ -416,39 +379,36 @@ void Job::rescued(uint64_t mid, std::vector<uint8_t> final_word)
 
 bool Job::peer_message(uint32_t from, const void *msg, size_t len)
 {
-    PeerHdr h{};
-    if (len >= sizeof(h)) {
-        std::memcpy(&h, msg, sizeof(h));
-    }
-    const bool none = h.type == kData && h.len == kNone && len == sizeof(h);
-    if (len >= sizeof(h) && h.magic == kPeerMagic &&
-        (h.job != peer_tag_ || h.channel != peers_.channel)) {
+    ina_peer_hdr_t h;
+    const ina_peer_check_t st = ina_peer_check(msg, len, &h);
+    if (st == INA_PEER_CHECK_OK && (h.job != peer_tag_ || h.channel != peers_.channel)) {
         return false; // another job's (a node's other stream, or a job left since)
     }
-    if (len < sizeof(h) || h.magic != kPeerMagic || from >= params_.nmembers ||
-        (!none && h.len != len - sizeof(h))) {
+    if (st != INA_PEER_CHECK_OK || from >= params_.nmembers) {
         if (client_ != nullptr) {
-            client_->log(1, "job %u: dropping a malformed recovery message from member %u", jid(),
+            client_->log(1, "job %u: dropping a %s recovery message from member %u", jid(),
+                         st == INA_PEER_CHECK_VERSION ? "foreign-version (another ina build)"
+                                                      : "malformed",
                          from);
         }
         return false;
     }
     switch (h.type) {
-    case kAsk:
+    case INA_PEER_ASK:
         if (!answer(from, h.mid)) {
             asks_[h.mid].push_back(from);
         }
         return true;
-    case kFetch: {
+    case INA_PEER_FETCH: {
         if (auto r = rescuing_.find(h.mid); r != rescuing_.end()) {
-            if (r->second->fetch_later(h.sid, h.what == kResult)) {
-                r->second->defer_fetch(from, h.sid, h.what == kResult);
+            if (r->second->fetch_later(h.sid, h.what == INA_PEER_RESULT)) {
+                r->second->defer_fetch(from, h.sid, h.what == INA_PEER_RESULT);
             } else {
-                r->second->give_block(from, h.sid, h.what == kResult);
+                r->second->give_block(from, h.sid, h.what == INA_PEER_RESULT);
             }
             return true;
         }
-        PeerHdr d = header(kData, h.mid);
+        ina_peer_hdr_t d = header(INA_PEER_DATA, h.mid);
         d.sid = h.sid;
         d.what = h.what;
         std::vector<uint8_t> bytes;
@@ -456,7 +416,7 @@ bool Job::peer_message(uint32_t from, const void *msg, size_t len)
         if (const KeptCall *k = kept(h.mid); k != nullptr && h.sid >= k->first &&
                                              h.sid - k->first < k->input.size()) {
             const size_t j = static_cast<size_t>(h.sid - k->first);
-            if (h.what == kResult) {
+            if (h.what == INA_PEER_RESULT) {
                 ok = !k->result[j].empty();
                 bytes = k->result[j];
                 d.offset = 0;
@@ -468,12 +428,12 @@ bool Job::peer_message(uint32_t from, const void *msg, size_t len)
                 d.count = k->sent[j].count;
             }
         }
-        d.len = ok ? static_cast<uint32_t>(bytes.size()) : kNone;
+        d.len = ok ? static_cast<uint32_t>(bytes.size()) : INA_PEER_NONE;
         send_peer(from, message(d, bytes.data(), ok ? bytes.size() : 0));
         return true;
     }
-    case kState:
-    case kData:
+    case INA_PEER_STATE:
+    case INA_PEER_DATA:
         if (auto r = rescuing_.find(h.mid); r != rescuing_.end()) {
             r->second->on_peer(from, msg, len);
         } else if (client_ != nullptr) {
@@ -513,7 +473,7 @@ int Call::recover_start(bool host_ok)
     std::vector<uint8_t> mine;
     describe(mine);
     on_peer(x.me, mine.data(), mine.size());
-    const std::vector<uint8_t> ask = message(header(kAsk, mid_), nullptr, 0);
+    const std::vector<uint8_t> ask = message(header(INA_PEER_ASK, mid_), nullptr, 0);
     for (uint32_t to = 0; to < x.n; ++to) {
         if (to != x.me) {
             job_->send_peer(to, ask);
@@ -528,23 +488,23 @@ void Call::on_peer(uint32_t from, const void *msg, size_t len)
         return;
     }
     Rescue &x = *rescue_;
-    PeerHdr h;
+    ina_peer_hdr_t h;
     std::memcpy(&h, msg, sizeof(h));
     const auto *payload = static_cast<const uint8_t *>(msg) + sizeof(h);
-    if (h.type == kState) {
+    if (h.type == INA_PEER_STATE) {
         if (x.state[from] != 0) {
             return;
         }
         x.state[from] = h.state;
-        x.host[from] = (h.flags & kHostOk) != 0;
-        x.struck = x.struck || (h.flags & kStruck) != 0;
+        x.host[from] = (h.flags & INA_PEER_F_HOST_OK) != 0;
+        x.struck = x.struck || (h.flags & INA_PEER_F_STRUCK) != 0;
         const uint64_t n = geom_.nblocks();
         const size_t bm = bitmap_bytes(n);
-        if ((h.state == kComplete || h.state == kFailed) && h.len == 3 * bm && h.nblocks == n) {
+        if ((h.state == INA_PEER_COMPLETE || h.state == INA_PEER_FAILED) && h.len == 3 * bm && h.nblocks == n) {
             x.r[from].assign(payload, payload + bm);
             x.i[from].assign(payload + bm, payload + 2 * bm);
             x.l[from].assign(payload + 2 * bm, payload + 3 * bm);
-        } else if (h.state == kComplete || h.state == kFailed) {
+        } else if (h.state == INA_PEER_COMPLETE || h.state == INA_PEER_FAILED) {
             x.r[from].assign(bm, 0); // holds nothing it can give (certified, or none kept)
             x.i[from].assign(bm, 0);
             x.l[from].assign(bm, 0);
@@ -560,14 +520,14 @@ void Call::on_peer(uint32_t from, const void *msg, size_t len)
     }
     --x.pending;
     auto rb = x.rebuild.find(h.sid);
-    if (h.len == kNone) {
+    if (h.len == INA_PEER_NONE) {
         x.cqe.rc = INA_ERR_LOST; // a member could not give what its STATE offered
         if (Client *c = job_->client()) {
             c->log(5, "job %u mid %llu: member %u could not give block %u's %s", tmpl_.jid,
                    static_cast<unsigned long long>(mid_), from, h.sid,
-                   h.what == kResult ? "result" : "input");
+                   h.what == INA_PEER_RESULT ? "result" : "input");
         }
-    } else if (h.what == kResult) {
+    } else if (h.what == INA_PEER_RESULT) {
         if (h.sid < geom_.nblocks() &&
             h.len == static_cast<size_t>(geom_.block_count(h.sid)) * esz_) {
             if (staged_) {
@@ -640,13 +600,13 @@ void Call::rescue_plan()
     x.cqe.outcome = INA_OFFLOADED;
     bool denied = false, broken = false, anything = false, all_host = true;
     for (uint32_t j = 0; j < x.n; ++j) {
-        denied = denied || x.state[j] == kDenied;
-        broken = broken || x.state[j] == kUnrecoverable;
-        all_host = all_host && x.host[j] != 0 && x.state[j] == kFailed;
+        denied = denied || x.state[j] == INA_PEER_DENIED;
+        broken = broken || x.state[j] == INA_PEER_UNRECOVERABLE;
+        all_host = all_host && x.host[j] != 0 && x.state[j] == INA_PEER_FAILED;
         for (uint8_t b : x.r[j]) {
             anything = anything || b != 0;
         }
-        anything = anything || x.state[j] == kComplete;
+        anything = anything || x.state[j] == INA_PEER_COMPLETE;
     }
     // Nothing held anywhere: a call posted after the loss goes to the host.
     // One the agent had begun (struck in flight) is rebuilt among the
@@ -669,7 +629,7 @@ void Call::rescue_plan()
     }
     if (denied || broken || (!anything && all_host && !rebuild_all)) {
         for (uint32_t j = 0; j < x.n && broken; ++j) {
-            if (x.state[j] == kUnrecoverable) {
+            if (x.state[j] == INA_PEER_UNRECOVERABLE) {
                 rescue_log("member %u kept nothing to recover it from", j);
             }
         }
@@ -708,24 +668,24 @@ void Call::rescue_plan()
             from = who[(x.me + sid) % who.size()];
         } else {
             for (uint32_t j = 0; j < x.n; ++j) {
-                if (x.state[j] == kFailed && !x.l[j].empty() && bit(x.l[j].data(), sid)) {
+                if (x.state[j] == INA_PEER_FAILED && !x.l[j].empty() && bit(x.l[j].data(), sid)) {
                     who.push_back(j); // lacks it, as this member does
                 }
             }
             const uint32_t builder = who.empty() ? x.me : who[sid % who.size()];
             from = builder != x.me ? builder : kNone;
         }
-        PeerHdr f = header(kFetch, mid_);
+        ina_peer_hdr_t f = header(INA_PEER_FETCH, mid_);
         f.sid = static_cast<uint32_t>(sid);
         if (from != kNone) {
-            f.what = kResult;
+            f.what = INA_PEER_RESULT;
             job_->send_peer(from, message(f, nullptr, 0));
             ++x.pending;
             continue;
         }
         auto &pieces = x.rebuild[sid];
         pieces.assign(x.n, {});
-        f.what = kInput;
+        f.what = INA_PEER_INPUT;
         for (uint32_t j = 0; j < x.n; ++j) {
             if (j == x.me && (!staged_ || sid < produced_)) {
                 Rescue::Piece &p = pieces[j];
@@ -779,12 +739,12 @@ void Call::defer_fetch(uint32_t from, uint64_t sid, bool result)
 
 void Call::give_block(uint32_t to, uint64_t sid, bool result) const
 {
-    PeerHdr d = header(kData, mid_);
+    ina_peer_hdr_t d = header(INA_PEER_DATA, mid_);
     d.sid = static_cast<uint32_t>(sid);
-    d.what = result ? kResult : kInput;
+    d.what = result ? INA_PEER_RESULT : INA_PEER_INPUT;
     std::vector<uint8_t> bytes;
     const bool ok = block_for_peer(sid, result, bytes, &d.offset, &d.count);
-    d.len = ok ? static_cast<uint32_t>(bytes.size()) : kNone;
+    d.len = ok ? static_cast<uint32_t>(bytes.size()) : INA_PEER_NONE;
     job_->send_peer(to, message(d, bytes.data(), ok ? bytes.size() : 0));
 }
 
@@ -920,10 +880,10 @@ void Call::rescue_abandon()
     }
     Rescue &x = *rescue_;
     for (const Deferred &f : deferred_) {
-        PeerHdr d = header(kData, mid_);
+        ina_peer_hdr_t d = header(INA_PEER_DATA, mid_);
         d.sid = static_cast<uint32_t>(f.sid);
-        d.what = f.result ? kResult : kInput;
-        d.len = kNone;
+        d.what = f.result ? INA_PEER_RESULT : INA_PEER_INPUT;
+        d.len = INA_PEER_NONE;
         job_->send_peer(f.from, message(d, nullptr, 0));
     }
     deferred_.clear();
@@ -1051,19 +1011,15 @@ uint32_t peer_tag_of(const ina_job_key_t &key)
 bool answer_absent(uint32_t tag, const ina_peer_ops_t &ops, uint32_t from, const void *msg,
                    size_t len)
 {
-    PeerHdr h{};
-    if (len < sizeof(h)) {
+    ina_peer_hdr_t h;
+    if (ina_peer_check(msg, len, &h) != INA_PEER_CHECK_OK || h.job != tag) {
         return false;
     }
-    std::memcpy(&h, msg, sizeof(h));
-    if (h.magic != kPeerMagic || h.job != tag) {
-        return false;
-    }
-    if (h.type != kAsk) {
+    if (h.type != INA_PEER_ASK) {
         return true; // nothing else is asked of a member that never had the job
     }
-    PeerHdr a = header(kState, h.mid);
-    a.state = kDenied;
+    ina_peer_hdr_t a = header(INA_PEER_STATE, h.mid);
+    a.state = INA_PEER_DENIED;
     a.job = tag;
     a.channel = h.channel;
     const std::vector<uint8_t> m = message(a, nullptr, 0);

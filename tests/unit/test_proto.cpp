@@ -4,6 +4,7 @@
 // init, the (op, dtype) and collective tables, the validator's acceptance of
 // every message form of every collective and every rejection it promises, a
 // fuzz loop, and the name helpers.
+#include "ina_peer_proto.h"
 #include "ina_proto.h"
 
 #include <check.h>
@@ -512,6 +513,50 @@ START_TEST(test_versions)
     ck_assert_uint_eq(ina_proto_version_retry(&v13, 13, 14), 13);
     ck_assert_uint_eq(ina_proto_version_retry(&v13, 14, 15), 0);
     ck_assert_uint_eq(ina_proto_version_retry(&v13, 13, 13), 0); // refused what it speaks
+}
+END_TEST
+
+// The ranks' recovery messages (ina_peer_proto.h): a header of ours with
+// its payload passes; another magic is not ours to parse; another version
+// is told apart from garbage; short, unknown or inconsistent ones are
+// malformed.
+START_TEST(test_peer_check)
+{
+    std::vector<unsigned char> m(sizeof(ina_peer_hdr_t) + 16);
+    ina_peer_hdr_t h;
+    ina_peer_init(&h, INA_PEER_STATE, 42);
+    ck_assert_uint_eq(h.magic, INA_PEER_MAGIC);
+    ck_assert_uint_eq(h.version, INA_PEER_VERSION);
+    h.len = 16;
+    std::memcpy(m.data(), &h, sizeof(h));
+    ina_peer_hdr_t out{};
+    ck_assert_int_eq(ina_peer_check(m.data(), m.size(), &out), INA_PEER_CHECK_OK);
+    ck_assert_uint_eq(out.mid, 42);
+    // Unaligned, as a PML may hand it.
+    std::vector<unsigned char> odd(m.size() + 1);
+    std::memcpy(odd.data() + 1, m.data(), m.size());
+    ck_assert_int_eq(ina_peer_check(odd.data() + 1, m.size(), &out), INA_PEER_CHECK_OK);
+    ck_assert_int_eq(ina_peer_check(m.data(), m.size() - 1, &out), INA_PEER_CHECK_MALFORMED);
+    ck_assert_int_eq(ina_peer_check(m.data(), sizeof(h) - 1, &out), INA_PEER_CHECK_MALFORMED);
+    ck_assert_int_eq(ina_peer_check(m.data(), 3, &out), INA_PEER_CHECK_FOREIGN);
+    ck_assert_int_eq(ina_peer_check(nullptr, 0, &out), INA_PEER_CHECK_FOREIGN);
+    // DATA that cannot: len INA_PEER_NONE and no payload.
+    ina_peer_init(&h, INA_PEER_DATA, 7);
+    h.len = INA_PEER_NONE;
+    ck_assert_int_eq(ina_peer_check(&h, sizeof(h), &out), INA_PEER_CHECK_OK);
+    ck_assert_int_eq(ina_peer_check(m.data(), sizeof(h) + 4, &out) == INA_PEER_CHECK_OK, 0);
+    for (unsigned t : {0u, 5u, 255u}) {
+        ina_peer_hdr_t b;
+        ina_peer_init(&b, INA_PEER_ASK, 1);
+        b.type = static_cast<uint8_t>(t);
+        ck_assert_int_eq(ina_peer_check(&b, sizeof(b), &out), INA_PEER_CHECK_MALFORMED);
+    }
+    ina_peer_hdr_t v;
+    ina_peer_init(&v, INA_PEER_ASK, 1);
+    v.version = INA_PEER_VERSION + 1;
+    ck_assert_int_eq(ina_peer_check(&v, 5, &out), INA_PEER_CHECK_VERSION); // read no further
+    v.magic ^= 1;
+    ck_assert_int_eq(ina_peer_check(&v, sizeof(v), &out), INA_PEER_CHECK_FOREIGN);
 }
 END_TEST
 
@@ -1318,6 +1363,7 @@ int main()
                                 test_rejects_common_fields,
                                 test_other_version_header_size,
                                 test_versions,
+                                test_peer_check,
                                 test_control_payload,
                                 test_control_block_fields,
                                 test_grant,
