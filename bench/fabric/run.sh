@@ -36,7 +36,9 @@ usage: $0 [options]
   --systems LIST   comma-separated, in this order: tuned (Open MPI's default
                    choice), ring (tuned forced to its ring algorithm: the best
                    host algorithm for big messages), ina1 (with --agents: ina
-                   over agent 0 alone), ina; default tuned,ring,ina
+                   over agent 0 alone), ina_P (ina, each size's allreduce a
+                   persistent request made once with MPI_Allreduce_init and
+                   started per call), ina; default tuned,ring,ina
   --builddir DIR   build tree with examples/ina_bench, switch_agent/ina-switchd
                    and ompi_coll_ina/.libs (default: $repo/build)
   --out DIR        results directory, default $here/results
@@ -106,7 +108,8 @@ for s in "${active[@]}"; do
     tuned | ring) ;;
     ina) run_ina=1 ;;
     ina1) ((agents >= 1)) || die "--systems: ina1 needs --agents"; run_ina=1 ;;
-    *) die "--systems: unknown system '$s' (tuned, ring, ina1, ina)" ;;
+    ina_P) run_ina=1 ;;
+    *) die "--systems: unknown system '$s' (tuned, ring, ina1, ina_P, ina)" ;;
     esac
 done
 ((${#active[@]})) || die "--systems: name at least one system"
@@ -246,6 +249,7 @@ band_warmup=($((iters / 10 > 2 ? iters / 10 : 2)) 2 1)
 # fails instead of silently measuring the fallback; verbose 1 prints the
 # offload counters at the end.
 sys_args() {
+    bench_args=()
     case $1 in
     tuned) args=(--mca coll ^ina) ;;
     ring) args=(--mca coll ^ina --mca coll_tuned_use_dynamic_rules 1
@@ -255,7 +259,8 @@ sys_args() {
     # emulated layout (ranks in blocks of ppn per host, as rank.sh places
     # them), or its node stage would serve the whole job in shared memory
     # and no byte would cross the emulated links.
-    ina | ina1) args=(--mca coll ina --mca coll_ina_test_node_size "$ppn" --mca coll_ina_required 1 --mca coll_ina_verbose 1)
+    ina | ina1 | ina_P) args=(--mca coll ina --mca coll_ina_test_node_size "$ppn" --mca coll_ina_required 1 --mca coll_ina_verbose 1)
+        [[ $1 == ina_P ]] && bench_args=(-P)
         if [[ $1 == ina1 ]]; then
             args+=(--mca coll_ina_agent "$(fab_stripe_agent_addr 0):$FAB_AGENT_PORT")
         else
@@ -318,14 +323,14 @@ if ((run_ina)); then
             "${agent_args[@]}"
     fi
 fi
-for sys in tuned ring ina1 ina; do rm -f "$out/$sys.log"; done
+for sys in tuned ring ina1 ina_P ina; do rm -f "$out/$sys.log"; done
 for ((rep = 1; rep <= repeat; rep++)); do
     for band in "${bands[@]}"; do
         read -r cls lo hi <<<"$band"
         for sys in "${active[@]}"; do
             echo "run.sh: [$rep/$repeat] $sys allreduce $lo..$hi bytes, ${band_iters[cls]} iterations"
             sys_args "$sys"
-            mpi "$ranks" "$out/$sys.log" "${args[@]}" -- -b allreduce -d float -o sum -c \
+            mpi "$ranks" "$out/$sys.log" "${args[@]}" -- "${bench_args[@]}" -b allreduce -d float -o sum -c \
                 -m "$lo:$hi" -i "${band_iters[cls]}" -w "${band_warmup[cls]}"
         done
     done
@@ -334,7 +339,7 @@ if ((run_ina)); then
     fab_agent_down
     # The component's counters (coll_ina_verbose 1), summed over its reports.
     # Each report reads "offloaded N (per collective...), fallback M (...)".
-    for sys in ina1 ina; do
+    for sys in ina1 ina_P ina; do
         [[ -r $out/$sys.log ]] || continue
         off=$({ grep -o 'offloaded [0-9]*' "$out/$sys.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
         fb=$({ grep -o 'fallback [0-9]*' "$out/$sys.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
