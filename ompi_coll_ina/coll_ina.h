@@ -110,6 +110,10 @@ typedef struct mca_coll_ina_component_t {
     int timeout_ms;
     int liveness_ms;          /* coll_ina_liveness_ms: a silent agent is lost after it */
     size_t min_bytes;
+    int progress_thread;  /* coll_ina_progress_thread: -1 auto (coll_ina_agent.c) */
+    int spin_us;          /* coll_ina_spin_us: the engine's and the embedded agent's */
+    int rndv_bytes;       /* coll_ina_rndv_bytes */
+    char *tenant;         /* coll_ina_tenant (a string: MCA has no 64-bit unsigned type) */
     int test_node_size;   /* tests only: > 0 pretends world ranks [0, K) are node 0, ... */
     int test_proto_lowest, test_proto_highest; /* tests only: the protocol versions offered */
     int test_package_size; /* tests only: > 0 pretends local ranks [0, P) share package 0, ... */
@@ -501,6 +505,9 @@ int mca_coll_ina_job_reopen(mca_coll_ina_module_t *m);
 void mca_coll_ina_job_withdraw(mca_coll_ina_module_t *m);
 /* Register the MPI_T performance variables (component register). */
 int mca_coll_ina_pvars_register(void);
+/* coll_ina_params.c: every MCA parameter, then the pvars (the component's
+ * register hook). */
+int mca_coll_ina_register_params(void);
 /* Find the module from its communicator from its enable on (attach)
  * until its destruction (detach), whatever component provides the
  * communicator's collectives; a failure only leaves the pvars reading 0. */
