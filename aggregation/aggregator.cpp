@@ -138,7 +138,8 @@ void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *pa
     // The payload may be unaligned: copy the node ids out.
     std::vector<uint32_t> nodes(h.count);
     std::memcpy(nodes.data(), bytes + key.size() + cap.size(), nodes.size() * sizeof(uint32_t));
-    const TreeDesc tree{h.seg_count, h.offset, (h.flags & INA_PROTO_F_CHILDREN) != 0};
+    const TreeDesc tree{ina_proto_job_open_leaves(&h), ina_proto_job_open_leaf(&h),
+                        (h.flags & INA_PROTO_F_CHILDREN) != 0};
     if (tree.groups > 1 && !uplink_up_) {
         // Its calls would wait forever for the other leaves' members.
         ++counters_.rejected[INA_PROTO_ERR_UPSTREAM];
@@ -168,8 +169,9 @@ void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *pa
     if (st == INA_PROTO_OK && kit == keys_.end()) {
         auto slot = keys_.emplace(key, 0).first; // room first: nothing throws after the job
         try {
-            job = &new_job(from, key, cap, std::move(nodes), h.window, tree, h.mid);
-            job->set_stripe(h.sid);
+            job = &new_job(from, key, cap, std::move(nodes), h.window, tree,
+                           ina_proto_job_open_tenant(&h));
+            job->set_stripe(ina_proto_job_open_stripe_word(&h));
         } catch (...) {
             keys_.erase(slot);
             throw;

@@ -77,7 +77,7 @@ void WireSink::error(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t 
     ina_proto_init(&h, INA_PROTO_ERROR);
     h.status = static_cast<uint8_t>(status);
     h.flags = in_flight ? INA_PROTO_F_IN_FLIGHT : 0;
-    h.op = req.type;
+    ina_proto_error_set_rejected(&h, req.type);
     h.jid = req.jid;
     h.rank = req.rank;
     h.mid = req.mid;
@@ -101,9 +101,7 @@ void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &
         }
         ina_proto_hdr_t ack;
         ina_proto_init(&ack, INA_PROTO_HELLO_ACK);
-        ack.count = agg.max_window();
-        ack.arg = agg.seg_bytes();
-        ack.mid = rndv_blocks;
+        ina_proto_hello_ack_set_agent(&ack, agg.max_window(), agg.seg_bytes(), rndv_blocks);
         out.send(from, ack, {}, 0);
         break;
     }

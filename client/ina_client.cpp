@@ -124,8 +124,8 @@ int Client::start(const ChannelFactory &open, const std::string &a, std::string 
         ina_proto_hdr_t hello;
         ina_proto_init(&hello, INA_PROTO_HELLO);
         ina_proto_hello_offer(&hello, proto_lowest_, highest, 0);
-        hello.count = ucx::kStreamSegBytes; // the channel's UCX context runs with it
-        hello.arg = rndv_bytes_;
+        // The channel's UCX context runs with kStreamSegBytes.
+        ina_proto_hello_set_transport(&hello, ucx::kStreamSegBytes, rndv_bytes_);
         ack = ina_proto_hdr_t{};
         rc = request(hello, nullptr, 0, INA_PROTO_HELLO_ACK, connect_timeout_ms_, &ack);
         const bool refused = rc == INA_ERR_PROTO && ack.status == INA_PROTO_ERR_VERSION;
@@ -165,20 +165,23 @@ int Client::start(const ChannelFactory &open, const std::string &a, std::string 
         return INA_ERR_PROTO;
     }
     info_.protocol = ack.version; // every later message carries it
-    if (ack.count == 0 || ack.count > INA_PROTO_MAX_WINDOW || ack.arg < 16 ||
-        ack.arg > INA_PROTO_MAX_SEG_BYTES) {
-        err = "agent " + a + " sent an unusable HELLO_ACK (window " + std::to_string(ack.count) +
-              ", seg bytes " + std::to_string(ack.arg) + ")";
+    const uint32_t max_window = ina_proto_hello_ack_max_window(&ack);
+    const uint64_t seg_bytes = ina_proto_hello_ack_seg_bytes(&ack);
+    const uint64_t rndv_blocks = ina_proto_hello_ack_rndv_blocks(&ack);
+    if (max_window == 0 || max_window > INA_PROTO_MAX_WINDOW || seg_bytes < 16 ||
+        seg_bytes > INA_PROTO_MAX_SEG_BYTES) {
+        err = "agent " + a + " sent an unusable HELLO_ACK (window " + std::to_string(max_window) +
+              ", seg bytes " + std::to_string(seg_bytes) + ")";
         return INA_ERR_PROTO;
     }
-    info_.max_window = ack.count;
-    info_.seg_bytes = static_cast<uint32_t>(ack.arg);
+    info_.max_window = max_window;
+    info_.seg_bytes = static_cast<uint32_t>(seg_bytes);
     // The agent's word on blocks (0 from an agent without rendezvous).
-    channel_->set_rndv_bytes(ack.mid);
+    channel_->set_rndv_bytes(rndv_blocks);
     log(10, "connected to %s: protocol %u, max window %u, seg %u bytes, rendezvous: blocks "
             "from %llu B, results from %llu B (0 = never)",
         a.c_str(), info_.protocol, info_.max_window, info_.seg_bytes,
-        static_cast<unsigned long long>(ack.mid),
+        static_cast<unsigned long long>(rndv_blocks),
         static_cast<unsigned long long>(rndv_bytes_));
     if (want_thread_) {
         // The thread takes no signal: the application's handlers (and
@@ -669,19 +672,20 @@ void Client::on_message(const ina_proto_hdr_t &h, const void *data, size_t lengt
         return;
     }
     case INA_PROTO_ERROR:
-        if (pending_.active && !pending_.done && h.op == pending_.req_type) {
+        if (pending_.active && !pending_.done && ina_proto_error_rejected(&h) == pending_.req_type) {
             pending_.reply = h;
             pending_.done = true;
             return;
         }
-        if (h.op == INA_PROTO_BLOCK) {
+        if (ina_proto_error_rejected(&h) == INA_PROTO_BLOCK) {
             auto it = jobs_.find(h.jid);
             if (it != jobs_.end()) {
                 it->second->on_error(h);
                 return;
             }
         }
-        log(1, "agent rejected a %s (jid %u mid %llu sid %u): %s", ina_proto_type_name(h.op),
+        log(1, "agent rejected a %s (jid %u mid %llu sid %u): %s",
+            ina_proto_type_name(ina_proto_error_rejected(&h)),
             h.jid, static_cast<unsigned long long>(h.mid), h.sid,
             ina_proto_status_name(h.status));
         return;

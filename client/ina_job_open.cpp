@@ -80,12 +80,13 @@ ina_status_t ina_job_open(ina_client_t *client, const ina_job_key_t *key, uint32
 
 namespace {
 
-// ina_job_open_tree, and JOB_OPEN's stripe word (ina_proto.h; 0: none).
+// ina_job_open_tree, and JOB_OPEN's place in a stripe (width <= 1: none).
 ina_status_t open_job(ina_client_t *client, const ina_job_key_t *key, uint32_t nmembers,
                       const uint32_t *node_of_member, uint32_t rank, uint32_t leaf,
                       uint32_t nleaves, uint32_t comm_rank, uint32_t comm_size,
-                      uint32_t requested_window, uint32_t requested_block_bytes, uint32_t stripe,
-                      ina_job_params_t *params, ina_job_t **out)
+                      uint32_t requested_window, uint32_t requested_block_bytes,
+                      uint32_t stripe_index, uint32_t stripe_width, ina_job_params_t *params,
+                      ina_job_t **out)
 {
     if (out != nullptr) {
         *out = nullptr;
@@ -111,13 +112,12 @@ ina_status_t open_job(ina_client_t *client, const ina_job_key_t *key, uint32_t n
         ina_proto_hdr_t h;
         ina_proto_init(&h, INA_PROTO_JOB_OPEN);
         h.rank = rank;
-        h.mid = c.tenant();
         h.count = nmembers;
         h.window = static_cast<uint16_t>(window);
         h.arg = c.next_cookie();
-        h.seg_count = nleaves;
-        h.offset = leaf;
-        h.sid = stripe;
+        ina_proto_job_open_set_tenant(&h, c.tenant());
+        ina_proto_job_open_set_tree(&h, nleaves, leaf);
+        ina_proto_job_open_set_stripe(&h, stripe_index, stripe_width);
         int rc = job_request(c, h, payload.data(), payload.size(), block, params);
         if (rc != INA_OK) {
             return rc;
@@ -142,7 +142,7 @@ ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, u
                                ina_job_params_t *params, ina_job_t **out)
 {
     return open_job(client, key, nmembers, node_of_member, rank, leaf, nleaves, comm_rank,
-                    comm_size, requested_window, requested_block_bytes, 0, params, out);
+                    comm_size, requested_window, requested_block_bytes, 0, 0, params, out);
 }
 
 ina_status_t ina_job_open_stripe(ina_client_t *client, const ina_job_key_t *key,
@@ -154,9 +154,9 @@ ina_status_t ina_job_open_stripe(ina_client_t *client, const ina_job_key_t *key,
     if (stripe_width > 0xffffu || (stripe_width > 1 && stripe_index >= stripe_width)) {
         return INA_ERR_INVALID;
     }
-    const uint32_t stripe = stripe_width > 1 ? (stripe_width << 16) | stripe_index : 0;
     return open_job(client, key, nmembers, node_of_member, rank, 0, 0, rank, nmembers,
-                    requested_window, requested_block_bytes, stripe, params, out);
+                    requested_window, requested_block_bytes, stripe_index, stripe_width, params,
+                    out);
 }
 
 } // extern "C"

@@ -159,14 +159,16 @@ ina_proto_status_t check_job_open(const ina_proto_hdr_t &h, size_t payload_len)
                            static_cast<size_t>(h.count) * sizeof(uint32_t)) {
         return INA_PROTO_ERR_MALFORMED;
     }
-    // The tree fields: this leaf's index among seg_count leaves, or none.
-    const bool tree_ok = h.seg_count == 0 ? h.offset == 0 : h.offset < h.seg_count;
+    // The tree: this leaf's index among the leaves, or none.
+    const uint32_t leaves = ina_proto_job_open_leaves(&h), leaf = ina_proto_job_open_leaf(&h);
+    const bool tree_ok = leaves == 0 ? leaf == 0 : leaf < leaves;
     // The stripe: index < width (width >= 2), or 0.
-    const uint32_t width = h.sid >> 16, index = h.sid & 0xffffu;
-    if (h.sid != 0 && (width < 2 || index >= width)) {
+    const uint32_t width = ina_proto_job_open_stripe_width(&h);
+    if (ina_proto_job_open_stripe_word(&h) != 0 &&
+        (width < 2 || ina_proto_job_open_stripe_index(&h) >= width)) {
         return INA_PROTO_ERR_MALFORMED;
     }
-    if (!tree_ok || h.seg_count > INA_PROTO_MAX_MEMBERS || h.coll != 0 ||
+    if (!tree_ok || leaves > INA_PROTO_MAX_MEMBERS || h.coll != 0 ||
         (h.flags & ~unsigned{INA_PROTO_F_CHILDREN}) != 0) {
         return INA_PROTO_ERR_MALFORMED;
     }

@@ -59,7 +59,10 @@
  * range. Where versions differ, the code asks the connection's version
  * (so far only HELLO changed: 13 and 14 are otherwise the same).
  *
- * Message flow:
+ * Message flow (where a type gives a field a meaning of its own, say
+ * JOB_OPEN's mid = the tenant, code reads and writes it through the named
+ * accessors below: ina_proto_job_open_*, ina_proto_hello_*,
+ * ina_proto_hello_ack_*, ina_proto_error_*, ina_proto_refusal_*):
  *   HELLO       c->a  first message on a new endpoint (its layout, and that of
  *                     HELLO_ACK and ERROR(VERSION), is the same in every version,
  *                     "Versions"). version = the highest protocol version the
@@ -467,6 +470,108 @@ int ina_proto_coll_valid(unsigned coll, unsigned op, unsigned dtype);
  * Returns INA_PROTO_OK or the status that explains the rejection.
  * Never reads past hdr_len. */
 ina_proto_status_t ina_proto_check(const void *hdr, size_t hdr_len, size_t payload_len);
+
+/* ---- Fields that mean something of their own in one message type -------
+ * The header's fields are named for the data path (BLOCK, RESULT); the
+ * types below reuse some of them. Code reads and writes those through
+ * these names, never through the reused field. */
+
+/* JOB_OPEN: the tenant (the application the member belongs to; 0: none). */
+static inline void ina_proto_job_open_set_tenant(ina_proto_hdr_t *h, uint64_t tenant)
+{
+    h->mid = tenant;
+}
+static inline uint64_t ina_proto_job_open_tenant(const ina_proto_hdr_t *h)
+{
+    return h->mid;
+}
+
+/* JOB_OPEN: the job's place in a tree of agents: `leaves` leaf agents the
+ * members talk to (0 or 1: the job ends at this agent), this agent being
+ * leaf number `leaf` among them. */
+static inline void ina_proto_job_open_set_tree(ina_proto_hdr_t *h, uint32_t leaves, uint32_t leaf)
+{
+    h->seg_count = leaves;
+    h->offset = leaf;
+}
+static inline uint32_t ina_proto_job_open_leaves(const ina_proto_hdr_t *h)
+{
+    return h->seg_count;
+}
+static inline uint32_t ina_proto_job_open_leaf(const ina_proto_hdr_t *h)
+{
+    return h->offset;
+}
+
+/* JOB_OPEN: the job's place in a stripe: this agent is number `index` of
+ * the `width` agents a communicator stripes its calls over (width >= 2;
+ * width 0 or 1: not striped). The word is (width << 16) | index, or 0. */
+static inline void ina_proto_job_open_set_stripe(ina_proto_hdr_t *h, uint32_t index,
+                                                 uint32_t width)
+{
+    h->sid = width > 1 ? (width << 16) | (index & 0xffffu) : 0u;
+}
+static inline uint32_t ina_proto_job_open_stripe_word(const ina_proto_hdr_t *h)
+{
+    return h->sid;
+}
+static inline uint32_t ina_proto_job_open_stripe_width(const ina_proto_hdr_t *h)
+{
+    return h->sid >> 16;
+}
+static inline uint32_t ina_proto_job_open_stripe_index(const ina_proto_hdr_t *h)
+{
+    return h->sid & 0xffffu;
+}
+
+/* HELLO: the sender's UCX stream segment and its rendezvous threshold for
+ * RESULTs (0: eager only). */
+static inline void ina_proto_hello_set_transport(ina_proto_hdr_t *h, uint32_t stream_seg_bytes,
+                                                 uint64_t rndv_result_bytes)
+{
+    h->count = stream_seg_bytes;
+    h->arg = rndv_result_bytes;
+}
+static inline uint32_t ina_proto_hello_stream_seg(const ina_proto_hdr_t *h)
+{
+    return h->count;
+}
+static inline uint64_t ina_proto_hello_rndv_results(const ina_proto_hdr_t *h)
+{
+    return h->arg;
+}
+
+/* HELLO_ACK: the agent's largest lease (Segs), its Seg size in bytes and
+ * its rendezvous threshold for BLOCKs (0: eager only). */
+static inline void ina_proto_hello_ack_set_agent(ina_proto_hdr_t *h, uint32_t max_window,
+                                                 uint64_t seg_bytes, uint64_t rndv_block_bytes)
+{
+    h->count = max_window;
+    h->arg = seg_bytes;
+    h->mid = rndv_block_bytes;
+}
+static inline uint32_t ina_proto_hello_ack_max_window(const ina_proto_hdr_t *h)
+{
+    return h->count;
+}
+static inline uint64_t ina_proto_hello_ack_seg_bytes(const ina_proto_hdr_t *h)
+{
+    return h->arg;
+}
+static inline uint64_t ina_proto_hello_ack_rndv_blocks(const ina_proto_hdr_t *h)
+{
+    return h->mid;
+}
+
+/* ERROR: the type of the message it rejects. */
+static inline void ina_proto_error_set_rejected(ina_proto_hdr_t *h, unsigned type)
+{
+    h->op = (uint8_t) type;
+}
+static inline unsigned ina_proto_error_rejected(const ina_proto_hdr_t *h)
+{
+    return h->op;
+}
 
 /* ---- Versions: the fields of the first-contact messages, by name. ----- */
 

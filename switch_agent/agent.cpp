@@ -815,11 +815,11 @@ ina_proto_status_t Agent::hello(agg::Member &from, const ina_proto_hdr_t &h,
                  ina_proto_hello_highest(&h), INA_PROTO_VERSION_MIN, INA_PROTO_VERSION);
         return INA_PROTO_ERR_VERSION;
     }
-    if (h.count != ucx::kStreamSegBytes) {
+    if (ina_proto_hello_stream_seg(&h) != ucx::kStreamSegBytes) {
         // Our RESULTs would be cut in fragments larger than it can take.
         INA_WARN("peer %" PRIu64 " (%s) runs with a stream segment of %u bytes, this agent with "
                  "%u: refused (an ina build of another version?)",
-                 from.id, static_cast<Peer &>(from).host.c_str(), h.count,
+                 from.id, static_cast<Peer &>(from).host.c_str(), ina_proto_hello_stream_seg(&h),
                  ucx::kStreamSegBytes);
         return INA_PROTO_ERR_MISMATCH;
     }
@@ -836,7 +836,7 @@ ina_proto_status_t Agent::hello(agg::Member &from, const ina_proto_hdr_t &h,
         peer.admitted = true;
         ++admitted_;
     }
-    peer.rndv_results = h.arg;
+    peer.rndv_results = ina_proto_hello_rndv_results(&h);
     peer.version = static_cast<uint8_t>(version);
     if (version != INA_PROTO_VERSION) {
         INA_INFO("peer %" PRIu64 " (%s) speaks ina protocol version %u", from.id,

@@ -64,7 +64,7 @@ void ParentLink::start(uint32_t seg_bytes, int timeout_ms)
     started_ = true;
     live_.restart(Clock::now());
     INA_INFO("parent %s: max window %" PRIu32 ", seg %" PRIu64 " bytes", addr_.c_str(),
-             hello_ack_.count, hello_ack_.arg);
+             ina_proto_hello_ack_max_window(&hello_ack_), ina_proto_hello_ack_seg_bytes(&hello_ack_));
 }
 
 void ParentLink::say_hello(bool now)
@@ -73,8 +73,7 @@ void ParentLink::say_hello(bool now)
     ina_proto_hdr_t h;
     ina_proto_init(&h, INA_PROTO_HELLO);
     ina_proto_hello_offer(&h, INA_PROTO_VERSION_MIN, offer_highest_, 0);
-    h.count = ucx::kStreamSegBytes;
-    h.arg = 0; // RESULTs eager
+    ina_proto_hello_set_transport(&h, ucx::kStreamSegBytes, 0); // RESULTs eager
     queue(h);
     if (now) {
         flush();
@@ -95,8 +94,9 @@ std::string ParentLink::hello_refused() const
     if (hello_ack_.type != INA_PROTO_HELLO_ACK) {
         return std::string("HELLO refused (") + ina_proto_status_name(hello_ack_.status) + ")";
     }
-    if (hello_ack_.arg < seg_bytes_) {
-        return "the parent has Segs of " + std::to_string(hello_ack_.arg) + " bytes, this agent " +
+    if (ina_proto_hello_ack_seg_bytes(&hello_ack_) < seg_bytes_) {
+        return "the parent has Segs of " + std::to_string(ina_proto_hello_ack_seg_bytes(&hello_ack_)) +
+               " bytes, this agent " +
                std::to_string(seg_bytes_) +
                ": a leaf's blocks must fit its parent's Segs (--seg-size)";
     }
@@ -204,7 +204,8 @@ void ParentLink::hello_answered()
     ++counters_.reconnects;
     INA_INFO("parent %s: connected again (max window %" PRIu32 ", seg %" PRIu64
              " bytes): jobs over several leaves are taken again",
-             addr_.c_str(), hello_ack_.count, hello_ack_.arg);
+             addr_.c_str(), ina_proto_hello_ack_max_window(&hello_ack_),
+             ina_proto_hello_ack_seg_bytes(&hello_ack_));
     agg_.uplink_restored();
 }
 
@@ -309,7 +310,7 @@ void ParentLink::open(const agg::Job &job)
     h.count = groups;
     h.window = static_cast<uint16_t>(job.asked_window());
     h.arg = job.jid(); // the cookie: JOB_OPENED names the leaf's job
-    h.mid = job.tenant();
+    ina_proto_job_open_set_tenant(&h, job.tenant());
     h.flags = INA_PROTO_F_CHILDREN;
     Send &s = queue(h);
     s.bytes.assign(job.key().begin(), job.key().end());
