@@ -674,7 +674,7 @@ Call &Aggregator::start_call(Job &job, const ina_proto_hdr_t &h)
     c.total = h.arg;
     // A member's first block of a call is its SID 0: a whole block's length
     // (BARRIER's is empty).
-    c.nblocks = h.seg_count == 0 ? 1 : (h.arg + h.seg_count - 1) / h.seg_count;
+    c.nblocks = h.block_elems == 0 ? 1 : (h.arg + h.block_elems - 1) / h.block_elems;
     if (job.children()) {
         c.ready.assign(job.nmembers(), false);
     }
@@ -698,7 +698,7 @@ void Aggregator::handle_block(Member &from, const ina_proto_hdr_t &h, const void
         return;
     }
     Job &job = *jp;
-    if (static_cast<size_t>(h.seg_count) * ina_proto_dtype_size(h.dtype) > pool_.seg_bytes()) {
+    if (static_cast<size_t>(h.block_elems) * ina_proto_dtype_size(h.dtype) > pool_.seg_bytes()) {
         Call *call = job.find_call(h.mid);
         if (call != nullptr && call->granted) {
             refuse(job, *call, from, h, INA_PROTO_ERR_MALFORMED, "block larger than a Seg");
@@ -810,7 +810,7 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
     }
     const bool want = (h.flags & INA_PROTO_F_WANT_RESULT) != 0;
     Block b{h.rank, h.sid,  h.coll,      h.op,  h.dtype,
-            want,   h.offset, h.count, h.seg_count, h.arg, payload, own};
+            want,   h.offset, h.count, h.block_elems, h.arg, payload, own};
     // A leaf's members cover only their part of a BCAST/ALLGATHER block.
     switch (pool_.contribute(seg, job.topology(), b, !job.uplinked())) {
     case SegOutcome::kStored:
@@ -821,7 +821,7 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
         return;
     case SegOutcome::kMismatch:
         refuse(job, call, from, h, INA_PROTO_ERR_MISMATCH,
-               "coll/op/dtype/seg_count/size differ from the Seg's");
+               "coll/op/dtype/block_elems/size differ from the Seg's");
         return;
     case SegOutcome::kNotWhole:
         refuse(job, call, from, h, INA_PROTO_ERR_MISMATCH,
@@ -863,7 +863,7 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
     done.done = static_cast<uint32_t>(job.certified());
     send_result(job, done, seg);
     // BARRIER's single block is empty (total 0): done >= total at once.
-    call.done += h.seg_count;
+    call.done += h.block_elems;
     if (call.done >= call.total) {
         end_call(job.jid(), h.mid, call); // the call ended: its lease goes back
     }
@@ -871,7 +871,7 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
 
 void Aggregator::send_result(Job &job, const ina_proto_hdr_t &blk, uint32_t seg)
 {
-    const size_t len = static_cast<size_t>(blk.seg_count) * ina_proto_dtype_size(blk.dtype);
+    const size_t len = static_cast<size_t>(blk.block_elems) * ina_proto_dtype_size(blk.dtype);
     // The Seg is free for the next SID from here on; the buffer travels with
     // one reference per payload send (an empty BARRIER block has none), and
     // ours goes when this function returns, whatever happens.

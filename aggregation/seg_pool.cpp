@@ -170,7 +170,7 @@ void SegPool::init(Seg &s, const Topology &topo, const Block &b, uint32_t adopt)
     s.op = b.op;
     s.dtype = b.dtype;
     s.sid = b.sid;
-    s.seg_count = b.seg_count;
+    s.block_elems = b.block_elems;
     s.total = b.total;
     s.rank_bits.assign(topo.nranks(), true);
     s.node_bits.assign(topo.nnodes(), true);
@@ -185,9 +185,9 @@ void SegPool::init(Seg &s, const Topology &topo, const Block &b, uint32_t adopt)
     }
     s.placed = 0;
     if (b.coll == INA_COLL_ALLGATHER) {
-        s.placed_bits.assign((b.seg_count + 63) / 64, 0);
+        s.placed_bits.assign((b.block_elems + 63) / 64, 0);
     }
-    s.buf = adopt != kNoIndex ? adopt : b.seg_count > 0 ? buffers_.get() : kNoIndex;
+    s.buf = adopt != kNoIndex ? adopt : b.block_elems > 0 ? buffers_.get() : kNoIndex;
     s.busy = true;
 }
 
@@ -222,16 +222,16 @@ void SegPool::fold(Seg &s, const void *src)
         std::swap(s.buf, s.staged[1]);
         buffers_.unref(s.staged[1]); // the Seg's unused buffer
         s.staged[1] = kNoIndex;
-        ina_reduce_left(s.op, s.dtype, buffers_.data(s.buf), src, s.seg_count);
+        ina_reduce_left(s.op, s.dtype, buffers_.data(s.buf), src, s.block_elems);
         s.next_rank = 2;
         return;
     }
     if (s.next_rank == 0) {
         if (dst != src) { // else the Seg adopted the received buffer
-            std::memcpy(dst, src, s.seg_count * ina_proto_dtype_size(s.dtype));
+            std::memcpy(dst, src, s.block_elems * ina_proto_dtype_size(s.dtype));
         }
     } else {
-        ina_reduce(s.op, s.dtype, dst, src, s.seg_count);
+        ina_reduce(s.op, s.dtype, dst, src, s.block_elems);
     }
     ++s.next_rank;
 }
@@ -258,14 +258,14 @@ SegOutcome SegPool::check_piece(const Seg &s, bool fresh, uint32_t nranks, const
     if (coll_reduces(b.coll)) {
         // Every member brings the whole block (the validator says so too; the
         // Seg does not rely on it).
-        return b.offset == 0 && b.count == b.seg_count ? SegOutcome::kStored
+        return b.offset == 0 && b.count == b.block_elems ? SegOutcome::kStored
                                                        : SegOutcome::kNotWhole;
     }
     const uint32_t placed = fresh ? 0 : s.placed;
     if (b.count != 0) {
         if (b.coll == INA_COLL_BCAST) {
             // One root brings the whole block; everybody else sends a CREDIT.
-            if (b.offset != 0 || b.count != b.seg_count) {
+            if (b.offset != 0 || b.count != b.block_elems) {
                 return SegOutcome::kNotWhole;
             }
             if (placed != 0) {
@@ -278,7 +278,7 @@ SegOutcome SegPool::check_piece(const Seg &s, bool fresh, uint32_t nranks, const
     }
     // The last member: without overlaps, covering exactly = the counts add up.
     const uint32_t left = fresh ? nranks : s.ranks_left;
-    if (whole && left == 1 && placed + b.count != b.seg_count) {
+    if (whole && left == 1 && placed + b.count != b.block_elems) {
         return SegOutcome::kUncovered;
     }
     return SegOutcome::kStored;
@@ -288,7 +288,7 @@ SegOutcome SegPool::contribute(uint32_t seg, const Topology &topo, const Block &
 {
     Seg &s = segs_[seg];
     const size_t esz = ina_proto_dtype_size(b.dtype);
-    if (static_cast<size_t>(b.seg_count) * esz > seg_bytes() || esz == 0) {
+    if (static_cast<size_t>(b.block_elems) * esz > seg_bytes() || esz == 0) {
         return SegOutcome::kTooBig;
     }
     const bool fresh = !s.busy;
@@ -297,7 +297,7 @@ SegOutcome SegPool::contribute(uint32_t seg, const Topology &topo, const Block &
             return SegOutcome::kBusy;
         }
         if (s.coll != b.coll || s.op != b.op || s.dtype != b.dtype ||
-            s.seg_count != b.seg_count || s.total != b.total) {
+            s.block_elems != b.block_elems || s.total != b.total) {
             return SegOutcome::kMismatch;
         }
         if (!s.rank_bits[b.rank]) {
@@ -360,7 +360,7 @@ SegOutcome SegPool::contribute(uint32_t seg, const Topology &topo, const Block &
         // Early: park it (a copy, or the received buffer itself) until the
         // ranks before it arrived.
         if (buffers_.data(stage) != b.data) {
-            std::memcpy(buffers_.data(stage), b.data, static_cast<size_t>(b.seg_count) * esz);
+            std::memcpy(buffers_.data(stage), b.data, static_cast<size_t>(b.block_elems) * esz);
         }
         s.staged[b.rank] = stage;
     }
@@ -377,7 +377,7 @@ bool SegPool::covered(uint32_t seg, uint32_t &offset, uint32_t &count) const
 {
     const Seg &s = segs_[seg];
     offset = 0;
-    count = s.reduce ? s.seg_count : s.placed;
+    count = s.reduce ? s.block_elems : s.placed;
     if (s.reduce || s.placed == 0 || s.coll != INA_COLL_ALLGATHER) {
         return true; // whole, or nothing, or BCAST's single piece (at offset 0)
     }
@@ -389,7 +389,7 @@ bool SegPool::covered(uint32_t seg, uint32_t &offset, uint32_t &count) const
     }
     offset = w * 64 + static_cast<uint32_t>(__builtin_ctzll(s.placed_bits[w]));
     const uint32_t end = offset + s.placed;
-    return end <= s.seg_count && !any_unset(s.placed_bits, offset, end);
+    return end <= s.block_elems && !any_unset(s.placed_bits, offset, end);
 }
 
 uint32_t SegPool::take_result(uint32_t seg)

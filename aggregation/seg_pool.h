@@ -138,7 +138,7 @@ struct Block {
     bool want;          // INA_PROTO_F_WANT_RESULT: send this member the payload
     uint32_t offset;    // element offset of the payload inside the block
     uint32_t count;     // payload elements (0 = CREDIT)
-    uint32_t seg_count; // elements of the whole block
+    uint32_t block_elems; // elements of the whole block
     uint64_t total;     // elements of the call's result vector
     const void *data;
     // The buffer `data` lies in, when the transport received the payload into
@@ -155,7 +155,7 @@ enum class SegOutcome {
     kStored,    // contribution taken, Seg still waits for others
     kComplete,  // Node bitmap empty: read wants(), then take_result()
     kDuplicate, // this rank already contributed to this block
-    kMismatch,  // coll/op/dtype/seg_count/total differ from the Seg's
+    kMismatch,  // coll/op/dtype/block_elems/total differ from the Seg's
     kNotWhole,  // reduction without data over the whole block, or partial BCAST data
     kOverlap,   // a second BCAST root, or ALLGATHER pieces that overlap
     kUncovered, // the last member arrived and the placed pieces leave a gap
@@ -217,7 +217,7 @@ private:
         uint8_t op = 0;
         uint8_t dtype = 0;
         uint32_t sid = 0;
-        uint32_t seg_count = 0;
+        uint32_t block_elems = 0;
         uint64_t total = 0;
         uint32_t buf = kNoIndex;           // none for an empty block (BARRIER)
         std::vector<bool> rank_bits;       // 1 = rank still to contribute

@@ -39,7 +39,7 @@ public:
     // GRANT or DENY of a call to member `rank`.
     virtual void decision(Member &to, uint32_t rank, const Decision &d) = 0;
     // Block complete; `blk` is the header of the block that completed it (all
-    // members agree on jid, mid, sid, seg, window, coll, op, dtype, seg_count
+    // members agree on jid, mid, sid, seg, window, coll, op, dtype, block_elems
     // and arg). result(): the block's `len` bytes to member `rank`, which
     // asked for them; the sink keeps `payload` until it is sent (empty for an
     // empty block). ack(): only the acknowledgement.

@@ -236,7 +236,7 @@ void Aggregator::uplink_result(uint32_t jid, const ina_proto_hdr_t &h, const voi
     const uint32_t slot = h.sid % static_cast<uint32_t>(call->lease.size());
     const uint32_t seg = call->lease[slot];
     const size_t want_len = pool_.wanted(seg) > 0
-                                ? static_cast<size_t>(h.seg_count) * ina_proto_dtype_size(h.dtype)
+                                ? static_cast<size_t>(h.block_elems) * ina_proto_dtype_size(h.dtype)
                                 : 0;
     if (call->up_pending[slot] != uint64_t{h.sid} + 1 || h.coll != call->coll ||
         h.op != call->op || h.dtype != call->dtype || len != want_len) {
@@ -267,14 +267,14 @@ void Aggregator::uplink_result(uint32_t jid, const ina_proto_hdr_t &h, const voi
     blk.coll = call->coll;
     blk.op = call->op;
     blk.dtype = call->dtype;
-    blk.seg_count = h.seg_count;
-    blk.count = h.seg_count;
+    blk.block_elems = h.block_elems;
+    blk.count = h.block_elems;
     blk.arg = call->total;
     blk.done = h.done; // the parent's certified mark: the least over every leaf
     // The Seg's want bits stay until its next block, which no member sends
     // before this RESULT.
     fan_out(job, blk, seg, result, len);
-    call->done += h.seg_count;
+    call->done += h.block_elems;
     if (call->done >= call->total) {
         end_call(jid, h.mid, *call);
     } else {

@@ -37,7 +37,7 @@ public:
     // reason its members were told, or the loss of one of them).
     virtual void abort(const Job &job, uint64_t mid, ina_proto_status_t why) = 0;
     // One completed block of the leaf's call, as this leaf's BLOCK at the
-    // parent: `p.hdr` carries mid, sid, coll, op, dtype, seg_count, arg,
+    // parent: `p.hdr` carries mid, sid, coll, op, dtype, block_elems, arg,
     // offset, count and WANT_RESULT (the transport fills jid, rank, seg and
     // window for the parent's job); the payload is p.len bytes at
     // p.buf.data() + p.offset, kept alive by p.buf until sent. The leaf sends

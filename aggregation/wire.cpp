@@ -19,7 +19,7 @@ ina_proto_hdr_t result_hdr(const ina_proto_hdr_t &blk, uint32_t rank)
     r.sid = blk.sid;
     r.mid = blk.mid;
     r.seg = blk.seg;
-    r.seg_count = blk.seg_count;
+    r.block_elems = blk.block_elems;
     r.arg = blk.arg;
     r.done = blk.done;
     r.rank = rank;
@@ -59,7 +59,7 @@ void WireSink::result(Member &to, uint32_t rank, const ina_proto_hdr_t &blk, Buf
                       size_t len)
 {
     ina_proto_hdr_t r = result_hdr(blk, rank);
-    r.count = blk.seg_count;
+    r.count = blk.block_elems;
     send(to, r, std::move(payload), len);
 }
 

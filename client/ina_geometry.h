@@ -195,7 +195,7 @@ public:
     uint64_t part_count() const { return part_count_; }
 
     uint64_t block_first(uint64_t sid) const { return sid * per_block_; }
-    // Elements of block sid (the wire's seg_count); the last may be partial.
+    // Elements of block sid (the wire's block_elems); the last may be partial.
     uint32_t block_count(uint64_t sid) const
     {
         const uint64_t first = block_first(sid);

@@ -467,7 +467,7 @@ Call::Post Call::post_block(Client &client)
     sc.hdr.sid = static_cast<uint32_t>(sid);
     sc.hdr.seg = slot;
     sc.hdr.window = static_cast<uint16_t>(window_.window());
-    sc.hdr.seg_count = geom_.block_count(sid);
+    sc.hdr.block_elems = geom_.block_count(sid);
     sc.hdr.offset = offset;
     sc.hdr.count = count; // 0: a CREDIT
     sc.hdr.flags = want ? INA_PROTO_F_WANT_RESULT : 0; // read back by a staged RESULT
@@ -505,7 +505,7 @@ void Call::SlotCtx::done(bool ok)
 bool Call::matches(const ina_proto_hdr_t &h) const
 {
     return h.sid < geom_.nblocks() && h.coll == tmpl_.coll && h.op == tmpl_.op &&
-           h.dtype == tmpl_.dtype && h.seg_count == geom_.block_count(h.sid);
+           h.dtype == tmpl_.dtype && h.block_elems == geom_.block_count(h.sid);
 }
 
 void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
@@ -540,8 +540,8 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
         keep_copy(SIZE_MAX); // before a RESULT lands on an input it keeps
     }
     if (geom_.wants(sid)) {
-        const size_t bytes = static_cast<size_t>(h.seg_count) * esz_;
-        if (h.seg_count > 0 && ((h.flags & INA_PROTO_F_ACK_ONLY) != 0 || length != bytes)) {
+        const size_t bytes = static_cast<size_t>(h.block_elems) * esz_;
+        if (h.block_elems > 0 && ((h.flags & INA_PROTO_F_ACK_ONLY) != 0 || length != bytes)) {
             // The block this rank needs never comes: the call cannot complete.
             client.log(1, "job %u mid %llu sid %u: RESULT without the requested payload",
                        h.jid, static_cast<unsigned long long>(h.mid), h.sid);
@@ -569,17 +569,17 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
 void *Call::landing(const ina_proto_hdr_t &h, size_t length)
 {
     const uint64_t sid = h.sid;
-    if (staged_ || fail_ != Fail::none || !matches(h) || h.seg_count == 0 ||
+    if (staged_ || fail_ != Fail::none || !matches(h) || h.block_elems == 0 ||
         (h.flags & INA_PROTO_F_ACK_ONLY) != 0 ||
-        length != static_cast<size_t>(h.seg_count) * esz_ ||
+        length != static_cast<size_t>(h.block_elems) * esz_ ||
         window_.classify(sid) != SendWindow::Ack::fresh || !geom_.wants(sid)) {
         return nullptr; // on_result decides, from the channel's copy
     }
     const BlockResult r = geom_.result(sid);
-    if (r.npieces != 1 || r.piece[0].from != 0 || r.piece[0].count != h.seg_count) {
+    if (r.npieces != 1 || r.piece[0].from != 0 || r.piece[0].count != h.block_elems) {
         return nullptr; // cut into pieces (REDUCE_SCATTER): copied out as before
     }
-    save_overwritten(sid, r.piece[0].dst, static_cast<size_t>(h.seg_count) * esz_, true);
+    save_overwritten(sid, r.piece[0].dst, static_cast<size_t>(h.block_elems) * esz_, true);
     ++landing_;
     landed_any_ = true; // from now on rbuf may hold part of this block
     if (writes_input_) {
@@ -609,8 +609,8 @@ void Call::on_staged_result(const ina_proto_hdr_t &h, const void *data, size_t l
     const bool want = (slots_[window_.slot_of(sid)].hdr.flags & INA_PROTO_F_WANT_RESULT) != 0;
     const void *payload = nullptr;
     uint32_t count = 0;
-    if (want && h.seg_count > 0) {
-        const size_t bytes = static_cast<size_t>(h.seg_count) * esz_;
+    if (want && h.block_elems > 0) {
+        const size_t bytes = static_cast<size_t>(h.block_elems) * esz_;
         if ((h.flags & INA_PROTO_F_ACK_ONLY) != 0 || length != bytes) {
             job_->client()->log(1, "job %u mid %llu sid %u: RESULT without the requested payload",
                                 h.jid, static_cast<unsigned long long>(h.mid), h.sid);
@@ -618,7 +618,7 @@ void Call::on_staged_result(const ina_proto_hdr_t &h, const void *data, size_t l
             return;
         }
         payload = data;
-        count = h.seg_count;
+        count = h.block_elems;
         ++applied_;
     }
     if (stage_keeps()) {

@@ -84,7 +84,7 @@ static_assert(sizeof(Pair<float>) == 8 && sizeof(Pair<double>) == 16 &&
 constexpr unsigned kKnownFlags =
     INA_PROTO_F_WANT_RESULT | INA_PROTO_F_ACK_ONLY | INA_PROTO_F_CHILDREN | INA_PROTO_F_IN_FLIGHT;
 
-// BLOCK and RESULT: the fields both share (coll, op, dtype, seg_count, payload).
+// BLOCK and RESULT: the fields both share (coll, op, dtype, block_elems, payload).
 ina_proto_status_t check_data(const ina_proto_hdr_t &h, size_t payload_len)
 {
     if (h.seg >= INA_PROTO_MAX_WINDOW || h.coll >= INA_COLL_COUNT || h.op >= INA_OP_COUNT ||
@@ -102,15 +102,15 @@ ina_proto_status_t check_data(const ina_proto_hdr_t &h, size_t payload_len)
     const size_t esz = ina_proto_dtype_size(h.dtype);
     if (h.coll == INA_COLL_BARRIER) {
         // Exactly one empty block per barrier.
-        if (h.sid != 0 || h.seg_count != 0 || h.count != 0 || h.offset != 0 || h.arg != 0) {
+        if (h.sid != 0 || h.block_elems != 0 || h.count != 0 || h.offset != 0 || h.arg != 0) {
             return INA_PROTO_ERR_MALFORMED;
         }
-    } else if (h.seg_count == 0 || h.seg_count > INA_PROTO_MAX_SEG_BYTES / esz) {
+    } else if (h.block_elems == 0 || h.block_elems > INA_PROTO_MAX_SEG_BYTES / esz) {
         return INA_PROTO_ERR_MALFORMED;
     }
-    // 64-bit sum: offset + count cannot wrap. count <= seg_count bounds the
+    // 64-bit sum: offset + count cannot wrap. count <= block_elems bounds the
     // payload by the Seg size, so count * esz cannot overflow either.
-    if (uint64_t{h.offset} + h.count > h.seg_count ||
+    if (uint64_t{h.offset} + h.count > h.block_elems ||
         payload_len != static_cast<size_t>(h.count) * esz) {
         return INA_PROTO_ERR_MALFORMED;
     }
@@ -127,12 +127,12 @@ ina_proto_status_t check_block(const ina_proto_hdr_t &h, size_t payload_len)
     if (st != INA_PROTO_OK) {
         return st;
     }
-    if (h.seg_count > h.arg) {
+    if (h.block_elems > h.arg) {
         return INA_PROTO_ERR_MALFORMED;
     }
     // Reductions need every member's data over the whole block: no CREDIT,
     // no partial payload.
-    if (!coll_places_bytes(h.coll) && (h.offset != 0 || h.count != h.seg_count)) {
+    if (!coll_places_bytes(h.coll) && (h.offset != 0 || h.count != h.block_elems)) {
         return INA_PROTO_ERR_MALFORMED;
     }
     return INA_PROTO_OK;
@@ -148,7 +148,7 @@ ina_proto_status_t check_result(const ina_proto_hdr_t &h, size_t payload_len)
         return st;
     }
     // The whole block, or (ACK_ONLY) nothing.
-    const uint32_t want = (h.flags & INA_PROTO_F_ACK_ONLY) ? 0 : h.seg_count;
+    const uint32_t want = (h.flags & INA_PROTO_F_ACK_ONLY) ? 0 : h.block_elems;
     return h.count == want ? INA_PROTO_OK : INA_PROTO_ERR_MALFORMED;
 }
 
@@ -179,7 +179,7 @@ ina_proto_status_t check_job_open(const ina_proto_hdr_t &h, size_t payload_len)
 ina_proto_status_t check_call_ready(const ina_proto_hdr_t &h, size_t payload_len)
 {
     if (payload_len != 0 || h.window == 0 || h.rank >= INA_PROTO_MAX_MEMBERS || h.flags != 0 ||
-        h.offset != 0 || h.seg_count != 0 || h.coll >= INA_COLL_COUNT || h.op >= INA_OP_COUNT ||
+        h.offset != 0 || h.block_elems != 0 || h.coll >= INA_COLL_COUNT || h.op >= INA_OP_COUNT ||
         h.dtype >= INA_DT_COUNT) {
         return INA_PROTO_ERR_MALFORMED;
     }
@@ -326,7 +326,7 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
     }
     // The per-block fields mean nothing outside BLOCK/RESULT: they must be 0.
     const unsigned flags_ok = h.type == INA_PROTO_ERROR ? INA_PROTO_F_IN_FLIGHT : 0u;
-    if (h.coll != 0 || h.offset != 0 || h.seg_count != 0 || (h.flags & ~flags_ok) != 0) {
+    if (h.coll != 0 || h.offset != 0 || h.block_elems != 0 || (h.flags & ~flags_ok) != 0) {
         return INA_PROTO_ERR_MALFORMED;
     }
     switch (h.type) {

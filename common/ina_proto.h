@@ -102,21 +102,24 @@
  *                     (else JOB_OPENED with status FORBIDDEN, and the job
  *                     does not notice); all zeros is no capability, always
  *                     FORBIDDEN. A leaf passes its job's on to its parent.
- *                     Trees of agents (docs/HIERARCHY.md): seg_count = the
- *                     number of leaf agents the job's members talk to (0 or
- *                     1: the job ends at this agent), offset = the index of
- *                     this agent's leaf among them (< seg_count). A leaf with
- *                     a parent opens, for a job of seg_count > 1, the job of
- *                     the same key at its parent as member `offset` of
- *                     seg_count, with flags = INA_PROTO_F_CHILDREN (node ids:
- *                     one node per leaf). Both are part of the description.
- *                     mid = the tenant: the application the member belongs
+ *                     Trees of agents (docs/HIERARCHY.md): the number of
+ *                     leaf agents the job's members talk to (0 or 1: the job
+ *                     ends at this agent) and the index of this agent's leaf
+ *                     among them (ina_proto_job_open_leaves/_leaf; on the
+ *                     wire block_elems and offset). A leaf with a parent
+ *                     opens, for a job of more than one leaf, the job of the
+ *                     same key at its parent as member `leaf` of `leaves`,
+ *                     with flags = INA_PROTO_F_CHILDREN (node ids: one node
+ *                     per leaf). Both are part of the description.
+ *                     The tenant (ina_proto_job_open_tenant; on the wire
+ *                     mid): the application the member belongs
  *                     to, one number in all its processes (0: none, the job
  *                     is a tenant of its own); the scheduler does not make
  *                     one tenant's jobs compete. The creator's counts, and a
  *                     leaf passes it on to its parent.
- *                     sid = the job's place in a stripe (protocol 10):
- *                     (width << 16) | index, this agent being number index
+ *                     The job's place in a stripe (protocol 10;
+ *                     ina_proto_job_open_stripe_*; on the wire sid =
+ *                     (width << 16) | index), this agent being number index
  *                     of the width agents the communicator stripes its calls
  *                     over (index < width, width >= 2); 0: not striped. For
  *                     the operator's views only; the creator's counts.
@@ -135,14 +138,14 @@
  *   JOB_LEAVE   c->a  jid, rank: the member leaves; the job dies when all left.
  *   BLOCK       c->a  one member's contribution to block `sid` of call `mid`:
  *                     jid, rank, mid, sid, seg, window, coll, op, dtype, flags,
- *                     seg_count = elements block `sid` holds (the Seg's length),
+ *                     block_elems = elements block `sid` holds (the Seg's length),
  *                     offset = element offset of this payload inside the block,
  *                     count = elements in the payload (0 = a CREDIT: the member
  *                     takes part in the block but brings no data),
  *                     arg = elements of the call's whole result vector,
  *                     payload = count * dtype size bytes.
- *   RESULT      a->c  jid, mid, sid, seg, coll, op, dtype, seg_count, count,
- *                     flags, window = the call's lease, ahead ("Leases"); payload = the completed block (count = seg_count)
+ *   RESULT      a->c  jid, mid, sid, seg, coll, op, dtype, block_elems, count,
+ *                     flags, window = the call's lease, ahead ("Leases"); payload = the completed block (count = block_elems)
  *                     for a member that set INA_PROTO_F_WANT_RESULT, else no
  *                     payload (count = 0, INA_PROTO_F_ACK_ONLY). Either way the
  *                     RESULT of block sid is the ACK of that member's block: its
@@ -199,7 +202,7 @@
  *               c->a  (protocol 12) a child agent's answer, from its loop.
  *
  * Collectives (coll) and what each member sends for every block sid:
- *   ALLREDUCE       data (offset 0, count = seg_count), WANT_RESULT.
+ *   ALLREDUCE       data (offset 0, count = block_elems), WANT_RESULT.
  *   REDUCE          data; only the root sets WANT_RESULT (the others get ACKs).
  *   REDUCE_SCATTER  data; members whose part of the result overlaps the block set
  *                   WANT_RESULT and cut their part out of it.
@@ -208,7 +211,7 @@
  *                   UINT8, bytes); each member sends the part of its chunk that
  *                   falls in the block (offset, count), or a CREDIT if none;
  *                   everyone sets WANT_RESULT.
- *   BARRIER         one block (sid 0, seg_count 0): CREDIT with WANT_RESULT.
+ *   BARRIER         one block (sid 0, block_elems 0): CREDIT with WANT_RESULT.
  * A Seg completes when every member contributed (its Rank/Node bitmaps are empty).
  * Reduction collectives need data from every member; the others copy each
  * member's bytes to its offset (the gather happens in the switch).
@@ -397,7 +400,7 @@ typedef struct ina_proto_hdr {
     uint32_t count;     /* 36: elements in payload, or member count */
     uint64_t arg;       /* 40: type specific, see above */
     uint32_t offset;    /* 48: BLOCK: element offset of the payload in the block */
-    uint32_t seg_count; /* 52: BLOCK/RESULT: elements of the whole block */
+    uint32_t block_elems; /* 52: BLOCK/RESULT: elements of the whole block */
     uint16_t flags;     /* 56: INA_PROTO_F_* */
     uint16_t ahead;     /* 58: JOB_OPENED/GRANT/DENY/RESULT: see "Leases" */
     uint32_t done;      /* 60: BLOCK/RESULT: certification, see "Certification" */
@@ -420,7 +423,7 @@ INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, seg) == 32, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, count) == 36, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, arg) == 40, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, offset) == 48, "layout");
-INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, seg_count) == 52, "layout");
+INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, block_elems) == 52, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, flags) == 56, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, ahead) == 58, "layout");
 INA_STATIC_ASSERT(offsetof(ina_proto_hdr_t, done) == 60, "layout");
@@ -451,20 +454,20 @@ int ina_proto_coll_valid(unsigned coll, unsigned op, unsigned dtype);
  * fields, status range, per-type field ranges (window <= INA_PROTO_MAX_WINDOW,
  * seg < window and seg == sid % window for BLOCK, count <= member limit,
  * rank < INA_PROTO_MAX_MEMBERS for JOB_OPENED/LEAVE, BLOCK and CALL_READY/ABORT,
- * rank < count and offset < seg_count (or both 0) for JOB_OPEN, whose only
+ * rank < count and offset < block_elems (or both 0) for JOB_OPEN, whose only
  * flag is INA_PROTO_F_CHILDREN; CALL_READY's coll/op/dtype as a BLOCK's and
  * window > 0,
  * coll < INA_COLL_COUNT and ina_proto_coll_valid for BLOCK/RESULT,
- * seg_count * dtype size <= INA_PROTO_MAX_SEG_BYTES, offset + count <= seg_count,
- * seg_count <= arg for BLOCK; BLOCK count 0 is a CREDIT; RESULT count is
- * seg_count, or 0 with INA_PROTO_F_ACK_ONLY; unknown flag bits rejected;
+ * block_elems * dtype size <= INA_PROTO_MAX_SEG_BYTES, offset + count <= block_elems,
+ * block_elems <= arg for BLOCK; BLOCK count 0 is a CREDIT; RESULT count is
+ * block_elems, or 0 with INA_PROTO_F_ACK_ONLY; unknown flag bits rejected;
  * payload_len == count * dtype size for BLOCK/RESULT, == 32 + count * 4 for
  * JOB_OPEN, == 0 for the others; the retired types 3-6 are MALFORMED).
  * Also rejected (MALFORMED): a reduction BLOCK that is not the whole block
- * (offset 0, count = seg_count; so no CREDIT); seg_count 0 except BARRIER,
- * whose only form is sid 0, seg_count = count = offset = arg = 0; flags other
+ * (offset 0, count = block_elems; so no CREDIT); block_elems 0 except BARRIER,
+ * whose only form is sid 0, block_elems = count = offset = arg = 0; flags other
  * than WANT_RESULT on a BLOCK or ACK_ONLY on a RESULT; a RESULT offset != 0;
- * nonzero coll/offset/seg_count on the other types, and flags other than
+ * nonzero coll/offset/block_elems on the other types, and flags other than
  * IN_FLIGHT on an ERROR or any on the others. A valid (op, dtype)
  * in the wrong collective is MALFORMED, an invalid pair UNSUPPORTED.
  * Returns INA_PROTO_OK or the status that explains the rejection.
@@ -491,12 +494,12 @@ static inline uint64_t ina_proto_job_open_tenant(const ina_proto_hdr_t *h)
  * leaf number `leaf` among them. */
 static inline void ina_proto_job_open_set_tree(ina_proto_hdr_t *h, uint32_t leaves, uint32_t leaf)
 {
-    h->seg_count = leaves;
+    h->block_elems = leaves;
     h->offset = leaf;
 }
 static inline uint32_t ina_proto_job_open_leaves(const ina_proto_hdr_t *h)
 {
-    return h->seg_count;
+    return h->block_elems;
 }
 static inline uint32_t ina_proto_job_open_leaf(const ina_proto_hdr_t *h)
 {

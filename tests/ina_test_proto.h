@@ -13,10 +13,10 @@
 namespace ina_test {
 
 // A BLOCK of call (jid, mid) from `rank`: block `sid` of a call of `total`
-// elements, `count` payload elements at `offset` of a block of `seg_count`.
+// elements, `count` payload elements at `offset` of a block of `block_elems`.
 inline ina_proto_hdr_t block_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint32_t sid,
                                  uint32_t window, unsigned coll, unsigned op, unsigned dtype,
-                                 uint32_t offset, uint32_t count, uint32_t seg_count,
+                                 uint32_t offset, uint32_t count, uint32_t block_elems,
                                  uint64_t total, bool want_result)
 {
     ina_proto_hdr_t h;
@@ -32,7 +32,7 @@ inline ina_proto_hdr_t block_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint
     h.dtype = static_cast<uint8_t>(dtype);
     h.offset = offset;
     h.count = count;
-    h.seg_count = seg_count;
+    h.block_elems = block_elems;
     h.arg = total;
     h.flags = want_result ? INA_PROTO_F_WANT_RESULT : 0;
     return h;

@@ -304,9 +304,9 @@ RunStats run_calls(Client &c, const std::vector<size_t> &eps, uint32_t jid, uint
                           "mid %lu rank %u: RESULT of sid %u unexpected", (unsigned long)m.hdr.mid,
                           r, sid);
             const Range blk = p.block(sid);
-            const uint32_t seg_count = static_cast<uint32_t>(blk.hi - blk.lo);
+            const uint32_t block_elems = static_cast<uint32_t>(blk.hi - blk.lo);
             CHECK_OR_FAIL(m.hdr.coll == p.coll && m.hdr.op == p.op && m.hdr.dtype == p.dtype &&
-                              m.hdr.seg == sid % window && m.hdr.seg_count == seg_count &&
+                              m.hdr.seg == sid % window && m.hdr.block_elems == block_elems &&
                               m.hdr.arg == p.total,
                           "mid %lu rank %u sid %u: RESULT header fields wrong",
                           (unsigned long)m.hdr.mid, r, sid);
@@ -314,12 +314,12 @@ RunStats run_calls(Client &c, const std::vector<size_t> &eps, uint32_t jid, uint
                                                          : !intersect(p.wants[r], blk).empty();
             const size_t esz = ina_proto_dtype_size(p.dtype);
             if (want) {
-                CHECK_OR_FAIL(m.hdr.flags == 0 && m.hdr.count == seg_count &&
-                                  m.payload.size() == seg_count * esz,
+                CHECK_OR_FAIL(m.hdr.flags == 0 && m.hdr.count == block_elems &&
+                                  m.payload.size() == block_elems * esz,
                               "mid %lu (%s) rank %u sid %u: RESULT without the block",
                               (unsigned long)m.hdr.mid, ina_proto_coll_name(p.coll), r, sid);
                 CHECK_OR_FAIL(same_bits(p.dtype, m.payload.data(), p.expect.data() + blk.lo * esz,
-                                        seg_count),
+                                        block_elems),
                               "mid %lu (%s %s/%s, %u ranks, seed %u) rank %u sid %u: RESULT "
                               "differs from the reference",
                               (unsigned long)m.hdr.mid, ina_proto_coll_name(p.coll),

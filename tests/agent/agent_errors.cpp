@@ -6,11 +6,11 @@
 //   direction, unknown job, and the v2 fields: bad coll, REPLACE in a
 //   reduction, a reducing op in a BCAST, partial or CREDIT reduction blocks,
 //   piece past the block, unknown or ACK_ONLY flags on a BLOCK, reserved bits,
-//   non-empty BARRIER, seg_count beyond the call or the agent's Seg) each
+//   non-empty BARRIER, block_elems beyond the call or the agent's Seg) each
 //   answered with ERROR that names the status and the offending type and
 //   echoes jid/mid/sid;
 // - MISMATCH to the offender only, the Seg staying usable for the others:
-//   coll/op/dtype/seg_count/size differing between members, a second BCAST
+//   coll/op/dtype/block_elems/size differing between members, a second BCAST
 //   root, a partial BCAST root block, a BCAST nobody brought data for,
 //   overlapping ALLGATHER pieces, an ALLGATHER block left with a gap, a
 //   BARRIER block against an ALLREDUCE block of the same MID;
@@ -143,10 +143,10 @@ void malformed_suite(Client &c, size_t ep, uint32_t jid, uint32_t rank)
     ina_proto_init(&hello, INA_PROTO_HELLO);
     expect_error(c, ep, &hello, sizeof(hello), v.data(), vb, INA_PROTO_ERR_MALFORMED,
                  "HELLO with a payload");
-    hello.seg_count = 4;
+    hello.block_elems = 4;
     expect_error(c, ep, &hello, sizeof(hello), nullptr, 0, INA_PROTO_ERR_MALFORMED,
                  "HELLO with block fields set");
-    hello.seg_count = 0;
+    hello.block_elems = 0;
     hello.count = ina::ucx::kStreamSegBytes / 2; // a peer that could not take our fragments
     expect_error(c, ep, &hello, sizeof(hello), nullptr, 0, INA_PROTO_ERR_MISMATCH,
                  "HELLO with another stream segment");
@@ -191,10 +191,10 @@ void malformed_suite(Client &c, size_t ep, uint32_t jid, uint32_t rank)
     bad = block_hdr(jid, 0, 0, 0, w, INA_COLL_BARRIER, INA_OP_REPLACE, INA_DT_UINT8, 0, 0, 1, 0,
                     true);
     expect_error(c, ep, &bad, sizeof(bad), nullptr, 0, INA_PROTO_ERR_MALFORMED,
-                 "BARRIER block with seg_count 1");
+                 "BARRIER block with block_elems 1");
     bad = allreduce_hdr(jid, 0, 0, 0, w, INA_OP_SUM, INA_DT_INT32, kCount, kCount - 1);
     expect_error(c, ep, &bad, sizeof(bad), v.data(), vb, INA_PROTO_ERR_MALFORMED,
-                 "seg_count beyond the call");
+                 "block_elems beyond the call");
     // Valid for the protocol (<= 1 MiB), but larger than this agent's 64 KiB
     // Seg: only a member gets this far.
     bad = block_hdr(jid, rank, 0, 0, w, INA_COLL_BCAST, INA_OP_REPLACE, INA_DT_UINT8, 0, 0, 65537,
@@ -258,9 +258,9 @@ void mismatch_suite(Client &c, const std::vector<size_t> &eps, uint32_t jid, uin
         bad.op = INA_OP_MAX;
         expect_mismatch(c, eps[1], bad, v.data(), "op differs from the Seg's");
         bad = h;
-        bad.count = bad.seg_count = kCount / 2;
+        bad.count = bad.block_elems = kCount / 2;
         bad.arg = total;
-        expect_mismatch(c, eps[1], bad, v.data(), "seg_count differs from the Seg's");
+        expect_mismatch(c, eps[1], bad, v.data(), "block_elems differs from the Seg's");
         bad = h;
         bad.arg = total * 2;
         expect_mismatch(c, eps[1], bad, v.data(), "call size differs between members");

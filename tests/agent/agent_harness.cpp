@@ -379,7 +379,7 @@ Msg Client::open_job(size_t ep, const std::string &key, const std::vector<uint32
     ina_proto_init(&h, INA_PROTO_JOB_OPEN);
     h.rank = rank;
     h.sid = stripe;
-    h.seg_count = leaves;
+    h.block_elems = leaves;
     h.offset = leaf;
     h.count = static_cast<uint32_t>(node_ids.size());
     h.window = static_cast<uint16_t>(window);

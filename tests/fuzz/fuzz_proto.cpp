@@ -52,17 +52,17 @@ void expect_usable(const ina_proto_hdr_t &h, size_t len)
             broken("accepted a block of no valid collective, op and type", h, len);
         }
         // The Seg a block lands in, and the bytes of its payload.
-        if (uint64_t{h.seg_count} * esz > INA_PROTO_MAX_SEG_BYTES ||
-            uint64_t{h.offset} + h.count > h.seg_count || len != uint64_t{h.count} * esz) {
+        if (uint64_t{h.block_elems} * esz > INA_PROTO_MAX_SEG_BYTES ||
+            uint64_t{h.offset} + h.count > h.block_elems || len != uint64_t{h.count} * esz) {
             broken("accepted a block whose payload does not fit its Seg", h, len);
         }
         if (h.type == INA_PROTO_BLOCK &&
             (h.window == 0 || h.seg >= h.window || h.seg != h.sid % h.window ||
-             h.rank >= INA_PROTO_MAX_MEMBERS || h.seg_count > h.arg)) {
+             h.rank >= INA_PROTO_MAX_MEMBERS || h.block_elems > h.arg)) {
             broken("accepted a BLOCK outside its window or call", h, len);
         }
         if (h.type == INA_PROTO_RESULT &&
-            h.count != ((h.flags & INA_PROTO_F_ACK_ONLY) ? 0 : h.seg_count)) {
+            h.count != ((h.flags & INA_PROTO_F_ACK_ONLY) ? 0 : h.block_elems)) {
             broken("accepted a RESULT that is neither the block nor an ACK", h, len);
         }
         break;

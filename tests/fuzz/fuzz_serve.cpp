@@ -309,13 +309,13 @@ public:
             r.coll = h.coll;
             r.op = h.op;
             r.dtype = h.dtype;
-            r.seg_count = h.seg_count;
+            r.block_elems = h.block_elems;
             r.arg = h.arg;
             std::vector<std::byte> payload;
             if (h.flags & INA_PROTO_F_WANT_RESULT) {
                 const size_t esz = ina_proto_dtype_size(h.dtype);
-                r.count = h.seg_count;
-                payload.resize(size_t{h.seg_count} * esz);
+                r.count = h.block_elems;
+                payload.resize(size_t{h.block_elems} * esz);
                 if (p.len != 0) {
                     std::memcpy(payload.data() + size_t{h.offset} * esz, piece, p.len);
                 }

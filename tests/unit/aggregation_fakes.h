@@ -226,11 +226,11 @@ inline void expect_valid(const ina_proto_hdr_t &h, size_t payload_len)
 
 inline ina_proto_hdr_t block_hdr(uint32_t jid, uint32_t rank, uint64_t mid, uint32_t sid,
                                  uint32_t window, unsigned coll, unsigned op, unsigned dtype,
-                                 uint32_t offset, uint32_t count, uint32_t seg_count,
+                                 uint32_t offset, uint32_t count, uint32_t block_elems,
                                  uint64_t total, bool want)
 {
     ina_proto_hdr_t h = ina_test::block_hdr(jid, rank, mid, sid, window, coll, op, dtype, offset,
-                                            count, seg_count, total, want);
+                                            count, block_elems, total, want);
     expect_valid(h, static_cast<size_t>(count) * ina_proto_dtype_size(dtype));
     return h;
 }
@@ -261,7 +261,7 @@ inline Event open_job(Aggregator &agg, FakeSink &sink, Member &m, uint32_t tag,
     h.window = static_cast<uint16_t>(window);
     h.arg = 0xc00c1e;
     h.offset = leaf;
-    h.seg_count = leaves;
+    h.block_elems = leaves;
     h.mid = tenant;
     std::vector<uint8_t> payload(INA_PROTO_JOB_KEY_BYTES, 0);
     std::memcpy(payload.data(), &tag, sizeof(tag));
@@ -313,13 +313,13 @@ inline void leave(Rig &rig, Member &m, uint32_t jid, uint32_t rank)
 class CallSim {
 public:
     CallSim(Rig &rig, std::vector<Member *> members, uint32_t jid, uint64_t mid, uint32_t window,
-            unsigned coll, unsigned op, unsigned dtype, uint32_t seg_count, uint64_t total,
+            unsigned coll, unsigned op, unsigned dtype, uint32_t block_elems, uint64_t total,
             std::vector<std::vector<std::byte>> data, std::vector<bool> want)
         : rig_(rig), members_(std::move(members)), jid_(jid), mid_(mid), window_(window),
-          coll_(coll), op_(op), dtype_(dtype), seg_count_(seg_count), total_(total),
+          coll_(coll), op_(op), dtype_(dtype), block_elems_(block_elems), total_(total),
           data_(std::move(data)), want_(std::move(want)),
           esz_(ina_proto_dtype_size(dtype)),
-          nblocks_(static_cast<uint32_t>((total + seg_count - 1) / seg_count)),
+          nblocks_(static_cast<uint32_t>((total + block_elems - 1) / block_elems)),
           next_(members_.size(), 0), got_(members_.size(), std::vector<bool>(nblocks_, false)),
           decided_(members_.size(), 0), granted_(members_.size(), false),
           result_(members_.size(), std::vector<std::byte>(total * esz_))
@@ -341,13 +341,13 @@ public:
     ina_proto_hdr_t header(uint32_t rank, uint32_t sid) const
     {
         const uint32_t sc = static_cast<uint32_t>(
-            std::min<uint64_t>(seg_count_, total_ - static_cast<uint64_t>(sid) * seg_count_));
+            std::min<uint64_t>(block_elems_, total_ - static_cast<uint64_t>(sid) * block_elems_));
         return block_hdr(jid_, rank, mid_, sid, window_, coll_, op_, dtype_, 0, sc, sc, total_,
                          want_[rank]);
     }
     const void *payload(uint32_t rank, uint32_t sid) const
     {
-        return data_[rank].data() + static_cast<size_t>(sid) * seg_count_ * esz_;
+        return data_[rank].data() + static_cast<size_t>(sid) * block_elems_ * esz_;
     }
     // Member `rank` sends its next block.
     void send(uint32_t rank)
@@ -394,8 +394,8 @@ public:
                 got_[r][sid] = true;
                 ck_assert(want_[r] == (e.kind == Event::Kind::kResult));
                 if (e.kind == Event::Kind::kResult) {
-                    const size_t off = static_cast<size_t>(sid) * seg_count_ * esz_;
-                    ck_assert_uint_eq(e.payload.size(), static_cast<size_t>(e.hdr.seg_count) * esz_);
+                    const size_t off = static_cast<size_t>(sid) * block_elems_ * esz_;
+                    ck_assert_uint_eq(e.payload.size(), static_cast<size_t>(e.hdr.block_elems) * esz_);
                     std::memcpy(result_[r].data() + off, e.payload.data(), e.payload.size());
                 }
             } else {
@@ -451,7 +451,7 @@ private:
     uint64_t mid_;
     uint32_t window_;
     unsigned coll_, op_, dtype_;
-    uint32_t seg_count_;
+    uint32_t block_elems_;
     uint64_t total_;
     std::vector<std::vector<std::byte>> data_;
     std::vector<bool> want_;

@@ -32,10 +32,10 @@ Block whole(uint32_t rank, uint32_t sid, unsigned op, unsigned dtype, uint32_t c
 
 // A placed piece (BCAST/ALLGATHER/BARRIER: REPLACE on bytes); count 0 = CREDIT.
 Block piece(unsigned coll, uint32_t rank, uint32_t sid, uint32_t offset, uint32_t count,
-            uint32_t seg_count, uint64_t total, const void *data, bool want = true)
+            uint32_t block_elems, uint64_t total, const void *data, bool want = true)
 {
     return Block{rank,   sid,   static_cast<uint8_t>(coll), INA_OP_REPLACE, INA_DT_UINT8,
-                 want,   offset, count, seg_count, total, data};
+                 want,   offset, count, block_elems, total, data};
 }
 
 } // namespace
@@ -106,7 +106,7 @@ START_TEST(test_bitmaps_several_ranks_per_node)
     other.sid = 7;
     ck_assert(pool.contribute(seg, topo, other) == SegOutcome::kBusy);
     other = block(1);
-    other.count = other.seg_count = 32;
+    other.count = other.block_elems = 32;
     ck_assert(pool.contribute(seg, topo, other) == SegOutcome::kMismatch);
     other = block(1);
     other.coll = INA_COLL_REDUCE;
@@ -145,7 +145,7 @@ START_TEST(test_bitmaps_several_ranks_per_node)
     ck_assert_uint_eq(pool.buffers().free_count(), pool.buffers().allocated());
 
     Block big = block(0);
-    big.count = big.seg_count = 65;
+    big.count = big.block_elems = 65;
     ck_assert(pool.acquire(1, lease));
     ck_assert(pool.contribute(lease[0], topo, big) == SegOutcome::kTooBig);
 }

@@ -68,7 +68,7 @@ std::vector<std::byte> fp_rank_order_sum(const std::vector<std::vector<std::byte
 START_TEST(test_int_sum_any_interleaving)
 {
     const std::vector<uint32_t> nodes = {5, 5, 9, 9, 9};
-    const uint32_t n = 5, window = 3, seg_count = 16;
+    const uint32_t n = 5, window = 3, block_elems = 16;
     const uint64_t total = 16 * 7 + 5;
     for (uint32_t seed = 1; seed <= 60; ++seed) {
         Rig rig;
@@ -77,7 +77,7 @@ START_TEST(test_int_sum_any_interleaving)
         auto data = int_data(n, total, seed);
         const auto ref = bytes_of(int_sum(data, total));
         CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                    seg_count, total, data, std::vector<bool>(n, true));
+                    block_elems, total, data, std::vector<bool>(n, true));
         std::mt19937 rng(seed);
         ck_assert_uint_eq(sim.run(rng), n * sim.nblocks());
         ck_assert(sim.all_decided());
@@ -104,7 +104,7 @@ END_TEST
 template <typename T> void check_fp_rank_order(unsigned dtype)
 {
     const std::vector<uint32_t> nodes = {1, 2, 3, 1, 2, 3};
-    const uint32_t n = 6, window = 2, seg_count = 8;
+    const uint32_t n = 6, window = 2, block_elems = 8;
     const uint64_t total = 8 * 5 + 3;
     for (uint32_t seed = 1; seed <= 60; ++seed) {
         Rig rig;
@@ -113,7 +113,7 @@ template <typename T> void check_fp_rank_order(unsigned dtype)
         auto data = fp_data<T>(n, total, seed);
         const auto ref = fp_rank_order_sum<T>(data, total);
         CallSim sim(rig, m.ptrs(), jid, 7, window, INA_COLL_ALLREDUCE, INA_OP_SUM, dtype,
-                    seg_count, total, data, std::vector<bool>(n, true));
+                    block_elems, total, data, std::vector<bool>(n, true));
         std::mt19937 rng(seed * 7919);
         sim.run(rng);
         ck_assert(sim.complete());
@@ -135,7 +135,7 @@ END_TEST
 // everybody else; references on the result buffer only for payload sends.
 START_TEST(test_payload_to_askers_ack_to_others)
 {
-    const uint32_t n = 4, window = 2, seg_count = 32;
+    const uint32_t n = 4, window = 2, block_elems = 32;
     const uint64_t total = 32 * 3;
     Rig rig;
     rig.sink.hold_refs = true; // sends still in flight
@@ -144,7 +144,7 @@ START_TEST(test_payload_to_askers_ack_to_others)
     auto data = int_data(n, total, 3);
     std::vector<bool> want = {false, false, true, false};
     CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_REDUCE, INA_OP_SUM, INA_DT_INT32,
-                seg_count, total, data, want);
+                block_elems, total, data, want);
     std::mt19937 rng(3);
     sim.run(rng);
     ck_assert(sim.complete());
@@ -162,14 +162,14 @@ END_TEST
 // completed, or to a finished call) changes nothing and is only counted.
 START_TEST(test_duplicates)
 {
-    const uint32_t n = 3, window = 2, seg_count = 4;
+    const uint32_t n = 3, window = 2, block_elems = 4;
     const uint64_t total = 8; // two blocks
     Rig rig;
     Members m(n);
     const uint32_t jid = make_job(rig, m.ptrs(), {0, 1, 2}, window);
     auto data = int_data(n, total, 11);
     CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                seg_count, total, data, std::vector<bool>(n, true));
+                block_elems, total, data, std::vector<bool>(n, true));
     sim.send(0); // rank 0, sid 0
     ck_assert(sim.all_decided());
     rig.agg.block(m[0], sim.header(0, 0), sim.payload(0, 0)); // again, block still open
@@ -197,7 +197,7 @@ END_TEST
 // sender gets an ERROR, the call of the real members goes on undisturbed.
 START_TEST(test_foreign_members)
 {
-    const uint32_t window = 2, seg_count = 4;
+    const uint32_t window = 2, block_elems = 4;
     const uint64_t total = 8;
     Rig rig;
     Members a(2), b(2);
@@ -207,7 +207,7 @@ START_TEST(test_foreign_members)
     ck_assert_uint_ne(ja, jb);
     auto data = int_data(2, total, 5);
     CallSim sim(rig, a.ptrs(), ja, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                seg_count, total, data, {true, true});
+                block_elems, total, data, {true, true});
 
     // A member of job B, a member of job A posing as the other rank, a
     // handle that joined nothing.
@@ -250,7 +250,7 @@ END_TEST
 // other member gets an ERROR for it at once, its lease goes back.
 START_TEST(test_member_lost_mid_call)
 {
-    const uint32_t n = 3, window = 2, seg_count = 4;
+    const uint32_t n = 3, window = 2, block_elems = 4;
     const uint64_t total = 16; // four blocks
     Rig rig;
     rig.sink.hold_refs = true;
@@ -258,7 +258,7 @@ START_TEST(test_member_lost_mid_call)
     const uint32_t jid = make_job(rig, m.ptrs(), {0, 1, 2}, window);
     auto data = int_data(n, total, 9);
     CallSim sim(rig, m.ptrs(), jid, 4, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                seg_count, total, data, std::vector<bool>(n, true));
+                block_elems, total, data, std::vector<bool>(n, true));
     sim.send(0);
     sim.send(0);
     sim.send(1);
@@ -305,7 +305,7 @@ END_TEST
 // everybody), and holds no Segs.
 START_TEST(test_call_after_member_gone)
 {
-    const uint32_t n = 3, window = 2, seg_count = 4;
+    const uint32_t n = 3, window = 2, block_elems = 4;
     const uint64_t total = 8;
     Rig rig;
     Members m(n);
@@ -314,7 +314,7 @@ START_TEST(test_call_after_member_gone)
     ck_assert(rig.sink.events.empty()); // no call was open
     auto data = int_data(n, total, 5);
     CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                seg_count, total, data, std::vector<bool>(n, true));
+                block_elems, total, data, std::vector<bool>(n, true));
     sim.send(0);
     ck_assert_uint_eq(rig.sink.events.size(), 2);
     for (const Event &e : rig.sink.events) {
@@ -341,7 +341,7 @@ END_TEST
 // a non-member: refused, the call untouched.
 START_TEST(test_rank_call_abort)
 {
-    const uint32_t n = 3, window = 2, seg_count = 4;
+    const uint32_t n = 3, window = 2, block_elems = 4;
     const uint64_t total = 16;
     Rig rig;
     rig.sink.hold_refs = true;
@@ -350,7 +350,7 @@ START_TEST(test_rank_call_abort)
     const uint32_t jid = make_job(rig, m.ptrs(), {0, 1, 2}, window);
     auto data = int_data(n, total, 5);
     CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                seg_count, total, data, std::vector<bool>(n, true));
+                block_elems, total, data, std::vector<bool>(n, true));
     sim.send(0);
     sim.send(1);
     ck_assert(sim.all_decided());
@@ -405,7 +405,7 @@ END_TEST
 // first and whatever they send after; the next call may be granted.
 START_TEST(test_deny_same_for_everybody)
 {
-    const uint32_t seg_count = 4;
+    const uint32_t block_elems = 4;
     const uint64_t total = 12;
     Rig rig(small_config(4));
     Members a(2), b(3);
@@ -414,12 +414,12 @@ START_TEST(test_deny_same_for_everybody)
     auto da = int_data(2, total, 1);
     auto db = int_data(3, total, 2);
     CallSim simA(rig, a.ptrs(), ja, 0, 4, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                 seg_count, total, da, {true, true});
+                 block_elems, total, da, {true, true});
     simA.send(0); // A takes the whole pool
     ck_assert(simA.all_decided() && simA.granted(0));
 
     CallSim simB(rig, b.ptrs(), jb, 0, 2, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                 seg_count, total, db, {true, true, true});
+                 block_elems, total, db, {true, true, true});
     simB.send(1);
     ck_assert(simB.all_decided());
     for (uint32_t r = 0; r < 3; ++r) {
@@ -438,7 +438,7 @@ START_TEST(test_deny_same_for_everybody)
     expect_pool_whole(rig);
     // The next call of B finds the pool free.
     CallSim simB1(rig, b.ptrs(), jb, 1, 2, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                  seg_count, total, db, {true, true, true});
+                  block_elems, total, db, {true, true, true});
     simB1.run(rng);
     ck_assert(simB1.complete());
     ck_assert(simB1.result(2) == bytes_of(int_sum(db, total)));
@@ -446,7 +446,7 @@ START_TEST(test_deny_same_for_everybody)
     rig.sched->mode = TestScheduler::Mode::kDeny;
     rig.sched->deny_status = INA_PROTO_ERR_UNSUPPORTED;
     CallSim simB2(rig, b.ptrs(), jb, 2, 2, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                  seg_count, total, db, {true, true, true});
+                  block_elems, total, db, {true, true, true});
     simB2.run(rng);
     ck_assert(simB2.all_decided());
     ck_assert_int_eq(simB2.deny_status(), INA_PROTO_ERR_UNSUPPORTED);
@@ -460,7 +460,7 @@ END_TEST
 START_TEST(test_defer_then_grant_on_tick)
 {
     const std::vector<uint32_t> nodes = {0, 0, 1, 1};
-    const uint32_t n = 4, window = 2, seg_count = 8;
+    const uint32_t n = 4, window = 2, block_elems = 8;
     const uint64_t total = 8 * 5;
     for (uint32_t seed = 1; seed <= 20; ++seed) {
         Rig rig;
@@ -470,7 +470,7 @@ START_TEST(test_defer_then_grant_on_tick)
         auto data = fp_data<float>(n, total, seed);
         const auto ref = fp_rank_order_sum<float>(data, total);
         CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_FLOAT,
-                    seg_count, total, data, std::vector<bool>(n, true));
+                    block_elems, total, data, std::vector<bool>(n, true));
         std::mt19937 rng(seed);
         ck_assert_uint_eq(sim.run(rng), n * window); // first windows, then stuck
         ck_assert(sim.nobody_decided());
@@ -515,14 +515,14 @@ END_TEST
 // tick, not stranded with the kept bytes still counted, and the call ends.
 START_TEST(test_defer_grant_cut_short_by_bad_alloc)
 {
-    const uint32_t n = 2, window = 2, seg_count = 4;
+    const uint32_t n = 2, window = 2, block_elems = 4;
     const uint64_t total = 16;
     Rig rig;
     Members m(n);
     const uint32_t jid = make_job(rig, m.ptrs(), {0, 1}, window);
     rig.sched->mode = TestScheduler::Mode::kDefer;
     CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                seg_count, total, int_data(n, total, 5), {true, true});
+                block_elems, total, int_data(n, total, 5), {true, true});
     std::mt19937 rng(5);
     ck_assert_uint_eq(sim.run(rng), n * window);
     ck_assert_uint_gt(rig.agg.kept_bytes(), 0);
@@ -556,7 +556,7 @@ END_TEST
 // comes back, without any tick, and granted then.
 START_TEST(test_defer_until_a_lease_returns)
 {
-    const uint32_t seg_count = 4;
+    const uint32_t block_elems = 4;
     const uint64_t total = 20;
     Rig rig(small_config(4));
     rig.sched->mode = TestScheduler::Mode::kFreeOrDefer;
@@ -566,9 +566,9 @@ START_TEST(test_defer_until_a_lease_returns)
     auto da = int_data(2, total, 1);
     auto db = int_data(3, total, 2);
     CallSim simA(rig, a.ptrs(), ja, 0, 4, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                 seg_count, total, da, {true, true});
+                 block_elems, total, da, {true, true});
     CallSim simB(rig, b.ptrs(), jb, 0, 2, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                 seg_count, total, db, {true, true, true});
+                 block_elems, total, db, {true, true, true});
     simA.send(0);
     ck_assert(simA.all_decided());
     std::mt19937 rng(8);
@@ -595,7 +595,7 @@ END_TEST
 // every later block are dropped, the scheduler hears the call is over.
 START_TEST(test_defer_then_deny)
 {
-    const uint32_t n = 3, window = 2, seg_count = 4;
+    const uint32_t n = 3, window = 2, block_elems = 4;
     const uint64_t total = 16;
     Rig rig;
     Members m(n);
@@ -603,7 +603,7 @@ START_TEST(test_defer_then_deny)
     rig.sched->mode = TestScheduler::Mode::kDefer;
     auto data = int_data(n, total, 4);
     CallSim sim(rig, m.ptrs(), jid, 3, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                seg_count, total, data, std::vector<bool>(n, true));
+                block_elems, total, data, std::vector<bool>(n, true));
     sim.send(2);
     sim.send(0);
     sim.send(2);
@@ -634,17 +634,17 @@ END_TEST
 // everybody, the scheduler hears it is over.
 START_TEST(test_defer_keep_bound)
 {
-    const uint32_t n = 3, window = 2, seg_count = 64;
+    const uint32_t n = 3, window = 2, block_elems = 64;
     const uint64_t total = 256;
     AggregatorConfig cfg = small_config();
-    cfg.keep_bytes = 3 * (seg_count * sizeof(int32_t) + sizeof(KeptBlock));
+    cfg.keep_bytes = 3 * (block_elems * sizeof(int32_t) + sizeof(KeptBlock));
     Rig rig(cfg);
     Members m(n);
     const uint32_t jid = make_job(rig, m.ptrs(), {0, 1, 2}, window);
     rig.sched->mode = TestScheduler::Mode::kDefer;
     auto data = int_data(n, total, 4);
     CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                seg_count, total, data, std::vector<bool>(n, true));
+                block_elems, total, data, std::vector<bool>(n, true));
     sim.send(0);
     sim.send(1);
     sim.send(2);
@@ -667,7 +667,7 @@ END_TEST
 // others get a DENY (status not-member) and fall back, the kept blocks go.
 START_TEST(test_defer_then_member_lost)
 {
-    const uint32_t n = 3, window = 2, seg_count = 4;
+    const uint32_t n = 3, window = 2, block_elems = 4;
     const uint64_t total = 16;
     Rig rig;
     Members m(n);
@@ -675,7 +675,7 @@ START_TEST(test_defer_then_member_lost)
     rig.sched->mode = TestScheduler::Mode::kDefer;
     auto data = int_data(n, total, 4);
     CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                seg_count, total, data, std::vector<bool>(n, true));
+                block_elems, total, data, std::vector<bool>(n, true));
     std::mt19937 rng(1);
     sim.run(rng);
     rig.agg.member_lost(m[1]);
@@ -836,18 +836,18 @@ END_TEST
 // counts 0); a lagging member holds it back; marks across the 32-bit wrap.
 START_TEST(test_certification)
 {
-    const uint32_t seg_count = 4;
+    const uint32_t block_elems = 4;
     Rig rig(small_config(16));
     Members m(2);
     const uint32_t jid = make_job(rig, m.ptrs(), {0, 1}, 4);
-    const std::vector<int32_t> v(seg_count, 1);
+    const std::vector<int32_t> v(block_elems, 1);
     // One one-block allreduce as MID `mid`, member r saying mark done[r]:
     // the `done` of the RESULT each member gets.
     auto call = [&](uint64_t mid, uint32_t d0, uint32_t d1) {
         const uint32_t done[2] = {d0, d1};
         for (uint32_t r = 0; r < 2; ++r) {
             ina_proto_hdr_t h = block_hdr(jid, r, mid, 0, 4, INA_COLL_ALLREDUCE, INA_OP_SUM,
-                                          INA_DT_INT32, 0, seg_count, seg_count, seg_count, true);
+                                          INA_DT_INT32, 0, block_elems, block_elems, block_elems, true);
             h.done = done[r];
             expect_valid(h, v.size() * sizeof(int32_t));
             rig.agg.block(m[r], h, v.data());
@@ -882,8 +882,8 @@ END_TEST
 // is the predecessor's verdict then.
 START_TEST(test_leases)
 {
-    const uint32_t seg_count = 4;
-    const uint64_t total = 4 * seg_count; // 4 blocks
+    const uint32_t block_elems = 4;
+    const uint64_t total = 4 * block_elems; // 4 blocks
     Rig rig(small_config(16));
     rig.sched->ahead_word = 2;
     Members m(2);
@@ -898,8 +898,8 @@ START_TEST(test_leases)
     auto data = int_data(2, total, 7);
     auto send = [&](uint32_t r, uint64_t mid, uint32_t sid, uint32_t window) {
         ina_proto_hdr_t h = block_hdr(jid, r, mid, sid, window, INA_COLL_ALLREDUCE, INA_OP_SUM,
-                                      INA_DT_INT32, 0, seg_count, seg_count, total, true);
-        rig.agg.block(m[r], h, data[r].data() + sid * seg_count * sizeof(int32_t), nullptr);
+                                      INA_DT_INT32, 0, block_elems, block_elems, total, true);
+        rig.agg.block(m[r], h, data[r].data() + sid * block_elems * sizeof(int32_t), nullptr);
     };
 
     // Call 0: leased 3 of the window's 8 Segs.
@@ -927,7 +927,7 @@ START_TEST(test_leases)
         ck_assert_uint_eq(e.hdr.window, 3);
         ck_assert_uint_eq(e.hdr.ahead, 2);
         ck_assert_uint_eq(e.hdr.seg, e.hdr.sid % 3);
-        ck_assert(std::memcmp(e.payload.data(), sum.data() + e.hdr.sid * seg_count,
+        ck_assert(std::memcmp(e.payload.data(), sum.data() + e.hdr.sid * block_elems,
                               e.payload.size()) == 0);
     }
     ck_assert_uint_eq(rig.sched->done.back().lease_size, 3);
@@ -972,7 +972,7 @@ END_TEST
 // and block times are recorded once per completed block.
 START_TEST(test_drain_and_job_stats)
 {
-    const uint32_t seg_count = 4;
+    const uint32_t block_elems = 4;
     const uint64_t total = 12; // 3 blocks
     AggregatorConfig cfg = small_config(4);
     cfg.time_blocks = true;
@@ -981,7 +981,7 @@ START_TEST(test_drain_and_job_stats)
     const uint32_t ja = make_job(rig, a.ptrs(), {0, 1}, 4);
     auto da = int_data(2, total, 1);
     CallSim sim0(rig, a.ptrs(), ja, 0, 4, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                 seg_count, total, da, {true, false});
+                 block_elems, total, da, {true, false});
     sim0.send(0);
     ck_assert(sim0.all_decided() && sim0.granted(0));
     ck_assert_uint_eq(rig.agg.granted_calls(), 1);
@@ -993,7 +993,7 @@ START_TEST(test_drain_and_job_stats)
     ck_assert_uint_eq(rig.agg.granted_calls(), 0);
 
     CallSim sim1(rig, a.ptrs(), ja, 1, 4, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                 seg_count, total, da, {true, true});
+                 block_elems, total, da, {true, true});
     sim1.run(rng);
     ck_assert(sim1.all_decided());
     ck_assert(!sim1.granted(0) && !sim1.granted(1));
@@ -1002,7 +1002,7 @@ START_TEST(test_drain_and_job_stats)
 
     rig.agg.set_draining(false);
     CallSim sim2(rig, a.ptrs(), ja, 2, 4, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                 seg_count, total, da, {true, true});
+                 block_elems, total, da, {true, true});
     sim2.run(rng);
     ck_assert(sim2.complete());
     expect_pool_whole(rig);

@@ -113,16 +113,16 @@ void model_run(const Model &m)
     EXPECT_EQ(g[0].nblocks(),
                       base.coll == INA_COLL_BARRIER ? 1 : (total + per - 1) / per);
     for (uint64_t sid = 0; sid < g[0].nblocks(); ++sid) {
-        const uint32_t seg_count = g[0].block_count(sid);
-        EXPECT_EQ(seg_count, sid + 1 < g[0].nblocks() ? per : total - sid * per);
-        seg.assign(seg_count, 0);
-        cover.assign(seg_count, 0);
+        const uint32_t block_elems = g[0].block_count(sid);
+        EXPECT_EQ(block_elems, sid + 1 < g[0].nblocks() ? per : total - sid * per);
+        seg.assign(block_elems, 0);
+        cover.assign(block_elems, 0);
         unsigned data_members = 0;
         for (uint32_t r = 0; r < n; ++r) {
-            EXPECT_EQ(g[r].block_count(sid), seg_count); // all members agree
+            EXPECT_EQ(g[r].block_count(sid), block_elems); // all members agree
             const BlockSend b = g[r].send(sid);
             EXPECT(b.want_result == g[r].wants(sid));
-            EXPECT_LE(static_cast<uint64_t>(b.offset) + b.count, seg_count);
+            EXPECT_LE(static_cast<uint64_t>(b.offset) + b.count, block_elems);
             if (b.count == 0) {
                 continue; // a CREDIT
             }
@@ -133,7 +133,7 @@ void model_run(const Model &m)
             if (reduce) {
                 // The agent requires the whole block from every member.
                 EXPECT_EQ(b.offset, 0);
-                EXPECT_EQ(b.count, seg_count);
+                EXPECT_EQ(b.count, block_elems);
             }
             for (uint32_t i = 0; i < b.count; ++i) {
                 if (reduce) {
@@ -146,15 +146,15 @@ void model_run(const Model &m)
         }
         // The agent's completion rules.
         if (reduce) {
-            EXPECT_EQ(data_members, seg_count > 0 ? n : 0);
+            EXPECT_EQ(data_members, block_elems > 0 ? n : 0);
         } else if (base.coll == INA_COLL_BCAST) {
             EXPECT_EQ(data_members, 1);
         } else if (base.coll == INA_COLL_BARRIER) {
             EXPECT_EQ(data_members, 0);
-            EXPECT_EQ(seg_count, 0);
+            EXPECT_EQ(block_elems, 0);
         }
         if (!reduce) {
-            for (uint32_t i = 0; i < seg_count; ++i) {
+            for (uint32_t i = 0; i < block_elems; ++i) {
                 EXPECT_EQ(cover[i], 1); // no overlap, no hole
             }
         }
@@ -167,7 +167,7 @@ void model_run(const Model &m)
             for (unsigned p = 0; p < res.npieces; ++p) {
                 const BlockResult::Piece &pc = res.piece[p];
                 EXPECT_GT(pc.count, 0);
-                EXPECT_LE(static_cast<uint64_t>(pc.from) + pc.count, seg_count);
+                EXPECT_LE(static_cast<uint64_t>(pc.from) + pc.count, block_elems);
                 EXPECT_EQ(pc.dst % base.elem_size, 0);
                 const uint64_t d0 = pc.dst / base.elem_size;
                 EXPECT_LE(d0 + pc.count, out[r].size() - 3);

@@ -35,11 +35,11 @@ void expect_refused(const Event &e, ina_proto_status_t st)
 void run_exact_call(Rig &rig, Members &m, uint32_t jid, uint64_t mid, uint32_t window,
                     uint32_t seed)
 {
-    const uint32_t n = static_cast<uint32_t>(m.owned.size()), seg_count = 4;
+    const uint32_t n = static_cast<uint32_t>(m.owned.size()), block_elems = 4;
     const uint64_t total = 24;
     auto data = int_data(n, total, seed);
     CallSim sim(rig, m.ptrs(), jid, mid, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                seg_count, total, data, std::vector<bool>(n, true));
+                block_elems, total, data, std::vector<bool>(n, true));
     std::mt19937 rng(seed);
     sim.run(rng);
     ck_assert(sim.complete());
@@ -168,13 +168,13 @@ START_TEST(test_limit_job_segs)
     ck_assert_int_eq(open_job(rig.agg, rig.sink, m[1], 0x300, {0, 1}, 8, 1).status, INA_PROTO_OK);
     rig.sink.events.clear();
 
-    const uint32_t window = 4, seg_count = 4;
+    const uint32_t window = 4, block_elems = 4;
     const uint64_t total = 32; // 8 blocks a call
     auto d0 = int_data(2, total, 5), d1 = int_data(2, total, 6);
     CallSim c0(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-               seg_count, total, d0, {true, true});
+               block_elems, total, d0, {true, true});
     CallSim c1(rig, m.ptrs(), jid, 1, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-               seg_count, total, d1, {true, true});
+               block_elems, total, d1, {true, true});
     c0.send(0);
     ck_assert(c0.all_decided());
     ck_assert(c0.granted(0));
@@ -203,17 +203,17 @@ END_TEST
 // the agent as a whole has room; its allowance is whole again after.
 START_TEST(test_limit_member_keep)
 {
-    const uint32_t n = 2, window = 4, seg_count = 64;
+    const uint32_t n = 2, window = 4, block_elems = 64;
     const uint64_t total = 512;
     AggregatorConfig cfg = small_config();
-    cfg.limits.member_keep_bytes = 2 * (seg_count * sizeof(int32_t) + sizeof(KeptBlock));
+    cfg.limits.member_keep_bytes = 2 * (block_elems * sizeof(int32_t) + sizeof(KeptBlock));
     Rig rig(cfg);
     Members m(n);
     const uint32_t jid = make_job(rig, m.ptrs(), {0, 1}, window);
     rig.sched->mode = TestScheduler::Mode::kDefer;
     auto data = int_data(n, total, 9);
     CallSim sim(rig, m.ptrs(), jid, 0, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                seg_count, total, data, {true, true});
+                block_elems, total, data, {true, true});
     sim.send(0);
     sim.send(1);
     sim.send(1);
@@ -227,7 +227,7 @@ START_TEST(test_limit_member_keep)
     rig.sink.events.clear();
     // The next call is kept again from zero: two blocks of each rank fit.
     CallSim next(rig, m.ptrs(), jid, 1, window, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32,
-                 seg_count, total, data, {true, true});
+                 block_elems, total, data, {true, true});
     next.send(0);
     next.send(0);
     next.send(1);

@@ -162,7 +162,7 @@ Msg valid_msg(ina_proto_type_t type)
         m.hdr.op = INA_OP_SUM;
         m.hdr.dtype = INA_DT_FLOAT;
         m.hdr.flags = INA_PROTO_F_WANT_RESULT;
-        m.hdr.seg_count = 1024;
+        m.hdr.block_elems = 1024;
         m.hdr.count = 1024;
         m.hdr.arg = 100000;
         m.payload_len = 1024 * 4;
@@ -175,7 +175,7 @@ Msg valid_msg(ina_proto_type_t type)
         m.hdr.coll = INA_COLL_ALLREDUCE;
         m.hdr.op = INA_OP_MAX;
         m.hdr.dtype = INA_DT_INT64;
-        m.hdr.seg_count = 100;
+        m.hdr.block_elems = 100;
         m.hdr.count = 100;
         m.payload_len = 800;
         break;
@@ -201,8 +201,8 @@ Msg valid_msg(ina_proto_type_t type)
 }
 
 // A BLOCK of collective `coll` carrying `count` elements at `offset` of a
-// block of `seg_count` elements (dtype/op: the collective's natural ones).
-Msg block(unsigned coll, uint32_t seg_count, uint32_t offset, uint32_t count, bool want)
+// block of `block_elems` elements (dtype/op: the collective's natural ones).
+Msg block(unsigned coll, uint32_t block_elems, uint32_t offset, uint32_t count, bool want)
 {
     Msg m = valid_msg(INA_PROTO_BLOCK);
     m.hdr.coll = static_cast<uint8_t>(coll);
@@ -210,12 +210,12 @@ Msg block(unsigned coll, uint32_t seg_count, uint32_t offset, uint32_t count, bo
         m.hdr.op = INA_OP_REPLACE;
         m.hdr.dtype = INA_DT_UINT8;
     }
-    m.hdr.seg_count = seg_count;
+    m.hdr.block_elems = block_elems;
     m.hdr.offset = offset;
     m.hdr.count = count;
     m.hdr.flags = want ? INA_PROTO_F_WANT_RESULT : 0;
     m.payload_len = size_t{count} * ref_dtype_size(m.hdr.dtype);
-    m.hdr.arg = uint64_t{seg_count} * 3; // the call spans a few blocks
+    m.hdr.arg = uint64_t{block_elems} * 3; // the call spans a few blocks
     if (coll == INA_COLL_BARRIER) {
         m.hdr.sid = 0;
         m.hdr.seg = 0;
@@ -224,7 +224,7 @@ Msg block(unsigned coll, uint32_t seg_count, uint32_t offset, uint32_t count, bo
 }
 
 // The RESULT of a block of `coll`: full, or ACK_ONLY.
-Msg result(unsigned coll, uint32_t seg_count, bool ack_only)
+Msg result(unsigned coll, uint32_t block_elems, bool ack_only)
 {
     Msg m = valid_msg(INA_PROTO_RESULT);
     m.hdr.coll = static_cast<uint8_t>(coll);
@@ -232,8 +232,8 @@ Msg result(unsigned coll, uint32_t seg_count, bool ack_only)
         m.hdr.op = INA_OP_REPLACE;
         m.hdr.dtype = INA_DT_UINT8;
     }
-    m.hdr.seg_count = seg_count;
-    m.hdr.count = ack_only ? 0 : seg_count;
+    m.hdr.block_elems = block_elems;
+    m.hdr.count = ack_only ? 0 : block_elems;
     m.hdr.flags = ack_only ? INA_PROTO_F_ACK_ONLY : 0;
     m.payload_len = size_t{m.hdr.count} * ref_dtype_size(m.hdr.dtype);
     if (coll == INA_COLL_BARRIER) {
@@ -301,7 +301,7 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, count), 36);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, arg), 40);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, offset), 48);
-    ck_assert_uint_eq(offsetof(ina_proto_hdr_t, seg_count), 52);
+    ck_assert_uint_eq(offsetof(ina_proto_hdr_t, block_elems), 52);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, flags), 56);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, ahead), 58);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, done), 60);
@@ -418,7 +418,7 @@ START_TEST(test_accepts_every_coll_form)
     for (const Msg &m : coll_forms()) {
         ck_assert_msg(check_msg(m) == INA_PROTO_OK, "%s %s offset %u count %u/%u flags %u: %s",
                       ina_proto_type_name(m.hdr.type), ina_proto_coll_name(m.hdr.coll),
-                      m.hdr.offset, m.hdr.count, m.hdr.seg_count, m.hdr.flags,
+                      m.hdr.offset, m.hdr.count, m.hdr.block_elems, m.hdr.flags,
                       ina_proto_status_name(check_msg(m)));
     }
 }
@@ -669,7 +669,7 @@ START_TEST(test_control_payload)
 }
 END_TEST
 
-// coll, offset, seg_count and flags belong to BLOCK/RESULT: zero elsewhere.
+// coll, offset, block_elems and flags belong to BLOCK/RESULT: zero elsewhere.
 START_TEST(test_control_block_fields)
 {
     for (ina_proto_type_t t : kAllTypes) {
@@ -683,7 +683,7 @@ START_TEST(test_control_block_fields)
         m.hdr.offset = 1;
         ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
         m = valid_msg(t);
-        m.hdr.seg_count = 8; // JOB_OPEN: 8 leaves, this one leaf 0 (test_job_open_tree)
+        m.hdr.block_elems = 8; // JOB_OPEN: 8 leaves, this one leaf 0 (test_job_open_tree)
         ck_assert_int_eq(check_msg(m), t == INA_PROTO_JOB_OPEN ? INA_PROTO_OK
                                                                : INA_PROTO_ERR_MALFORMED);
         for (unsigned f : {INA_PROTO_F_WANT_RESULT, INA_PROTO_F_ACK_ONLY}) {
@@ -798,23 +798,23 @@ START_TEST(test_job_open_limits)
 }
 END_TEST
 
-// JOB_OPEN in a tree: this leaf's index among seg_count leaves (or both 0),
+// JOB_OPEN in a tree: this leaf's index among block_elems leaves (or both 0),
 // and INA_PROTO_F_CHILDREN, its only flag.
 START_TEST(test_job_open_tree)
 {
     const Msg good = valid_msg(INA_PROTO_JOB_OPEN);
     Msg m = good;
-    m.hdr.seg_count = 2;
+    m.hdr.block_elems = 2;
     for (uint32_t leaf : {0u, 1u}) {
         m.hdr.offset = leaf;
         ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
     }
     m.hdr.offset = 2;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
-    m.hdr.seg_count = 0;
+    m.hdr.block_elems = 0;
     m.hdr.offset = 1;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
-    m.hdr.seg_count = INA_PROTO_MAX_MEMBERS + 1;
+    m.hdr.block_elems = INA_PROTO_MAX_MEMBERS + 1;
     m.hdr.offset = 0;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
     m = good;
@@ -864,7 +864,7 @@ START_TEST(test_call_ready)
     m.hdr.coll = INA_COLL_COUNT;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
     m = good;
-    m.hdr.seg_count = 4;
+    m.hdr.block_elems = 4;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
     m = good;
     m.hdr.coll = INA_COLL_BARRIER;
@@ -952,7 +952,7 @@ START_TEST(test_data_coll_op_dtype)
                     m.hdr.coll = static_cast<uint8_t>(coll);
                     m.hdr.op = static_cast<uint8_t>(op);
                     m.hdr.dtype = static_cast<uint8_t>(dt);
-                    m.hdr.seg_count = m.hdr.count = barrier ? 0 : 10;
+                    m.hdr.block_elems = m.hdr.count = barrier ? 0 : 10;
                     m.payload_len = m.hdr.count * ref_dtype_size(dt);
                     if (barrier) {
                         m.hdr.sid = m.hdr.seg = 0;
@@ -989,8 +989,8 @@ START_TEST(test_data_coll_op_dtype)
 }
 END_TEST
 
-// seg_count bounds and payload length, every dtype, every collective.
-START_TEST(test_data_seg_count_payload)
+// block_elems bounds and payload length, every dtype, every collective.
+START_TEST(test_data_block_elems_payload)
 {
     for (ina_proto_type_t t : {INA_PROTO_BLOCK, INA_PROTO_RESULT}) {
         for (unsigned coll = 0; coll < INA_COLL_BARRIER; ++coll) {
@@ -1007,7 +1007,7 @@ START_TEST(test_data_seg_count_payload)
                 m.hdr.dtype = static_cast<uint8_t>(dt);
                 m.hdr.arg = UINT64_MAX;
                 auto with = [&](uint32_t n) {
-                    m.hdr.seg_count = m.hdr.count = n;
+                    m.hdr.block_elems = m.hdr.count = n;
                     m.payload_len = size_t{n} * esz;
                     return check_msg(m);
                 };
@@ -1028,9 +1028,9 @@ START_TEST(test_data_seg_count_payload)
     }
     // BLOCK: arg is the whole call's element count, never below the block's.
     Msg m = valid_msg(INA_PROTO_BLOCK);
-    m.hdr.arg = m.hdr.seg_count;
+    m.hdr.arg = m.hdr.block_elems;
     ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
-    m.hdr.arg = m.hdr.seg_count - 1;
+    m.hdr.arg = m.hdr.block_elems - 1;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
     m.hdr.arg = 0;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
@@ -1102,7 +1102,7 @@ START_TEST(test_barrier)
     m.hdr.seg = 1 % m.hdr.window;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED); // exactly one block
     m = good;
-    m.hdr.seg_count = 1;
+    m.hdr.block_elems = 1;
     m.hdr.arg = 1;
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
     m = good;
@@ -1129,7 +1129,7 @@ START_TEST(test_barrier)
     r.hdr.sid = 2;
     ck_assert_int_eq(check_msg(r), INA_PROTO_ERR_MALFORMED);
     r = result(INA_COLL_BARRIER, 0, false);
-    r.hdr.seg_count = r.hdr.count = 1;
+    r.hdr.block_elems = r.hdr.count = 1;
     r.payload_len = 1;
     ck_assert_int_eq(check_msg(r), INA_PROTO_ERR_MALFORMED);
 }
@@ -1244,40 +1244,40 @@ START_TEST(test_fuzz)
         if (is_data(h.type)) {
             const size_t esz = ref_dtype_size(h.dtype);
             ck_assert(ref_coll_valid(h.coll, h.op, h.dtype));
-            ck_assert_uint_le(uint64_t{h.offset} + h.count, h.seg_count);
-            ck_assert_uint_le(size_t{h.seg_count} * esz, INA_PROTO_MAX_SEG_BYTES);
+            ck_assert_uint_le(uint64_t{h.offset} + h.count, h.block_elems);
+            ck_assert_uint_le(size_t{h.block_elems} * esz, INA_PROTO_MAX_SEG_BYTES);
             ck_assert_uint_eq(payload_len, size_t{h.count} * esz);
             if (h.coll == INA_COLL_BARRIER) {
-                ck_assert(h.sid == 0 && h.seg_count == 0 && h.count == 0 && h.arg == 0);
+                ck_assert(h.sid == 0 && h.block_elems == 0 && h.count == 0 && h.arg == 0);
             } else {
-                ck_assert_uint_ge(h.seg_count, 1);
+                ck_assert_uint_ge(h.block_elems, 1);
             }
             if (h.type == INA_PROTO_BLOCK) {
                 ck_assert_uint_ge(h.window, 1);
                 ck_assert_uint_eq(h.seg, h.sid % h.window);
-                ck_assert_uint_ge(h.arg, h.seg_count);
+                ck_assert_uint_ge(h.arg, h.block_elems);
                 ck_assert_uint_eq(h.flags & ~INA_PROTO_F_WANT_RESULT, 0);
                 if (ref_reducing_coll(h.coll)) {
-                    ck_assert(h.offset == 0 && h.count == h.seg_count);
+                    ck_assert(h.offset == 0 && h.count == h.block_elems);
                 }
             } else {
                 ck_assert_uint_eq(h.offset, 0);
-                ck_assert(h.flags == 0 ? h.count == h.seg_count
+                ck_assert(h.flags == 0 ? h.count == h.block_elems
                                        : (h.flags == INA_PROTO_F_ACK_ONLY && h.count == 0));
             }
         } else if (h.type == INA_PROTO_CALL_READY) {
-            ck_assert(h.offset == 0 && h.seg_count == 0 && h.flags == 0 && h.window >= 1);
+            ck_assert(h.offset == 0 && h.block_elems == 0 && h.flags == 0 && h.window >= 1);
             ck_assert(ref_coll_valid(h.coll, h.op, h.dtype));
             ck_assert((h.coll == INA_COLL_BARRIER) == (h.arg == 0));
             ck_assert_uint_eq(payload_len, 0);
         } else if (h.type == INA_PROTO_JOB_OPEN) {
             ck_assert(h.coll == 0 && (h.flags & ~INA_PROTO_F_CHILDREN) == 0);
-            ck_assert(h.seg_count == 0 ? h.offset == 0 : h.offset < h.seg_count);
+            ck_assert(h.block_elems == 0 ? h.offset == 0 : h.offset < h.block_elems);
             ck_assert(h.count >= 1 && h.count <= INA_PROTO_MAX_MEMBERS && h.window >= 1 &&
                       h.rank < h.count);
             ck_assert_uint_eq(payload_len, INA_PROTO_JOB_KEY_BYTES + INA_PROTO_JOB_CAP_BYTES + size_t{h.count} * 4);
         } else {
-            ck_assert(h.coll == 0 && h.offset == 0 && h.seg_count == 0);
+            ck_assert(h.coll == 0 && h.offset == 0 && h.block_elems == 0);
             ck_assert_uint_eq(h.flags & ~(h.type == INA_PROTO_ERROR ? INA_PROTO_F_IN_FLIGHT : 0u),
                               0);
             ck_assert_uint_eq(payload_len, 0);
@@ -1374,7 +1374,7 @@ int main()
                                 test_block_window_seg,
                                 test_job_member_rank,
                                 test_data_coll_op_dtype,
-                                test_data_seg_count_payload,
+                                test_data_block_elems_payload,
                                 test_block_reduction_whole,
                                 test_block_offsets,
                                 test_block_flags, test_error_in_flight,

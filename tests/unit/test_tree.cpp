@@ -266,13 +266,13 @@ struct TreeCall {
     std::vector<uint32_t> jids;
     uint64_t mid;
     unsigned coll, op, dtype;
-    uint32_t seg_count;
+    uint32_t block_elems;
     uint64_t total;
     // Per member (leaf-major): the payload of each block, piece offset/count.
     std::function<void(uint32_t m, uint32_t sid, uint32_t &off, uint32_t &cnt,
                        std::vector<std::byte> &bytes)>
         piece;
-    uint32_t nblocks() const { return static_cast<uint32_t>((total + seg_count - 1) / seg_count); }
+    uint32_t nblocks() const { return static_cast<uint32_t>((total + block_elems - 1) / block_elems); }
     static constexpr uint32_t N = kLeaves * kPerLeaf;
     std::vector<uint32_t> next = std::vector<uint32_t>(N, 0);
     std::vector<std::vector<bool>> got = std::vector<std::vector<bool>>(N);
@@ -295,7 +295,7 @@ struct TreeCall {
     {
         const uint32_t l = m / kPerLeaf, r = m % kPerLeaf, sid = next[m]++;
         const uint32_t sc = static_cast<uint32_t>(
-            std::min<uint64_t>(seg_count, total - uint64_t{sid} * seg_count));
+            std::min<uint64_t>(block_elems, total - uint64_t{sid} * block_elems));
         uint32_t off = 0, cnt = sc;
         std::vector<std::byte> bytes;
         piece(m, sid, off, cnt, bytes);
@@ -318,7 +318,7 @@ struct TreeCall {
                     ck_assert_msg(grants[m] == 1, "member %u: RESULT before GRANT", m);
                     ck_assert(!got[m][e.hdr.sid]);
                     got[m][e.hdr.sid] = true;
-                    std::memcpy(result[m].data() + size_t{e.hdr.sid} * seg_count * esz,
+                    std::memcpy(result[m].data() + size_t{e.hdr.sid} * block_elems * esz,
                                 e.payload.data(), e.payload.size());
                 } else if (e.kind == Event::Kind::kError && allow_errors) {
                     ck_assert_uint_eq(e.hdr.mid, mid);
@@ -558,8 +558,8 @@ START_TEST(test_tree_malformed_partial)
     const std::vector<std::function<void(ina_proto_hdr_t &)>> tampers = {
         [](ina_proto_hdr_t &h) { h.op = INA_OP_MAX; },
         [](ina_proto_hdr_t &h) { h.arg += 1; },
-        [](ina_proto_hdr_t &h) { h.seg_count = 1u << 20; },
-        [](ina_proto_hdr_t &h) { h.count = h.seg_count - 1; },
+        [](ina_proto_hdr_t &h) { h.block_elems = 1u << 20; },
+        [](ina_proto_hdr_t &h) { h.count = h.block_elems - 1; },
     };
     for (size_t k = 0; k < tampers.size(); ++k) {
         // Seeds 4 and 5: leaf 0's members call first, so its bad partial
