@@ -27,14 +27,6 @@
 #include "opal/util/proc.h"
 #include "opal/util/show_help.h"
 
-/* ina_config.h is our autoconf header: its PACKAGE_* describe ina, not Open MPI. */
-#undef PACKAGE_BUGREPORT
-#undef PACKAGE_NAME
-#undef PACKAGE_STRING
-#undef PACKAGE_TARNAME
-#undef PACKAGE_URL
-#undef PACKAGE_VERSION
-#include "ina_config.h"
 #include "coll_ina.h"
 
 /* ---- the module of a communicator -------------------------------------- */
