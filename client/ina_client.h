@@ -162,46 +162,55 @@ void ina_job_key_add(ina_job_key_t *key, const void *data, size_t len);
  * by 0, then by 1, for the two halves) under the 16-byte `secret`. */
 void ina_job_key_seal(ina_job_key_t *key, const uint8_t *secret);
 
-/* Every member, without waiting for the others: open the job named by `key`
- * (bytes every member computes alike, sealed with the job's capability) as
- * `rank`.
+/* What a member brings to JOB_OPEN. The required fields first; the others
+ * count only where `mask` names them (INA_JOB_OPEN_*), so that a field added
+ * later leaves every caller that does not set it as it was. Zero the struct,
+ * fill what applies. */
+enum {
+    INA_JOB_OPEN_SHAPE = 1u << 0,  /* window, block_bytes (else the agent's largest) */
+    INA_JOB_OPEN_TREE = 1u << 1,   /* leaf, nleaves, comm_rank, comm_size */
+    INA_JOB_OPEN_STRIPE = 1u << 2  /* stripe_index, stripe_width */
+};
+typedef struct ina_job_open_params {
+    uint64_t mask;                  /* INA_JOB_OPEN_* of the optional fields set */
+    const ina_job_key_t *key;       /* the job's name and capability (ina_job_key_*) */
+    uint32_t nmembers;              /* the job's members at this agent, */
+    const uint32_t *node_of_member; /* the node of each (nmembers ids), */
+    uint32_t rank;                  /* and this member's rank among them */
+    /* INA_JOB_OPEN_SHAPE: the window (Segs a call's lease may hold) and the
+     * block size asked for, each clamped to what the agent offers; 0: its
+     * largest. */
+    uint32_t window;
+    uint32_t block_bytes;
+    /* INA_JOB_OPEN_TREE: the communicator's members talk to `nleaves` leaf
+     * agents of one tree (docs/HIERARCHY.md); this member's leaf is number
+     * `leaf` (leaves in order of their first rank, ina_topology_plan), and
+     * nmembers, node_of_member and rank describe only the members of this
+     * leaf (its ranks in communicator order). comm_rank and comm_size place
+     * the member in the whole communicator: calls are described in its terms
+     * (roots, allgather chunks, reduce_scatter parts; params->nmembers is
+     * comm_size), and an allgather needs each leaf's members to be
+     * consecutive ranks. The leaf opens the job at its parent; every member
+     * of every leaf must pass the same nleaves and window. */
+    uint32_t leaf, nleaves, comm_rank, comm_size;
+    /* INA_JOB_OPEN_STRIPE: this agent is number stripe_index of the
+     * stripe_width agents the communicator stripes its calls over
+     * (ina_stripe_open): the agent shows it to its operator (ina-switchctl
+     * jobs); nothing else changes. */
+    uint32_t stripe_index, stripe_width;
+} ina_job_open_params_t;
+
+/* Every member, without waiting for the others: open the job named by
+ * `p->key` (bytes every member computes alike, sealed with the job's
+ * capability) as `p->rank`.
  * The first member to arrive creates it at the agent. Every member must pass
  * the same nmembers, node ids, requested window and block; a member that
  * does not, or brings another capability, is refused (INA_ERR_PROTO; the
  * agent's status is in the log at verbose 1) and the others' calls are denied
  * until it opens alike. Calls may start at once: the agent holds a call
  * until every member opened the job (docs/HIERARCHY.md). */
-ina_status_t ina_job_open(ina_client_t *client, const ina_job_key_t *key, uint32_t nmembers,
-                          const uint32_t *node_of_member, uint32_t rank,
-                          uint32_t requested_window, uint32_t requested_block_bytes,
+ina_status_t ina_job_open(ina_client_t *client, const ina_job_open_params_t *p,
                           ina_job_params_t *params, ina_job_t **out);
-
-/* ina_job_open for a communicator whose members talk to `nleaves` leaf
- * agents of one tree (docs/HIERARCHY.md): this member's leaf is number
- * `leaf` (leaves in order of their first rank, ina_topology_plan), and
- * nmembers, node_of_member and rank describe only the members of this leaf
- * (its ranks in communicator order). comm_rank and comm_size place the
- * member in the whole communicator: calls are described in its terms
- * (roots, allgather chunks, reduce_scatter parts; params->nmembers is
- * comm_size), and an allgather needs each leaf's members to be consecutive
- * ranks. The leaf opens the job at its parent; every member of every leaf
- * must pass the same nleaves and window. nleaves 0 (leaf 0, comm_rank =
- * rank, comm_size = nmembers): ina_job_open. */
-ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, uint32_t nmembers,
-                               const uint32_t *node_of_member, uint32_t rank, uint32_t leaf,
-                               uint32_t nleaves, uint32_t comm_rank, uint32_t comm_size,
-                               uint32_t requested_window, uint32_t requested_block_bytes,
-                               ina_job_params_t *params, ina_job_t **out);
-
-/* ina_job_open for agent number `stripe_index` of the `stripe_width`
- * agents a communicator stripes its calls over (ina_stripe_open): the agent
- * shows it to its operator (ina-switchctl jobs); nothing else changes.
- * stripe_width <= 1: not striped, as ina_job_open. */
-ina_status_t ina_job_open_stripe(ina_client_t *client, const ina_job_key_t *key,
-                                 uint32_t nmembers, const uint32_t *node_of_member, uint32_t rank,
-                                 uint32_t stripe_index, uint32_t stripe_width,
-                                 uint32_t requested_window, uint32_t requested_block_bytes,
-                                 ina_job_params_t *params, ina_job_t **out);
 
 /* The job's certified mark (ina_proto.h, "Certification"), as the latest
  * RESULT this member received said: every member holds every call of a
@@ -243,7 +252,7 @@ typedef struct ina_peer_ops {
     uint32_t channel;
 } ina_peer_ops_t;
 void ina_job_set_peers(ina_job_t *job, const ina_peer_ops_t *ops);
-/* A tree's job (ina_job_open_tree): member (communicator rank, or node
+/* A tree's job (ina_job_open with INA_JOB_OPEN_TREE): member (communicator rank, or node
  * with the node stage: comm_rank/comm_size as opened) -> its leaf, n = the
  * communicator's members. A recovery reduces a rebuilt block as
  * the agents do: each leaf's members in order, then the leaves in order.

@@ -531,7 +531,7 @@ public:
     // is its size and this is our rank in it.
     void set_comm_rank(uint32_t r) { comm_rank_ = r; }
     uint32_t comm_rank() const { return comm_rank_; }
-    // A job of a tree of agents (ina_job_open_tree, several leaves).
+    // A job of a tree of agents (ina_job_open with INA_JOB_OPEN_TREE, several leaves).
     void set_tree(bool on) { tree_ = on; }
     // An ERROR that says the job lost a part of itself, not a verdict on
     // the call: a member gone from the job at its agent (NOT_MEMBER: its

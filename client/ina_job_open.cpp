@@ -1,7 +1,7 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
-// Opening a job (ina_job_open, _tree, _stripe): JOB_OPEN by the job's key,
-// the agent's JOB_OPENED, and the member's job descriptor.
+// Opening a job (ina_job_open): JOB_OPEN by the job's key, the agent's
+// JOB_OPENED, and the member's job descriptor.
 #include <algorithm>
 #include <vector>
 
@@ -69,94 +69,69 @@ int job_request(Client &c, ina_proto_hdr_t h, const void *payload, size_t len, u
 
 extern "C" {
 
-ina_status_t ina_job_open(ina_client_t *client, const ina_job_key_t *key, uint32_t nmembers,
-                          const uint32_t *node_of_member, uint32_t rank,
-                          uint32_t requested_window, uint32_t requested_block_bytes,
+ina_status_t ina_job_open(ina_client_t *client, const ina_job_open_params_t *p,
                           ina_job_params_t *params, ina_job_t **out)
-{
-    return ina_job_open_tree(client, key, nmembers, node_of_member, rank, 0, 0, rank, nmembers,
-                             requested_window, requested_block_bytes, params, out);
-}
-
-namespace {
-
-// ina_job_open_tree, and JOB_OPEN's place in a stripe (width <= 1: none).
-ina_status_t open_job(ina_client_t *client, const ina_job_key_t *key, uint32_t nmembers,
-                      const uint32_t *node_of_member, uint32_t rank, uint32_t leaf,
-                      uint32_t nleaves, uint32_t comm_rank, uint32_t comm_size,
-                      uint32_t requested_window, uint32_t requested_block_bytes,
-                      uint32_t stripe_index, uint32_t stripe_width, ina_job_params_t *params,
-                      ina_job_t **out)
 {
     if (out != nullptr) {
         *out = nullptr;
     }
-    if (client == nullptr || key == nullptr || params == nullptr || out == nullptr ||
-        node_of_member == nullptr || nmembers == 0 || nmembers > INA_PROTO_MAX_MEMBERS ||
-        rank >= nmembers || (nleaves == 0 ? leaf != 0 : leaf >= nleaves) ||
-        nleaves > INA_PROTO_MAX_MEMBERS || comm_size < nmembers || comm_rank >= comm_size ||
-        (nleaves <= 1 && (comm_size != nmembers || comm_rank != rank))) {
+    if (client == nullptr || p == nullptr || p->key == nullptr || params == nullptr ||
+        out == nullptr || p->node_of_member == nullptr || p->nmembers == 0 ||
+        p->nmembers > INA_PROTO_MAX_MEMBERS || p->rank >= p->nmembers ||
+        (p->mask & ~uint64_t{INA_JOB_OPEN_SHAPE | INA_JOB_OPEN_TREE | INA_JOB_OPEN_STRIPE}) != 0) {
         return INA_ERR_INVALID;
     }
+    const bool tree = (p->mask & INA_JOB_OPEN_TREE) != 0;
+    const uint32_t nleaves = tree ? p->nleaves : 0, leaf = tree ? p->leaf : 0;
+    const uint32_t comm_rank = tree ? p->comm_rank : p->rank;
+    const uint32_t comm_size = tree ? p->comm_size : p->nmembers;
+    if ((nleaves == 0 ? leaf != 0 : leaf >= nleaves) || nleaves > INA_PROTO_MAX_MEMBERS ||
+        comm_size < p->nmembers || comm_rank >= comm_size ||
+        (nleaves <= 1 && (comm_size != p->nmembers || comm_rank != p->rank))) {
+        return INA_ERR_INVALID;
+    }
+    const bool striped = (p->mask & INA_JOB_OPEN_STRIPE) != 0 && p->stripe_width > 1;
+    if ((p->mask & INA_JOB_OPEN_STRIPE) != 0 &&
+        (p->stripe_width > 0xffffu || (striped && p->stripe_index >= p->stripe_width))) {
+        return INA_ERR_INVALID;
+    }
+    const bool shaped = (p->mask & INA_JOB_OPEN_SHAPE) != 0;
     return static_cast<ina_status_t>(guard(__func__, [&]() -> int {
         Client &c = client->impl;
         EntryLock lock(&c);
         uint32_t window = 0, block = 0;
-        if (!job_shape(c.info(), requested_window, requested_block_bytes, &window, &block)) {
+        if (!job_shape(c.info(), shaped ? p->window : 0, shaped ? p->block_bytes : 0, &window,
+                       &block)) {
             return INA_ERR_INVALID;
         }
-        std::vector<uint8_t> payload(key->bytes, key->bytes + INA_PROTO_JOB_KEY_BYTES);
-        payload.insert(payload.end(), key->cap, key->cap + INA_PROTO_JOB_CAP_BYTES);
-        const auto *ids = reinterpret_cast<const uint8_t *>(node_of_member);
-        payload.insert(payload.end(), ids, ids + sizeof(uint32_t) * nmembers);
+        const ina_job_key_t &key = *p->key;
+        std::vector<uint8_t> payload(key.bytes, key.bytes + INA_PROTO_JOB_KEY_BYTES);
+        payload.insert(payload.end(), key.cap, key.cap + INA_PROTO_JOB_CAP_BYTES);
+        const auto *ids = reinterpret_cast<const uint8_t *>(p->node_of_member);
+        payload.insert(payload.end(), ids, ids + sizeof(uint32_t) * p->nmembers);
         ina_proto_hdr_t h;
         ina_proto_init(&h, INA_PROTO_JOB_OPEN);
-        h.rank = rank;
-        h.count = nmembers;
+        h.rank = p->rank;
+        h.count = p->nmembers;
         h.window = static_cast<uint16_t>(window);
         h.arg = c.next_cookie();
         ina_proto_job_open_set_tenant(&h, c.tenant());
         ina_proto_job_open_set_tree(&h, nleaves, leaf);
-        ina_proto_job_open_set_stripe(&h, stripe_index, stripe_width);
+        ina_proto_job_open_set_stripe(&h, striped ? p->stripe_index : 0,
+                                      striped ? p->stripe_width : 0);
         int rc = job_request(c, h, payload.data(), payload.size(), block, params);
         if (rc != INA_OK) {
             return rc;
         }
         params->nmembers = comm_size; // a call's geometry is the communicator's
-        rc = attach_job(c, *params, rank, out);
+        rc = attach_job(c, *params, p->rank, out);
         if (rc == INA_OK) {
             (*out)->impl.set_comm_rank(comm_rank);
             (*out)->impl.set_tree(nleaves > 1);
-            (*out)->impl.set_peer_tag(ina::client::peer_tag_of(*key));
+            (*out)->impl.set_peer_tag(ina::client::peer_tag_of(key));
         }
         return rc;
     }));
-}
-
-} // namespace
-
-ina_status_t ina_job_open_tree(ina_client_t *client, const ina_job_key_t *key, uint32_t nmembers,
-                               const uint32_t *node_of_member, uint32_t rank, uint32_t leaf,
-                               uint32_t nleaves, uint32_t comm_rank, uint32_t comm_size,
-                               uint32_t requested_window, uint32_t requested_block_bytes,
-                               ina_job_params_t *params, ina_job_t **out)
-{
-    return open_job(client, key, nmembers, node_of_member, rank, leaf, nleaves, comm_rank,
-                    comm_size, requested_window, requested_block_bytes, 0, 0, params, out);
-}
-
-ina_status_t ina_job_open_stripe(ina_client_t *client, const ina_job_key_t *key,
-                                 uint32_t nmembers, const uint32_t *node_of_member, uint32_t rank,
-                                 uint32_t stripe_index, uint32_t stripe_width,
-                                 uint32_t requested_window, uint32_t requested_block_bytes,
-                                 ina_job_params_t *params, ina_job_t **out)
-{
-    if (stripe_width > 0xffffu || (stripe_width > 1 && stripe_index >= stripe_width)) {
-        return INA_ERR_INVALID;
-    }
-    return open_job(client, key, nmembers, node_of_member, rank, 0, 0, rank, nmembers,
-                    requested_window, requested_block_bytes, stripe_index, stripe_width, params,
-                    out);
 }
 
 } // extern "C"

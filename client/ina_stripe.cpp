@@ -405,9 +405,17 @@ ina_status_t ina_stripe_open(ina_client_t *const *clients, uint32_t nagents,
         for (uint32_t k = 0; k < nagents; ++k) {
             ina_job_params_t p{};
             ina_job_t *job = nullptr;
-            const ina_status_t rc =
-                ina_job_open_stripe(clients[k], key, nmembers, node_of_member, rank, k, nagents,
-                                    share, requested_block_bytes, &p, &job);
+            ina_job_open_params_t op{};
+            op.mask = INA_JOB_OPEN_SHAPE | INA_JOB_OPEN_STRIPE;
+            op.key = key;
+            op.nmembers = nmembers;
+            op.node_of_member = node_of_member;
+            op.rank = rank;
+            op.window = share;
+            op.block_bytes = requested_block_bytes;
+            op.stripe_index = k;
+            op.stripe_width = nagents;
+            const ina_status_t rc = ina_job_open(clients[k], &op, &p, &job);
             if (rc != INA_OK) {
                 for (ina_job_t *j : s->jobs) {
                     ina_job_leave(j);

@@ -864,15 +864,27 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         rc = ina_stripe_open(clients, nagents, &key, nmembers, nodes, as,
                              (uint32_t) c->window, (uint32_t) c->block_size, &m->job_params,
                              &m->stripe);
-    } else if (m->nleaves > 1) {
-        rc = ina_job_open_tree(client, &key, part.nmembers, part.nodes, part.as, m->leaf,
-                               m->nleaves, part.comm_as, part.comm_size, (uint32_t) c->window,
-                               0 != block ? block : (uint32_t) c->block_size, &m->job_params,
-                               &m->job);
     } else {
-        rc = ina_job_open(client, &key, nmembers, nodes, as, (uint32_t) c->window,
-                          0 != block ? block : (uint32_t) c->block_size, &m->job_params,
-                          &m->job);
+        ina_job_open_params_t op = {
+            .mask = INA_JOB_OPEN_SHAPE,
+            .key = &key,
+            .nmembers = nmembers,
+            .node_of_member = nodes,
+            .rank = as,
+            .window = (uint32_t) c->window,
+            .block_bytes = 0 != block ? block : (uint32_t) c->block_size,
+        };
+        if (m->nleaves > 1) { /* this leaf's members, placed in the communicator */
+            op.mask |= INA_JOB_OPEN_TREE;
+            op.nmembers = part.nmembers;
+            op.node_of_member = part.nodes;
+            op.rank = part.as;
+            op.leaf = m->leaf;
+            op.nleaves = m->nleaves;
+            op.comm_rank = part.comm_as;
+            op.comm_size = part.comm_size;
+        }
+        rc = ina_job_open(client, &op, &m->job_params, &m->job);
     }
     if (nodes != m->node_of) {
         free(nodes);

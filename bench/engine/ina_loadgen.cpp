@@ -249,8 +249,15 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
             rc = ina_stripe_open(clients.data(), A, &key, P, nodes.data(), jobs[j].rank,
                                  o.window, o.block, &params, &jobs[j].stripe);
         } else {
-            rc = ina_job_open(clients[0], &key, P, nodes.data(), jobs[j].rank, o.window,
-                              o.block, &params, &jobs[j].job);
+            ina_job_open_params_t op{};
+            op.mask = INA_JOB_OPEN_SHAPE;
+            op.key = &key;
+            op.nmembers = P;
+            op.node_of_member = nodes.data();
+            op.rank = jobs[j].rank;
+            op.window = o.window;
+            op.block_bytes = o.block;
+            rc = ina_job_open(clients[0], &op, &params, &jobs[j].job);
         }
         if (rc != INA_OK) die(p, "opening a job failed", rc);
         if (jobs[j].rank == 0) sh.params()[j] = params;

@@ -180,7 +180,15 @@ ina_job_t *open_by_key(ina_client_t *c, uint32_t rank, uint32_t k, ina_job_param
     ina_job_key_seal(&key, ina_test::test_secret());
     usleep(20000 * rank);
     ina_job_t *job = nullptr;
-    int rc = ina_job_open(c, &key, k, nodes.data(), rank, 1000, 1u << 30, params, &job);
+    ina_job_open_params_t op{};
+    op.mask = INA_JOB_OPEN_SHAPE; // more than the agent has: clamped to it
+    op.key = &key;
+    op.nmembers = k;
+    op.node_of_member = nodes.data();
+    op.rank = rank;
+    op.window = 1000;
+    op.block_bytes = 1u << 30;
+    int rc = ina_job_open(c, &op, params, &job);
     if (rc != INA_OK) {
         std::fprintf(stderr, "rank %u: ina_job_open failed: rc %d\n", rank, rc);
         std::_Exit(4);

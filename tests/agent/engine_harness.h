@@ -131,7 +131,15 @@ inline ina_job_t *open_job_or_die(ina_client_t *c, uint32_t index, uint32_t rank
 {
     const ina_job_key_t key = group_job_key(index, n);
     ina_job_t *job = nullptr;
-    int rc = ina_job_open(c, &key, n, nodes, rank, window, block, params, &job);
+    ina_job_open_params_t op{};
+    op.mask = INA_JOB_OPEN_SHAPE;
+    op.key = &key;
+    op.nmembers = n;
+    op.node_of_member = nodes;
+    op.rank = rank;
+    op.window = window;
+    op.block_bytes = block;
+    int rc = ina_job_open(c, &op, params, &job);
     if (rc != INA_OK) {
         std::fprintf(stderr, "rank %u: opening job %u failed: rc %d\n", rank, index, rc);
         std::_Exit(4);

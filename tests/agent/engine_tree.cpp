@@ -2,7 +2,7 @@
 //
 // A tree of real agents: a spine ina-switchd and two leaves started with
 // --parent, four rank processes (two per leaf) that open one job by key
-// (ina_job_open_tree) and run every collective through it, each rank waiting
+// (ina_job_open, INA_JOB_OPEN_TREE) and run every collective through it, each rank waiting
 // a random while before each call so that the leaves and the spine see the
 // blocks in a different interleaving every round. Every call must be
 // offloaded and every result exact: integers equal to the host's, doubles
@@ -57,10 +57,21 @@ ina_job_t *open_tree_job(ina_client_t *c, uint32_t rank, uint32_t window, ina_jo
     const ina_job_key_t key = group_job_key(0, kRanks);
     const uint32_t nodes[kPerLeaf] = {0, 1};
     ina_job_t *job = nullptr;
-    int rc = ina_job_open_tree(c, &key, kPerLeaf, nodes, rank % kPerLeaf, rank / kPerLeaf,
-                               kRanks / kPerLeaf, rank, kRanks, window, 4096, p, &job);
+    ina_job_open_params_t op{};
+    op.mask = INA_JOB_OPEN_SHAPE | INA_JOB_OPEN_TREE;
+    op.key = &key;
+    op.nmembers = kPerLeaf;
+    op.node_of_member = nodes;
+    op.rank = rank % kPerLeaf;
+    op.window = window;
+    op.block_bytes = 4096;
+    op.leaf = rank / kPerLeaf;
+    op.nleaves = kRanks / kPerLeaf;
+    op.comm_rank = rank;
+    op.comm_size = kRanks;
+    int rc = ina_job_open(c, &op, p, &job);
     if (rc != INA_OK) {
-        std::fprintf(stderr, "rank %u: ina_job_open_tree failed: rc %d\n", rank, rc);
+        std::fprintf(stderr, "rank %u: ina_job_open (tree) failed: rc %d\n", rank, rc);
         std::_Exit(4);
     }
     return job;

@@ -234,9 +234,12 @@ struct Group {
         ++groups;
         for (uint32_t r = 0; r < n; ++r) {
             ina_job_params_t params;
-            ck_assert_int_eq(ina_job_open(clients[r], &key, n, nodes.data(), r, 0, 0, &params,
-                                          &jobs[r]),
-                             INA_OK);
+            ina_job_open_params_t op{}; // the agent's largest window and block
+            op.key = &key;
+            op.nmembers = n;
+            op.node_of_member = nodes.data();
+            op.rank = r;
+            ck_assert_int_eq(ina_job_open(clients[r], &op, &params, &jobs[r]), INA_OK);
             ck_assert_uint_eq(params.block_bytes, seg_bytes);
         }
     }
