@@ -148,7 +148,7 @@ for s in "${want[@]}"; do
   case $s in
     node)
       section node "one node (node stage)" "One node, 4 ranks: every collective" \
-        "ina's node stage (the node's ranks combine in shared memory, no agent) against tuned, and for allreduce tuned's ring; rounds interleaved, median per size." \
+        "ina's node stage (the node's ranks combine in shared memory, no agent) against tuned, and for allreduce against tuned's ring too (ring is an allreduce algorithm); rounds interleaved, median per size." \
         "$out/node.csv" ina,tuned,ring "allreduce reduce bcast allgather barrier" -- \
         "$top/bench/node.sh" --np 4 --ring --rounds "$rounds" --iters "$iters" --allreduce-sizes "$sizes" \
         --sizes "$coll_sizes" --builddir "$builddir" --csv "$out/node.csv" ;;
@@ -317,6 +317,9 @@ for s in sections:
         P()
         continue
     d = data[s["key"]]
+    # The tables in a <details> block: a page that embeds the report stays short.
+    P("<details><summary>Time and busbw per size</summary>")
+    P()
     for c in s["colls"].split():
         if c not in d:
             continue
@@ -325,6 +328,8 @@ for s in sections:
             P()
         P(table(d[c], s["systems"].split(",")))
         P()
+    P("</details>")
+    P()
     notes = []
     try:
         for l in open(s["log"]):
