@@ -25,8 +25,9 @@
 #                        [--sizes 8:16777216] [--iters 50] [--rounds 5] [--repeat 3]
 #                        [--sections node,agent,fabric4x1,fabric4x2,tree,stripe]
 #
-# --quick: a smoke run of a few minutes (sizes 8:1048576, one round or
-# repeat, few iterations) to check the script, not to quote. --sizes: the
+# --quick: a smoke run (sizes 8:1048576, one round or repeat, few
+# iterations) to check the script, not to quote: about a minute on a 2-core
+# machine, where the defaults take some 30-40 minutes. --sizes: the
 # allreduce sizes (doubling) of every section; the other collectives on one
 # node run at 8 B, 64 KiB and 4 MiB (8 B and 64 KiB with --quick). --rounds:
 # bench/node.sh's rounds; --repeat: bench/fabric/run.sh's sweeps (median);
@@ -267,7 +268,8 @@ P("Times are microseconds per call (ina_bench: each rank's mean over the iterati
   "(allreduce: bytes / time x 2(n-1)/n; allgather: the gathered bytes / time x (n-1)/n; "
   "reduce, bcast: bytes / time). X/ina above 1: ina is faster. tuned: Open MPI's default "
   "choice (`--mca coll ^ina`); ring: tuned forced to its ring allreduce; ina1: ina over one "
-  "of the two agents. See docs/PERFORMANCE.md for what the metrics mean here.")
+  "of the two agents. What these mean for an in-network reduction: docs/PERFORMANCE.md, "
+  "\"What the numbers mean\".")
 P()
 
 # The headline: allreduce ratios per setting at every third size from the largest.
