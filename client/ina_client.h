@@ -516,7 +516,7 @@ void ina_agent_stop(int pid, int timeout_ms);
  * (0: each agent's maximum), so a member has about as many blocks in
  * flight as over one agent (measured on the emulated fabric: a window per
  * agent as large as one agent's lets the members' flows drift apart at each
- * agent's link, docs/PERFORMANCE.md). params gets agent 0's JID and the
+ * agent's link, docs/perf-history/trees-and-stripes.md). params gets agent 0's JID and the
  * smallest window (per agent) and block of all agents. */
 typedef struct ina_stripe ina_stripe_t;
 typedef struct ina_stripe_call ina_stripe_call_t;

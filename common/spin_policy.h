@@ -23,7 +23,7 @@
 namespace ina {
 
 // The default bound of one spin, in microseconds: a few loopback round trips
-// (docs/PERFORMANCE.md, "Waiting"), far below a scheduler quantum.
+// (docs/perf-history/agent-data-path.md, "Waiting"), far below a scheduler quantum.
 constexpr int kDefaultSpinUs = 100;
 
 struct SpinConfig {

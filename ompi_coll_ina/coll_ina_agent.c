@@ -75,8 +75,8 @@ static bool ina_node_oversubscribed(void)
 }
 
 /* coll_ina_progress_thread, with -1 (auto) decided from this node's cores:
- * measured on 2 cores with 4 ranks (docs/PERFORMANCE.md, "Persistent
- * collectives"), the thread of each rank took the cores the ranks and the
+ * measured on 2 cores with 4 ranks (docs/perf-history/persistent-and-openmpi5.md,
+ * "Persistent collectives"), the thread of each rank took the cores the ranks and the
  * agent needed and made every started call at the agent slower. */
 static bool ina_want_thread(void)
 {
@@ -143,7 +143,8 @@ static void ina_spawn_embedded(bool one_node, char *addr, size_t addrlen)
              : mca_coll_ina_component.rndv_bytes > (int) INA_PROTO_MAX_SEG_BYTES ? (int) INA_PROTO_MAX_SEG_BYTES
                                                                : mca_coll_ina_component.rndv_bytes);
     /* Measured on 2 cores, 2 ranks: an agent that polls there only slows the
-     * ranks that poll in opal_progress (docs/PERFORMANCE.md, "Waiting"). */
+     * ranks that poll in opal_progress (docs/perf-history/agent-data-path.md,
+     * "Waiting"). */
     snprintf(spin, sizeof(spin), "%d",
              mca_coll_ina_component.spin_us > 0 && !ina_node_oversubscribed() ? mca_coll_ina_component.spin_us : 0);
     addr[0] = '\0';

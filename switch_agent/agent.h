@@ -30,7 +30,7 @@ namespace ina {
 
 struct AgentConfig {
     // Off by default: on TCP (UCX 1.13) rendezvous has no zero-copy lane
-    // and costs 40% of the blocks/s (docs/PERFORMANCE.md); on InfiniBand or
+    // and costs 40% of the blocks/s (docs/perf-history/agent-data-path.md); on InfiniBand or
     // RoCE it lands blocks by RDMA (docs/RDMA.md).
     static constexpr uint64_t kDefaultRndvBytes = 0;
 

@@ -24,7 +24,7 @@ usage() {
     cat <<EOF2
 usage: $0 [options]
   --jobs LIST      jobs as BYTES:COMPUTE_MS, comma-separated (3 or more for the
-                   comparison in docs/PERFORMANCE.md), default $jobs_default
+                   comparison in docs/perf-history/sharing-an-agent.md), default $jobs_default
   --hosts-per-job H  emulated hosts (one rank each) per job, default 4
   --rate R         link rate per direction, default 100mbit
   --iters K        iterations per job, default 20
