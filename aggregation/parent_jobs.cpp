@@ -164,7 +164,8 @@ bool ParentJobs::deliver(const ina_proto_hdr_t &h, const void *data, size_t len)
         return true;
     case INA_PROTO_ERROR:
         INA_WARN("parent %s refused our %s of job %u mid %" PRIu64 ": %s", parent_.c_str(),
-                 ina_proto_type_name(ina_proto_error_rejected(&h)), d->second, h.mid, ina_proto_status_name(h.status));
+                 ina_proto_type_name(ina_proto_error_rejected(&h)), d->second, h.mid,
+                 ina_proto_status_name(h.status));
         agg_.uplink_error(d->second, h.mid, static_cast<ina_proto_status_t>(h.status),
                           (h.flags & INA_PROTO_F_IN_FLIGHT) != 0);
         return true;
