@@ -3,10 +3,11 @@
 // A leaf's side of a tree of agents (docs/HIERARCHY.md, "Levels and roles"):
 // what the aggregation core asks of the link to its parent agent, for the jobs
 // whose members talk to several leaves (Job::uplinked). The leaf is one member
-// of the job of the same key at the parent; the transport (ina-switchd's
-// ParentLink, a test's in-process link) maps the leaf's JIDs to the parent's
-// and answers through the Aggregator's uplink_* entry points. Like the Sink,
-// the core calls it synchronously and expects no call back from inside.
+// of the job of the same key at the parent; agg::ParentJobs (parent_jobs.h,
+// under ina-switchd's ParentLink and fuzz_serve; test_tree has an in-process
+// link of its own) maps the leaf's JIDs to the parent's and answers through
+// the Aggregator's uplink_* entry points. Like the Sink, the core calls it
+// synchronously and expects no call back from inside.
 #ifndef INA_AGG_UPLINK_H
 #define INA_AGG_UPLINK_H
 

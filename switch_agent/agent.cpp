@@ -116,7 +116,7 @@ void Agent::start()
         parent_ = std::make_unique<ParentLink>(cfg_.parent, agg_);
         parent_->set_liveness(std::chrono::milliseconds(cfg_.parent_liveness_ms));
         parent_->start(cfg_.core.seg_bytes, cfg_.parent_timeout_ms);
-        agg_.set_uplink(parent_.get());
+        agg_.set_uplink(&parent_->uplink());
     }
     INA_INFO("listening on %s (segs=%u seg-size=%u max-window=%u)", bound_address().c_str(),
              cfg_.core.segs, cfg_.core.seg_bytes, cfg_.core.max_window);

@@ -16,7 +16,8 @@
 
 namespace ina {
 
-ParentLink::ParentLink(std::string addr, agg::Aggregator &agg) : addr_(std::move(addr)), agg_(agg)
+ParentLink::ParentLink(std::string addr, agg::Aggregator &agg)
+    : addr_(std::move(addr)), agg_(agg), jobs_(agg, *this, addr_)
 {
 }
 
@@ -285,94 +286,17 @@ void ParentLink::Send::done(bool ok)
     link->recycle(this);
 }
 
-bool ParentLink::address(uint32_t leaf_jid, ina_proto_hdr_t &h) const
-{
-    auto it = up_.find(leaf_jid);
-    if (it == up_.end() || it->second.jid == 0) {
-        return false;
-    }
-    h.jid = it->second.jid;
-    h.rank = it->second.rank;
-    if (h.type != INA_PROTO_JOB_LEAVE && h.type != INA_PROTO_CALL_ABORT) {
-        h.window = it->second.window;
-    }
-    return true;
-}
+// ---------------------------------------------------------------- agg::ParentJobs::Wire
 
-// ---------------------------------------------------------------- agg::Uplink
-
-void ParentLink::open(const agg::Job &job)
+void ParentLink::send(const ina_proto_hdr_t &h, const uint8_t *payload, size_t len)
 {
-    const uint32_t groups = job.tree().groups;
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_JOB_OPEN);
-    h.rank = job.tree().group;
-    h.count = groups;
-    h.window = static_cast<uint16_t>(job.asked_window());
-    h.arg = job.jid(); // the cookie: JOB_OPENED names the leaf's job
-    ina_proto_job_open_set_tenant(&h, job.tenant());
-    h.flags = INA_PROTO_F_CHILDREN;
     Send &s = queue(h);
-    s.bytes.assign(job.key().begin(), job.key().end());
-    s.bytes.insert(s.bytes.end(), job.cap().begin(), job.cap().end()); // the members' own
-    for (uint32_t i = 0; i < groups; ++i) { // one node per leaf
-        const auto *b = reinterpret_cast<const uint8_t *>(&i);
-        s.bytes.insert(s.bytes.end(), b, b + sizeof(i));
-    }
-    up_[job.jid()] = UpJob{0, job.tree().group, 0, false};
+    s.bytes.assign(payload, payload + len);
 }
 
-void ParentLink::leave(const agg::Job &job)
+void ParentLink::send_block(agg::Partial p)
 {
-    auto it = up_.find(job.jid());
-    if (it == up_.end()) {
-        return;
-    }
-    if (it->second.jid == 0) {
-        it->second.leaving = true; // leave once the parent answered
-        return;
-    }
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_JOB_LEAVE);
-    address(job.jid(), h);
-    queue(h);
-    down_.erase(it->second.jid);
-    up_.erase(it);
-}
-
-void ParentLink::ready(const agg::Job &job, uint64_t mid, const agg::Call &call)
-{
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_CALL_READY);
-    h.mid = mid;
-    h.coll = call.coll;
-    h.op = call.op;
-    h.dtype = call.dtype;
-    h.arg = call.total;
-    if (address(job.jid(), h)) {
-        queue(h);
-    }
-}
-
-void ParentLink::abort(const agg::Job &job, uint64_t mid, ina_proto_status_t why)
-{
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_CALL_ABORT);
-    h.mid = mid;
-    h.status = static_cast<uint8_t>(why);
-    if (address(job.jid(), h)) {
-        queue(h);
-    }
-}
-
-void ParentLink::partial(const agg::Job &job, agg::Partial p)
-{
-    ina_proto_hdr_t h = p.hdr;
-    if (!address(job.jid(), h)) {
-        return;
-    }
-    h.seg = h.sid % h.window;
-    Send &s = queue(h);
+    Send &s = queue(p.hdr);
     s.buf = std::move(p.buf);
     s.offset = p.offset;
     s.len = p.len;
@@ -416,57 +340,9 @@ void ParentLink::on_message(const ina_proto_hdr_t &h, const void *data, size_t l
         }
         return;
     }
-    if (h.type == INA_PROTO_JOB_OPENED) {
-        const auto leaf_jid = static_cast<uint32_t>(h.arg);
-        auto it = up_.find(leaf_jid);
-        if (it == up_.end() || it->second.jid != 0) {
-            return;
-        }
-        if (h.status != INA_PROTO_OK || h.jid == 0) {
-            up_.erase(it);
-            agg_.uplink_opened(leaf_jid, static_cast<ina_proto_status_t>(h.status), 0);
-            return;
-        }
-        it->second.jid = h.jid;
-        it->second.window = h.window;
-        down_[h.jid] = leaf_jid;
-        if (it->second.leaving) {
-            ina_proto_hdr_t l;
-            ina_proto_init(&l, INA_PROTO_JOB_LEAVE);
-            address(leaf_jid, l);
-            queue(l);
-            down_.erase(h.jid);
-            up_.erase(it);
-            return;
-        }
-        agg_.uplink_opened(leaf_jid, INA_PROTO_OK, h.window);
-        return;
-    }
-    auto d = down_.find(h.jid);
-    if (d == down_.end()) {
-        INA_DEBUG("parent: %s for job %u, which is not ours (any more)", ina_proto_type_name(h.type),
-                  h.jid);
-        return;
-    }
-    switch (h.type) {
-    case INA_PROTO_GRANT:
-    case INA_PROTO_DENY:
-        agg_.uplink_decision(d->second, h.mid, h.type == INA_PROTO_GRANT,
-                             static_cast<ina_proto_status_t>(h.status));
-        break;
-    case INA_PROTO_RESULT:
+    // The rest is about the leaf's jobs (result bytes: those for one of them).
+    if (jobs_.deliver(h, data, len) && h.type == INA_PROTO_RESULT) {
         counters_.result_bytes_down += len;
-        agg_.uplink_result(d->second, h, data, len);
-        break;
-    case INA_PROTO_ERROR:
-        INA_WARN("parent %s refused our %s of job %u mid %" PRIu64 ": %s", addr_.c_str(),
-                 ina_proto_type_name(h.op), d->second, h.mid, ina_proto_status_name(h.status));
-        agg_.uplink_error(d->second, h.mid, static_cast<ina_proto_status_t>(h.status),
-                          (h.flags & INA_PROTO_F_IN_FLIGHT) != 0);
-        break;
-    default:
-        INA_DEBUG("parent: unexpected %s", ina_proto_type_name(h.type));
-        break;
     }
 }
 
@@ -483,10 +359,7 @@ void ParentLink::on_lost(const char *why)
     INA_ERROR("parent %s lost (%s): the calls of jobs over several leaves fail or fall back; "
               "connecting again",
               addr_.c_str(), why);
-    // The parent's JIDs meant something on that connection only.
-    up_.clear();
-    down_.clear();
-    agg_.uplink_lost();
+    jobs_.lost(); // the parent's JIDs meant something on that connection only
     try_later(why);
 }
 

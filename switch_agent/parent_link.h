@@ -3,18 +3,17 @@
 // A leaf ina-switchd's link to its parent agent (--parent HOST:PORT;
 // docs/HIERARCHY.md): the aggregation core's Uplink over the client's
 // UcxChannel (its own UCP context and worker, error mode PEER, the same wire
-// protocol a rank speaks). The leaf is one member of each of its tree jobs
-// at the parent: JOB_OPEN as member `group` of `groups` with
-// INA_PROTO_F_CHILDREN, then per call CALL_READY or CALL_ABORT and one BLOCK
-// per completed block; what the parent answers goes back into the core by
-// the leaf's JID. Single-threaded, on the agent's loop: what the core says
-// is queued and posted by flush(), outside every UCX callback.
+// protocol a rank speaks). What goes up about the leaf's jobs and what comes
+// down for them is agg::ParentJobs' (aggregation/parent_jobs.h); this link is
+// its transport: the connection, HELLO, the parent's liveness (PING/PONG),
+// connecting again, and the queue. Single-threaded, on the agent's loop:
+// what the core says is queued and posted by flush(), outside every UCX
+// callback.
 #ifndef INA_AGENT_PARENT_LINK_H
 #define INA_AGENT_PARENT_LINK_H
 
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,11 +21,12 @@
 #include "aggregator.h"
 #include "channel.h"
 #include "liveness.h"
+#include "parent_jobs.h"
 #include "uplink.h"
 
 namespace ina {
 
-class ParentLink final : public agg::Uplink, private client::ChannelEvents {
+class ParentLink final : private agg::ParentJobs::Wire, private client::ChannelEvents {
 public:
     // What crossed the link (the agent logs them with its counters).
     struct Counters {
@@ -78,13 +78,8 @@ public:
     bool sending() const { return in_flight_ > 0 || !outbox_.empty(); }
     const Counters &counters() const { return counters_; }
     const std::string &address() const { return addr_; }
-
-    // agg::Uplink
-    void open(const agg::Job &job) override;
-    void leave(const agg::Job &job) override;
-    void ready(const agg::Job &job, uint64_t mid, const agg::Call &call) override;
-    void abort(const agg::Job &job, uint64_t mid, ina_proto_status_t why) override;
-    void partial(const agg::Job &job, agg::Partial p) override;
+    // What the core talks to (Aggregator::set_uplink).
+    agg::Uplink &uplink() { return jobs_; }
 
 private:
     struct Send final : client::SendOp {
@@ -96,18 +91,7 @@ private:
         size_t len = 0;
         void done(bool ok) override;
     };
-    // A leaf job's job at the parent.
-    struct UpJob {
-        uint32_t jid = 0;     // the parent's (0 until JOB_OPENED)
-        uint32_t rank = 0;    // this leaf's index there
-        uint16_t window = 0;  // the parent's window
-        bool leaving = false; // freed here before the parent answered
-    };
-
     Send &queue(const ina_proto_hdr_t &h);
-    // Fill jid/rank/window of a message about leaf job `leaf_jid`; false if
-    // its parent job is not open.
-    bool address(uint32_t leaf_jid, ina_proto_hdr_t &h) const;
     void recycle(Send *s);
     // HELLO, offering our versions up to offer_highest_; sent at once, or
     // (now = false, from a channel callback) by the next flush().
@@ -117,6 +101,10 @@ private:
     void try_later(const std::string &why);
     // up: probe a silent parent, give a silent one up (set_liveness).
     void check_liveness();
+
+    // agg::ParentJobs::Wire: queued
+    void send(const ina_proto_hdr_t &h, const uint8_t *payload, size_t len) override;
+    void send_block(agg::Partial p) override;
 
     // client::ChannelEvents (inside progress())
     void on_message(const ina_proto_hdr_t &h, const void *data, size_t len) override;
@@ -140,8 +128,7 @@ private:
     int timeout_ms_ = 0;
     Clock::time_point when_{};   // down: next try; connecting: its deadline
     Clock::duration pause_{};    // down: the pause before the next try
-    std::map<uint32_t, UpJob> up_;     // by the leaf's JID
-    std::map<uint32_t, uint32_t> down_; // the parent's JID -> the leaf's
+    agg::ParentJobs jobs_;       // the leaf's jobs at the parent
     std::vector<std::unique_ptr<Send>> store_;
     std::vector<Send *> free_;
     std::vector<Send *> outbox_;

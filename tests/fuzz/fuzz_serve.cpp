@@ -5,8 +5,9 @@
 // messages from several endpoints, each validated by ina_proto_check and
 // routed by agg::serve exactly as Agent::receive does, with lost
 // connections, ticks of a clock of its own, allocation failures and, for a
-// leaf of a tree, its parent agent in between (serve_input.h says how the
-// input is read). What the core answers goes to a WireSink that
+// leaf of a tree, its parent agent in between, through the agent's own
+// agg::ParentJobs (serve_input.h says how the input is read). What the core
+// answers goes to a WireSink that
 // checks, cheaply, what must hold of every message the agent sends; at the
 // end every endpoint is lost and the core must be empty again. Any broken
 // rule abort()s, so that libFuzzer reports the input.
@@ -21,6 +22,7 @@
 #include <new>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <sanitizer/common_interface_defs.h>
@@ -28,6 +30,7 @@
 #include "aggregator.h"
 #include "ina_proto.h"
 #include "log.h"
+#include "parent_jobs.h"
 #include "sched/exclusive.h"
 #include "sched/free_seg.h"
 #include "sched/partition.h"
@@ -78,9 +81,9 @@ struct FailAfter {
     FailAfter &operator=(const FailAfter &) = delete;
 };
 
-// A callback of the core into the transport (Sink, Uplink): the transport's
-// first allocation (it queues) may fail, `fails`; none in the fuzzer's own
-// bookkeeping, which must see everything the core said.
+// A callback into the transport (the core's Sink, ParentJobs' Wire): the
+// transport's first allocation (it queues) may fail, `fails`; none in the
+// fuzzer's own bookkeeping, which must see everything the core said.
 struct TransportCall {
     bool fails = false;
     long saved = -1;
@@ -95,14 +98,13 @@ struct TransportCall {
     TransportCall &operator=(const TransportCall &) = delete;
 };
 
-// An Uplink call whose queueing fails before it did anything.
-struct UplinkCall : TransportCall {
-    UplinkCall()
-    {
-        if (fails) {
-            throw std::bad_alloc();
-        }
-    }
+// The fuzzer's own bookkeeping inside the code under test: never made to fail.
+struct Unarmed {
+    long saved = g_allocs_left;
+    Unarmed() { g_allocs_left = -1; }
+    ~Unarmed() { g_allocs_left = saved; }
+    Unarmed(const Unarmed &) = delete;
+    Unarmed &operator=(const Unarmed &) = delete;
 };
 
 // A systematic search for allocation failures (docs/TESTING.md): with
@@ -148,64 +150,40 @@ struct Endpoint : Member {
     ~Endpoint() { alive = 0; }
 };
 
-// The parent agent of a leaf as ParentLink (switch_agent/parent_link.cpp)
-// presents it to the core: the leaf's jobs at the parent, what the core
-// sends up (a partial must be a BLOCK the parent accepts), what comes down
-// (deliver()), and with `answers` the parent's own replies, queued, since
+// A leaf's parent agent. The leaf's jobs there are ina-switchd's own
+// agg::ParentJobs, which ParentLink (switch_agent/parent_link.cpp) hands
+// what comes down; what it sends up comes here instead of onto a channel,
+// and must pass ina_proto_check and, but for JOB_OPEN, name a job the
+// parent opened for this leaf, as the rank the leaf opened it as. With
+// `answers`, the parent replies to what went up by itself, queued, since
 // the core expects no call back from inside an Uplink call.
-class Parent final : public Uplink {
+class Parent final : public ParentJobs::Wire {
 public:
-    Parent(Aggregator &agg, bool answers) : agg_(agg), answers_on_(answers) {}
+    Parent(Aggregator &agg, bool answers)
+        : agg_(agg), answers_on_(answers), jobs_(agg, *this, "fuzz")
+    {
+    }
+
+    Uplink &uplink() { return jobs_; }
 
     // A message from the parent, as the link's channel checks it and
-    // ParentLink::on_message hands it on.
+    // ParentLink::on_message hands it on (ParentLink answers HELLO_ACK and
+    // the probes itself; here they reach ParentJobs, which drops them).
     void deliver(const ina_proto_hdr_t &h, const void *data, size_t len)
     {
         if (lost_ || ina_proto_check(&h, sizeof(h), len) != INA_PROTO_OK) {
             return; // a lost channel delivers nothing; an invalid message is dropped
         }
-        if (h.type == INA_PROTO_JOB_OPENED) {
-            const auto leaf_jid = static_cast<uint32_t>(h.arg);
-            auto it = up_.find(leaf_jid);
-            if (it == up_.end() || it->second.jid != 0) {
-                return;
+        if (h.type == INA_PROTO_JOB_OPENED && h.status == INA_PROTO_OK && h.jid != 0) {
+            // Before the core hears of it: it may send up for the job at once.
+            Unarmed own;
+            // The cookie, as ParentJobs reads it.
+            auto it = opens_.find(static_cast<uint32_t>(h.arg));
+            if (it != opens_.end()) {
+                given_.emplace(h.jid, it->second);
             }
-            if (h.status != INA_PROTO_OK || h.jid == 0) {
-                up_.erase(it);
-                agg_.uplink_opened(leaf_jid, static_cast<ina_proto_status_t>(h.status), 0);
-                return;
-            }
-            it->second.jid = h.jid;
-            it->second.window = h.window;
-            down_[h.jid] = leaf_jid;
-            if (it->second.leaving) {
-                down_.erase(h.jid);
-                up_.erase(it);
-                return;
-            }
-            agg_.uplink_opened(leaf_jid, INA_PROTO_OK, h.window);
-            return;
         }
-        auto d = down_.find(h.jid);
-        if (d == down_.end()) {
-            return;
-        }
-        switch (h.type) {
-        case INA_PROTO_GRANT:
-        case INA_PROTO_DENY:
-            agg_.uplink_decision(d->second, h.mid, h.type == INA_PROTO_GRANT,
-                                 static_cast<ina_proto_status_t>(h.status));
-            break;
-        case INA_PROTO_RESULT:
-            agg_.uplink_result(d->second, h, data, len);
-            break;
-        case INA_PROTO_ERROR:
-            agg_.uplink_error(d->second, h.mid, static_cast<ina_proto_status_t>(h.status),
-                              (h.flags & INA_PROTO_F_IN_FLIGHT) != 0);
-            break;
-        default:
-            break;
-        }
+        jobs_.deliver(h, data, len);
     }
 
     // The parent's queued replies, oldest first (each may queue more).
@@ -222,7 +200,7 @@ public:
     {
         lost_ = true;
         replies_.clear();
-        agg_.uplink_lost();
+        jobs_.lost();
     }
 
     // Partials in flight give their buffers back (before the core goes).
@@ -232,70 +210,60 @@ public:
         sent_.clear();
     }
 
-    // ---- agg::Uplink
-    void open(const Job &job) override
+    // ---- ParentJobs::Wire: what ParentLink would queue
+    void send(const ina_proto_hdr_t &h, const uint8_t *, size_t len) override
     {
-        UplinkCall call;
-        up_[job.jid()] = UpJob{0, job.tree().group, 0, false};
-        if (answering()) {
-            ina_proto_hdr_t r = reply(INA_PROTO_JOB_OPENED, next_jid_++, job.tree().group);
-            r.window = static_cast<uint16_t>(std::clamp<uint32_t>(job.asked_window(), 1,
-                                                                  INA_PROTO_MAX_WINDOW));
-            r.arg = job.jid();
-            replies_.push_back({r, {}});
+        TransportCall call;
+        check_up(h, len);
+        if (call.fails) {
+            throw std::bad_alloc(); // ParentLink could not queue it
         }
-    }
-
-    void leave(const Job &job) override
-    {
-        UplinkCall call;
-        auto it = up_.find(job.jid());
-        if (it == up_.end()) {
+        ina_proto_hdr_t r;
+        switch (h.type) {
+        case INA_PROTO_JOB_OPEN:
+            opens_[static_cast<uint32_t>(h.arg)] = h.rank;
+            if (!answering()) {
+                return;
+            }
+            r = reply(INA_PROTO_JOB_OPENED, next_jid_++, h.rank);
+            r.window = h.window; // as asked (check_up: 1..INA_PROTO_MAX_WINDOW)
+            r.arg = h.arg;
+            break;
+        case INA_PROTO_CALL_READY:
+            if (!answering()) {
+                return;
+            }
+            r = reply(INA_PROTO_GRANT, h.jid, h.rank);
+            r.mid = h.mid;
+            r.window = h.window;
+            break;
+        case INA_PROTO_CALL_ABORT:
+            if (!answering()) {
+                return;
+            }
+            // The parent denies the call on every leaf, this one too.
+            r = reply(INA_PROTO_DENY, h.jid, h.rank);
+            r.mid = h.mid;
+            r.status = h.status;
+            break;
+        case INA_PROTO_JOB_LEAVE:
             return;
+        default:
+            broken("a leaf sends its parent a message that is not about its jobs", &h);
         }
-        if (it->second.jid == 0) {
-            it->second.leaving = true;
-            return;
-        }
-        down_.erase(it->second.jid);
-        up_.erase(it);
+        replies_.push_back({r, {}});
     }
 
-    void ready(const Job &job, uint64_t mid, const Call &) override
+    void send_block(Partial p) override
     {
-        UplinkCall call;
-        ina_proto_hdr_t r = reply(INA_PROTO_GRANT, 0, 0);
-        if (answering() && address(job.jid(), r)) {
-            r.mid = mid;
-            replies_.push_back({r, {}});
-        }
-    }
-
-    void abort(const Job &job, uint64_t mid, ina_proto_status_t why) override
-    {
-        UplinkCall call;
-        // The parent denies the call on every leaf, this one too.
-        ina_proto_hdr_t r = reply(INA_PROTO_DENY, 0, 0);
-        if (answering() && address(job.jid(), r)) {
-            r.mid = mid;
-            r.status = static_cast<uint8_t>(why);
-            replies_.push_back({r, {}});
-        }
-    }
-
-    void partial(const Job &job, Partial p) override
-    {
-        UplinkCall call;
-        ina_proto_hdr_t h = p.hdr;
-        if (!address(job.jid(), h)) {
-            return; // ParentLink drops it too
-        }
-        h.seg = h.sid % h.window;
-        if (ina_proto_check(&h, sizeof(h), p.len) != INA_PROTO_OK) {
-            broken("a leaf sends its parent a BLOCK ina_proto_check refuses", &h);
-        }
+        TransportCall call;
+        const ina_proto_hdr_t &h = p.hdr;
+        check_up(h, p.len);
         if (p.len != 0 && (!p.buf || p.offset + p.len > agg_.pool().seg_bytes())) {
             broken("a partial outside its buffer", &h);
+        }
+        if (call.fails) {
+            throw std::bad_alloc(); // ParentLink could not queue it
         }
         const std::byte *piece = p.len != 0 ? p.buf.data() + p.offset : nullptr;
         if (answering()) {
@@ -335,12 +303,6 @@ public:
     }
 
 private:
-    struct UpJob {
-        uint32_t jid = 0;    // the parent's (0 until JOB_OPENED)
-        uint32_t rank = 0;   // this leaf's index there
-        uint16_t window = 0; // the parent's window
-        bool leaving = false;
-    };
     struct Reply {
         ina_proto_hdr_t h;
         std::vector<std::byte> payload;
@@ -357,29 +319,26 @@ private:
         return r;
     }
 
-    // ParentLink::address: the message about a leaf job, for the parent's job.
-    bool address(uint32_t leaf_jid, ina_proto_hdr_t &h) const
+    // What must hold of every message a leaf sends its parent.
+    void check_up(const ina_proto_hdr_t &h, size_t len) const
     {
-        auto it = up_.find(leaf_jid);
-        if (it == up_.end() || it->second.jid == 0) {
-            return false;
+        if (ina_proto_check(&h, sizeof(h), len) != INA_PROTO_OK) {
+            broken("a leaf sends its parent a message ina_proto_check refuses", &h);
         }
-        h.jid = it->second.jid;
-        h.rank = it->second.rank;
-        if (h.type != INA_PROTO_JOB_LEAVE && h.type != INA_PROTO_CALL_ABORT) {
-            h.window = it->second.window;
+        if (h.type != INA_PROTO_JOB_OPEN && given_.count({h.jid, h.rank}) == 0) {
+            broken("a leaf's message for a job the parent did not open for it as that rank", &h);
         }
-        return true;
     }
 
     Aggregator &agg_;
     bool answers_on_;
     bool lost_ = false;
+    ParentJobs jobs_;          // the code under test
     uint32_t next_jid_ = 1000; // the parent's JIDs: another numbering than the leaf's
-    std::map<uint32_t, UpJob> up_;      // by the leaf's JID
-    std::map<uint32_t, uint32_t> down_; // the parent's JID -> the leaf's
     std::deque<Reply> replies_;
     std::deque<BufRef> sent_;
+    std::map<uint32_t, uint32_t> opens_;            // JOB_OPEN's cookie -> the leaf's rank
+    std::set<std::pair<uint32_t, uint32_t>> given_; // (the parent's JID, that rank) opened
 };
 
 class Harness final : public WireSink {
@@ -392,7 +351,7 @@ public:
         }
         if (c.parent) {
             parent_ = std::make_unique<Parent>(agg_, c.parent_answers);
-            agg_.set_uplink(parent_.get());
+            agg_.set_uplink(&parent_->uplink());
         }
     }
 

@@ -20,8 +20,9 @@
 //     lost     (kind >= kLostKind) the endpoint's connection is lost
 //              (Aggregator::member_lost), a new one takes its place.
 // A leaf (ServeConfig::parent, ina-switchd --parent): endpoint kParent is the
-// link to the parent agent instead of a member: its messages reach the core
-// as ParentLink hands them on (uplink_*), its loss is uplink_lost(); with
+// link to the parent agent instead of a member: its messages go to the
+// leaf's agg::ParentJobs as ParentLink hands them on (which turns them into
+// the core's uplink_*), its loss is ParentJobs::lost(); with
 // parent_answers, the parent also answers every JOB_OPEN, CALL_READY and
 // block of the leaf by itself, as if the other leaves agreed at once.
 // Multi-byte fields are little endian.
