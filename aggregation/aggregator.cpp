@@ -391,7 +391,7 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
     switch (v.kind) {
     case Verdict::Kind::kGrant:
         call.next_sid.resize(v.lease.size()); // shrinks: allocates nothing
-        std::iota(call.next_sid.begin(), call.next_sid.end(), 0u);
+        std::iota(call.next_sid.begin(), call.next_sid.end(), uint64_t{0});
         call.lease = std::move(v.lease);
         job.hold_segs(static_cast<uint32_t>(call.lease.size()));
         call.granted = true;
@@ -846,7 +846,7 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
     }
     // Complete: the Seg is free again at once; the result buffer travels
     // (to the members, or up to the parent: its RESULT comes back later).
-    call.next_sid[h.seg] = h.sid + static_cast<uint32_t>(call.lease.size());
+    call.next_sid[h.seg] = uint64_t{h.sid} + call.lease.size();
     ++job.stats().blocks_done;
     if (cfg_.time_blocks) {
         block_times_.record(Clock::now() - seg_since_[seg]);

@@ -193,6 +193,28 @@ START_TEST(test_duplicates)
 }
 END_TEST
 
+// A block whose SID is near the top of uint32_t (nonsense for any call,
+// but a member may send it): once its RESULT went out, the same block again
+// is a duplicate like any other, not a second RESULT (the slot's next SID,
+// that SID plus the lease, once wrapped around to a small number).
+START_TEST(test_duplicate_at_top_sid)
+{
+    const uint32_t window = 4, block_elems = 64;
+    const uint32_t sid = UINT32_MAX - 1;
+    Rig rig;
+    Member m;
+    const uint32_t jid = make_job(rig, {&m}, {0}, window);
+    const std::vector<int32_t> v(block_elems, 7);
+    const ina_proto_hdr_t h = block_hdr(jid, 0, 0, sid, window, INA_COLL_ALLREDUCE, INA_OP_SUM,
+                                        INA_DT_INT32, 0, block_elems, block_elems, 1000, true);
+    rig.agg.block(m, h, v.data());
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kResult), 1);
+    rig.agg.block(m, h, v.data());
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kResult), 1);
+    ck_assert_uint_eq(rig.agg.counters().duplicate, 1);
+}
+END_TEST
+
 // A block from a handle that is not (jid, rank) never touches the job: the
 // sender gets an ERROR, the call of the real members goes on undisturbed.
 START_TEST(test_foreign_members)
@@ -1034,6 +1056,7 @@ int main()
                                 test_float_sum_rank_order_bit_identical,
                                 test_payload_to_askers_ack_to_others,
                                 test_duplicates,
+                                test_duplicate_at_top_sid,
                                 test_foreign_members,
                                 test_member_lost_mid_call,
                                 test_call_after_member_gone,
