@@ -248,9 +248,15 @@ void Aggregator::member_lost(Member &m)
 
 void Aggregator::leave_job(uint32_t jid, uint32_t rank, Member &m)
 {
+    auto it = jobs_.find(jid);
+    // The calls the leaver had not finished, listed before anything changes:
+    // the list allocates, and a std::bad_alloc (which the agent survives)
+    // must not leave the member out of the job with its blocks still kept
+    // in a deferred call (they name the member, which may be gone next).
+    const std::vector<uint64_t> open =
+        it != jobs_.end() ? it->second->open_calls() : std::vector<uint64_t>();
     auto &ms = m.memberships_;
     ms.erase(std::remove(ms.begin(), ms.end(), std::make_pair(jid, rank)), ms.end());
-    auto it = jobs_.find(jid);
     if (it == jobs_.end() || !it->second->leave(rank, &m)) {
         return;
     }
@@ -262,8 +268,12 @@ void Aggregator::leave_job(uint32_t jid, uint32_t rank, Member &m)
     // Calls the leaver had not finished (granted or still deferred) can never
     // complete: end them now on the survivors with an ERROR for the call
     // (what a rejected block gives) instead of letting them wait for their
-    // progress timeout.
-    for (uint64_t mid : job.open_calls()) {
+    // progress timeout. All of them end (leases and kept blocks back) before
+    // anybody is told, which may throw.
+    for (uint64_t mid : open) {
+        end_call(jid, mid, *job.find_call(mid));
+    }
+    for (uint64_t mid : open) {
         INA_INFO("job %u mid %" PRIu64 ": rank %u left in the middle of the call, aborted", jid,
                  mid, rank);
         abort_call(job, mid, *job.find_call(mid), INA_PROTO_ERR_NOT_MEMBER,
@@ -391,7 +401,7 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
     switch (v.kind) {
     case Verdict::Kind::kGrant:
         call.next_sid.resize(v.lease.size()); // shrinks: allocates nothing
-        std::iota(call.next_sid.begin(), call.next_sid.end(), 0u);
+        std::iota(call.next_sid.begin(), call.next_sid.end(), uint64_t{0});
         call.lease = std::move(v.lease);
         job.hold_segs(static_cast<uint32_t>(call.lease.size()));
         call.granted = true;
@@ -846,7 +856,7 @@ void Aggregator::apply(Job &job, Call &call, Member &from, const ina_proto_hdr_t
     }
     // Complete: the Seg is free again at once; the result buffer travels
     // (to the members, or up to the parent: its RESULT comes back later).
-    call.next_sid[h.seg] = h.sid + static_cast<uint32_t>(call.lease.size());
+    call.next_sid[h.seg] = uint64_t{h.sid} + call.lease.size();
     ++job.stats().blocks_done;
     if (cfg_.time_blocks) {
         block_times_.record(Clock::now() - seg_since_[seg]);

@@ -81,7 +81,9 @@ struct Call {
     ina_proto_status_t deny_status = INA_PROTO_OK;
     std::vector<uint32_t> lease;    // Seg of each slot: lease[sid % lease.size()]
     uint32_t ahead = 0;             // told with its verdict: for the next MID (0: not yet)
-    std::vector<uint32_t> next_sid; // per slot: next SID it may serve (older = duplicate)
+    // Per slot: the next SID it may serve (older = duplicate); 64 bits, so
+    // that a SID near the top of uint32_t plus the lease does not wrap.
+    std::vector<uint64_t> next_sid;
     uint64_t total = 0;             // elements of the call's result vector
     uint64_t nblocks = 1;           // blocks of the call (from its first block's length)
     uint64_t done = 0;              // elements whose RESULT went out

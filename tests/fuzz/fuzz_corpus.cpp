@@ -8,7 +8,8 @@
 // then its payload; a few of each kind of message) and OUTDIR/serve/ (pieces
 // of each agent's traffic in serve_input.h's format, under that agent's own
 // pool and policy, read from its command line: one piece from the start,
-// one from each burst of JOB_OPENs on, as long as it stays small).
+// one from each burst of JOB_OPENs on, as long as it stays small; a leaf's
+// pieces also with a parent that answers late and one that refuses).
 // make-corpus.sh then keeps what adds coverage.
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +33,7 @@ namespace {
 constexpr size_t kMaxServeSeed = 64 * 1024; // bytes: each run of it stays quick
 constexpr size_t kMaxServeMessages = 512;
 constexpr int kSeedsPerKind = 2;             // proto: messages alike but for ids
+constexpr size_t kSlowParentEvery = 4;       // messages between a slow parent's answers
 
 struct Message {
     uint64_t peer;
@@ -177,7 +179,9 @@ size_t proto_seeds(const Recording &rec, const std::string &dir,
     return n;
 }
 
-// fuzz_serve: from message `first` on, as many as fit.
+// fuzz_serve: from message `first` on, as many as fit (with a byte to
+// spare for a tick). A slow parent answers after every kSlowParentEvery
+// messages.
 std::vector<uint8_t> serve_piece(const Recording &rec, const ina_fuzz::ServeConfig &cfg,
                                  size_t first)
 {
@@ -190,7 +194,7 @@ std::vector<uint8_t> serve_piece(const Recording &rec, const ina_fuzz::ServeConf
         if (m.hdr.size() != sizeof(ina_proto_hdr_t)) {
             continue; // the agent refuses it before anything else: fuzz_proto's
         }
-        if (seed.size() + 1 + m.hdr.size() + 4 + m.payload.size() > kMaxServeSeed) {
+        if (seed.size() + 1 + m.hdr.size() + 4 + m.payload.size() + 1 > kMaxServeSeed) {
             break;
         }
         // A leaf's parent has an endpoint of its own: members share the others.
@@ -201,6 +205,9 @@ std::vector<uint8_t> serve_piece(const Recording &rec, const ina_fuzz::ServeConf
                                  m.payload.data(), static_cast<uint32_t>(m.payload.size()),
                                  seed);
         ++count;
+        if (cfg.parent_slow && count % kSlowParentEvery == 0) {
+            ina_fuzz::encode_tick(ina_fuzz::kParent, 0, seed);
+        }
     }
     return count > 0 ? seed : std::vector<uint8_t>();
 }
@@ -208,13 +215,24 @@ std::vector<uint8_t> serve_piece(const Recording &rec, const ina_fuzz::ServeConf
 size_t serve_seeds(const Recording &rec, const std::string &dir)
 {
     const ina_fuzz::ServeConfig cfg = agent_config(rec.argv);
+    // A leaf's parent as recorded answered at once and agreed; the fuzzer's
+    // can also answer late or refuse (serve_input.h).
+    std::vector<ina_fuzz::ServeConfig> cfgs{cfg};
+    if (cfg.parent) {
+        cfgs.push_back(cfg);
+        cfgs.back().parent_slow = true;
+        cfgs.push_back(cfg);
+        cfgs.back().parent_refuses = true;
+    }
     size_t n = 0;
     bool in_burst = false;
     for (size_t i = 0; i < rec.msgs.size(); ++i) {
         const bool open = header_of(rec.msgs[i]).type == INA_PROTO_JOB_OPEN;
         if (i == 0 || (open && !in_burst)) {
-            std::vector<uint8_t> seed = serve_piece(rec, cfg, i);
-            n += !seed.empty() && write_seed(dir, seed) ? 1 : 0;
+            for (const ina_fuzz::ServeConfig &c : cfgs) {
+                std::vector<uint8_t> seed = serve_piece(rec, c, i);
+                n += !seed.empty() && write_seed(dir, seed) ? 1 : 0;
+            }
         }
         in_burst = open;
     }

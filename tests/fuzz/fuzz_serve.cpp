@@ -155,12 +155,14 @@ struct Endpoint : Member {
 // what comes down; what it sends up comes here instead of onto a channel,
 // and must pass ina_proto_check and, but for JOB_OPEN, name a job the
 // parent opened for this leaf, as the rank the leaf opened it as. With
-// `answers`, the parent replies to what went up by itself, queued, since
-// the core expects no call back from inside an Uplink call.
+// parent_answers, the parent replies to what went up by itself, queued,
+// since the core expects no call back from inside an Uplink call; late or
+// refusing as the input says (serve_input.h).
 class Parent final : public ParentJobs::Wire {
 public:
-    Parent(Aggregator &agg, bool answers)
-        : agg_(agg), answers_on_(answers), jobs_(agg, *this, "fuzz")
+    Parent(Aggregator &agg, const ServeConfig &c)
+        : agg_(agg), answers_on_(c.parent_answers), slow_(c.parent_slow),
+          refuses_(c.parent_refuses), jobs_(agg, *this, "fuzz")
     {
     }
 
@@ -186,10 +188,16 @@ public:
         jobs_.deliver(h, data, len);
     }
 
-    // The parent's queued replies, oldest first (each may queue more).
-    void answer()
+    // The parent's queued replies, oldest first (each may queue more). A
+    // slow parent answers only when `now`, and then only what was asked
+    // before.
+    void answer(bool now)
     {
-        for (int n = 0; n < 100000 && !replies_.empty(); ++n) {
+        if (slow_ && !now) {
+            return;
+        }
+        const size_t most = slow_ ? replies_.size() : 100000;
+        for (size_t n = 0; n < most && !replies_.empty(); ++n) {
             Reply r = std::move(replies_.front());
             replies_.pop_front();
             deliver(r.h, r.payload.data(), r.payload.size());
@@ -225,15 +233,25 @@ public:
             if (!answering()) {
                 return;
             }
-            r = reply(INA_PROTO_JOB_OPENED, next_jid_++, h.rank);
-            r.window = h.window; // as asked (check_up: 1..INA_PROTO_MAX_WINDOW)
+            if (refuses_ && h.arg % 2 != 0) { // the cookie: the leaf's JID
+                r = reply(INA_PROTO_JOB_OPENED, 0, h.rank);
+                r.status = INA_PROTO_ERR_NO_RESOURCES;
+            } else {
+                r = reply(INA_PROTO_JOB_OPENED, next_jid_++, h.rank);
+                r.window = h.window; // as asked (check_up: 1..INA_PROTO_MAX_WINDOW)
+            }
             r.arg = h.arg;
             break;
         case INA_PROTO_CALL_READY:
             if (!answering()) {
                 return;
             }
-            r = reply(INA_PROTO_GRANT, h.jid, h.rank);
+            if (refuses_ && h.mid % 2 != 0) {
+                r = reply(INA_PROTO_DENY, h.jid, h.rank);
+                r.status = INA_PROTO_ERR_NO_RESOURCES;
+            } else {
+                r = reply(INA_PROTO_GRANT, h.jid, h.rank);
+            }
             r.mid = h.mid;
             r.window = h.window;
             break;
@@ -266,7 +284,16 @@ public:
             throw std::bad_alloc(); // ParentLink could not queue it
         }
         const std::byte *piece = p.len != 0 ? p.buf.data() + p.offset : nullptr;
-        if (answering()) {
+        if (answering() && refuses_ && h.mid % 2 == 0 && h.sid % 2 != 0) {
+            // A sibling leaf lost: the parent ends the call, blocks in flight.
+            ina_proto_hdr_t r = reply(INA_PROTO_ERROR, h.jid, h.rank);
+            r.status = INA_PROTO_ERR_NOT_MEMBER;
+            r.flags = INA_PROTO_F_IN_FLIGHT;
+            ina_proto_error_set_rejected(&r, INA_PROTO_BLOCK);
+            r.mid = h.mid;
+            r.sid = h.sid;
+            replies_.push_back({r, {}});
+        } else if (answering()) {
             // The parent's RESULT, as if this leaf were alone: its piece in
             // the block, the rest zero.
             ina_proto_hdr_t r = reply(INA_PROTO_RESULT, h.jid, h.rank);
@@ -332,6 +359,8 @@ private:
 
     Aggregator &agg_;
     bool answers_on_;
+    bool slow_;    // answers only when answer() is told to
+    bool refuses_; // refuses what is odd (serve_input.h)
     bool lost_ = false;
     ParentJobs jobs_;          // the code under test
     uint32_t next_jid_ = 1000; // the parent's JIDs: another numbering than the leaf's
@@ -350,7 +379,7 @@ public:
             ep = fresh();
         }
         if (c.parent) {
-            parent_ = std::make_unique<Parent>(agg_, c.parent_answers);
+            parent_ = std::make_unique<Parent>(agg_, c);
             agg_.set_uplink(&parent_->uplink());
         }
     }
@@ -435,12 +464,13 @@ public:
     }
 
     // A leaf's parent answers what the last record made the core send up
-    // (after it: the core expects no call back from inside an Uplink call).
-    void answer_up()
+    // (after it: the core expects no call back from inside an Uplink call);
+    // a slow one only at a tick of its endpoint (`now`).
+    void answer_up(bool now)
     {
         if (parent_) {
             try {
-                parent_->answer();
+                parent_->answer(now);
             } catch (const std::bad_alloc &) {
             }
         }
@@ -647,9 +677,10 @@ long run_input(const uint8_t *data, size_t n)
     while (p < end) {
         const unsigned op = *p++;
         const unsigned ep = op % ina_fuzz::kEndpoints, kind = op / ina_fuzz::kEndpoints;
+        const bool tick = kind >= ina_fuzz::kRndvKinds && kind < ina_fuzz::kLostKind;
         if (kind >= ina_fuzz::kLostKind) {
             hx.lost(ep);
-        } else if (kind >= ina_fuzz::kRndvKinds) {
+        } else if (tick) {
             hx.tick(ina_fuzz::kTickMs[kind - ina_fuzz::kRndvKinds]);
         } else {
             long fail = -1;
@@ -673,7 +704,7 @@ long run_input(const uint8_t *data, size_t n)
             hx.message(ep, hdr, p, len, rndv, fail);
             p += len;
         }
-        hx.answer_up();
+        hx.answer_up(tick && ep == ina_fuzz::kParent);
     }
     hx.finish();
     return eager;

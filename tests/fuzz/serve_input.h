@@ -16,7 +16,8 @@
 //              kinds kEagerKinds.. get the payload in a buffer of the pool,
 //              as a rendezvous BLOCK lands (Agent::receive_rndv);
 //     tick     the clock moves on by kTickMs[kind - kRndvKinds] and the
-//              aggregator ticks if it wants to (Agent::tick);
+//              aggregator ticks if it wants to (Agent::tick); of endpoint
+//              kParent, a slow parent's answers come down (below);
 //     lost     (kind >= kLostKind) the endpoint's connection is lost
 //              (Aggregator::member_lost), a new one takes its place.
 // A leaf (ServeConfig::parent, ina-switchd --parent): endpoint kParent is the
@@ -24,7 +25,13 @@
 // leaf's agg::ParentJobs as ParentLink hands them on (which turns them into
 // the core's uplink_*), its loss is ParentJobs::lost(); with
 // parent_answers, the parent also answers every JOB_OPEN, CALL_READY and
-// block of the leaf by itself, as if the other leaves agreed at once.
+// block of the leaf by itself, as if the other leaves agreed at once. How
+// it answers is the input's too: parent_slow holds its answers until a tick
+// record of endpoint kParent (a parent that answers late: after the job
+// left, the call ended, ...); parent_refuses has it refuse what is odd: the
+// JOB_OPEN of an odd leaf JID (JOB_OPENED NO_RESOURCES), the CALL_READY of
+// an odd MID (DENY), and a block of an odd SID of an even MID (ERROR
+// NOT_MEMBER in flight: a sibling leaf lost).
 // Multi-byte fields are little endian.
 #ifndef INA_FUZZ_SERVE_INPUT_H
 #define INA_FUZZ_SERVE_INPUT_H
@@ -58,6 +65,8 @@ struct ServeConfig {
     bool open_wait_forever = false;
     bool parent = false;         // a leaf of a tree: endpoint kParent is the parent
     bool parent_answers = false; // ... which answers by itself too
+    bool parent_slow = false;    // ... when a tick of endpoint kParent says
+    bool parent_refuses = false; // ... refusing some of what it is asked
     uint32_t segs = 64;          // 1..kMaxSegs
     uint32_t max_window = 64;    // 1..INA_PROTO_MAX_WINDOW
     uint32_t seg_bytes = 65536;  // 16..65536, a multiple of 16
@@ -90,6 +99,8 @@ inline ServeConfig decode_config(const uint8_t *p)
     c.open_wait_forever = (p[1] & 1) != 0;
     c.parent = (p[1] & 2) != 0;
     c.parent_answers = (p[1] & 4) != 0;
+    c.parent_slow = (p[1] & 8) != 0;
+    c.parent_refuses = (p[1] & 16) != 0;
     c.segs = 1 + get_le(p + 2, 2) % kMaxSegs;
     c.max_window = 1 + get_le(p + 4, 2) % INA_PROTO_MAX_WINDOW;
     c.seg_bytes = 16 * (1 + get_le(p + 6, 2) % 4096);
@@ -102,7 +113,8 @@ inline void encode_config(const ServeConfig &c, std::vector<uint8_t> &out)
     auto clamp = [](uint32_t v, uint32_t lo, uint32_t hi) { return v < lo ? lo : v > hi ? hi : v; };
     out.push_back(static_cast<uint8_t>(c.policy));
     out.push_back(static_cast<uint8_t>((c.open_wait_forever ? 1 : 0) | (c.parent ? 2 : 0) |
-                                       (c.parent_answers ? 4 : 0)));
+                                       (c.parent_answers ? 4 : 0) | (c.parent_slow ? 8 : 0) |
+                                       (c.parent_refuses ? 16 : 0)));
     put_le(out, clamp(c.segs, 1, kMaxSegs) - 1, 2);
     put_le(out, clamp(c.max_window, 1, INA_PROTO_MAX_WINDOW) - 1, 2);
     put_le(out, clamp(c.seg_bytes, 16, 65536) / 16 - 1, 2);
@@ -119,6 +131,12 @@ inline void encode_message(unsigned endpoint, bool rndv, const ina_proto_hdr_t &
     put_le(out, len, 4);
     const auto *pb = static_cast<const uint8_t *>(payload);
     out.insert(out.end(), pb, pb + len);
+}
+
+// A tick record of kTickMs[which].
+inline void encode_tick(unsigned endpoint, unsigned which, std::vector<uint8_t> &out)
+{
+    out.push_back(static_cast<uint8_t>((kRndvKinds + which) * kEndpoints + endpoint % kEndpoints));
 }
 
 } // namespace ina_fuzz

@@ -193,6 +193,28 @@ START_TEST(test_duplicates)
 }
 END_TEST
 
+// A block whose SID is near the top of uint32_t (nonsense for any call,
+// but a member may send it): once its RESULT went out, the same block again
+// is a duplicate like any other, not a second RESULT (the slot's next SID,
+// that SID plus the lease, once wrapped around to a small number).
+START_TEST(test_duplicate_at_top_sid)
+{
+    const uint32_t window = 4, block_elems = 64;
+    const uint32_t sid = UINT32_MAX - 1;
+    Rig rig;
+    Member m;
+    const uint32_t jid = make_job(rig, {&m}, {0}, window);
+    const std::vector<int32_t> v(block_elems, 7);
+    const ina_proto_hdr_t h = block_hdr(jid, 0, 0, sid, window, INA_COLL_ALLREDUCE, INA_OP_SUM,
+                                        INA_DT_INT32, 0, block_elems, block_elems, 1000, true);
+    rig.agg.block(m, h, v.data());
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kResult), 1);
+    rig.agg.block(m, h, v.data());
+    ck_assert_uint_eq(rig.sink.count(Event::Kind::kResult), 1);
+    ck_assert_uint_eq(rig.agg.counters().duplicate, 1);
+}
+END_TEST
+
 // A block from a handle that is not (jid, rank) never touches the job: the
 // sender gets an ERROR, the call of the real members goes on undisturbed.
 START_TEST(test_foreign_members)
@@ -663,6 +685,45 @@ START_TEST(test_defer_keep_bound)
 }
 END_TEST
 
+// A member leaves while two calls of the job are deferred with its blocks
+// kept, and the DENY of the first cannot be sent (std::bad_alloc, which the
+// agent survives): both calls ended all the same, no block of the leaver is
+// kept (they name it, and it may be gone next).
+START_TEST(test_leave_deny_cut_short_by_bad_alloc)
+{
+    const uint32_t n = 3, window = 2, block_elems = 4;
+    const uint64_t total = 16;
+    Rig rig;
+    Members m(n);
+    const uint32_t jid = make_job(rig, m.ptrs(), {0, 1, 2}, window);
+    rig.sched->mode = TestScheduler::Mode::kDefer;
+    for (uint64_t mid = 0; mid < 2; ++mid) {
+        CallSim sim(rig, m.ptrs(), jid, mid, window, INA_COLL_ALLREDUCE, INA_OP_SUM,
+                    INA_DT_INT32, block_elems, total, int_data(n, total, 6),
+                    std::vector<bool>(n, true));
+        std::mt19937 rng(6);
+        ck_assert_uint_eq(sim.run(rng), n * window);
+    }
+    ck_assert_uint_eq(rig.agg.deferred_calls(), 2);
+    rig.sink.throw_decisions = 1;
+    bool threw = false;
+    try {
+        leave(rig, m[1], jid, 1);
+    } catch (const std::bad_alloc &) {
+        threw = true;
+    }
+    ck_assert(threw);
+    ck_assert_uint_eq(rig.agg.deferred_calls(), 0);
+    ck_assert_uint_eq(rig.agg.kept_bytes(), 0);
+    ck_assert_uint_eq(rig.sched->done.size(), 2);
+    for (Member *p : m.ptrs()) {
+        rig.agg.member_lost(*p);
+    }
+    ck_assert_uint_eq(rig.agg.live_jobs(), 0);
+    expect_pool_whole(rig);
+}
+END_TEST
+
 // A member lost while its call is deferred: nobody was told GRANT, so the
 // others get a DENY (status not-member) and fall back, the kept blocks go.
 START_TEST(test_defer_then_member_lost)
@@ -1034,6 +1095,7 @@ int main()
                                 test_float_sum_rank_order_bit_identical,
                                 test_payload_to_askers_ack_to_others,
                                 test_duplicates,
+                                test_duplicate_at_top_sid,
                                 test_foreign_members,
                                 test_member_lost_mid_call,
                                 test_call_after_member_gone,
@@ -1045,6 +1107,7 @@ int main()
                                 test_defer_then_deny,
                                 test_defer_keep_bound,
                                 test_defer_then_member_lost,
+                                test_leave_deny_cut_short_by_bad_alloc,
                                 test_scheduler_hooks,
                                 test_job_freed_with_open_calls,
                                 test_barrier,
