@@ -34,6 +34,7 @@
 #include "coll_ina_compat.h"
 #include "ina_client.h"
 #include "ina_node.h"
+#include "ina_team.h"
 
 BEGIN_C_DECLS
 
@@ -74,7 +75,6 @@ typedef enum mca_coll_ina_job_state {
  * the large one (coll_ina_node_segment_bytes) for the rest. Which one a call
  * uses depends only on its size, so it is the same on every rank; each
  * group runs its calls in order. */
-#define MCA_COLL_INA_NODE_TIERS 2
 /* Most streams from one node to the agent (coll_ina_node_streams). */
 #define MCA_COLL_INA_MAX_STREAMS 64
 #define MCA_COLL_INA_NODE_SMALL_CHUNK 8192
@@ -82,11 +82,6 @@ typedef enum mca_coll_ina_job_state {
 #define MCA_COLL_INA_MAX_AGENTS 16
 
 /* The node stage's shared-memory group of a communicator. */
-typedef enum mca_coll_ina_node_state {
-    MCA_COLL_INA_NODE_NONE = 0,   /* not opened yet */
-    MCA_COLL_INA_NODE_READY,      /* opened by every local rank */
-    MCA_COLL_INA_NODE_UNAVAILABLE /* could not be: host algorithms (same on every rank) */
-} mca_coll_ina_node_state_t;
 
 typedef struct mca_coll_ina_component_t {
     mca_coll_base_component_t super;
@@ -117,7 +112,7 @@ typedef struct mca_coll_ina_component_t {
     int test_node_size;   /* tests only: > 0 pretends world ranks [0, K) are node 0, ... */
     int test_proto_lowest, test_proto_highest; /* tests only: the protocol versions offered */
     int test_package_size; /* tests only: > 0 pretends local ranks [0, P) share package 0, ... */
-    bool node_stage;      /* ranks of a node combine in shared memory first (coll_ina_node.c) */
+    bool node_stage;      /* ranks of a node combine in shared memory first (coll_ina_team.c) */
     int node_streams;     /* streams per node to the agent (0: one per rank of the
                              smallest node) */
     size_t node_segment_bytes;
@@ -220,15 +215,15 @@ typedef struct mca_coll_ina_module_t {
     int *local_ranks;
     int nlocal;
 
-    /* Node stage (coll_ina_node.c). node_only: every member is on this node
+    /* Node stage (the team's, coll_ina_team.c). node_only: every member is on this node
      * and the node stage is on, so the whole collective runs in shared
      * memory and the communicator has no job at the agent. node_uplink: the
      * members span nodes and the node stage is on: the node's ranks combine
      * in shared memory and nstreams local ranks of every node (the
      * leaders, spread over the node's packages) each carry one stream of
      * the node's part to the agent (one job per stream, with one member per
-     * node; `job` is this rank's, NULL if it leads none). The group is
-     * opened at the first call that needs it (every member makes that
+     * node; the team joins this rank's, none if it leads none). The group
+     * is opened at the first call that needs it (every member makes that
      * call: no communication at enable). */
     bool node_only;
     bool node_uplink;
@@ -239,23 +234,20 @@ typedef struct mca_coll_ina_module_t {
     int stream;       /* the stream this rank leads, -1 if none */
     int32_t *numa_of; /* local index -> NUMA node it is bound to (-1: unknown);
                          NULL: no placement of the segment */
-    mca_coll_ina_node_state_t node_state[MCA_COLL_INA_NODE_TIERS];
-    ina_node_group_t *node_group[MCA_COLL_INA_NODE_TIERS];
 
-    /* Job descriptor of this communicator: one agent's job, or the job
-     * striped over several agents (flat communicators; with the node
-     * uplink, stream j's job is at agent j mod A instead). */
+    /* The engine for this communicator (team/ina_team.h): the node stage,
+     * and the job it joined: one agent's job, or the job striped over
+     * several agents (flat communicators; with the node uplink, stream j's
+     * job is at agent j mod A instead). Every call is one of its tasks. */
+    ina_team_t *team;
     mca_coll_ina_job_state_t job_state;
-    ina_job_t *job;
-    ina_stripe_t *stripe;
     /* Recovery's point-to-point traffic (coll_ina_recover.c), for a job at
      * one agent: set up with it. */
     bool peers;
     /* This rank got no job of the communicator's key (its agent out of
-     * reach, or refusing it) while others may have: it answers their
-     * recoveries with "denied" (ina_peer_answer_absent), by this key. */
+     * reach, or refusing it) while others may have: its team answers their
+     * recoveries with "denied" (INA_TEAM_ABSENT). */
     bool absent;
-    ina_job_key_t absent_key;
     struct ina_peer_io *peer_sends, *peer_recvs;
     /* Node uplink: per node, the rank that leads this rank's stream there,
      * learnt from its first recovery message (-1: not yet; a message to
@@ -350,12 +342,9 @@ typedef struct mca_coll_ina_req_t {
     /* A persistent request's plan, completed with each offloaded start
      * (mca_coll_ina_plan_complete); NULL for a request of the free list. */
     const struct mca_coll_ina_plan *plan;
-    ina_call_t *call;              /* the engine's work request; NULL once done */
-    ina_stripe_call_t *stripe_call; /* or the striped call's; NULL once done */
-    ina_node_op_t *node_op;        /* or the node stage's call; NULL once done */
+    ina_task_t *task;              /* the call, in the team; NULL once done */
     mca_coll_ina_module_t *module; /* retained until completion */
     mca_coll_ina_kind_t kind;      /* for messages */
-    bool recovering;               /* call lost with the agent: ina_call_recover_test */
     bool freed;                    /* MPI_Request_free before completion */
 } mca_coll_ina_req_t;
 
@@ -394,11 +383,10 @@ typedef struct mca_coll_ina_plan {
     void *part;          /* in-place reduce-scatter: this rank's part, owned, */
     void *part_dst;      /* copied here once an offloaded call completed */
     size_t part_bytes;
-    bool reuse;          /* posted many times: keep the engine's plan */
-    ina_call_plan_t *engine; /* the engine's (cut into blocks), owned */
-    /* One node's call (the node stage alone), its steps planned at the
-     * first start and posted again at the next (ina_node_repost), owned. */
-    ina_node_op_t *node_op;
+    bool reuse;          /* posted many times: keep its task */
+    /* A persistent call's task, made at the first start and posted at
+     * every start (the engine keeps what it planned: blocks, steps), owned. */
+    ina_task_t *task;
     /* The persistent request whose starts post this plan: an offloaded
      * start is that request (none taken from the free list); NULL for a
      * blocking or non-blocking call. */
@@ -442,30 +430,19 @@ int mca_coll_ina_progress(void);
 /* Release the request machinery (component close). */
 void mca_coll_ina_requests_fini(void);
 
-/* coll_ina_node.c: the node stage of a one-node communicator. */
-/* The module's shared-memory group (module->node_only) for a call of
- * `bytes` bytes, opened at the first call that needs it; NULL and *why if
- * it cannot be (the same on every local rank: the caller falls back). */
-ina_node_group_t *mca_coll_ina_node_group(mca_coll_ina_module_t *module, size_t bytes,
-                                          const char **why);
-/* Close the module's group (module destructor). */
-void mca_coll_ina_node_fini(mca_coll_ina_module_t *module);
+/* coll_ina_team.c: the communicator's team, made once the layout is
+ * known (the node stage's shape from it), at enable or at the job's setup. */
+int mca_coll_ina_team_make(mca_coll_ina_module_t *module);
 
-/* coll_ina_recover.c: recovering calls lost with their agent. Setup after
- * the job opened (flat, one agent) and teardown before it is left; run a
- * lost call's recovery to its end (host_ok: see ina_call_recover_start). */
-void mca_coll_ina_peers_setup(mca_coll_ina_module_t *m);
+/* coll_ina_recover.c: recovering calls lost with their agent, over MPI's
+ * point-to-point layer. Before the team joins the job: whether the
+ * communicator recovers (then *join gets the peers' link); teardown
+ * before the job is left. */
+void mca_coll_ina_peers_join(mca_coll_ina_module_t *m, ina_team_join_t *join);
 void mca_coll_ina_peers_fini(mca_coll_ina_module_t *m);
-int mca_coll_ina_recover(mca_coll_ina_module_t *m, ina_call_t *call, bool host_ok,
-                         ina_cqe_t *cqe);
-/* A call's recovery ended with *cqe: count it, and when nobody held
- * anything, the communicator's agent is lost (agent_lost). */
-void mca_coll_ina_recovered(mca_coll_ina_module_t *m, const ina_cqe_t *cqe);
 /* Every member decided alike that the communicator's agent is lost: its
  * calls run the host algorithms and offload may resume later. */
 void mca_coll_ina_agent_lost(mca_coll_ina_module_t *m);
-/* A non-blocking call started its recovery: answer the others from now on. */
-void mca_coll_ina_peers_lost(void);
 /* The communicator's agent is lost: whether this call may use an agent
  * again. Counts the call; at a blocking call (`blocking`) once resume_every
  * calls have passed, the members agree (a host allreduce) whether each of

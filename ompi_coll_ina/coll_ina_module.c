@@ -85,13 +85,8 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->nlocal_max = 0;
     m->stream = -1;
     m->numa_of = NULL;
-    for (int t = 0; t < MCA_COLL_INA_NODE_TIERS; ++t) {
-        m->node_state[t] = MCA_COLL_INA_NODE_NONE;
-        m->node_group[t] = NULL;
-    }
+    m->team = NULL;
     m->job_state = MCA_COLL_INA_JOB_NONE;
-    m->job = NULL;
-    m->stripe = NULL;
     m->peers = false;
     m->peer_leader = NULL;
     m->leaf_of = NULL;
@@ -116,21 +111,15 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
 }
 
 /* Leave the communicator's job (or its stripes) and stop answering its
- * recoveries. */
+ * recoveries; the team's node stage stays. */
 static void ina_job_teardown(mca_coll_ina_module_t *m)
 {
     mca_coll_ina_peers_fini(m);
     m->absent = false;
-    if (NULL != m->job) {
-        ina_job_leave(m->job);
-        m->job = NULL;
+    if (ina_team_joined(m->team)) {
         --mca_coll_ina_component.live_jobs;
     }
-    if (NULL != m->stripe) {
-        ina_stripe_leave(m->stripe);
-        m->stripe = NULL;
-        --mca_coll_ina_component.live_jobs;
-    }
+    ina_team_leave(m->team);
 }
 
 static void ina_module_destruct(mca_coll_ina_module_t *m)
@@ -156,8 +145,9 @@ static void ina_module_destruct(mca_coll_ina_module_t *m)
     }
     mca_coll_ina_comm_detach(m);
     /* Non-blocking calls retain the module, so none is in flight here. */
-    mca_coll_ina_node_fini(m);
     ina_job_teardown(m);
+    ina_team_destroy(m->team);
+    m->team = NULL;
 #define INA_RELEASE_PREVIOUS(fn)                                                  \
     if (NULL != m->previous_##fn##_module) {                                      \
         OBJ_RELEASE(m->previous_##fn##_module);                                   \
@@ -199,26 +189,16 @@ static int ina_job_setup(mca_coll_ina_module_t *m);
 
 int mca_coll_ina_job_reopen(mca_coll_ina_module_t *m)
 {
-    int rc, tier;
-
     ina_job_teardown(m);
     m->job_state = MCA_COLL_INA_JOB_NONE;
-    rc = ina_job_setup(m); /* the next epoch of the same key */
-    for (tier = 0; tier < MCA_COLL_INA_NODE_TIERS; ++tier) {
-        /* The node stage's streams go to the new job (no call in flight). */
-        ina_node_group_set_job(m->node_group[tier], m->job);
-    }
-    return rc;
+    /* The next epoch of the same key; the node stage's streams go to the
+     * new job as the team joins it (no call in flight). */
+    return ina_job_setup(m);
 }
 
 void mca_coll_ina_job_withdraw(mca_coll_ina_module_t *m)
 {
-    int tier;
-
     ina_job_teardown(m);
-    for (tier = 0; tier < MCA_COLL_INA_NODE_TIERS; ++tier) {
-        ina_node_group_set_job(m->node_group[tier], NULL);
-    }
 }
 
 /* Save the lower-priority provider of one collective and retain its module. */
@@ -271,6 +251,10 @@ static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
         m->job_state = MCA_COLL_INA_JOB_DISABLED;
         INA_VERBOSE(10, "cid %d: %d ranks on this node only: node stage, no agent job",
                     m->cid, m->size);
+        rc = mca_coll_ina_team_make(m);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
     } else {
         rc = mca_coll_ina_agent_setup(m);
         if (OMPI_SUCCESS != rc) {
@@ -745,9 +729,28 @@ static bool ina_tree_setup(mca_coll_ina_module_t *m, ina_leaf_part_t *part)
  * member about their call, and this rank must answer. */
 static void ina_job_absent(mca_coll_ina_module_t *m, const ina_job_key_t *key)
 {
-    m->absent_key = *key;
+    ina_team_join_t join;
+
+    memset(&join, 0, sizeof(join));
+    join.mask = INA_TEAM_ABSENT;
+    join.absent_key = *key;
+    join.block_bytes = m->job_params.block_bytes;
     m->absent = true;
-    mca_coll_ina_peers_setup(m);
+    mca_coll_ina_peers_join(m, &join);
+    (void) ina_team_join(m->team, &join);
+}
+
+/* A rank that leads no stream: its team talks to no job, yet its node
+ * stage cuts calls into agent blocks alike on every rank; recovery only to
+ * drop what the leaders of other nodes send. */
+static void ina_job_none(mca_coll_ina_module_t *m)
+{
+    ina_team_join_t join;
+
+    memset(&join, 0, sizeof(join));
+    join.block_bytes = m->job_params.block_bytes;
+    mca_coll_ina_peers_join(m, &join);
+    (void) ina_team_join(m->team, &join);
 }
 
 /* Open this rank's job at the agent, by key: flat, the communicator's job
@@ -762,8 +765,8 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     ina_client_t *clients[MCA_COLL_INA_MAX_AGENTS], *client;
     ina_job_key_t key;
-    ina_agent_info_t info;
     ina_leaf_part_t part = {0};
+    ina_team_join_t join;
     uint32_t stream = UINT32_MAX, as = (uint32_t) m->rank, *nodes = m->node_of;
     uint32_t nmembers = (uint32_t) m->size, block = 0, nagents = 0;
     ina_status_t rc;
@@ -799,6 +802,10 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         INA_VERBOSE(10, "cid %d: one rank per node and %u striped agents: no node stage",
                     m->cid, c->nagents);
     }
+    if (OMPI_SUCCESS != mca_coll_ina_team_make(m)) {
+        free(part.nodes);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
     m->nagents = !m->node_uplink || c->nagents < (uint32_t) m->nstreams ? c->nagents
                                                                        : (uint32_t) m->nstreams;
     if (m->node_uplink) {
@@ -812,8 +819,8 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         m->job_params.nmembers = (uint32_t) m->nnodes;
         if (m->stream < 0) {
             free(part.nodes);
-            mca_coll_ina_peers_setup(m); /* only to drop the leaders' broadcasts */
-            return OMPI_SUCCESS; /* never talks to the agent */
+            ina_job_none(m); /* never talks to the agent */
+            return OMPI_SUCCESS;
         }
         stream = (uint32_t) m->stream;
         as = m->node_of[m->rank];
@@ -838,18 +845,6 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         return OMPI_SUCCESS;
     }
     if (m->node_uplink) {
-        ina_client_agent_info(client, &info);
-        if (block > info.seg_bytes) {
-            /* Alike on every leader of a stream (the same agent); a
-             * stream without its job is unreachable for every call, so
-             * every rank falls back alike. */
-            INA_VERBOSE(1, "cid %d: the agent's Segs hold %u bytes, less than the node "
-                           "stage's %u-byte blocks: set coll_ina_block_size to at most %u; "
-                           "host algorithms for this communicator",
-                        m->cid, info.seg_bytes, block, info.seg_bytes);
-            free(part.nodes);
-            return OMPI_SUCCESS;
-        }
         if (m->nleaves <= 1) {
             nodes = malloc(sizeof(*nodes) * nmembers);
             if (NULL == nodes) {
@@ -860,52 +855,40 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
             }
         }
     }
-    if (nagents > 1 && !m->node_uplink) {
-        rc = ina_stripe_open(clients, nagents, &key, nmembers, nodes, as,
-                             (uint32_t) c->window, (uint32_t) c->block_size, &m->job_params,
-                             &m->stripe);
-    } else {
-        ina_job_open_params_t op = {
-            .mask = INA_JOB_OPEN_SHAPE,
-            .key = &key,
-            .nmembers = nmembers,
-            .node_of_member = nodes,
-            .rank = as,
-            .window = (uint32_t) c->window,
-            .block_bytes = 0 != block ? block : (uint32_t) c->block_size,
-        };
-        if (m->nleaves > 1) { /* this leaf's members, placed in the communicator */
-            op.mask |= INA_JOB_OPEN_TREE;
-            op.nmembers = part.nmembers;
-            op.node_of_member = part.nodes;
-            op.rank = part.as;
-            op.leaf = m->leaf;
-            op.nleaves = m->nleaves;
-            op.comm_rank = part.comm_as;
-            op.comm_size = part.comm_size;
-        }
-        rc = ina_job_open(client, &op, &m->job_params, &m->job);
+    /* Striped over several agents (flat communicators only), or this
+     * rank's job at one agent: the team opens it. */
+    const bool striped = nagents > 1 && !m->node_uplink;
+    ina_job_open_params_t op = {
+        .mask = INA_JOB_OPEN_SHAPE,
+        .key = &key,
+        .nmembers = nmembers,
+        .node_of_member = nodes,
+        .rank = as,
+        .window = (uint32_t) c->window,
+        .block_bytes = 0 != block ? block : (uint32_t) c->block_size,
+    };
+    if (m->nleaves > 1) { /* this leaf's members, placed in the communicator */
+        op.mask |= INA_JOB_OPEN_TREE;
+        op.nmembers = part.nmembers;
+        op.node_of_member = part.nodes;
+        op.rank = part.as;
+        op.leaf = m->leaf;
+        op.nleaves = m->nleaves;
+        op.comm_rank = part.comm_as;
+        op.comm_size = part.comm_size;
     }
-    if (nodes != m->node_of) {
-        free(nodes);
-    }
-    free(part.nodes);
-    if (INA_OK != rc) {
-        m->job = NULL;
-        m->job_params.block_bytes = block;
-        m->job_params.nmembers = m->node_uplink ? nmembers : 0;
-        m->job_state = m->node_uplink ? MCA_COLL_INA_JOB_READY : MCA_COLL_INA_JOB_DISABLED;
-        INA_VERBOSE(5, "cid %d rank %d: opening the job at the agent failed (rc %d): host "
-                       "algorithms for this communicator", m->cid, m->rank, rc);
-        ina_job_absent(m, &key);
-        return OMPI_SUCCESS;
-    }
-    ++c->live_jobs;
-    if ((NULL != m->job || NULL != m->stripe) && m->nleaves <= 1) {
+    memset(&join, 0, sizeof(join));
+    join.mask = INA_TEAM_OPEN;
+    join.clients = striped ? clients : &client;
+    join.nclients = striped ? nagents : 1;
+    join.open = &op;
+    join.granted = &m->job_params;
+    join.block_bytes = block;
+    if (m->nleaves <= 1) {
         /* One agent per job: flat, a member per rank; node uplink, a
          * member per node (its leader of the stream). */
-        mca_coll_ina_peers_setup(m);
-    } else if (NULL != m->job && NULL != m->leaf_of) {
+        mca_coll_ina_peers_join(m, &join);
+    } else if (NULL != m->leaf_of) {
         /* A tree of agents: the whole communicator recovers together (its
          * ranks, or with the node stage its nodes' leaders of the stream),
          * a rebuilt block reduced as the leaves and their parent do: each
@@ -917,17 +900,43 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
             for (r = 0; r < (uint32_t) m->size; ++r) {
                 group[m->node_uplink ? m->node_of[r] : r] = m->leaf_of[r];
             }
-            ina_job_set_groups(m->job, group, n);
-            free(group);
-            mca_coll_ina_peers_setup(m);
+            join.mask |= INA_TEAM_GROUPS;
+            join.group_of_member = group;
+            join.ngroups = n;
+            mca_coll_ina_peers_join(m, &join);
         }
     }
+    rc = ina_team_join(m->team, &join);
+    free((void *) join.group_of_member);
+    if (nodes != m->node_of) {
+        free(nodes);
+    }
+    free(part.nodes);
+    if (INA_OK != rc) {
+        mca_coll_ina_peers_fini(m); /* set up for the job that did not open */
+        if (INA_ERR_INVALID == rc && m->node_uplink) {
+            /* The agent's Segs are smaller than the node stage's blocks
+             * (the team said so at verbose level 1): alike on every leader
+             * of the stream (the same agent); a stream without its job is
+             * unreachable for every call, so every rank falls back alike. */
+            m->job_params.block_bytes = block;
+            return OMPI_SUCCESS;
+        }
+        m->job_params.block_bytes = block;
+        m->job_params.nmembers = m->node_uplink ? nmembers : 0;
+        m->job_state = m->node_uplink ? MCA_COLL_INA_JOB_READY : MCA_COLL_INA_JOB_DISABLED;
+        INA_VERBOSE(5, "cid %d rank %d: opening the job at the agent failed (rc %d): host "
+                       "algorithms for this communicator", m->cid, m->rank, rc);
+        ina_job_absent(m, &key);
+        return OMPI_SUCCESS;
+    }
+    ++c->live_jobs;
     INA_VERBOSE(10, "cid %d: opened job %u as member %u (window %u, block %u bytes, "
                     "%u members%s%s%s)",
                 m->cid, m->job_params.jid, m->nleaves > 1 ? part.comm_as : as,
                 m->job_params.window, m->job_params.block_bytes, m->job_params.nmembers,
                 m->node_uplink ? ", one per node: node stage uplink" : "",
                 m->nleaves > 1 ? ", over a tree of agents" : "",
-                NULL != m->stripe ? ", striped over several agents" : "");
+                striped ? ", striped over several agents" : "");
     return OMPI_SUCCESS;
 }

@@ -2,8 +2,8 @@
  * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
  *
  * Recovering calls lost with their agent (docs/ARCHITECTURE.md, "Recovery
- * from a lost agent"): the engine's exchange (ina_call_recover_*) over Open
- * MPI's point-to-point layer. Each flat communicator's members talk on one
+ * from a lost agent"): the link the engine's exchange runs over (the
+ * team's peers, team/ina_team.h), on Open MPI's point-to-point layer. Each flat communicator's members talk on one
  * tag of ina's own; messages are received with improbe/imrecv from a
  * progress callback, so a member that already finished the call (or is in
  * a later one, or in a host collective, or in a point-to-point wait) still
@@ -50,11 +50,10 @@ static mca_coll_ina_module_t **ina_peer_modules;
 static int ina_npeer_modules, ina_peer_cap;
 static bool ina_peer_registered;
 /* Messages come only once the agent is lost: until this process knows it
- * is (or recovers a call itself), the progress callback only asks the
- * agent's connection now and then (a probe per communicator on every
+ * is (or sends a recovery message itself), the progress callback only asks
+ * the agent's connection now and then (a probe per communicator on every
  * opal_progress would cost every MPI call of the job). */
 static bool ina_agent_lost;
-static int ina_recovering;
 #define INA_LOSS_CHECK_EVERY 256
 
 static int ina_peer_send_rank(mca_coll_ina_module_t *m, int to, const void *msg, size_t len);
@@ -94,6 +93,8 @@ static int ina_peer_send_rank(mca_coll_ina_module_t *m, int to, const void *msg,
     }
     memcpy(io->buf, msg, len);
     io->len = len;
+    /* A recovery is under way: answer the others at every progress now. */
+    ina_agent_lost = true;
     rc = MCA_PML_CALL(isend(io->buf, len, MPI_BYTE, to, INA_TAG_RECOVERY,
                             MCA_PML_BASE_SEND_STANDARD, m->comm, &io->req));
     if (OMPI_SUCCESS != rc) {
@@ -160,16 +161,7 @@ static int ina_peer_poll(mca_coll_ina_module_t *m)
             if (m->node_uplink) {
                 from = m->node_of[io->from]; /* only leaders send */
             }
-            if (m->absent) {
-                ina_peer_ops_t ops = {.arg = m, .send = ina_peer_send};
-                if (ina_peer_answer_absent(&m->absent_key, &ops, from, io->buf, io->len) &&
-                    m->node_uplink) {
-                    m->peer_leader[from] = io->from;
-                }
-            } else if (NULL != m->stripe) {
-                (void) ina_stripe_peer_message(m->stripe, from, io->buf, io->len);
-            } else if (NULL != m->job && ina_job_peer_message(m->job, from, io->buf, io->len) &&
-                       m->node_uplink) {
+            if (ina_team_peer_message(m->team, from, io->buf, io->len) && m->node_uplink) {
                 /* A message of our stream's job: its sender leads it there. */
                 m->peer_leader[from] = io->from;
             }
@@ -193,8 +185,7 @@ static bool ina_agents_alive(void)
 
     for (i = 0; i < ina_npeer_modules; ++i) {
         mca_coll_ina_module_t *m = ina_peer_modules[i];
-        if ((NULL != m->job && !ina_job_reachable(m->job)) ||
-            (NULL != m->stripe && !ina_stripe_reachable(m->stripe))) {
+        if (!ina_team_reachable(m->team)) {
             return false;
         }
     }
@@ -210,7 +201,7 @@ static int ina_peers_progress(void)
     if (busy) {
         return 0; /* a probe or a delivery's sends progress the PML again */
     }
-    if (!ina_agent_lost && 0 == ina_recovering) {
+    if (!ina_agent_lost) {
         if (0 != ++ticks % INA_LOSS_CHECK_EVERY) {
             return 0;
         }
@@ -251,14 +242,11 @@ static void ina_stripe_progress(void *arg)
     opal_progress();
 }
 
-void mca_coll_ina_peers_setup(mca_coll_ina_module_t *m)
+void mca_coll_ina_peers_join(mca_coll_ina_module_t *m, ina_team_join_t *join)
 {
-    /* A node's streams share the tag: the stream tells them apart. */
-    ina_peer_ops_t ops = {.arg = m, .send = ina_peer_send,
-                          .channel = m->node_uplink && m->stream >= 0 ? (uint32_t) m->stream : 0};
-
     if (!mca_coll_ina_component.recover || mca_coll_ina_component.required ||
-        (NULL == m->job && NULL == m->stripe && !m->node_uplink && !m->absent)) {
+        (0 == (join->mask & (INA_TEAM_JOB | INA_TEAM_STRIPE | INA_TEAM_OPEN | INA_TEAM_ABSENT)) &&
+         !m->node_uplink)) {
         return; /* coll_ina_required: a lost agent is an error, as it says */
     }
     if (m->node_uplink) {
@@ -291,11 +279,13 @@ void mca_coll_ina_peers_setup(mca_coll_ina_module_t *m)
         ina_peer_registered = true;
     }
     ina_peer_modules[ina_npeer_modules++] = m;
-    if (NULL != m->job) {
-        ina_job_set_peers(m->job, &ops);
-    } else if (NULL != m->stripe) {
-        ina_stripe_set_peers(m->stripe, &ops, ina_stripe_progress, NULL);
-    }
+    join->mask |= INA_TEAM_PEERS;
+    join->peers.arg = m;
+    join->peers.send = ina_peer_send;
+    /* A node's streams share the tag: the stream tells them apart. */
+    join->peers.channel = m->node_uplink && m->stream >= 0 ? (uint32_t) m->stream : 0;
+    join->progress = ina_stripe_progress;
+    join->progress_arg = NULL;
     m->peers = true;
 }
 
@@ -344,40 +334,6 @@ void mca_coll_ina_peers_fini(mca_coll_ina_module_t *m)
         ina_peer_cap = 0;
     }
     m->peers = false;
-}
-
-int mca_coll_ina_recover(mca_coll_ina_module_t *m, ina_call_t *call, bool host_ok,
-                         ina_cqe_t *cqe)
-{
-    ina_status_t rc = ina_call_recover_start(call, host_ok ? 1 : 0);
-
-    if (INA_OK != rc) {
-        cqe->rc = rc;
-        return rc;
-    }
-    ++m->recovered_calls;
-    ina_agent_lost = true;
-    ++ina_recovering;
-    while (!ina_call_recover_test(call, cqe)) {
-        opal_progress(); /* the PML, and ina_peers_progress with it */
-    }
-    --ina_recovering;
-    mca_coll_ina_recovered(m, cqe);
-    return cqe->rc;
-}
-
-void mca_coll_ina_recovered(mca_coll_ina_module_t *m, const ina_cqe_t *cqe)
-{
-    if (INA_OK == cqe->rc && INA_OFFLOADED == cqe->outcome) {
-        ++m->recovered_offloaded;
-    }
-    if (INA_OK == cqe->rc && INA_FALLBACK_UNREACHABLE == cqe->outcome) {
-        /* Nobody held anything and every member could run the host
-         * algorithm: every member was in this call (in program order) and
-         * decided so from the same answers, so every member stops asking
-         * the agent here. */
-        mca_coll_ina_agent_lost(m);
-    }
 }
 
 void mca_coll_ina_agent_lost(mca_coll_ina_module_t *m)
@@ -472,7 +428,7 @@ bool mca_coll_ina_resume(mca_coll_ina_module_t *m, bool blocking)
      * refuse one (a leaf whose parent is still lost, a full agent), and
      * the others' calls would then each be denied. One more host
      * allreduce, at a resume only. */
-    word[0] = OMPI_SUCCESS == rc && (NULL != m->job || NULL != m->stripe ||
+    word[0] = OMPI_SUCCESS == rc && (ina_team_joined(m->team) ||
                                      (m->node_uplink && m->stream < 0))
                   ? 1
                   : 0;
@@ -499,9 +455,4 @@ bool mca_coll_ina_resume(mca_coll_ina_module_t *m, bool blocking)
         ina_agent_lost = false; /* back to checking now and then */
     }
     return MCA_COLL_INA_JOB_READY == m->job_state;
-}
-
-void mca_coll_ina_peers_lost(void)
-{
-    ina_agent_lost = true;
 }

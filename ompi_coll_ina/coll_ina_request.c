@@ -9,17 +9,13 @@
  * Every fallback decision is taken identically on all ranks: it depends on
  * the call's arguments, which MPI requires to match (counts, datatype
  * signature, op, root), on the job state that the members agreed on at
- * setup, or on the agent's answer, which the engine guarantees to be the
- * same for every member and known when ina_job_post returns (GRANT / DENY /
- * UNREACHABLE). A denied non-blocking call therefore starts the saved
- * non-blocking collective at once, in program order, on every rank.
+ * setup, or on the task's verdict, which the engine guarantees to be the
+ * same for every member (offloaded, denied, unreachable). A denied
+ * non-blocking call therefore starts the saved non-blocking collective at
+ * once, in program order, on every rank.
  *
- * Waiting: a blocking call waits for its CQE in a loop of ina_call_test and
- * opal_progress, like coll/ucc's blocking wait, and not inside the engine's
- * own ina_call_wait: while this rank is in a collective, MPI must still
- * progress its pending point-to-point transfers and the host (libnbc)
- * schedules of fallen-back non-blocking calls, which another rank may need
- * before it can reach this collective.
+ * Each call is one task of the communicator's team (team/ina_team.h): the
+ * request holds that one handle, whichever strategy carries the call.
  */
 #include "ompi_config.h"
 
@@ -52,16 +48,18 @@ static int ina_required_error(mca_coll_ina_module_t *m, const char *why)
 
 /* Lost mid-call or rejected: other ranks may already hold the result (or
  * not), so a host re-run could mix results: an MPI error. */
-static int ina_failed_error(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind, int rc,
-                            const ina_cqe_t *cqe)
+static int ina_failed_error(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
+                            const ina_task_result_t *r)
 {
+    const int rc = INA_OK != r->rc ? r->rc : INA_ERR_PROTO;
+
     /* The help topic's arguments stay as they were: an installed older
      * help file must still match them. */
     INA_VERBOSE(1, "cid %d: offloaded %s (mid %llu) failed: engine code %d", m->cid,
-                mca_coll_ina_kind_name(kind), (unsigned long long) cqe->mid, rc);
+                mca_coll_ina_kind_name(kind), (unsigned long long) r->mid, rc);
     opal_show_help("help-coll-ina.txt", "offload-failed", true,
                    opal_process_info.nodename, m->rank, m->cid,
-                   (unsigned long long) cqe->mid, rc, ina_proto_status_name(cqe->status));
+                   (unsigned long long) r->mid, rc, ina_proto_status_name(r->status));
     return OMPI_ERROR; /* MPI_ERR_OTHER for the application */
 }
 
@@ -128,9 +126,7 @@ static mca_coll_ina_req_t *ina_req_get(mca_coll_ina_module_t *m, const mca_coll_
     req->super.req_complete = REQUEST_PENDING;
     req->super.req_state = OMPI_REQUEST_ACTIVE;
     req->super.req_status = ompi_status_empty; /* not cancelled, no error */
-    req->call = NULL;
-    req->stripe_call = NULL;
-    req->node_op = NULL;
+    req->task = NULL;
     req->module = m;
     req->kind = plan->kind;
     req->freed = false;
@@ -213,40 +209,46 @@ static int ina_request_done(mca_coll_ina_module_t *m, const mca_coll_ina_plan_t 
     return MPI_SUCCESS;
 }
 
-/* Map a finished call's CQE to the request's status, an MPI error class
+static bool ina_offloaded(const ina_task_result_t *r)
+{
+    return INA_OK == r->rc && INA_OFFLOADED == r->outcome;
+}
+
+/* Map a finished call's result to the request's status, an MPI error class
  * (what MPI_Wait reports). A granted call cannot end in a fallback: a DENY
  * after the GRANT is the agent's error. */
-static int ina_cqe_to_mpi(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
-                          const ina_cqe_t *cqe)
+static int ina_result_to_mpi(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
+                             const ina_task_result_t *r)
 {
-    if (INA_OK == cqe->rc && INA_OFFLOADED == cqe->outcome) {
+    if (ina_offloaded(r)) {
         return MPI_SUCCESS;
     }
-    ina_failed_error(m, kind, INA_OK != cqe->rc ? cqe->rc : INA_ERR_PROTO, cqe);
+    ina_failed_error(m, kind, r);
     return MPI_ERR_OTHER;
 }
 
-/* A node-stage call whose stream this rank leads was lost with the agent
- * and recovered by the stream's leaders: counted as a flat one is. */
-static void ina_node_count_recovered(mca_coll_ina_module_t *m, const ina_node_op_t *op,
-                                     const ina_cqe_t *cqe)
+/* What a verdict or a completion says beyond its outcome: a call lost with
+ * the agent and finished by the members (counted), and whether every member
+ * now knows the agent is lost (it stops asking it). */
+static void ina_count_recovery(mca_coll_ina_module_t *m, const ina_task_result_t *r)
 {
-    if (ina_node_op_recovered(op)) {
-        /* (Not mca_coll_ina_recovered: only the leaders know, so the
-         * communicator does not mark its agent lost from here.) */
+    if (r->recovered) {
         ++m->recovered_calls;
-        if (INA_OK == cqe->rc && INA_OFFLOADED == cqe->outcome) {
+        if (ina_offloaded(r)) {
             ++m->recovered_offloaded;
         }
     }
+    if (r->agent_lost) {
+        mca_coll_ina_agent_lost(m);
+    }
 }
 
-/* A node-stage call is over: free it, unless it is the one a persistent
- * plan keeps to post again (mca_coll_ina_plan_fini frees that). */
-static void ina_node_op_release(const mca_coll_ina_plan_t *plan, ina_node_op_t *op)
+/* A call is over: give its task back, unless it is the one a persistent
+ * plan keeps to post again (mca_coll_ina_plan_fini gives that back). */
+static void ina_task_done(const mca_coll_ina_plan_t *plan, ina_task_t *task)
 {
-    if (NULL == plan || op != plan->node_op) {
-        ina_node_op_free(op);
+    if (NULL == plan || task != plan->task) {
+        ina_task_finalize(task);
     }
 }
 
@@ -255,7 +257,7 @@ int mca_coll_ina_progress(void)
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     mca_coll_ina_req_t *req, *next;
     opal_list_t *done = &c->completed;
-    ina_cqe_t cqe;
+    ina_task_result_t r;
     int completed = 0;
     static bool busy = false;
 
@@ -267,55 +269,13 @@ int mca_coll_ina_progress(void)
     busy = true;
     /* First collect what finished (each test also progresses the engine). */
     OPAL_LIST_FOREACH_SAFE(req, next, &c->outstanding, mca_coll_ina_req_t) {
-        if (NULL != req->node_op) {
-            /* Decided at post: it ends offloaded, or with an error (the
-             * agent failed in the middle of the call). */
-            if (!ina_node_test(req->node_op, &cqe)) {
-                continue;
-            }
-            ina_node_count_recovered(req->module, req->node_op, &cqe);
-            ina_node_op_release(req->plan, req->node_op);
-            req->node_op = NULL;
-            req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
-        } else if (NULL != req->stripe_call) {
-            /* Decided at post too: granted by every agent. */
-            if (!ina_stripe_call_test(req->stripe_call, &cqe)) {
-                continue;
-            }
-            if (ina_stripe_call_recovered(req->stripe_call)) {
-                ++req->module->recovered_calls;
-                req->module->recovered_offloaded +=
-                    INA_OK == cqe.rc && INA_OFFLOADED == cqe.outcome;
-            }
-            ina_stripe_call_free(req->stripe_call);
-            req->stripe_call = NULL;
-            req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
-        } else if (req->recovering) {
-            if (!ina_call_recover_test(req->call, &cqe)) {
-                continue;
-            }
-            mca_coll_ina_recovered(req->module, &cqe);
-            ina_call_free(req->call);
-            req->call = NULL;
-            req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
-        } else {
-            if (!ina_call_test(req->call, &cqe)) {
-                continue;
-            }
-            if (INA_ERR_LOST == cqe.rc && req->module->peers &&
-                INA_OK == ina_call_recover_start(req->call, 0)) {
-                /* The agent is gone: finish it with the other members. Never
-                 * the host algorithm now: this rank may have started other
-                 * non-blocking collectives since the post. */
-                ++req->module->recovered_calls;
-                req->recovering = true;
-                mca_coll_ina_peers_lost();
-                continue;
-            }
-            ina_call_free(req->call);
-            req->call = NULL;
-            req->super.req_status.MPI_ERROR = ina_cqe_to_mpi(req->module, req->kind, &cqe);
+        if (!ina_task_test(req->task, &r)) {
+            continue;
         }
+        ina_count_recovery(req->module, &r);
+        ina_task_done(req->plan, req->task);
+        req->task = NULL;
+        req->super.req_status.MPI_ERROR = ina_result_to_mpi(req->module, req->kind, &r);
         opal_list_remove_item(&c->outstanding, &req->super.super.super);
         opal_list_append(done, &req->super.super.super);
     }
@@ -328,23 +288,13 @@ int mca_coll_ina_progress(void)
     return completed;
 }
 
-/* Put a started call (an engine call, a striped call or a node-stage call)
- * on the outstanding list that mca_coll_ina_progress completes. */
-static int ina_req_start(mca_coll_ina_req_t *req, mca_coll_ina_kind_t kind, ina_call_t *call,
-                         ina_stripe_call_t *stripe_call, ina_node_op_t *node_op)
+/* Put a started call on the outstanding list that mca_coll_ina_progress
+ * completes. */
+static int ina_req_start(mca_coll_ina_req_t *req, ina_task_t *task)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
 
-    req->call = call;
-    req->stripe_call = stripe_call;
-    req->node_op = node_op;
-    req->kind = kind;
-    req->recovering = false;
-    if (NULL != call) {
-        /* The engine's thread (coll_ina_progress_thread) moves it while the
-         * application computes; completion stays ours, in mca_coll_ina_progress. */
-        ina_call_background(call);
-    }
+    req->task = task;
     opal_list_append(&c->outstanding, &req->super.super.super);
     /* Registered at the first non-blocking call and kept until the
      * component closes (as coll/ucc does): with nothing outstanding the
@@ -397,87 +347,88 @@ static int ina_not_offloaded(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
                         why, fallback);
 }
 
-/* Wait for a blocking call's CQE, progressing the rest of MPI meanwhile. */
-static void ina_wait(ina_call_t *call, ina_cqe_t *cqe)
+/* Why a call the engine did not offload falls back: the agent's answer
+ * (the same for every member), or a reason of this rank's own (the node
+ * stage has no segment) where no agent was asked. */
+static int ina_task_not_offloaded(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
+                                  const ina_task_result_t *r, bool *fallback)
 {
-    while (!ina_call_test(call, cqe)) {
-        opal_progress();
+    if (NULL != r->reason) {
+        if (mca_coll_ina_component.required && r->unreachable_locally) {
+            return ina_required_error(m, r->reason);
+        }
+        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, r->reason, fallback);
     }
+    return ina_not_offloaded(m, kind, r->outcome, r->status, r->who, fallback);
 }
 
-/* The call through the node stage: on one node it is all of it; on
- * several, the node's part goes to the agent in the communicator's streams.
- * It moves while this rank is in MPI (the blocking wait below, or
- * mca_coll_ina_progress from opal_progress for a non-blocking one). Whether
- * it is offloaded is known before this returns, like a call to the agent
- * (every rank of the node reaches the call, then one agent round trip), so
- * a fallback runs the host algorithm now, in program order, on every rank. */
-static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
-                        ompi_request_t **request, bool *fallback)
+/* The call through the communicator's team (team/ina_team.h): the node
+ * stage, one agent or a stripe, whichever it was made with. Whether it is
+ * offloaded is known before this returns, the same on every member (every
+ * rank of the node reaches the call, then one agent round trip; a call
+ * lost with the agent before the verdict is settled by the members), so a
+ * fallback runs the host algorithm now, in program order, on every rank.
+ * The waits progress the rest of MPI (opal_progress), like coll/ucc's
+ * blocking wait: while this rank is in a collective, MPI must still move
+ * its pending point-to-point transfers, the host (libnbc) schedules of
+ * fallen-back non-blocking calls, and a recovery's messages, which another
+ * rank may need before it can reach this collective. */
+static int ina_post(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
+                    ompi_request_t **request, bool *fallback)
 {
-    mca_coll_ina_component_t *c = &mca_coll_ina_component;
     const mca_coll_ina_kind_t kind = plan->kind;
     mca_coll_ina_req_t *req = NULL;
-    ina_node_group_t *group;
-    ina_node_op_t *op = NULL;
-    const char *why = NULL;
-    ina_cqe_t cqe;
+    ina_task_t *task = plan->task;
+    ina_task_result_t r;
     ina_status_t erc;
     uint64_t t0;
 
-    group = mca_coll_ina_node_group(m, plan->bytes, &why);
-    if (NULL == group) {
-        if (c->required) {
-            return ina_required_error(m, why);
-        }
-        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, why, fallback);
-    }
     if (NULL != request && NULL == (req = ina_req_get(m, plan))) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    t0 = mca_coll_ina_now_ns();
-    if (NULL != plan->node_op && INA_OK == ina_node_repost(group, plan->node_op)) {
-        op = plan->node_op; /* a persistent start on one node: steps as planned */
-        erc = INA_OK;
-    } else {
-        ina_node_op_free(plan->node_op); /* (another group's) */
-        plan->node_op = NULL;
-        erc = ina_node_post(group, &plan->desc, &op);
-        if (INA_OK == erc && plan->reuse && m->node_only) {
-            plan->node_op = op;
+    if (NULL == task) {
+        ina_task_params_t tp;
+        memset(&tp, 0, sizeof(tp));
+        tp.flags = (plan->reuse ? INA_TASK_PERSISTENT : 0) |
+                   (NULL != request ? INA_TASK_NONBLOCKING : 0);
+        tp.desc = plan->desc;
+        tp.bytes = plan->bytes;
+        if (INA_OK != ina_task_init(m->team, &tp, &task)) {
+            if (NULL != req) {
+                ina_req_discard(req);
+            }
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        if (plan->reuse) {
+            plan->task = task; /* posted again at each start */
         }
     }
+    t0 = mca_coll_ina_now_ns();
+    erc = ina_task_post(task);
     if (INA_OK != erc) {
         /* Arguments the component checked already, or no memory for the
          * call's record: an error, never a partial fallback. */
+        ina_task_done(plan, task);
         if (NULL != req) {
             ina_req_discard(req);
         }
         return INA_ERR_NOMEM == erc ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_ERR_BAD_PARAM;
     }
-    /* Its first step goes in here too (ina_node_decision progresses). */
-    while (!ina_node_decision(op, &cqe)) {
+    while (!ina_task_verdict(task, &r)) {
         opal_progress();
     }
     m->verdict_wait_ns += mca_coll_ina_now_ns() - t0;
-    if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
-        /* Decided: the op is complete. */
-        ina_node_count_recovered(m, op, &cqe);
-        ina_node_op_release(plan, op);
-        if (INA_OK == cqe.rc && INA_FALLBACK_UNREACHABLE == cqe.outcome &&
-            INA_NODE_STATUS_LOST == cqe.status) {
-            /* The stream leaders settled it without the agent: every rank
-             * of the communicator got this very outcome. */
-            mca_coll_ina_agent_lost(m);
-            cqe.status = 0;
-        }
+    ina_count_recovery(m, &r);
+    if (!ina_offloaded(&r)) {
+        /* Decided: the call is over. */
+        ina_task_done(plan, task);
         if (NULL != req) {
             ina_req_discard(req);
         }
-        if (INA_OK != cqe.rc) {
-            return ina_failed_error(m, kind, cqe.rc, &cqe);
+        if (INA_OK != r.rc) {
+            return ina_failed_error(m, kind, &r);
         }
-        return ina_not_offloaded(m, kind, cqe.outcome, cqe.status, "the agent", fallback);
+        return ina_task_not_offloaded(m, kind, &r, fallback);
     }
     ++m->offloaded_calls;
     ++m->offloaded_by_kind[kind];
@@ -485,107 +436,33 @@ static int ina_try_node(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
         ++m->node_only_calls;
     }
     if (NULL != req) {
-        int rc;
-
         *request = &req->super;
-        if (m->node_only && ina_node_test(op, &cqe)) {
+        if (m->node_only && ina_task_test(task, &r)) {
             /* Done already (the other local ranks were there first), as a
              * blocking call would find it: complete the request now, not
              * in a later walk of the outstanding list. */
-            ina_node_op_release(plan, op);
-            ina_req_complete(req, ina_cqe_to_mpi(m, kind, &cqe));
+            ina_task_done(plan, task);
+            ina_req_complete(req, ina_result_to_mpi(m, kind, &r));
             return OMPI_SUCCESS;
         }
-        rc = ina_req_start(req, kind, NULL, NULL, op);
-        return rc;
+        return ina_req_start(req, task);
     }
-    while (!ina_node_test(op, &cqe)) {
+    while (!ina_task_test(task, &r)) {
         opal_progress();
     }
-    ina_node_count_recovered(m, op, &cqe);
-    ina_node_op_free(op);
-    if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
-        return ina_failed_error(m, kind, INA_OK != cqe.rc ? cqe.rc : INA_ERR_PROTO, &cqe);
+    ina_count_recovery(m, &r);
+    ina_task_done(plan, task);
+    if (INA_OK == r.rc && INA_OFFLOADED != r.outcome) {
+        /* Lost in the middle and settled by the members on the host
+         * algorithm: still in this blocking call, so it may start now. */
+        --m->offloaded_calls;
+        --m->offloaded_by_kind[kind];
+        return ina_task_not_offloaded(m, kind, &r, fallback);
+    }
+    if (!ina_offloaded(&r)) {
+        return ina_failed_error(m, kind, &r);
     }
     return OMPI_SUCCESS;
-}
-
-/* The call striped over several agents (ina_stripe_*): like one agent's,
- * the verdict is known when the post returns (every agent's with a part of
- * the call: offloaded only if all of them granted), so a fallback runs the
- * host algorithm now, on every rank alike. The parts' staged callbacks run
- * in this thread only (ina_stripe_call_test, from the blocking wait or
- * mca_coll_ina_progress): a striped call is not handed to the engine's
- * progress thread. */
-static int ina_try_stripe(mca_coll_ina_module_t *m, const mca_coll_ina_plan_t *plan,
-                          ompi_request_t **request, bool *fallback)
-{
-    const mca_coll_ina_kind_t kind = plan->kind;
-    mca_coll_ina_req_t *req = NULL;
-    ina_stripe_call_t *call = NULL;
-    ina_outcome_t outcome = INA_OFFLOADED;
-    ina_cqe_t cqe = {.rc = INA_OK};
-    ina_status_t erc;
-    uint64_t t0;
-
-    if (NULL != request && NULL == (req = ina_req_get(m, plan))) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-    t0 = mca_coll_ina_now_ns();
-    erc = ina_stripe_post(m->stripe, &plan->desc, 1, &call, &outcome);
-    m->verdict_wait_ns += mca_coll_ina_now_ns() - t0;
-    if (INA_OK != erc || INA_OFFLOADED != outcome) {
-        if (NULL != req) {
-            ina_req_discard(req);
-        }
-        if (ina_stripe_post_recovered(m->stripe)) {
-            ++m->recovered_calls;
-            if (INA_OK == erc && INA_FALLBACK_UNREACHABLE == outcome) {
-                /* A part's members settled it without its agent, nothing held
-                 * anywhere and every member in this call: alike everywhere. */
-                mca_coll_ina_agent_lost(m);
-            }
-        }
-        if (INA_OK != erc) {
-            cqe.rc = erc;
-            return ina_failed_error(m, kind, erc, &cqe);
-        }
-        return ina_not_offloaded(m, kind, outcome, ina_stripe_deny_status(m->stripe),
-                                 "an agent the job is striped over", fallback);
-    }
-    ++m->offloaded_calls;
-    ++m->offloaded_by_kind[kind];
-    if (NULL != req) {
-        *request = &req->super;
-        return ina_req_start(req, kind, NULL, call, NULL);
-    }
-    while (!ina_stripe_call_test(call, &cqe)) {
-        opal_progress();
-    }
-    if (ina_stripe_call_recovered(call)) {
-        ++m->recovered_calls;
-        m->recovered_offloaded += INA_OK == cqe.rc && INA_OFFLOADED == cqe.outcome;
-    }
-    ina_stripe_call_free(call);
-    if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
-        return ina_failed_error(m, kind, INA_OK != cqe.rc ? cqe.rc : INA_ERR_PROTO, &cqe);
-    }
-    return OMPI_SUCCESS;
-}
-
-/* The call to the agent: the plan's engine plan where it is reused
- * (persistent requests: cut into blocks at the first start that reaches
- * the agent, then posted as it is), else its description. */
-static ina_status_t ina_post_to_agent(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
-                                      ina_call_t **call, ina_outcome_t *outcome)
-{
-    if (plan->reuse && NULL == plan->engine) {
-        (void) ina_job_plan(m->job, &plan->desc, &plan->engine);
-    }
-    if (NULL != plan->engine) {
-        return ina_job_post_plan(m->job, plan->engine, call, outcome);
-    }
-    return ina_job_post(m->job, &plan->desc, call, outcome);
 }
 
 static int ina_try(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
@@ -593,120 +470,41 @@ static int ina_try(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     const mca_coll_ina_kind_t kind = plan->kind;
-    const size_t bytes = plan->bytes;
-    const char *unsupported = plan->why;
-    mca_coll_ina_req_t *req = NULL;
-    ina_call_t *call = NULL;
-    ina_outcome_t outcome = INA_OFFLOADED;
-    ina_cqe_t cqe = {.rc = INA_OK};
-    ina_status_t erc;
-    uint64_t t0;
 
     *fallback = false;
     if (m->in_fallback > 0) {
         *fallback = true; /* inside a saved collective: neither offloaded nor counted */
         return OMPI_SUCCESS;
     }
-    if (NULL != unsupported) {
-        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNSUPPORTED, unsupported, fallback);
+    if (NULL != plan->why) {
+        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNSUPPORTED, plan->why, fallback);
     }
     if (c->thread_multiple) {
         /* The engine serves one caller at a time. */
         return ina_fallback(m, kind, MCA_COLL_INA_FB_UNSUPPORTED, "MPI_THREAD_MULTIPLE",
                             fallback);
     }
-    if (MCA_COLL_INA_BARRIER != kind && bytes < c->min_bytes) {
+    if (MCA_COLL_INA_BARRIER != kind && plan->bytes < c->min_bytes) {
         return ina_fallback(m, kind, MCA_COLL_INA_FB_THRESHOLD, "coll_ina_min_bytes", fallback);
     }
-    if (m->node_only) {
-        return ina_try_node(m, plan, request, fallback);
+    if (!m->node_only) {
+        if (m->agent_lost && !mca_coll_ina_resume(m, NULL == request)) {
+            return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, "the agent was lost",
+                                fallback);
+        }
+        if (MCA_COLL_INA_JOB_READY != m->job_state) {
+            if (c->required) {
+                return ina_required_error(m, "no job at the agent for this communicator");
+            }
+            return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, "no job at the agent",
+                                fallback);
+        }
     }
-    if (m->agent_lost && !mca_coll_ina_resume(m, NULL == request)) {
-        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, "the agent was lost",
+    if (NULL == m->team) {
+        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, "no engine for this communicator",
                             fallback);
     }
-    if (MCA_COLL_INA_JOB_READY != m->job_state) {
-        if (c->required) {
-            return ina_required_error(m, "no job at the agent for this communicator");
-        }
-        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, "no job at the agent",
-                            fallback);
-    }
-    if (m->node_uplink) {
-        return ina_try_node(m, plan, request, fallback);
-    }
-    if (NULL != m->stripe) {
-        return ina_try_stripe(m, plan, request, fallback);
-    }
-    if (NULL != request && NULL == (req = ina_req_get(m, plan))) {
-        return OMPI_ERR_OUT_OF_RESOURCE;
-    }
-
-    t0 = mca_coll_ina_now_ns();
-    erc = ina_post_to_agent(m, plan, &call, &outcome);
-    m->verdict_wait_ns += mca_coll_ina_now_ns() - t0;
-    if (INA_ERR_LOST == erc && NULL != call) {
-        /* The agent is gone before this rank heard the verdict (or before
-         * it posted): the ranks settle the call among themselves, here in
-         * program order, so a host algorithm may still start now. */
-        erc = (ina_status_t) mca_coll_ina_recover(m, call, true, &cqe);
-        ina_call_free(call);
-        call = NULL;
-        if (INA_OK == erc && INA_OFFLOADED != cqe.outcome) {
-            if (NULL != req) {
-                ina_req_discard(req);
-            }
-            return ina_not_offloaded(m, kind, cqe.outcome, cqe.status, "the agent (lost)",
-                                     fallback);
-        }
-        if (INA_OK == erc) {
-            ++m->offloaded_calls;
-            ++m->offloaded_by_kind[kind];
-            if (NULL != req) {
-                *request = &req->super;
-                ina_req_complete(req, MPI_SUCCESS);
-            }
-            return OMPI_SUCCESS;
-        }
-    }
-    if (INA_OK != erc) {
-        if (NULL != req) {
-            ina_req_discard(req);
-        }
-        cqe.rc = erc;
-        return ina_failed_error(m, kind, erc, &cqe);
-    }
-    if (INA_OFFLOADED != outcome) {
-        if (NULL != req) {
-            ina_req_discard(req);
-        }
-        return ina_not_offloaded(m, kind, outcome, ina_job_deny_status(m->job), "the agent",
-                                 fallback);
-    }
-    ++m->offloaded_calls;
-    ++m->offloaded_by_kind[kind];
-    if (NULL != req) {
-        *request = &req->super;
-        return ina_req_start(req, kind, call, NULL, NULL);
-    }
-    ina_wait(call, &cqe);
-    if (INA_ERR_LOST == cqe.rc && m->peers) {
-        /* Lost in the middle: finish it with the other members; still in
-         * this blocking call, so the host algorithm may start now. */
-        (void) mca_coll_ina_recover(m, call, true, &cqe);
-        if (INA_OK == cqe.rc && INA_OFFLOADED != cqe.outcome) {
-            ina_call_free(call);
-            --m->offloaded_calls;
-            --m->offloaded_by_kind[kind];
-            return ina_not_offloaded(m, kind, cqe.outcome, cqe.status, "the agent (lost)",
-                                     fallback);
-        }
-    }
-    ina_call_free(call);
-    if (INA_OK != cqe.rc || INA_OFFLOADED != cqe.outcome) {
-        return ina_failed_error(m, kind, INA_OK != cqe.rc ? cqe.rc : INA_ERR_PROTO, &cqe);
-    }
-    return OMPI_SUCCESS;
+    return ina_post(m, plan, request, fallback);
 }
 
 /* ---- planned calls --------------------------------------------------------- */
@@ -730,10 +528,8 @@ void mca_coll_ina_plan_complete(const mca_coll_ina_plan_t *plan)
 
 void mca_coll_ina_plan_fini(mca_coll_ina_plan_t *plan)
 {
-    ina_call_plan_free(plan->engine);
-    plan->engine = NULL;
-    ina_node_op_free(plan->node_op); /* complete: no start is in flight */
-    plan->node_op = NULL;
+    ina_task_finalize(plan->task); /* complete: no start is in flight */
+    plan->task = NULL;
     free(plan->counts);
     free(plan->part);
     plan->counts = NULL;
