@@ -48,6 +48,9 @@ done
 prog=$b/tests/mpi/test_recover
 [[ -x $prog ]] || { echo "deadlink: build $prog first" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "deadlink: needs root (network namespaces)" >&2; exit 1; }
+# The emulated fabric is one per machine: never two runs on it at once
+# (bench/fabric/run.sh takes the same lock).
+fab_lock || { echo "deadlink: another run uses the emulated fabric (lock /run/lock/$FAB_PREFIX.lock)" >&2; exit 1; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 sw=$(fab_ns_switch)
@@ -80,7 +83,7 @@ for kind in "${ks[@]}"; do
         ms=$((minms + RANDOM % (maxms - minms)))
         rm -f "$out/cut-at"
         (sleep "$(awk -v m="$ms" 'BEGIN { printf "%.3f", m / 1000 }')" &&
-            ip -n "$sw" link set ag0-br down && date +%s%N >"$out/cut-at") &
+            ip -n "$sw" link set ag0-br down && date +%s%N >"$out/cut-at") 9>&- &
         cutter=$!
         rc=0
         with_component "$b" \
