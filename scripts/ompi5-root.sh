@@ -80,9 +80,27 @@ case "${1:-}" in
   run)
     shift
     make_root
-    # Runs side by side share the mounts: the last one out unmounts.
+    # Runs side by side share the mounts: the last one out unmounts. Runs
+    # from another tree wait until its runs are over (the chroot has one
+    # /ina: a run must never build or test another tree's sources).
     exec 9>"$root.lock"
     flock -s 9
+    said=0
+    while mountpoint -q "$root/ina" &&
+          [ "$(stat -c %d:%i "$root/ina")" != "$(stat -c %d:%i "$top")" ]; do
+      if [ $said = 0 ]; then
+        echo "== $root/ina is $(findmnt -n -o SOURCE "$root/ina") in another run: waiting for it" >&2
+        said=1
+      fi
+      flock -u 9
+      if flock -xn 9; then
+        # Nobody runs there any more (its last one out could not unmount).
+        umount -l "$root/ina"
+      else
+        sleep 5
+      fi
+      flock -s 9
+    done
     mount_all
     trap 'flock -u 9; if flock -xn 9; then umount_all; fi' EXIT
     chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
