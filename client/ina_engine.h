@@ -40,6 +40,7 @@
 #include "ina_client.h"
 #include "ina_geometry.h"
 #include "ina_window.h"
+#include "input_keeper.h"
 #include "liveness.h"
 #include "spin_policy.h"
 
@@ -239,25 +240,6 @@ struct Opening {
     uint32_t ahead = 1; // blocks that may go before the verdict
 };
 
-// What a member keeps of a completed call until the job's certified mark
-// passes it (docs/ARCHITECTURE.md, "Recovery from a lost agent"): for the
-// call's last `window` blocks, the only ones another member can still lack,
-// what this member sent (its input), from which the others can rebuild any
-// of them; after a recovery also the RESULTs it holds then.
-struct KeptCall {
-    uint64_t mid = 0;
-    unsigned coll = 0, op = 0, dtype = 0;
-    uint64_t nblocks = 0;
-    uint64_t first = 0;                        // the first kept SID
-    std::vector<BlockSend> sent;               // per kept SID: this member's BLOCK
-    std::vector<std::vector<uint8_t>> input;   // ... and its payload
-    std::vector<std::vector<uint8_t>> result;  // the RESULT's payload (empty: none came)
-    size_t bytes() const;
-    // Whether kept SID first + j still has this member's input (a CREDIT has
-    // none to have; a recovered call may have lost one to its own result).
-    bool has_input(size_t j) const { return !input[j].empty() || sent[j].count == 0; }
-};
-
 // One offloaded collective call. Owned by its Job, recycled through the
 // job's free list: posting a call allocates nothing once the job has run as
 // many calls at a time before.
@@ -298,6 +280,12 @@ public:
     // The CQE as the decision left it (decided() holds): granted, or the
     // failure's outcome/error. A retired call's cqe() is its final word.
     ina_cqe_t decision_cqe() const;
+    // What the call's parts (its keeper, data and rescue) read of it.
+    const CallGeometry &geometry() const { return geom_; }
+    size_t elem_size() const { return esz_; }
+    unsigned coll() const { return tmpl_.coll; }
+    unsigned op() const { return tmpl_.op; }
+    unsigned dtype() const { return tmpl_.dtype; }
     // Driven by the progress thread between the caller's entries.
     bool background() const { return background_; }
     void set_background() { background_ = true; }
@@ -423,10 +411,9 @@ private:
     bool ended_in_flight_ = false; // the ERROR that set status_ said INA_PROTO_F_IN_FLIGHT
     ina_cqe_t cqe_{};
     // Recovery: RESULTs (or ACKs) arrived, by SID; and, when the job keeps
-    // blocks, what this call hands it at retire (KeptCall).
+    // blocks, what this call hands it at retire.
     std::vector<bool> got_;
-    bool keeping_ = false;
-    KeptCall kept_;
+    InputKeeper keeper_;
     struct Rescue; // ina_recover.cpp
     struct RescueDelete {
         void operator()(Rescue *r) const; // where Rescue is complete
@@ -488,12 +475,6 @@ private:
     void rescue_plan();
     void rescue_finish();
     void rescue_log(const char *fmt, ...) const __attribute__((format(printf, 2, 3)));
-    void keep_inputs();
-    // Copy up to `most` more of the kept inputs (keep_inputs).
-    void keep_copy(size_t most);
-    // kept_ described for the call's last window (its size returned).
-    size_t kept_window();
-    size_t kept_next_ = 0; // kept inputs copied so far
 };
 
 } // namespace ina::client

@@ -79,7 +79,7 @@ void Call::start(uint64_t mid, const CallGeometry &geom, const ina_coll_desc_t &
                      d.coll == INA_COLL_REDUCE_SCATTER) &&
                     d.sbuf == d.rbuf;
     if (job_->keeps()) {
-        keep_inputs(); // before any RESULT overwrites them
+        keeper_.keep_inputs(*this, src_); // before any RESULT overwrites them
     }
 }
 
@@ -127,7 +127,7 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     cqe_.mid = mid;
     cqe_.blocks = geom.nblocks();
     got_.assign(geom.nblocks(), false);
-    keeping_ = false;
+    keeper_.reset();
     rescue_.reset();
     saved_.clear();
     produced_ = 0;
@@ -183,70 +183,6 @@ void Call::save_inputs_under(uint64_t dst, size_t len, uint64_t oldest)
         if (saved_.count(b) == 0 && input_intact(b)) {
             const BlockSend bs = geom_.send(b);
             saved_[b].assign(src_ + bs.src, src_ + bs.src + static_cast<size_t>(bs.count) * esz_);
-        }
-    }
-}
-
-size_t KeptCall::bytes() const
-{
-    size_t n = 0;
-    for (const auto &v : input) {
-        n += v.size();
-    }
-    for (const auto &v : result) {
-        n += v.size();
-    }
-    return n;
-}
-
-// The input of the last `window` blocks (a window's worth, not the whole
-// buffer), copied while the rank waits for RESULTs (keep_copy, from pump),
-// not before its first block goes out: all of it before a RESULT may
-// overwrite an input in place, and at the latest when the call retires (a
-// caller's input stays put until then).
-void Call::keep_inputs()
-{
-    const size_t k = kept_window();
-    for (size_t i = 0; i < k; ++i) {
-        const BlockSend b = geom_.send(kept_.first + i);
-        kept_.sent[i] = b;
-        // A buffer a certified call gave back: no allocation, no page
-        // faults on the way of every call (bench/recover_cost.sh).
-        kept_.input[i] = job_->spare_buffer();
-        kept_.result[i].clear();
-    }
-    kept_next_ = 0;
-    keeping_ = true;
-}
-
-size_t Call::kept_window()
-{
-    // The call's last `window` blocks: the only ones another member can
-    // still lack once this one completed the call.
-    const uint64_t n = geom_.nblocks(), w = job_->window();
-    kept_.mid = mid_;
-    kept_.coll = tmpl_.coll;
-    kept_.op = tmpl_.op;
-    kept_.dtype = tmpl_.dtype;
-    kept_.nblocks = n;
-    kept_.first = n > w ? n - w : 0;
-    const size_t k = static_cast<size_t>(n - kept_.first);
-    kept_.sent.resize(k);
-    kept_.input.resize(k);
-    kept_.result.resize(k);
-    return k;
-}
-
-void Call::keep_copy(size_t most)
-{
-    if (!keeping_) {
-        return;
-    }
-    for (const size_t k = kept_.sent.size(); kept_next_ < k && most > 0; --most, ++kept_next_) {
-        const BlockSend &b = kept_.sent[kept_next_];
-        if (b.count > 0) {
-            const uint8_t *from = src_ + b.src;
-            kept_.input[kept_next_].assign(from, from + static_cast<size_t>(b.count) * esz_);
         }
     }
 }
@@ -370,13 +306,12 @@ void Call::retire()
     }
     cqe_.status = status_;
     state_ = State::retired;
-    keep_copy(SIZE_MAX); // the caller's input is its own again after this
-    if (stage_keeps() && !keeping_ && cqe_.rc == INA_OK && cqe_.outcome == INA_OFFLOADED) {
-        stage_keep_completed();
-    }
-    if (keeping_ && cqe_.rc == INA_OK && cqe_.outcome == INA_OFFLOADED) {
-        job_->keep(std::move(kept_));
-        keeping_ = false;
+    keeper_.copy(SIZE_MAX); // the caller's input is its own again after this
+    if (cqe_.rc == INA_OK && cqe_.outcome == INA_OFFLOADED) {
+        if (stage_keeps() && !keeper_.keeping()) {
+            stage_keep_completed();
+        }
+        keeper_.hand_over(*job_);
     } // (a failed call keeps them for its recovery)
     if (cqe_.rc == INA_OK && cqe_.outcome == INA_FALLBACK_DENIED) {
         job_->note_denied(mid_); // what another member recovering it must hear
@@ -404,7 +339,7 @@ void Call::pump(Client &client)
         }
         break; // not ready (staged: asked again next time), or refused
     }
-    keep_copy(1); // while the RESULTs are on their way
+    keeper_.copy(1); // while the RESULTs are on their way
 }
 
 bool Call::stage_block_ok(uint64_t sid, const ina_stage_block_t &b) const
@@ -537,7 +472,7 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
         return;
     }
     if (writes_input_) {
-        keep_copy(SIZE_MAX); // before a RESULT lands on an input it keeps
+        keeper_.copy(SIZE_MAX); // before a RESULT lands on an input it keeps
     }
     if (geom_.wants(sid)) {
         const size_t bytes = static_cast<size_t>(h.block_elems) * esz_;
@@ -583,7 +518,7 @@ void *Call::landing(const ina_proto_hdr_t &h, size_t length)
     ++landing_;
     landed_any_ = true; // from now on rbuf may hold part of this block
     if (writes_input_) {
-        keep_copy(SIZE_MAX); // before UCX writes over an input it keeps
+        keeper_.copy(SIZE_MAX); // before UCX writes over an input it keeps
     }
     return rbuf_ + r.piece[0].dst;
 }
@@ -695,22 +630,20 @@ void Call::stage_trim()
 void Call::stage_keep_completed()
 {
     // The last window's copies, for members that may still lack them.
-    const size_t k = kept_window();
-    for (size_t i = 0; i < k; ++i) {
-        Staged &b = sb_[kept_.first + i];
-        kept_.sent[i] = BlockSend{};
-        kept_.sent[i].offset = b.offset;
-        kept_.sent[i].count = b.count; // with a RESULT kept, no input to offer (has_input)
-        kept_.input[i].clear();
-        kept_.result[i].clear();
+    KeptCall &kept = keeper_.keep_copied(*this);
+    for (size_t i = 0; i < kept.sent.size(); ++i) {
+        Staged &b = sb_[kept.first + i];
+        kept.sent[i] = BlockSend{};
+        kept.sent[i].offset = b.offset;
+        kept.sent[i].count = b.count; // with a RESULT kept, no input to offer (has_input)
+        kept.input[i].clear();
+        kept.result[i].clear();
         if (b.result) {
-            kept_.result[i] = std::move(b.copy);
+            kept.result[i] = std::move(b.copy);
         } else {
-            kept_.input[i] = std::move(b.copy);
+            kept.input[i] = std::move(b.copy);
         }
     }
-    kept_next_ = k; // copies already
-    keeping_ = true;
 }
 
 // --------------------------------------------------------------------- Job

@@ -226,8 +226,8 @@ bool Call::block_for_peer(uint64_t sid, bool result, std::vector<uint8_t> &bytes
     *offset = b.offset;
     *count = b.count;
     bytes.clear();
-    if (keeping_ && sid >= kept_.first && sid - kept_.first < kept_.input.size()) {
-        bytes = kept_.input[static_cast<size_t>(sid - kept_.first)]; // copied at post
+    if (const std::vector<uint8_t> *kept = keeper_.input(sid)) {
+        bytes = *kept; // copied at post
         return true;
     }
     if (auto it = saved_.find(sid); it != saved_.end()) {
@@ -254,7 +254,7 @@ bool Call::staged_describe_input(uint64_t sid) const
 
 bool Call::input_intact(uint64_t sid) const
 {
-    if (keeping_ && sid >= kept_.first && sid - kept_.first < kept_.input.size()) {
+    if (keeper_.input(sid) != nullptr) {
         return true; // copied at post
     }
     if (!writes_input_ || saved_.count(sid) != 0) {
