@@ -7,10 +7,11 @@
 //           outstanding calls in MID order;
 //   Call    one offloaded collective (a work request, WR): its block
 //           geometry, its sliding window (ina_window.h: a block's RESULT is
-//           its ACK) and its CQE. A staged call
-//           (ina_job_post_staged) is the same Call whose blocks come from the
-//           caller's ops.block and whose RESULTs go to its ops.result
-//           instead of sbuf/rbuf: one branch per block on the ordinary path.
+//           its ACK) and its CQE. Where its blocks come from and its
+//           RESULTs go is its data (call_data.h): the user's sbuf/rbuf
+//           (user_buffers.h), or for a staged call (ina_job_post_staged)
+//           the caller's ops.block and ops.result (staged_blocks.h): one
+//           virtual call per block on the ordinary path.
 //
 // Channel callbacks only record what happened (a RESULT is copied straight into
 // the user's buffer, or handed to a staged call's ops.result, a slot is acked,
@@ -41,6 +42,8 @@
 #include "ina_geometry.h"
 #include "ina_window.h"
 #include "input_keeper.h"
+#include "staged_blocks.h"
+#include "user_buffers.h"
 #include "liveness.h"
 #include "spin_policy.h"
 
@@ -286,6 +289,13 @@ public:
     unsigned coll() const { return tmpl_.coll; }
     unsigned op() const { return tmpl_.op; }
     unsigned dtype() const { return tmpl_.dtype; }
+    // Whether this member's BLOCK of `sid` asked for its RESULT's payload
+    // (INA_PROTO_F_WANT_RESULT): asked while that RESULT is fresh, when the
+    // block's slot still holds the header it went with.
+    bool asked_result(uint64_t sid) const
+    {
+        return (slots_[window_.slot_of(sid)].hdr.flags & INA_PROTO_F_WANT_RESULT) != 0;
+    }
     // Driven by the progress thread between the caller's entries.
     bool background() const { return background_; }
     void set_background() { background_ = true; }
@@ -378,9 +388,6 @@ private:
     // The CQE of a call that failed: an error, or a fallback outcome.
     void fill_failure(ina_cqe_t &cqe) const;
     Post post_block(Client &client);
-    // A staged block as ops.block returned it is one the wire allows.
-    bool stage_block_ok(uint64_t sid, const ina_stage_block_t &b) const;
-    void on_staged_result(const ina_proto_hdr_t &h, const void *data, size_t length);
     // A RESULT names one of this call's blocks, with the call's coll/op/dtype
     // and that block's length.
     bool matches(const ina_proto_hdr_t &h) const;
@@ -393,85 +400,46 @@ private:
     State state_ = State::free;
     uint64_t mid_ = 0;
     size_t esz_ = 1;
-    const uint8_t *src_ = nullptr; // where this rank's blocks are read from
-    uint8_t *rbuf_ = nullptr;      // where RESULTs are written
-    bool writes_input_ = false;    // RESULTs overwrite the input (in place)
-    bool any_sent_ = false;        // a BLOCK left this process
+    bool any_sent_ = false; // a BLOCK left this process
     bool granted_ = false;
     bool sends_dropped_ = false;
     bool background_ = false;
-    bool staged_ = false;          // blocks and RESULTs go through ops_
-    ina_stage_ops_t ops_{};
-    uint64_t applied_ = 0;         // RESULTs written into rbuf (staged: handed over)
-    uint32_t landing_ = 0;         // rendezvous RESULTs landing in rbuf right now
-    bool landed_any_ = false;      // a rendezvous RESULT was aimed at rbuf
-    bool given_back_ = false;      // give_back(): RESULTs are dropped
+    bool given_back_ = false; // give_back(): RESULTs are dropped
     Fail fail_ = Fail::none;
     uint8_t status_ = INA_PROTO_OK;
     bool ended_in_flight_ = false; // the ERROR that set status_ said INA_PROTO_F_IN_FLIGHT
     ina_cqe_t cqe_{};
-    // Recovery: RESULTs (or ACKs) arrived, by SID; and, when the job keeps
-    // blocks, what this call hands it at retire.
+    // Recovery: RESULTs (or ACKs) arrived, by SID.
     std::vector<bool> got_;
+    // When the job keeps blocks, what this call hands it at retire.
     InputKeeper keeper_;
+    // Where the blocks come from and the RESULTs go: one of the two, made
+    // once with the Call and re-armed by each start.
+    UserBuffers user_buffers_;
+    StagedBlocks staged_blocks_;
+    CallData *data_;
     struct Rescue; // ina_recover.cpp
     struct RescueDelete {
         void operator()(Rescue *r) const; // where Rescue is complete
     };
     std::unique_ptr<Rescue, RescueDelete> rescue_;
-    // Recovery's helpers: the whole block `sid` as this member holds it in
-    // rbuf (null: it does not, or not in one piece); a block's result put
-    // in place as a RESULT would be.
-    const uint8_t *whole_result(uint64_t sid) const;
-    // Whether this member can still give block `sid`'s input.
-    bool input_intact(uint64_t sid) const;
-    // In-place REDUCE_SCATTER: inputs saved before a RESULT overwrote them.
-    std::map<uint64_t, std::vector<uint8_t>> saved_;
-    // Staged calls of a job that keeps blocks (docs/ARCHITECTURE.md,
-    // "Recovery from a lost agent", staged calls): per SID, where this
-    // member's BLOCK is in the caller's memory (valid until its RESULT is
-    // handed over) and a copy of what another member may still need once
-    // it is not: the RESULT's payload, or (ACK only, or a block rebuilt in
-    // a recovery) the BLOCK. Copies of SIDs the window proves every member
-    // has are given back as RESULTs come (stage_trim).
-    struct Staged {
-        const uint8_t *data = nullptr;
-        uint32_t offset = 0, count = 0;
-        bool want = false;
-        bool result = false; // copy is the RESULT (else the BLOCK)
-        std::vector<uint8_t> copy;
-    };
-    std::vector<Staged> sb_;
-    uint64_t produced_ = 0; // SIDs ops_.block gave (in order)
-    uint64_t max_got_ = 0;  // 1 + the highest SID whose RESULT or ACK came
-    uint64_t trimmed_ = 0;  // copies below this SID are given back
     struct Deferred {
         uint32_t from;
         uint64_t sid;
         bool result;
     };
     std::vector<Deferred> deferred_; // FETCHes to answer later (fetch_later)
-    bool stage_keeps() const { return staged_ && job_keeps_; }
-    bool job_keeps_ = false;
-    void stage_sent(uint64_t sid, const ina_stage_block_t &b, bool want);
-    void stage_copy_input(uint64_t sid);
-    void stage_trim();
-    void stage_keep_completed();
-    // Staged recovery: take the blocks the caller has ready; a rebuilt
-    // block whose every member's BLOCK is here, reduced and handed over.
+    // Recovery: take the blocks the caller has ready (a staged call); a
+    // rebuilt block whose every member's BLOCK is here, reduced and put in
+    // place or handed over.
     void rescue_produce();
     void rescue_rebuild(uint64_t sid);
-    void rescue_deliver(uint64_t sid, const uint8_t *data);
     // A block's RESULT is here in the recovery: kept for the members that
     // will fetch it from this one, and given to those already waiting.
     void rescue_hold(uint64_t sid, const uint8_t *data);
     // Answer the deferred FETCHes of block `sid` (`result`: of its RESULT),
     // or every one left (`all`), with what this member can give now.
     void answer_deferred(uint64_t sid, bool result, bool all = false);
-    bool staged_describe_input(uint64_t sid) const;
-    void save_overwritten(uint64_t sid, uint64_t dst, size_t len, bool landing);
-    void save_inputs_under(uint64_t dst, size_t len, uint64_t oldest);
-    void apply_block(uint64_t sid, const uint8_t *data);
     void rescue_plan();
     void rescue_finish();
     void rescue_log(const char *fmt, ...) const __attribute__((format(printf, 2, 3)));

@@ -124,18 +124,6 @@ void Call::RescueDelete::operator()(Rescue *r) const { delete r; }
 
 // ---------------------------------------------------------------- this member's word
 
-const uint8_t *Call::whole_result(uint64_t sid) const
-{
-    if (!got(sid) || !geom_.wants(sid) || rbuf_ == nullptr) {
-        return nullptr;
-    }
-    const BlockResult r = geom_.result(sid);
-    if (r.npieces != 1 || r.piece[0].from != 0 || r.piece[0].count != geom_.block_count(sid)) {
-        return nullptr;
-    }
-    return rbuf_ + r.piece[0].dst;
-}
-
 bool Call::struck() const
 {
     return any_sent_ && (status_ == INA_PROTO_OK || (ended_in_flight_ && job_->part_lost(status_)));
@@ -150,16 +138,16 @@ void Call::describe(std::vector<uint8_t> &msg) const
     h.nblocks = n;
     h.flags = static_cast<uint8_t>((rescue_ != nullptr && rescue_->host_ok ? INA_PEER_F_HOST_OK : 0) |
                                    (struck() ? INA_PEER_F_STRUCK : 0));
-    h.state = recoverable(tmpl_.coll) && (!staged_ || stage_keeps()) ? INA_PEER_FAILED : INA_PEER_UNRECOVERABLE;
+    h.state =
+        recoverable(tmpl_.coll) && data_->recoverable() ? INA_PEER_FAILED : INA_PEER_UNRECOVERABLE;
     for (uint64_t sid = 0; sid < n && h.state == INA_PEER_FAILED; ++sid) {
-        if ((staged_ ? got(sid) && sb_[sid].result : whole_result(sid) != nullptr) ||
-            (rescue_ != nullptr && rescue_->held.count(sid) != 0)) {
+        if (data_->holds_result(sid) || (rescue_ != nullptr && rescue_->held.count(sid) != 0)) {
             set_bit(maps.data(), sid);
         }
-        if (staged_ ? staged_describe_input(sid) : input_intact(sid)) {
+        if (data_->has_input(sid)) {
             set_bit(maps.data() + bm, sid);
         }
-        if (!got(sid) && (staged_ || geom_.wants(sid))) {
+        if (!got(sid) && data_->wants_result(sid)) {
             set_bit(maps.data() + 2 * bm, sid);
         }
     }
@@ -181,108 +169,7 @@ bool Call::block_for_peer(uint64_t sid, bool result, std::vector<uint8_t> &bytes
             return true;
         }
     }
-    if (staged_) {
-        if (sid >= produced_ || sid >= sb_.size()) {
-            return false; // not produced yet: fetch_later
-        }
-        const Staged &b = sb_[sid];
-        bytes.clear();
-        if (result) {
-            if (!got(sid) || !b.result) {
-                return false;
-            }
-            *offset = 0;
-            *count = geom_.block_count(sid);
-            bytes = b.copy;
-            return true;
-        }
-        *offset = b.offset;
-        *count = b.count;
-        if (b.count == 0) {
-            return true; // a CREDIT
-        }
-        if (!b.result && !b.copy.empty()) {
-            bytes = b.copy;
-            return true;
-        }
-        if (got(sid) || b.data == nullptr) {
-            return false; // its RESULT overwrote it (and others hold that)
-        }
-        const uint8_t *p = b.data + static_cast<size_t>(b.offset) * esz_;
-        bytes.assign(p, p + static_cast<size_t>(b.count) * esz_);
-        return true;
-    }
-    if (result) {
-        const uint8_t *p = whole_result(sid);
-        if (p == nullptr) {
-            return false;
-        }
-        *offset = 0;
-        *count = geom_.block_count(sid);
-        bytes.assign(p, p + static_cast<size_t>(*count) * esz_);
-        return true;
-    }
-    const BlockSend b = geom_.send(sid);
-    *offset = b.offset;
-    *count = b.count;
-    bytes.clear();
-    if (const std::vector<uint8_t> *kept = keeper_.input(sid)) {
-        bytes = *kept; // copied at post
-        return true;
-    }
-    if (auto it = saved_.find(sid); it != saved_.end()) {
-        bytes = it->second; // saved before a RESULT overwrote it
-        return true;
-    }
-    if (!input_intact(sid)) {
-        return false;
-    }
-    if (b.count > 0) {
-        bytes.assign(src_ + b.src, src_ + b.src + static_cast<size_t>(b.count) * esz_);
-    }
-    return true;
-}
-
-bool Call::staged_describe_input(uint64_t sid) const
-{
-    if (sid >= produced_) {
-        return true; // produced later, as the caller goes on
-    }
-    const Staged &b = sb_[sid];
-    return b.count == 0 || (!b.result && !b.copy.empty()) || (!got(sid) && b.data != nullptr);
-}
-
-bool Call::input_intact(uint64_t sid) const
-{
-    if (keeper_.input(sid) != nullptr) {
-        return true; // copied at post
-    }
-    if (!writes_input_ || saved_.count(sid) != 0) {
-        return true;
-    }
-    // In place, a block's RESULT overwrites its own input (and then the
-    // RESULT is what the others need); a REDUCE_SCATTER part is written at
-    // part-relative offsets, over earlier blocks' input too.
-    if (tmpl_.coll != INA_COLL_REDUCE_SCATTER) {
-        return !got(sid);
-    }
-    // Intact unless a RESULT written so far covered its bytes: those of the
-    // recent blocks were saved (save_overwritten) and found above.
-    const uint64_t per = geom_.block_count(0) * esz_;
-    const uint64_t lo = sid * per, hi = lo + geom_.block_count(sid) * esz_;
-    for (uint64_t t = 0; t < geom_.nblocks(); ++t) {
-        if (!got(t) || !geom_.wants(t)) {
-            continue;
-        }
-        const BlockResult r = geom_.result(t);
-        for (unsigned k = 0; k < r.npieces; ++k) {
-            const uint64_t d = r.piece[k].dst, e = d + uint64_t{r.piece[k].count} * esz_;
-            if (d < hi && lo < e) {
-                return false;
-            }
-        }
-    }
-    return true;
+    return data_->block_for_peer(sid, result, bytes, offset, count);
 }
 
 // ---------------------------------------------------------------- the job: serving
@@ -530,10 +417,8 @@ void Call::on_peer(uint32_t from, const void *msg, size_t len)
     } else if (h.what == INA_PEER_RESULT) {
         if (h.sid < geom_.nblocks() &&
             h.len == static_cast<size_t>(geom_.block_count(h.sid)) * esz_) {
-            if (staged_) {
-                rescue_deliver(h.sid, payload);
-            } else {
-                apply_block(h.sid, payload);
+            if (data_->place_result(h.sid, payload)) {
+                got_[h.sid] = true;
             }
             rescue_hold(h.sid, payload);
         } else {
@@ -551,10 +436,10 @@ void Call::on_peer(uint32_t from, const void *msg, size_t len)
         x.cqe.rc = INA_ERR_LOST;
         rescue_log("member %u gave block %u's input, which nobody asked it for", from, h.sid);
     }
-    if (x.pending == 0 && !staged_) {
-        rescue_finish();
-    } else if (staged_) {
+    if (data_->caller_produces()) {
         rescue_produce();
+    } else if (x.pending == 0) {
+        rescue_finish();
     }
 }
 
@@ -571,24 +456,6 @@ void Call::rescue_log(const char *fmt, ...) const
     va_end(ap);
     c->log(5, "job %u mid %llu: recovery: %s", tmpl_.jid, static_cast<unsigned long long>(mid_),
            line);
-}
-
-void Call::apply_block(uint64_t sid, const uint8_t *data)
-{
-    if (geom_.wants(sid)) {
-        const BlockResult r = geom_.result(sid);
-        for (unsigned k = 0; k < r.npieces; ++k) {
-            const BlockResult::Piece &pc = r.piece[k];
-            if (writes_input_) {
-                // In place: our STATE promised the input it overwrites to
-                // members still rebuilding; keep it for them.
-                save_inputs_under(pc.dst, static_cast<size_t>(pc.count) * esz_, 0);
-            }
-            std::memmove(rbuf_ + pc.dst, data + static_cast<size_t>(pc.from) * esz_,
-                         static_cast<size_t>(pc.count) * esz_);
-        }
-    }
-    got_[sid] = true;
 }
 
 void Call::rescue_plan()
@@ -651,10 +518,10 @@ void Call::rescue_plan()
     const uint64_t n = geom_.nblocks();
     std::vector<uint32_t> who;
     for (uint64_t sid = 0; sid < n; ++sid) {
-        if (!staged_ && geom_.block_count(sid) == 0) {
+        if (data_->nothing_to_deliver(sid)) {
             got_[sid] = true; // BARRIER's empty block: everybody got here
         }
-        if (got(sid) || (!staged_ && !geom_.wants(sid))) {
+        if (got(sid) || !data_->wants_result(sid)) {
             continue; // here already, or this member wants no payload of it
         }
         uint32_t from = kNone; // where its RESULT comes from
@@ -687,7 +554,7 @@ void Call::rescue_plan()
         pieces.assign(x.n, {});
         f.what = INA_PEER_INPUT;
         for (uint32_t j = 0; j < x.n; ++j) {
-            if (j == x.me && (!staged_ || sid < produced_)) {
+            if (j == x.me && sid < data_->produced()) {
                 Rescue::Piece &p = pieces[j];
                 p.in = block_for_peer(sid, false, p.bytes, &p.offset, &p.count);
                 if (!p.in) {
@@ -712,7 +579,7 @@ void Call::rescue_plan()
         const uint64_t sid = it++->first; // rescue_rebuild may erase it
         rescue_rebuild(sid);
     }
-    if (staged_) {
+    if (data_->caller_produces()) {
         rescue_produce();
     } else if (x.pending == 0) {
         rescue_finish();
@@ -727,9 +594,9 @@ bool Call::fetch_later(uint64_t sid, bool result) const
         return false;
     }
     if (!result) {
-        return staged_ && sid >= produced_;
+        return sid >= data_->produced();
     }
-    return !got(sid) && (staged_ || geom_.wants(sid));
+    return !got(sid) && data_->wants_result(sid);
 }
 
 void Call::defer_fetch(uint32_t from, uint64_t sid, bool result)
@@ -772,7 +639,7 @@ void Call::rescue_hold(uint64_t sid, const uint8_t *data)
     for (uint32_t j = 0; j < x.n && !others; ++j) {
         others = j != x.me && !x.l[j].empty() && bit(x.l[j].data(), sid);
     }
-    if (others && (staged_ || whole_result(sid) == nullptr)) {
+    if (others && data_->result_in_place(sid) == nullptr) {
         x.held[sid].assign(data, data + static_cast<size_t>(geom_.block_count(sid)) * esz_);
     }
     answer_deferred(sid, true);
@@ -812,10 +679,8 @@ void Call::rescue_rebuild(uint64_t sid)
         fold_pieces(tmpl_.op, tmpl_.dtype, job_->groups(), rb->second, cnt, acc);
     }
     x.rebuild.erase(rb);
-    if (staged_) {
-        rescue_deliver(sid, acc.data());
-    } else {
-        apply_block(sid, acc.data());
+    if (data_->place_result(sid, acc.data())) {
+        got_[sid] = true;
     }
     rescue_hold(sid, acc.data());
 }
@@ -829,21 +694,18 @@ void Call::rescue_produce()
     }
     Rescue &x = *rescue_;
     const uint64_t n = geom_.nblocks();
-    while (produced_ < n && x.cqe.rc == INA_OK) {
-        const uint64_t sid = produced_;
-        ina_stage_block_t b{};
-        if (ops_.block(ops_.arg, sid, &b) == 0) {
+    while (data_->produced() < n && x.cqe.rc == INA_OK) {
+        const uint64_t sid = data_->produced();
+        const CallData::Next next = data_->produce(sid);
+        if (next == CallData::Next::not_ready) {
             break; // the caller's next block is not ready yet
         }
-        if (!stage_block_ok(sid, b)) {
+        if (next == CallData::Next::refused) {
             x.cqe.rc = INA_ERR_PROTO;
             rescue_log("block %llu as the caller produced it does not fit the call",
                        static_cast<unsigned long long>(sid));
             break;
         }
-        stage_sent(sid, b, b.want_result != 0);
-        produced_ = sid + 1;
-        stage_copy_input(sid); // the caller may overwrite it once its result is in
         answer_deferred(sid, false);
         if (auto rb = x.rebuild.find(sid); x.planned && rb != x.rebuild.end()) {
             Rescue::Piece &p = rb->second[x.me];
@@ -856,21 +718,6 @@ void Call::rescue_produce()
          (x.pending == 0 && std::find(got_.begin(), got_.end(), false) == got_.end()))) {
         rescue_finish();
     }
-}
-
-void Call::rescue_deliver(uint64_t sid, const uint8_t *data)
-{
-    if (got(sid) || sid >= produced_) {
-        return; // (a RESULT comes only for a block every member produced)
-    }
-    Staged &b = sb_[sid];
-    stage_copy_input(sid); // others may still rebuild from it
-    const uint32_t cnt = geom_.block_count(sid);
-    const bool give = b.want && cnt > 0;
-    ops_.result(ops_.arg, sid, give ? data : nullptr, give ? cnt : 0);
-    applied_ += give ? 1 : 0;
-    got_[sid] = true;
-    b.data = nullptr;
 }
 
 void Call::rescue_abandon()
@@ -932,36 +779,9 @@ void Call::rescue_finish()
         k.dtype = tmpl_.dtype;
         k.nblocks = n;
         k.first = lo <= hi ? lo : n;
-        for (uint64_t sid = k.first; staged_ && sid < n && sid <= hi; ++sid) {
-            Staged &b = sb_[sid];
-            BlockSend bs;
-            bs.offset = b.offset;
-            bs.count = b.count;
-            k.sent.push_back(bs);
-            std::vector<uint8_t> in, res;
-            (b.result ? res : in) = std::move(b.copy);
-            if (auto h = x.held.find(sid); h != x.held.end()) {
-                res = std::move(h->second); // rebuilt or fetched in the recovery
-            }
-            k.input.push_back(std::move(in));
-            k.result.push_back(std::move(res));
-        }
-        for (uint64_t sid = k.first; !staged_ && sid < n && sid <= hi; ++sid) {
-            std::vector<uint8_t> in, res;
-            uint32_t off = 0, cnt = 0;
-            BlockSend b;
-            if (block_for_peer(sid, false, in, &off, &cnt)) {
-                b.offset = off;
-                b.count = cnt;
-            }
-            if (const uint8_t *p = whole_result(sid)) {
-                res.assign(p, p + static_cast<size_t>(geom_.block_count(sid)) * esz_);
-            } else if (auto h = x.held.find(sid); h != x.held.end()) {
-                res = std::move(h->second);
-            }
-            k.sent.push_back(b);
-            k.input.push_back(std::move(in));
-            k.result.push_back(std::move(res));
+        for (uint64_t sid = k.first; sid < n && sid <= hi; ++sid) {
+            auto h = x.held.find(sid); // rebuilt or fetched in the recovery
+            data_->keep_recovered(sid, h != x.held.end() ? &h->second : nullptr, k);
         }
         job_->keep(std::move(k));
         cqe_.rc = INA_OK;
@@ -989,7 +809,7 @@ bool Call::recover_test(ina_cqe_t *cqe)
     if (!rescue_) {
         return false;
     }
-    if (staged_ && !rescue_->done) {
+    if (data_->caller_produces() && !rescue_->done) {
         rescue_produce();
     }
     if (rescue_->done) {
