@@ -23,6 +23,7 @@
 #ifndef INA_ENGINE_H
 #define INA_ENGINE_H
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -40,6 +41,7 @@
 #include "channel.h"
 #include "ina_client.h"
 #include "ina_geometry.h"
+#include "call_rescue.h"
 #include "ina_window.h"
 #include "input_keeper.h"
 #include "staged_blocks.h"
@@ -245,13 +247,16 @@ struct Opening {
 
 // One offloaded collective call. Owned by its Job, recycled through the
 // job's free list: posting a call allocates nothing once the job has run as
-// many calls at a time before.
+// many calls at a time before. It holds its identity (job, MID, state), its
+// window, slots and geometry, its verdict and CQE, and three parts: its data
+// (call_data.h: the user's buffers or a staged call's blocks), what it keeps
+// of its inputs for the other members (input_keeper.h), and, once it is
+// recovered with them, its rescue (call_rescue.h).
 class Call {
 public:
     enum class State { free, active, retired };
 
     Call(Job *job, uint32_t window);
-    ~Call();
     Call(const Call &) = delete;
     Call &operator=(const Call &) = delete;
 
@@ -325,7 +330,9 @@ public:
     // loss): it fails as lost, to be recovered like any other.
     void lose() { fail(Fail::lost, INA_PROTO_OK); }
 
-    // Recovery with the other members (ina_recover.cpp; ina_call_recover_*).
+    // Recovery with the other members (ina_call_recover_*): the call's
+    // rescue (call_rescue.h), which its job gives the other members'
+    // messages (Job::rescuing).
     int recover_start(bool host_ok);
     bool recover_test(ina_cqe_t *cqe);
     // Once every member's word is in: how the recovery will end (a staged
@@ -334,26 +341,22 @@ public:
     // The caller gives the call up during its recovery: it ends failed, and
     // what it offered the others is refused from now on.
     void rescue_abandon();
-    // A FETCH this member cannot answer yet but will in this recovery: the
-    // input of a staged block it has not produced yet, or a RESULT it is
-    // still rebuilding or fetching itself. Answered once it can
-    // (defer_fetch); any other FETCH at once (give_block).
-    bool fetch_later(uint64_t sid, bool result) const;
-    void defer_fetch(uint32_t from, uint64_t sid, bool result);
-    void give_block(uint32_t to, uint64_t sid, bool result) const;
     bool recovering() const { return rescue_ != nullptr; }
     // Struck in flight: this member's BLOCKs had gone to an agent that then
     // fell silent or away, or to a tree that lost a part under the call
     // (INA_PROTO_F_IN_FLIGHT). A later call that a broken tree refused was
     // not.
     bool struck() const;
-    // This member's word on the call for the others (STATE), and one of its
-    // blocks (FETCH): what it sent, or the RESULT it holds whole.
-    void describe(std::vector<uint8_t> &msg) const;
-    bool block_for_peer(uint64_t sid, bool result, std::vector<uint8_t> &bytes, uint32_t *offset,
-                        uint32_t *count) const;
-    // A STATE or DATA for this call's recovery.
-    void on_peer(uint32_t from, const void *msg, size_t len);
+    // What the rescue takes and settles of the call: its data, the blocks
+    // it got in the recovery, and how the recovery ended.
+    CallData &data() { return *data_; }
+    void mark_got(uint64_t sid) { got_[sid] = true; }
+    bool got_all() const { return std::find(got_.begin(), got_.end(), false) == got_.end(); }
+    void recovered(ina_status_t rc, ina_outcome_t outcome)
+    {
+        cqe_.rc = rc;
+        cqe_.outcome = outcome;
+    }
     // This member gives the call back (Job::abort): it ends as denied, and
     // RESULTs still on their way are dropped, never applied.
     void give_back()
@@ -418,31 +421,9 @@ private:
     UserBuffers user_buffers_;
     StagedBlocks staged_blocks_;
     CallData *data_;
-    struct Rescue; // ina_recover.cpp
-    struct RescueDelete {
-        void operator()(Rescue *r) const; // where Rescue is complete
-    };
-    std::unique_ptr<Rescue, RescueDelete> rescue_;
-    struct Deferred {
-        uint32_t from;
-        uint64_t sid;
-        bool result;
-    };
-    std::vector<Deferred> deferred_; // FETCHes to answer later (fetch_later)
-    // Recovery: take the blocks the caller has ready (a staged call); a
-    // rebuilt block whose every member's BLOCK is here, reduced and put in
-    // place or handed over.
-    void rescue_produce();
-    void rescue_rebuild(uint64_t sid);
-    // A block's RESULT is here in the recovery: kept for the members that
-    // will fetch it from this one, and given to those already waiting.
-    void rescue_hold(uint64_t sid, const uint8_t *data);
-    // Answer the deferred FETCHes of block `sid` (`result`: of its RESULT),
-    // or every one left (`all`), with what this member can give now.
-    void answer_deferred(uint64_t sid, bool result, bool all = false);
-    void rescue_plan();
-    void rescue_finish();
-    void rescue_log(const char *fmt, ...) const __attribute__((format(printf, 2, 3)));
+    // Recovery with the other members, from recover_start until the call
+    // is armed again.
+    std::unique_ptr<CallRescue> rescue_;
 };
 
 } // namespace ina::client
@@ -588,7 +569,7 @@ public:
     bool peer_message(uint32_t from, const void *msg, size_t len);
     void send_peer(uint32_t to, std::vector<uint8_t> msg);
     void note_denied(uint64_t mid);
-    void rescuing(uint64_t mid, Call *c);
+    void rescuing(uint64_t mid, CallRescue *r);
     // The call's recovery is over; `final_word` is its STATE from now on
     // (empty: the job keeps its blocks instead, KeptCall).
     void rescued(uint64_t mid, std::vector<uint8_t> final_word);
@@ -645,7 +626,7 @@ private:
     ina_peer_ops_t peers_{};
     uint32_t peer_tag_ = 0;
     std::map<uint64_t, std::vector<uint32_t>> asks_; // ASKs this member cannot answer yet
-    std::map<uint64_t, Call *> rescuing_;            // calls being recovered, by MID
+    std::map<uint64_t, CallRescue *> rescuing_;      // calls being recovered, by MID
     std::map<uint64_t, bool> denied_;                // recent MIDs denied here
     std::map<uint64_t, std::vector<uint8_t>> final_; // STATEs of recoveries ended without blocks
     // The STATE of `mid` for member `to`, if this member's word is final;

@@ -84,7 +84,6 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     got_.assign(geom.nblocks(), false);
     keeper_.reset();
     rescue_.reset();
-    deferred_.clear();
 
     ina_proto_init(&tmpl_, INA_PROTO_BLOCK);
     if (const Client *c = job_->client(); c != nullptr && c->info().protocol != 0) {
