@@ -7,10 +7,11 @@
 //           outstanding calls in MID order;
 //   Call    one offloaded collective (a work request, WR): its block
 //           geometry, its sliding window (ina_window.h: a block's RESULT is
-//           its ACK) and its CQE. A staged call
-//           (ina_job_post_staged) is the same Call whose blocks come from the
-//           caller's ops.block and whose RESULTs go to its ops.result
-//           instead of sbuf/rbuf: one branch per block on the ordinary path.
+//           its ACK) and its CQE. Where its blocks come from and its
+//           RESULTs go is its data (call_data.h): the user's sbuf/rbuf
+//           (user_buffers.h), or for a staged call (ina_job_post_staged)
+//           the caller's ops.block and ops.result (staged_blocks.h): one
+//           virtual call per block on the ordinary path.
 //
 // Channel callbacks only record what happened (a RESULT is copied straight into
 // the user's buffer, or handed to a staged call's ops.result, a slot is acked,
@@ -22,6 +23,7 @@
 #ifndef INA_ENGINE_H
 #define INA_ENGINE_H
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -39,7 +41,11 @@
 #include "channel.h"
 #include "ina_client.h"
 #include "ina_geometry.h"
+#include "call_rescue.h"
 #include "ina_window.h"
+#include "input_keeper.h"
+#include "staged_blocks.h"
+#include "user_buffers.h"
 #include "liveness.h"
 #include "spin_policy.h"
 
@@ -239,34 +245,18 @@ struct Opening {
     uint32_t ahead = 1; // blocks that may go before the verdict
 };
 
-// What a member keeps of a completed call until the job's certified mark
-// passes it (docs/ARCHITECTURE.md, "Recovery from a lost agent"): for the
-// call's last `window` blocks, the only ones another member can still lack,
-// what this member sent (its input), from which the others can rebuild any
-// of them; after a recovery also the RESULTs it holds then.
-struct KeptCall {
-    uint64_t mid = 0;
-    unsigned coll = 0, op = 0, dtype = 0;
-    uint64_t nblocks = 0;
-    uint64_t first = 0;                        // the first kept SID
-    std::vector<BlockSend> sent;               // per kept SID: this member's BLOCK
-    std::vector<std::vector<uint8_t>> input;   // ... and its payload
-    std::vector<std::vector<uint8_t>> result;  // the RESULT's payload (empty: none came)
-    size_t bytes() const;
-    // Whether kept SID first + j still has this member's input (a CREDIT has
-    // none to have; a recovered call may have lost one to its own result).
-    bool has_input(size_t j) const { return !input[j].empty() || sent[j].count == 0; }
-};
-
 // One offloaded collective call. Owned by its Job, recycled through the
 // job's free list: posting a call allocates nothing once the job has run as
-// many calls at a time before.
+// many calls at a time before. It holds its identity (job, MID, state), its
+// window, slots and geometry, its verdict and CQE, and three parts: its data
+// (call_data.h: the user's buffers or a staged call's blocks), what it keeps
+// of its inputs for the other members (input_keeper.h), and, once it is
+// recovered with them, its rescue (call_rescue.h).
 class Call {
 public:
     enum class State { free, active, retired };
 
     Call(Job *job, uint32_t window);
-    ~Call();
     Call(const Call &) = delete;
     Call &operator=(const Call &) = delete;
 
@@ -298,6 +288,19 @@ public:
     // The CQE as the decision left it (decided() holds): granted, or the
     // failure's outcome/error. A retired call's cqe() is its final word.
     ina_cqe_t decision_cqe() const;
+    // What the call's parts (its keeper, data and rescue) read of it.
+    const CallGeometry &geometry() const { return geom_; }
+    size_t elem_size() const { return esz_; }
+    unsigned coll() const { return tmpl_.coll; }
+    unsigned op() const { return tmpl_.op; }
+    unsigned dtype() const { return tmpl_.dtype; }
+    // Whether this member's BLOCK of `sid` asked for its RESULT's payload
+    // (INA_PROTO_F_WANT_RESULT): asked while that RESULT is fresh, when the
+    // block's slot still holds the header it went with.
+    bool asked_result(uint64_t sid) const
+    {
+        return (slots_[window_.slot_of(sid)].hdr.flags & INA_PROTO_F_WANT_RESULT) != 0;
+    }
     // Driven by the progress thread between the caller's entries.
     bool background() const { return background_; }
     void set_background() { background_ = true; }
@@ -327,7 +330,9 @@ public:
     // loss): it fails as lost, to be recovered like any other.
     void lose() { fail(Fail::lost, INA_PROTO_OK); }
 
-    // Recovery with the other members (ina_recover.cpp; ina_call_recover_*).
+    // Recovery with the other members (ina_call_recover_*): the call's
+    // rescue (call_rescue.h), which its job gives the other members'
+    // messages (Job::rescuing).
     int recover_start(bool host_ok);
     bool recover_test(ina_cqe_t *cqe);
     // Once every member's word is in: how the recovery will end (a staged
@@ -336,26 +341,22 @@ public:
     // The caller gives the call up during its recovery: it ends failed, and
     // what it offered the others is refused from now on.
     void rescue_abandon();
-    // A FETCH this member cannot answer yet but will in this recovery: the
-    // input of a staged block it has not produced yet, or a RESULT it is
-    // still rebuilding or fetching itself. Answered once it can
-    // (defer_fetch); any other FETCH at once (give_block).
-    bool fetch_later(uint64_t sid, bool result) const;
-    void defer_fetch(uint32_t from, uint64_t sid, bool result);
-    void give_block(uint32_t to, uint64_t sid, bool result) const;
     bool recovering() const { return rescue_ != nullptr; }
     // Struck in flight: this member's BLOCKs had gone to an agent that then
     // fell silent or away, or to a tree that lost a part under the call
     // (INA_PROTO_F_IN_FLIGHT). A later call that a broken tree refused was
     // not.
     bool struck() const;
-    // This member's word on the call for the others (STATE), and one of its
-    // blocks (FETCH): what it sent, or the RESULT it holds whole.
-    void describe(std::vector<uint8_t> &msg) const;
-    bool block_for_peer(uint64_t sid, bool result, std::vector<uint8_t> &bytes, uint32_t *offset,
-                        uint32_t *count) const;
-    // A STATE or DATA for this call's recovery.
-    void on_peer(uint32_t from, const void *msg, size_t len);
+    // What the rescue takes and settles of the call: its data, the blocks
+    // it got in the recovery, and how the recovery ended.
+    CallData &data() { return *data_; }
+    void mark_got(uint64_t sid) { got_[sid] = true; }
+    bool got_all() const { return std::find(got_.begin(), got_.end(), false) == got_.end(); }
+    void recovered(ina_status_t rc, ina_outcome_t outcome)
+    {
+        cqe_.rc = rc;
+        cqe_.outcome = outcome;
+    }
     // This member gives the call back (Job::abort): it ends as denied, and
     // RESULTs still on their way are dropped, never applied.
     void give_back()
@@ -390,9 +391,6 @@ private:
     // The CQE of a call that failed: an error, or a fallback outcome.
     void fill_failure(ina_cqe_t &cqe) const;
     Post post_block(Client &client);
-    // A staged block as ops.block returned it is one the wire allows.
-    bool stage_block_ok(uint64_t sid, const ina_stage_block_t &b) const;
-    void on_staged_result(const ina_proto_hdr_t &h, const void *data, size_t length);
     // A RESULT names one of this call's blocks, with the call's coll/op/dtype
     // and that block's length.
     bool matches(const ina_proto_hdr_t &h) const;
@@ -405,95 +403,27 @@ private:
     State state_ = State::free;
     uint64_t mid_ = 0;
     size_t esz_ = 1;
-    const uint8_t *src_ = nullptr; // where this rank's blocks are read from
-    uint8_t *rbuf_ = nullptr;      // where RESULTs are written
-    bool writes_input_ = false;    // RESULTs overwrite the input (in place)
-    bool any_sent_ = false;        // a BLOCK left this process
+    bool any_sent_ = false; // a BLOCK left this process
     bool granted_ = false;
     bool sends_dropped_ = false;
     bool background_ = false;
-    bool staged_ = false;          // blocks and RESULTs go through ops_
-    ina_stage_ops_t ops_{};
-    uint64_t applied_ = 0;         // RESULTs written into rbuf (staged: handed over)
-    uint32_t landing_ = 0;         // rendezvous RESULTs landing in rbuf right now
-    bool landed_any_ = false;      // a rendezvous RESULT was aimed at rbuf
-    bool given_back_ = false;      // give_back(): RESULTs are dropped
+    bool given_back_ = false; // give_back(): RESULTs are dropped
     Fail fail_ = Fail::none;
     uint8_t status_ = INA_PROTO_OK;
     bool ended_in_flight_ = false; // the ERROR that set status_ said INA_PROTO_F_IN_FLIGHT
     ina_cqe_t cqe_{};
-    // Recovery: RESULTs (or ACKs) arrived, by SID; and, when the job keeps
-    // blocks, what this call hands it at retire (KeptCall).
+    // Recovery: RESULTs (or ACKs) arrived, by SID.
     std::vector<bool> got_;
-    bool keeping_ = false;
-    KeptCall kept_;
-    struct Rescue; // ina_recover.cpp
-    struct RescueDelete {
-        void operator()(Rescue *r) const; // where Rescue is complete
-    };
-    std::unique_ptr<Rescue, RescueDelete> rescue_;
-    // Recovery's helpers: the whole block `sid` as this member holds it in
-    // rbuf (null: it does not, or not in one piece); a block's result put
-    // in place as a RESULT would be.
-    const uint8_t *whole_result(uint64_t sid) const;
-    // Whether this member can still give block `sid`'s input.
-    bool input_intact(uint64_t sid) const;
-    // In-place REDUCE_SCATTER: inputs saved before a RESULT overwrote them.
-    std::map<uint64_t, std::vector<uint8_t>> saved_;
-    // Staged calls of a job that keeps blocks (docs/ARCHITECTURE.md,
-    // "Recovery from a lost agent", staged calls): per SID, where this
-    // member's BLOCK is in the caller's memory (valid until its RESULT is
-    // handed over) and a copy of what another member may still need once
-    // it is not: the RESULT's payload, or (ACK only, or a block rebuilt in
-    // a recovery) the BLOCK. Copies of SIDs the window proves every member
-    // has are given back as RESULTs come (stage_trim).
-    struct Staged {
-        const uint8_t *data = nullptr;
-        uint32_t offset = 0, count = 0;
-        bool want = false;
-        bool result = false; // copy is the RESULT (else the BLOCK)
-        std::vector<uint8_t> copy;
-    };
-    std::vector<Staged> sb_;
-    uint64_t produced_ = 0; // SIDs ops_.block gave (in order)
-    uint64_t max_got_ = 0;  // 1 + the highest SID whose RESULT or ACK came
-    uint64_t trimmed_ = 0;  // copies below this SID are given back
-    struct Deferred {
-        uint32_t from;
-        uint64_t sid;
-        bool result;
-    };
-    std::vector<Deferred> deferred_; // FETCHes to answer later (fetch_later)
-    bool stage_keeps() const { return staged_ && job_keeps_; }
-    bool job_keeps_ = false;
-    void stage_sent(uint64_t sid, const ina_stage_block_t &b, bool want);
-    void stage_copy_input(uint64_t sid);
-    void stage_trim();
-    void stage_keep_completed();
-    // Staged recovery: take the blocks the caller has ready; a rebuilt
-    // block whose every member's BLOCK is here, reduced and handed over.
-    void rescue_produce();
-    void rescue_rebuild(uint64_t sid);
-    void rescue_deliver(uint64_t sid, const uint8_t *data);
-    // A block's RESULT is here in the recovery: kept for the members that
-    // will fetch it from this one, and given to those already waiting.
-    void rescue_hold(uint64_t sid, const uint8_t *data);
-    // Answer the deferred FETCHes of block `sid` (`result`: of its RESULT),
-    // or every one left (`all`), with what this member can give now.
-    void answer_deferred(uint64_t sid, bool result, bool all = false);
-    bool staged_describe_input(uint64_t sid) const;
-    void save_overwritten(uint64_t sid, uint64_t dst, size_t len, bool landing);
-    void save_inputs_under(uint64_t dst, size_t len, uint64_t oldest);
-    void apply_block(uint64_t sid, const uint8_t *data);
-    void rescue_plan();
-    void rescue_finish();
-    void rescue_log(const char *fmt, ...) const __attribute__((format(printf, 2, 3)));
-    void keep_inputs();
-    // Copy up to `most` more of the kept inputs (keep_inputs).
-    void keep_copy(size_t most);
-    // kept_ described for the call's last window (its size returned).
-    size_t kept_window();
-    size_t kept_next_ = 0; // kept inputs copied so far
+    // When the job keeps blocks, what this call hands it at retire.
+    InputKeeper keeper_;
+    // Where the blocks come from and the RESULTs go: one of the two, made
+    // once with the Call and re-armed by each start.
+    UserBuffers user_buffers_;
+    StagedBlocks staged_blocks_;
+    CallData *data_;
+    // Recovery with the other members, from recover_start until the call
+    // is armed again.
+    std::unique_ptr<CallRescue> rescue_;
 };
 
 } // namespace ina::client
@@ -639,7 +569,7 @@ public:
     bool peer_message(uint32_t from, const void *msg, size_t len);
     void send_peer(uint32_t to, std::vector<uint8_t> msg);
     void note_denied(uint64_t mid);
-    void rescuing(uint64_t mid, Call *c);
+    void rescuing(uint64_t mid, CallRescue *r);
     // The call's recovery is over; `final_word` is its STATE from now on
     // (empty: the job keeps its blocks instead, KeptCall).
     void rescued(uint64_t mid, std::vector<uint8_t> final_word);
@@ -696,7 +626,7 @@ private:
     ina_peer_ops_t peers_{};
     uint32_t peer_tag_ = 0;
     std::map<uint64_t, std::vector<uint32_t>> asks_; // ASKs this member cannot answer yet
-    std::map<uint64_t, Call *> rescuing_;            // calls being recovered, by MID
+    std::map<uint64_t, CallRescue *> rescuing_;      // calls being recovered, by MID
     std::map<uint64_t, bool> denied_;                // recent MIDs denied here
     std::map<uint64_t, std::vector<uint8_t>> final_; // STATEs of recoveries ended without blocks
     // The STATE of `mid` for member `to`, if this member's word is final;

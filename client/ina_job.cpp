@@ -2,10 +2,9 @@
 //
 // Jobs and calls of the client engine (ina_engine.h): posting a collective as
 // a work request, streaming its blocks through the sliding window (the RESULT
-// of a block is its ACK), placing RESULTs, and the CQE. A staged call takes
-// each block from the caller's ops.block when it is ready (the pump stops at
-// the first one that is not) and hands each RESULT to ops.result; MIDs,
-// window, verdicts and CQE are the same code as for any call.
+// of a block is its ACK), handing RESULTs to the call's data (call_data.h:
+// the user's buffers, or a staged call's ops), and the CQE. MIDs, window,
+// verdicts and CQE are the same code for any call.
 #include <algorithm>
 #include <cstring>
 
@@ -37,7 +36,9 @@ bool buffers_ok(const ina_coll_desc_t &d, const CallGeometry &g, uint32_t rank)
 
 // -------------------------------------------------------------------- Call
 
-Call::Call(Job *job, uint32_t window) : job_(job), window_(window), slots_(window)
+Call::Call(Job *job, uint32_t window)
+    : job_(job), window_(window), slots_(window), user_buffers_(*this, keeper_),
+      staged_blocks_(*this), data_(&user_buffers_)
 {
     for (uint32_t i = 0; i < window; ++i) {
         slots_[i].call = this;
@@ -49,58 +50,16 @@ void Call::start(uint64_t mid, const CallGeometry &geom, const ina_coll_desc_t &
                  unsigned dtype, const Opening &open)
 {
     arm(mid, geom, d.coll, op, dtype, open);
-    rbuf_ = static_cast<uint8_t *>(d.rbuf);
-    switch (d.coll) {
-    case INA_COLL_BCAST:
-        src_ = rbuf_; // the root's bytes; the others send CREDITs
-        break;
-    case INA_COLL_ALLGATHER:
-        // In place the chunk already sits at its place in rbuf. Results never
-        // overwrite it (CallGeometry::result skips it); and a block's RESULT
-        // only comes once every member, this one included, sent its piece of
-        // that block, so results of other chunks cannot race our sends either.
-        src_ = d.sbuf != nullptr ? static_cast<const uint8_t *>(d.sbuf)
-                                 : rbuf_ + geom.part_first() * esz_;
-        break;
-    case INA_COLL_BARRIER:
-        src_ = nullptr;
-        break;
-    default:
-        src_ = static_cast<const uint8_t *>(d.sbuf);
-        break;
-    }
-    // Reductions may run with sbuf == rbuf (ALLREDUCE, REDUCE at the root,
-    // REDUCE_SCATTER's MPI_IN_PLACE): a RESULT is written only after this
-    // rank sent every block up to and including the one it completes, and
-    // every result element lands at or before its own input position (a
-    // REDUCE_SCATTER part is written at part-relative offsets), so the
-    // input it overwrites has already been sent.
-    writes_input_ = (d.coll == INA_COLL_ALLREDUCE || d.coll == INA_COLL_REDUCE ||
-                     d.coll == INA_COLL_REDUCE_SCATTER) &&
-                    d.sbuf == d.rbuf;
-    if (job_->keeps()) {
-        keep_inputs(); // before any RESULT overwrites them
-    }
+    user_buffers_.start(d);
+    data_ = &user_buffers_;
 }
 
 void Call::start_staged(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned op,
                         unsigned dtype, const ina_stage_ops_t &ops, const Opening &open)
 {
     arm(mid, geom, coll, op, dtype, open);
-    staged_ = true;
-    ops_ = ops;
-    job_keeps_ = job_->keeps();
-    if (job_keeps_) {
-        for (Staged &b : sb_) {
-            job_->give_spare(std::move(b.copy));
-        }
-        sb_.assign(geom.nblocks(), Staged{});
-    }
-    // The caller's memory, not the engine's: what a failure leaves there is
-    // the caller's to judge (the CQE says whether it may fall back).
-    src_ = nullptr;
-    rbuf_ = nullptr;
-    writes_input_ = false;
+    staged_blocks_.start(ops);
+    data_ = &staged_blocks_;
 }
 
 void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned op, unsigned dtype,
@@ -110,14 +69,10 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     mid_ = mid;
     geom_ = geom;
     esz_ = ina_proto_dtype_size(dtype);
-    staged_ = false;
     any_sent_ = false;
     granted_ = false;
     sends_dropped_ = false;
     background_ = false;
-    applied_ = 0;
-    landing_ = 0;
-    landed_any_ = false;
     given_back_ = false;
     fail_ = Fail::none;
     status_ = INA_PROTO_OK;
@@ -127,14 +82,8 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     cqe_.mid = mid;
     cqe_.blocks = geom.nblocks();
     got_.assign(geom.nblocks(), false);
-    keeping_ = false;
+    keeper_.reset();
     rescue_.reset();
-    saved_.clear();
-    produced_ = 0;
-    max_got_ = 0;
-    trimmed_ = 0;
-    deferred_.clear();
-    job_keeps_ = false;
 
     ina_proto_init(&tmpl_, INA_PROTO_BLOCK);
     if (const Client *c = job_->client(); c != nullptr && c->info().protocol != 0) {
@@ -150,104 +99,6 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     tmpl_.arg = geom.total();
     if (open.lease != 0) {
         take_lease(open.lease);
-    }
-}
-
-// In place, a REDUCE_SCATTER part is written at part-relative offsets, over
-// the input of this and earlier blocks (and any RESULT landing by
-// rendezvous over its own): with peers, the input of the blocks a recovery
-// may still rebuild (the last window before `sid`) is saved first. Older
-// saved blocks are no longer needed by anybody.
-void Call::save_overwritten(uint64_t sid, uint64_t dst, size_t len, bool landing)
-{
-    // A rendezvous RESULT lands in rbuf piece by piece: if the agent dies
-    // in the middle, the block's input is half overwritten though its
-    // RESULT never came.
-    if (!writes_input_ || (tmpl_.coll != INA_COLL_REDUCE_SCATTER && !landing) ||
-        !job_->has_peers() || len == 0) {
-        return;
-    }
-    const uint64_t w = job_->window();
-    const uint64_t oldest = sid > w ? sid - w : 0;
-    while (!saved_.empty() && saved_.begin()->first < oldest) {
-        saved_.erase(saved_.begin());
-    }
-    save_inputs_under(dst, len, oldest);
-}
-
-void Call::save_inputs_under(uint64_t dst, size_t len, uint64_t oldest)
-{
-    const uint64_t per = geom_.block_count(0) * esz_; // bytes of a full block
-    for (uint64_t b = std::max(oldest, dst / per); b * per < dst + len && b < geom_.nblocks();
-         ++b) {
-        if (saved_.count(b) == 0 && input_intact(b)) {
-            const BlockSend bs = geom_.send(b);
-            saved_[b].assign(src_ + bs.src, src_ + bs.src + static_cast<size_t>(bs.count) * esz_);
-        }
-    }
-}
-
-size_t KeptCall::bytes() const
-{
-    size_t n = 0;
-    for (const auto &v : input) {
-        n += v.size();
-    }
-    for (const auto &v : result) {
-        n += v.size();
-    }
-    return n;
-}
-
-// The input of the last `window` blocks (a window's worth, not the whole
-// buffer), copied while the rank waits for RESULTs (keep_copy, from pump),
-// not before its first block goes out: all of it before a RESULT may
-// overwrite an input in place, and at the latest when the call retires (a
-// caller's input stays put until then).
-void Call::keep_inputs()
-{
-    const size_t k = kept_window();
-    for (size_t i = 0; i < k; ++i) {
-        const BlockSend b = geom_.send(kept_.first + i);
-        kept_.sent[i] = b;
-        // A buffer a certified call gave back: no allocation, no page
-        // faults on the way of every call (bench/recover_cost.sh).
-        kept_.input[i] = job_->spare_buffer();
-        kept_.result[i].clear();
-    }
-    kept_next_ = 0;
-    keeping_ = true;
-}
-
-size_t Call::kept_window()
-{
-    // The call's last `window` blocks: the only ones another member can
-    // still lack once this one completed the call.
-    const uint64_t n = geom_.nblocks(), w = job_->window();
-    kept_.mid = mid_;
-    kept_.coll = tmpl_.coll;
-    kept_.op = tmpl_.op;
-    kept_.dtype = tmpl_.dtype;
-    kept_.nblocks = n;
-    kept_.first = n > w ? n - w : 0;
-    const size_t k = static_cast<size_t>(n - kept_.first);
-    kept_.sent.resize(k);
-    kept_.input.resize(k);
-    kept_.result.resize(k);
-    return k;
-}
-
-void Call::keep_copy(size_t most)
-{
-    if (!keeping_) {
-        return;
-    }
-    for (const size_t k = kept_.sent.size(); kept_next_ < k && most > 0; --most, ++kept_next_) {
-        const BlockSend &b = kept_.sent[kept_next_];
-        if (b.count > 0) {
-            const uint8_t *from = src_ + b.src;
-            kept_.input[kept_next_].assign(from, from + static_cast<size_t>(b.count) * esz_);
-        }
     }
 }
 
@@ -276,7 +127,7 @@ void Call::start_empty()
 {
     state_ = State::retired;
     background_ = false;
-    staged_ = false;
+    data_ = &user_buffers_;
     geom_ = CallGeometry{};
     window_.start(0);
     fail_ = Fail::none;
@@ -286,7 +137,7 @@ void Call::start_empty()
 
 bool Call::finished() const
 {
-    if (landing_ > 0) {
+    if (data_->writing()) {
         return false; // UCX is still writing into the user's buffer
     }
     if (sends_dropped_) {
@@ -303,7 +154,7 @@ bool Call::busy() const
     // A staged call whose every sent block is acked (and sent) waits for its
     // caller's next block, not for the agent: a slow producer is no reason
     // to give up on a healthy agent.
-    return !staged_ || window_.in_flight() > 0 || window_.sends_pending() > 0;
+    return !data_->caller_produces() || window_.in_flight() > 0 || window_.sends_pending() > 0;
 }
 
 ina_cqe_t Call::decision_cqe() const
@@ -331,7 +182,7 @@ void Call::fill_failure(ina_cqe_t &cqe) const
 {
     // In place, rbuf already holding some results is no longer the input:
     // the caller cannot fall back to a host algorithm.
-    const bool input_gone = writes_input_ && (applied_ > 0 || landed_any_);
+    const bool input_gone = data_->input_gone();
     cqe.rc = INA_OK;
     cqe.outcome = INA_OFFLOADED;
     switch (fail_) {
@@ -370,13 +221,10 @@ void Call::retire()
     }
     cqe_.status = status_;
     state_ = State::retired;
-    keep_copy(SIZE_MAX); // the caller's input is its own again after this
-    if (stage_keeps() && !keeping_ && cqe_.rc == INA_OK && cqe_.outcome == INA_OFFLOADED) {
-        stage_keep_completed();
-    }
-    if (keeping_ && cqe_.rc == INA_OK && cqe_.outcome == INA_OFFLOADED) {
-        job_->keep(std::move(kept_));
-        keeping_ = false;
+    keeper_.copy(SIZE_MAX); // the caller's input is its own again after this
+    if (cqe_.rc == INA_OK && cqe_.outcome == INA_OFFLOADED) {
+        data_->keep_completed(keeper_);
+        keeper_.hand_over(*job_);
     } // (a failed call keeps them for its recovery)
     if (cqe_.rc == INA_OK && cqe_.outcome == INA_FALLBACK_DENIED) {
         job_->note_denied(mid_); // what another member recovering it must hear
@@ -404,63 +252,22 @@ void Call::pump(Client &client)
         }
         break; // not ready (staged: asked again next time), or refused
     }
-    keep_copy(1); // while the RESULTs are on their way
-}
-
-bool Call::stage_block_ok(uint64_t sid, const ina_stage_block_t &b) const
-{
-    const uint64_t n = geom_.block_count(sid);
-    if (static_cast<uint64_t>(b.offset) + b.count > n || (b.count > 0 && b.data == nullptr)) {
-        return false;
-    }
-    switch (tmpl_.coll) {
-    case INA_COLL_ALLREDUCE:
-    case INA_COLL_REDUCE:
-    case INA_COLL_REDUCE_SCATTER:
-        return b.offset == 0 && b.count == n; // reductions take whole blocks
-    default:
-        return true;
-    }
+    keeper_.copy(1); // while the RESULTs are on their way
 }
 
 Call::Post Call::post_block(Client &client)
 {
     const uint64_t sid = window_.next_sid();
     const uint32_t slot = window_.slot_of(sid);
-    uint32_t offset, count;
-    bool want;
-    const void *payload;
-    if (!staged_) {
-        const BlockSend b = geom_.send(sid);
-        offset = b.offset;
-        count = b.count;
-        want = b.want_result;
-        // Straight from the user's buffer: no copy.
-        payload = b.count > 0 ? src_ + b.src : nullptr;
-    } else {
-        ina_stage_block_t b{};
-        if (ops_.block(ops_.arg, sid, &b) == 0) {
-            return Post::not_ready;
-        }
-        if (!stage_block_ok(sid, b)) {
-            // A programming error of the caller: never put it on the wire.
-            client.log(0, "job %u mid %llu sid %llu: staged block (offset %u, count %u, data %s) "
-                          "does not fit the %s block of %u elements; failing the call",
-                       tmpl_.jid, static_cast<unsigned long long>(mid_),
-                       static_cast<unsigned long long>(sid), b.offset, b.count,
-                       b.data != nullptr ? "set" : "NULL", ina_proto_coll_name(tmpl_.coll),
-                       geom_.block_count(sid));
-            fail(Fail::rejected, INA_PROTO_ERR_MALFORMED);
-            return Post::refused;
-        }
-        offset = b.offset;
-        count = b.count;
-        want = b.want_result != 0;
-        payload = b.count > 0 ? static_cast<const uint8_t *>(b.data) + b.offset * esz_ : nullptr;
-        if (stage_keeps()) {
-            stage_sent(sid, b, want);
-        }
-        produced_ = sid + 1;
+    CallData::Block b;
+    switch (data_->next_block(sid, b)) {
+    case CallData::Next::ready:
+        break;
+    case CallData::Next::not_ready:
+        return Post::not_ready;
+    case CallData::Next::refused:
+        fail(Fail::rejected, INA_PROTO_ERR_MALFORMED);
+        return Post::refused;
     }
     SlotCtx &sc = slots_[slot];
     sc.hdr = tmpl_;
@@ -468,13 +275,13 @@ Call::Post Call::post_block(Client &client)
     sc.hdr.seg = slot;
     sc.hdr.window = static_cast<uint16_t>(window_.window());
     sc.hdr.block_elems = geom_.block_count(sid);
-    sc.hdr.offset = offset;
-    sc.hdr.count = count; // 0: a CREDIT
-    sc.hdr.flags = want ? INA_PROTO_F_WANT_RESULT : 0; // read back by a staged RESULT
+    sc.hdr.offset = b.offset;
+    sc.hdr.count = b.count;                              // 0: a CREDIT
+    sc.hdr.flags = b.want ? INA_PROTO_F_WANT_RESULT : 0; // read back by asked_result
     sc.hdr.done = static_cast<uint32_t>(job_->done_mark());
 
     window_.on_sent();
-    switch (client.channel().post(sc.hdr, payload, count * esz_, &sc)) {
+    switch (client.channel().post(sc.hdr, b.payload, b.count * esz_, &sc)) {
     case Channel::Posted::done:
         window_.on_send_done(slot);
         break;
@@ -532,33 +339,12 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
         return;
     }
     granted_ = true;
-    if (staged_) {
-        on_staged_result(h, data, length);
+    if (!data_->take_result(h, data, length)) {
+        // The block this rank needs never comes: the call cannot complete.
+        client.log(1, "job %u mid %llu sid %u: RESULT without the requested payload", h.jid,
+                   static_cast<unsigned long long>(h.mid), h.sid);
+        fail(Fail::rejected, INA_PROTO_ERR_MALFORMED);
         return;
-    }
-    if (writes_input_) {
-        keep_copy(SIZE_MAX); // before a RESULT lands on an input it keeps
-    }
-    if (geom_.wants(sid)) {
-        const size_t bytes = static_cast<size_t>(h.block_elems) * esz_;
-        if (h.block_elems > 0 && ((h.flags & INA_PROTO_F_ACK_ONLY) != 0 || length != bytes)) {
-            // The block this rank needs never comes: the call cannot complete.
-            client.log(1, "job %u mid %llu sid %u: RESULT without the requested payload",
-                       h.jid, static_cast<unsigned long long>(h.mid), h.sid);
-            fail(Fail::rejected, INA_PROTO_ERR_MALFORMED);
-            return;
-        }
-        const BlockResult r = geom_.result(sid);
-        const auto *in = static_cast<const uint8_t *>(data);
-        for (unsigned i = 0; i < r.npieces; ++i) {
-            const BlockResult::Piece &pc = r.piece[i];
-            const uint8_t *from = in + static_cast<size_t>(pc.from) * esz_;
-            if (from != rbuf_ + pc.dst) { // else it landed there (rendezvous)
-                save_overwritten(sid, pc.dst, static_cast<size_t>(pc.count) * esz_, false);
-                std::memcpy(rbuf_ + pc.dst, from, static_cast<size_t>(pc.count) * esz_);
-            }
-        }
-        applied_ += r.npieces > 0 ? 1 : 0;
     }
     // The RESULT, with or without payload, is the ACK of our block: the
     // window slides by one.
@@ -568,29 +354,18 @@ void Call::on_result(const ina_proto_hdr_t &h, const void *data, size_t length)
 
 void *Call::landing(const ina_proto_hdr_t &h, size_t length)
 {
-    const uint64_t sid = h.sid;
-    if (staged_ || fail_ != Fail::none || !matches(h) || h.block_elems == 0 ||
+    if (fail_ != Fail::none || !matches(h) || h.block_elems == 0 ||
         (h.flags & INA_PROTO_F_ACK_ONLY) != 0 ||
         length != static_cast<size_t>(h.block_elems) * esz_ ||
-        window_.classify(sid) != SendWindow::Ack::fresh || !geom_.wants(sid)) {
+        window_.classify(h.sid) != SendWindow::Ack::fresh) {
         return nullptr; // on_result decides, from the channel's copy
     }
-    const BlockResult r = geom_.result(sid);
-    if (r.npieces != 1 || r.piece[0].from != 0 || r.piece[0].count != h.block_elems) {
-        return nullptr; // cut into pieces (REDUCE_SCATTER): copied out as before
-    }
-    save_overwritten(sid, r.piece[0].dst, static_cast<size_t>(h.block_elems) * esz_, true);
-    ++landing_;
-    landed_any_ = true; // from now on rbuf may hold part of this block
-    if (writes_input_) {
-        keep_copy(SIZE_MAX); // before UCX writes over an input it keeps
-    }
-    return rbuf_ + r.piece[0].dst;
+    return data_->landing(h);
 }
 
 void Call::on_landed(const ina_proto_hdr_t &h, void *dst, size_t length, bool ok)
 {
-    --landing_;
+    data_->landed();
     if (!ok) {
         // The block this rank needs never came whole: the call cannot complete.
         job_->client()->log(1, "job %u mid %llu sid %u: RESULT payload lost in transfer",
@@ -599,50 +374,6 @@ void Call::on_landed(const ina_proto_hdr_t &h, void *dst, size_t length, bool ok
         return;
     }
     on_result(h, dst, length); // finds it in place: nothing to copy
-}
-
-void Call::on_staged_result(const ina_proto_hdr_t &h, const void *data, size_t length)
-{
-    // A fresh RESULT: the slot still holds the header of this very block,
-    // with the caller's want_result in its flags.
-    const uint64_t sid = h.sid;
-    const bool want = (slots_[window_.slot_of(sid)].hdr.flags & INA_PROTO_F_WANT_RESULT) != 0;
-    const void *payload = nullptr;
-    uint32_t count = 0;
-    if (want && h.block_elems > 0) {
-        const size_t bytes = static_cast<size_t>(h.block_elems) * esz_;
-        if ((h.flags & INA_PROTO_F_ACK_ONLY) != 0 || length != bytes) {
-            job_->client()->log(1, "job %u mid %llu sid %u: RESULT without the requested payload",
-                                h.jid, static_cast<unsigned long long>(h.mid), h.sid);
-            fail(Fail::rejected, INA_PROTO_ERR_MALFORMED);
-            return;
-        }
-        payload = data;
-        count = h.block_elems;
-        ++applied_;
-    }
-    if (stage_keeps()) {
-        // Before the caller overwrites its BLOCK with the RESULT: what
-        // another member may still need of this block (ARCHITECTURE.md,
-        // "Recovery from a lost agent").
-        Staged &b = sb_[sid];
-        if (payload != nullptr) {
-            b.copy = job_->spare_buffer();
-            const auto *p = static_cast<const uint8_t *>(payload);
-            b.copy.assign(p, p + static_cast<size_t>(count) * esz_);
-            b.result = true;
-        } else {
-            stage_copy_input(sid);
-        }
-        b.data = nullptr;
-        max_got_ = std::max(max_got_, sid + 1);
-    }
-    ops_.result(ops_.arg, sid, payload, count);
-    window_.on_ack(sid); // the ACK of our block: the window slides by one
-    got_[sid] = true;
-    if (stage_keeps()) {
-        stage_trim();
-    }
 }
 
 void Call::on_error(uint8_t status, bool in_flight)
@@ -658,59 +389,6 @@ void Call::on_error(uint8_t status, bool in_flight)
          : tree && !granted_ && !job_->has_peers() ? Fail::denied
                                                    : Fail::rejected,
          status);
-}
-
-void Call::stage_sent(uint64_t sid, const ina_stage_block_t &b, bool want)
-{
-    Staged &s = sb_[sid];
-    s.data = static_cast<const uint8_t *>(b.data);
-    s.offset = b.offset;
-    s.count = b.count;
-    s.want = want;
-    s.result = false;
-}
-
-void Call::stage_copy_input(uint64_t sid)
-{
-    Staged &b = sb_[sid];
-    if (b.result || !b.copy.empty() || b.count == 0 || b.data == nullptr) {
-        return;
-    }
-    b.copy = job_->spare_buffer();
-    const uint8_t *p = b.data + static_cast<size_t>(b.offset) * esz_;
-    b.copy.assign(p, p + static_cast<size_t>(b.count) * esz_);
-}
-
-void Call::stage_trim()
-{
-    // RESULT (or ACK) of block t here means every member sent t, hence had
-    // the RESULT of every block up to t - window: nobody lacks those.
-    const uint64_t w = job_->window();
-    while (trimmed_ + w < max_got_) {
-        job_->give_spare(std::move(sb_[trimmed_].copy));
-        ++trimmed_;
-    }
-}
-
-void Call::stage_keep_completed()
-{
-    // The last window's copies, for members that may still lack them.
-    const size_t k = kept_window();
-    for (size_t i = 0; i < k; ++i) {
-        Staged &b = sb_[kept_.first + i];
-        kept_.sent[i] = BlockSend{};
-        kept_.sent[i].offset = b.offset;
-        kept_.sent[i].count = b.count; // with a RESULT kept, no input to offer (has_input)
-        kept_.input[i].clear();
-        kept_.result[i].clear();
-        if (b.result) {
-            kept_.result[i] = std::move(b.copy);
-        } else {
-            kept_.input[i] = std::move(b.copy);
-        }
-    }
-    kept_next_ = k; // copies already
-    keeping_ = true;
 }
 
 // --------------------------------------------------------------------- Job
