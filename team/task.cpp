@@ -23,15 +23,17 @@ ina_task_result_t offloaded(uint64_t mid)
 }
 
 // A CQE as a result; `who` decided a fallback.
-ina_task_result_t from_cqe(const ina_cqe_t &c, const char *who)
+void set_from_cqe(ina_task_result_t &r, const ina_cqe_t &c, const char *who)
 {
-    ina_task_result_t r{};
     r.rc = c.rc;
     r.outcome = c.outcome;
     r.status = c.status;
     r.mid = c.mid;
     r.who = who;
-    return r;
+    r.reason = nullptr;
+    r.unreachable_locally = 0;
+    r.recovered = 0;
+    r.agent_lost = 0;
 }
 
 ina_task_result_t error(ina_status_t rc)
@@ -90,7 +92,7 @@ bool NodePath::verdict(ina_task &t) const
     if (ina_node_decision(t.op, &cqe) == 0) {
         return false;
     }
-    t.result = from_cqe(cqe, kAgent);
+    set_from_cqe(t.result, cqe, kAgent);
     if (is_offloaded(t.result)) {
         t.phase = ina_task::Phase::running;
         return true;
@@ -109,14 +111,14 @@ bool NodePath::verdict(ina_task &t) const
     return true;
 }
 
-bool NodePath::test(ina_task &t, ina_task_result_t &r) const
+bool NodePath::test(ina_task &t) const
 {
     ina_cqe_t cqe{};
     if (ina_node_test(t.op, &cqe) == 0) {
         return false;
     }
-    r = from_cqe(cqe, kAgent);
-    r.recovered = ina_node_op_recovered(t.op);
+    set_from_cqe(t.result, cqe, kAgent);
+    t.result.recovered = ina_node_op_recovered(t.op);
     release(t);
     return true;
 }
@@ -198,7 +200,7 @@ bool AgentPath::verdict(ina_task &t) const
         return false;
     }
     release(t);
-    t.result = from_cqe(cqe, kAgentLost);
+    set_from_cqe(t.result, cqe, kAgentLost);
     t.result.recovered = 1;
     // Nobody held anything and every member could run the host algorithm:
     // all of them were in this call and stop asking the agent here.
@@ -208,8 +210,9 @@ bool AgentPath::verdict(ina_task &t) const
     return true;
 }
 
-bool AgentPath::test(ina_task &t, ina_task_result_t &r) const
+bool AgentPath::test(ina_task &t) const
 {
+    ina_task_result_t &r = t.result;
     ina_cqe_t cqe{};
     if (t.phase == ina_task::Phase::running) {
         if (ina_call_test(t.call, &cqe) == 0) {
@@ -223,14 +226,14 @@ bool AgentPath::test(ina_task &t, ina_task_result_t &r) const
             t.phase = ina_task::Phase::lost;
             return false;
         }
-        r = from_cqe(cqe, kAgent);
+        set_from_cqe(r, cqe, kAgent);
         release(t);
         return true;
     }
     if (ina_call_recover_test(t.call, &cqe) == 0) {
         return false;
     }
-    r = from_cqe(cqe, kAgentLost);
+    set_from_cqe(r, cqe, kAgentLost);
     r.recovered = 1;
     r.agent_lost = cqe.rc == INA_OK && cqe.outcome == INA_FALLBACK_UNREACHABLE;
     release(t);
@@ -281,14 +284,14 @@ bool StripePath::verdict(ina_task &) const
     return true; // known at the post
 }
 
-bool StripePath::test(ina_task &t, ina_task_result_t &r) const
+bool StripePath::test(ina_task &t) const
 {
     ina_cqe_t cqe{};
     if (ina_stripe_call_test(t.scall, &cqe) == 0) {
         return false;
     }
-    r = from_cqe(cqe, kStripe);
-    r.recovered = ina_stripe_call_recovered(t.scall);
+    set_from_cqe(t.result, cqe, kStripe);
+    t.result.recovered = ina_stripe_call_recovered(t.scall);
     release(t);
     return true;
 }
@@ -329,7 +332,6 @@ ina_status_t ina_task_init(ina_team_t *team, const ina_task_params_t *params, in
         t->params = *params;
         t->path = nullptr;
         t->phase = ina_task::Phase::idle;
-        t->result = {};
         *out = t;
     } catch (const std::bad_alloc &) {
         *out = nullptr;
@@ -348,7 +350,6 @@ ina_status_t ina_task_post(ina_task_t *task)
         task->path->release(*task); // kept for another strategy
     }
     task->path = &path;
-    task->result = {};
     try {
         return path.post(*task);
     } catch (const std::bad_alloc &) {
@@ -374,6 +375,9 @@ int ina_task_verdict(ina_task_t *task, ina_task_result_t *result)
     if (result != nullptr) {
         *result = task->result;
     }
+    // Told once: a test of a call its verdict ended says it no more.
+    task->result.recovered = 0;
+    task->result.agent_lost = 0;
     return 1;
 }
 
@@ -385,24 +389,14 @@ int ina_task_test(ina_task_t *task, ina_task_result_t *result)
         }
         return 1;
     }
-    if (task->phase == ina_task::Phase::idle || task->phase == ina_task::Phase::decided) {
-        // Ended at its verdict (a recovery that finished it whole): how,
-        // without what the verdict already told.
-        task->phase = ina_task::Phase::idle;
-        if (result != nullptr) {
-            *result = task->result;
-            result->recovered = 0;
-            result->agent_lost = 0;
-        }
-        return 1;
-    }
-    ina_task_result_t r{};
-    if (!task->path->test(*task, r)) {
+    if (task->phase != ina_task::Phase::idle && task->phase != ina_task::Phase::decided &&
+        !task->path->test(*task)) {
         return 0;
     }
+    // Over (or ended at its verdict: a recovery that finished it whole).
     task->phase = ina_task::Phase::idle;
     if (result != nullptr) {
-        *result = r;
+        *result = task->result;
     }
     return 1;
 }
@@ -420,8 +414,10 @@ void ina_task_finalize(ina_task_t *task)
         ina_node_op_free(task->op);
         task->op = nullptr;
     }
-    ina_call_plan_free(task->plan);
-    task->plan = nullptr;
+    if (task->plan != nullptr) {
+        ina_call_plan_free(task->plan);
+        task->plan = nullptr;
+    }
     task->team->give_task(task);
 }
 

@@ -26,6 +26,11 @@ namespace {
 // Why a call falls back from the team's side.
 constexpr const char *kNoSegment = "no shared-memory segment for the node stage";
 
+// The strategies: no state of their own, constant-initialised.
+const NodePath kNodePath;
+const AgentPath kAgentPath;
+const StripePath kStripePath;
+
 } // namespace
 
 Team::Team(const ina_team_params_t &p)
@@ -197,13 +202,10 @@ int Team::peer_message(uint32_t from, const void *msg, size_t len)
 
 const Path &Team::path() const
 {
-    static const NodePath node;
-    static const AgentPath agent;
-    static const StripePath stripe;
     if (node_ != nullptr) {
-        return node;
+        return kNodePath;
     }
-    return stripe_ != nullptr ? static_cast<const Path &>(stripe) : agent;
+    return stripe_ != nullptr ? static_cast<const Path &>(kStripePath) : kAgentPath;
 }
 
 ina_node_group_t *Team::node_group(size_t bytes, const char **why)

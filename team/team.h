@@ -88,24 +88,27 @@ private:
 };
 
 // How one call is carried (task.cpp). Stateless: a task's state is its own.
+// The three are constants (team.cpp), never deleted through a Path.
 class Path {
 public:
-    virtual ~Path() = default;
     // Start the call; an error moved nothing.
     virtual ina_status_t post(ina_task &t) const = 0;
     // Until true: t.result holds the verdict.
     virtual bool verdict(ina_task &t) const = 0;
-    // Until true: r holds how the offloaded call ended.
-    virtual bool test(ina_task &t, ina_task_result_t &r) const = 0;
+    // Until true: t.result holds how the offloaded call ended.
+    virtual bool test(ina_task &t) const = 0;
     // Let go of the call's engine objects (complete, or never posted).
     virtual void release(ina_task &t) const = 0;
+
+protected:
+    ~Path() = default;
 };
 
 class NodePath final : public Path {
 public:
     ina_status_t post(ina_task &t) const override;
     bool verdict(ina_task &t) const override;
-    bool test(ina_task &t, ina_task_result_t &r) const override;
+    bool test(ina_task &t) const override;
     void release(ina_task &t) const override;
 };
 
@@ -113,7 +116,7 @@ class AgentPath final : public Path {
 public:
     ina_status_t post(ina_task &t) const override;
     bool verdict(ina_task &t) const override;
-    bool test(ina_task &t, ina_task_result_t &r) const override;
+    bool test(ina_task &t) const override;
     void release(ina_task &t) const override;
 };
 
@@ -121,7 +124,7 @@ class StripePath final : public Path {
 public:
     ina_status_t post(ina_task &t) const override;
     bool verdict(ina_task &t) const override;
-    bool test(ina_task &t, ina_task_result_t &r) const override;
+    bool test(ina_task &t) const override;
     void release(ina_task &t) const override;
 };
 
@@ -154,7 +157,7 @@ struct ina_task final {
     ina_task_params_t params{};
     const ina::team::Path *path = nullptr; // the one it was last posted on
     Phase phase = Phase::idle;
-    ina_task_result_t result{}; // the verdict
+    ina_task_result_t result{}; // the verdict, then how it ended
     // Whichever path holds the call:
     ina_node_op_t *op = nullptr;        // the node stage's (a persistent one-node
                                         // call keeps it to post again)
