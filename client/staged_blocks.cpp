@@ -218,6 +218,11 @@ bool StagedBlocks::block_for_peer(uint64_t sid, bool result, std::vector<uint8_t
 
 CallData::Next StagedBlocks::produce(uint64_t sid)
 {
+    if (sid >= sb_.size()) {
+        // Started while the job kept no blocks (ina_job_keep_blocks off):
+        // nothing to rebuild from here; the recovery ends unrecoverable.
+        return Next::not_ready;
+    }
     ina_stage_block_t b{};
     if (ops_.block(ops_.arg, sid, &b) == 0) {
         return Next::not_ready; // the caller's next block is not ready yet
@@ -233,7 +238,7 @@ CallData::Next StagedBlocks::produce(uint64_t sid)
 
 bool StagedBlocks::place_result(uint64_t sid, const uint8_t *data)
 {
-    if (call_.got(sid) || sid >= produced_) {
+    if (call_.got(sid) || sid >= produced_ || sid >= sb_.size()) {
         return false; // (a RESULT comes only for a block every member produced)
     }
     Staged &b = sb_[sid];
