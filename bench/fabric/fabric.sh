@@ -108,6 +108,21 @@ fab_down() {
     rm -rf "$FAB_STATE"
 }
 
+# fab_port_drops: one line "NS DEV DROPPED" per rate-limited port of ours,
+# the packets its tbf dropped so far (a port's buffer overflowed: QUEUE).
+fab_port_drops() {
+    local ns
+    while read -r ns _; do
+        [[ $ns == "$FAB_PREFIX"-* ]] || continue
+        tc -n "$ns" -s qdisc show 2>/dev/null | awk -v ns="$ns" '
+            $1 == "qdisc" { dev = ($2 == "tbf") ? $5 : ""; next }
+            dev != "" && /dropped/ {
+                for (i = 1; i < NF; i++) if ($i == "(dropped") { d = $(i + 1); sub(",", "", d); print ns, dev, d }
+                dev = ""
+            }'
+    done < <(ip netns list 2>/dev/null)
+}
+
 # fab_tbf NS DEV RATE BURST QUEUE: limit DEV's egress in NS; QUEUE is the
 # longest time a packet may wait (the port's buffer depth, as time).
 fab_tbf() {

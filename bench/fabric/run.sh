@@ -324,16 +324,32 @@ if ((run_ina)); then
     fi
 fi
 for sys in tuned ring ina1 ina_P ina; do rm -f "$out/$sys.log"; done
+declare -A drops=() # "SYSTEM NS/DEV" -> packets dropped
 for ((rep = 1; rep <= repeat; rep++)); do
     for band in "${bands[@]}"; do
         read -r cls lo hi <<<"$band"
         for sys in "${active[@]}"; do
             echo "run.sh: [$rep/$repeat] $sys allreduce $lo..$hi bytes, ${band_iters[cls]} iterations"
             sys_args "$sys"
+            before=$(fab_port_drops)
             mpi "$ranks" "$out/$sys.log" "${args[@]}" -- "${bench_args[@]}" -b allreduce -d float -o sum -c \
                 -m "$lo:$hi" -i "${band_iters[cls]}" -w "${band_warmup[cls]}"
+            # Packets the ports dropped during this sweep, per system and port.
+            while read -r ns dev d; do
+                key="$sys ${ns#"$FAB_PREFIX"-}/$dev"
+                drops[$key]=$((${drops[$key]:-0} + d - $(awk -v n="$ns" -v v="$dev" '$1 == n && $2 == v { d = $3 } END { print d + 0 }' <<<"$before")))
+            done < <(fab_port_drops)
         done
     done
+done
+# Where the rate-limited ports overflowed (tbf drops: TCP then resends and
+# slows down), per system: a link that drops is one a flow overran.
+for sys in "${active[@]}"; do
+    line=
+    while read -r key; do
+        [[ ${key%% *} == "$sys" ]] && ((drops[$key] > 0)) && line+=" ${key#* }=${drops[$key]}"
+    done < <(printf '%s\n' "${!drops[@]}" | sort)
+    echo "run.sh: $sys: packets dropped at rate-limited ports:${line:- none}"
 done
 if ((run_ina)); then
     fab_agent_down
