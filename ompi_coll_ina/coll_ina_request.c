@@ -354,7 +354,7 @@ static int ina_task_not_offloaded(mca_coll_ina_module_t *m, mca_coll_ina_kind_t 
                                   const ina_task_result_t *r, bool *fallback)
 {
     if (NULL != r->reason) {
-        if (mca_coll_ina_component.required && r->unreachable_locally) {
+        if (mca_coll_ina_component.required) {
             return ina_required_error(m, r->reason);
         }
         return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, r->reason, fallback);
@@ -499,10 +499,6 @@ static int ina_try(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
             return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, "no job at the agent",
                                 fallback);
         }
-    }
-    if (NULL == m->team) {
-        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNREACHABLE, "no engine for this communicator",
-                            fallback);
     }
     return ina_post(m, plan, request, fallback);
 }

@@ -168,13 +168,12 @@ typedef struct ina_task_result {
     uint8_t status;        /* a denial's reason (ina_proto_status_t), 0 if none */
     uint64_t mid;          /* the call's MID where one was consumed */
     /* A fallback's words: who decided it ("the agent", ...), or the whole
-     * reason when no agent did (the node stage has no segment). */
+     * reason when no agent did (the node stage has no segment: this rank's
+     * own, so a required offload is an error). */
     const char *who;
     const char *reason;
-    int unreachable_locally; /* reason is this rank's own (no segment): with no
-                                agent asked, a required offload is an error */
-    int recovered;           /* lost with its agent, finished with the members */
-    int agent_lost;          /* every member decided at this call that the agent
+    int recovered;  /* lost with its agent, finished with the members */
+    int agent_lost; /* every member decided at this call that the agent
                               is lost: stop asking it (ina_team_leave) */
 } ina_task_result_t;
 

@@ -31,7 +31,6 @@ void set_from_cqe(ina_task_result_t &r, const ina_cqe_t &c, const char *who)
     r.mid = c.mid;
     r.who = who;
     r.reason = nullptr;
-    r.unreachable_locally = 0;
     r.recovered = 0;
     r.agent_lost = 0;
 }
@@ -68,7 +67,6 @@ ina_status_t NodePath::post(ina_task &t) const
         t.result.rc = INA_OK;
         t.result.outcome = INA_FALLBACK_UNREACHABLE;
         t.result.reason = why;
-        t.result.unreachable_locally = 1;
         t.phase = ina_task::Phase::decided;
         return INA_OK;
     }
@@ -306,18 +304,24 @@ void StripePath::release(ina_task &t) const
 
 } // namespace ina::team
 
-ina_task::~ina_task()
+void ina_task::drop()
 {
     if (op != nullptr) {
         ina_node_op_free(op);
+        op = nullptr;
     }
     if (call != nullptr) {
         ina_call_free(call);
+        call = nullptr;
     }
     if (scall != nullptr) {
         ina_stripe_call_free(scall);
+        scall = nullptr;
     }
-    ina_call_plan_free(plan);
+    if (plan != nullptr) {
+        ina_call_plan_free(plan);
+        plan = nullptr;
+    }
 }
 
 extern "C" {
@@ -406,18 +410,7 @@ void ina_task_finalize(ina_task_t *task)
     if (task == nullptr) {
         return;
     }
-    if (task->path != nullptr) {
-        task->path->release(*task);
-    }
-    // What a persistent call kept goes too.
-    if (task->op != nullptr) {
-        ina_node_op_free(task->op);
-        task->op = nullptr;
-    }
-    if (task->plan != nullptr) {
-        ina_call_plan_free(task->plan);
-        task->plan = nullptr;
-    }
+    task->drop(); // what a persistent call kept goes too
     task->team->give_task(task);
 }
 

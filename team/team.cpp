@@ -75,14 +75,13 @@ void Team::log(int level, const char *fmt, ...) const
     if (log_fn_ == nullptr || level > verbose_) {
         return;
     }
-    char line[512];
-    int n = std::snprintf(line, sizeof(line), "%s: ", label_.c_str());
+    char msg[448];
     va_list ap;
     va_start(ap, fmt);
-    std::vsnprintf(line + (n > 0 && static_cast<size_t>(n) < sizeof(line) ? n : 0),
-                   sizeof(line) - (n > 0 && static_cast<size_t>(n) < sizeof(line) ? n : 0), fmt,
-                   ap);
+    std::vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    char line[512];
+    std::snprintf(line, sizeof(line), "%s: %s", label_.c_str(), msg);
     log_fn_(log_arg_, level, line);
 }
 
@@ -99,7 +98,9 @@ ina_status_t Team::join(const ina_team_join_t &j)
     if ((j.mask & INA_TEAM_OPEN) != 0) {
         const ina_status_t rc = open(j);
         if (rc != INA_OK) {
-            join_none(j);
+            // Joined to nothing: the node stage still cuts calls by block_bytes.
+            job_ = nullptr;
+            stripe_ = nullptr;
             return rc;
         }
         if (j.granted != nullptr && j.granted->block_bytes != 0) {
@@ -155,13 +156,6 @@ ina_status_t Team::open(const ina_team_join_t &j)
     const ina_job_open_params_t &o = *j.open;
     return ina_stripe_open(j.clients, j.nclients, o.key, o.nmembers, o.node_of_member, o.rank,
                            o.window, o.block_bytes, j.granted, &stripe_);
-}
-
-void Team::join_none(const ina_team_join_t &j)
-{
-    job_ = nullptr;
-    stripe_ = nullptr;
-    block_bytes_ = j.block_bytes;
 }
 
 void Team::leave()

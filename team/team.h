@@ -67,8 +67,6 @@ private:
     };
     // INA_TEAM_OPEN: the job or stripe opened here.
     ina_status_t open(const ina_team_join_t &j);
-    // Joined to nothing (an open failed): the node stage still cuts calls.
-    void join_none(const ina_team_join_t &j);
     // Opens the node stage's group of `tier`; the reason it could not, or "".
     std::string open_tier(int tier);
 
@@ -146,10 +144,12 @@ struct ina_task final {
     };
 
     explicit ina_task(ina::team::Team *t) : team(t) {}
-    ~ina_task();
+    ~ina_task() { drop(); }
     ina_task(const ina_task &) = delete;
     ina_task &operator=(const ina_task &) = delete;
 
+    // Let go of every engine object it holds, kept ones included.
+    void drop();
     bool persistent() const { return (params.flags & INA_TASK_PERSISTENT) != 0; }
     bool blocking() const { return (params.flags & INA_TASK_NONBLOCKING) == 0; }
 

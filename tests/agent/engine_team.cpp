@@ -236,7 +236,7 @@ int no_segment_rank(const std::string &name, uint32_t rank)
     const ina_task_result_t r = run(task);
     ina_task_finalize(task);
     CHECK(r.rc == INA_OK && r.outcome == INA_FALLBACK_UNREACHABLE);
-    CHECK(r.reason != nullptr && r.unreachable_locally);
+    CHECK(r.reason != nullptr);
     CHECK(one_call(team, rank, 16, 4, 0) == 0); // the small group still serves
     ina_team_destroy(team);
     return 0;
