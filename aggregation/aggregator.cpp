@@ -128,7 +128,8 @@ const char *Aggregator::over_limit(const Member &from, const ina_proto_hdr_t &h)
     return nullptr;
 }
 
-void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *payload)
+void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *payload,
+                          size_t payload_len)
 {
     const auto *bytes = static_cast<const std::byte *>(payload);
     JobKey key;
@@ -138,9 +139,20 @@ void Aggregator::job_open(Member &from, const ina_proto_hdr_t &h, const void *pa
     // The payload may be unaligned: copy the node ids out.
     std::vector<uint32_t> nodes(h.count);
     std::memcpy(nodes.data(), bytes + key.size() + cap.size(), nodes.size() * sizeof(uint32_t));
-    const TreeDesc tree{ina_proto_job_open_leaves(&h), ina_proto_job_open_leaf(&h),
-                        (h.flags & INA_PROTO_F_CHILDREN) != 0};
-    if (tree.groups > 1 && !uplink_up_) {
+    TreeDesc tree{ina_proto_job_open_leaves(&h), ina_proto_job_open_leaf(&h),
+                  (h.flags & INA_PROTO_F_CHILDREN) != 0, {}};
+    const uint32_t levels = ina_proto_job_open_levels_above(&h, payload_len);
+    tree.above.reserve(levels);
+    for (uint32_t i = 0; i < levels; ++i) {
+        const ina_proto_tree_level_t l = ina_proto_job_open_level_above(&h, payload, i);
+        if (l.groups == 0 || l.groups > INA_PROTO_MAX_MEMBERS || l.group >= l.groups) {
+            reject(&from, h, INA_PROTO_ERR_MALFORMED,
+                   "JOB_OPEN with a level above that places no agent");
+            return;
+        }
+        tree.above.push_back(l);
+    }
+    if (tree.goes_up() && !uplink_up_) {
         // Its calls would wait forever for the other leaves' members.
         ++counters_.rejected[INA_PROTO_ERR_UPSTREAM];
         INA_WARN("JOB_OPEN of a job over %u leaf agents refused: %s", tree.groups,
@@ -415,10 +427,10 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
             call.up_pending.assign(call.lease.size(), 0);
             call.up_next.resize(job.up_window());
             std::iota(call.up_next.begin(), call.up_next.end(), uint64_t{0});
-            uplink_->ready(job, mid, call);
-        } else if (!job.children() || call.nready == job.nmembers()) {
+        }
+        if (!job.children() || call.nready == job.nmembers()) {
             // (A job of child agents: once every one of them voted.)
-            tell_grant(job, call, mid);
+            agreed(job, call, mid);
         }
         break;
     case Verdict::Kind::kDeny:
@@ -435,6 +447,18 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
         break;
     }
     return v.kind;
+}
+
+void Aggregator::agreed(Job &job, Call &call, uint64_t mid)
+{
+    if (!job.uplinked()) {
+        tell_grant(job, call, mid);
+    } else if (!call.up_ready) {
+        // This agent and every child below it hold their leases: the
+        // parent decides for the whole tree.
+        call.up_ready = true;
+        uplink_->ready(job, mid, call);
+    }
 }
 
 void Aggregator::tell_grant(Job &job, Call &call, uint64_t mid)

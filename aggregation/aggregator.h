@@ -102,7 +102,7 @@ public:
     // Members' messages. `h` passed ina_proto_check with the payload's
     // length. They may throw std::bad_alloc (the message is then lost).
     // JOB_OPEN: create the job of this key if it is new, then join it.
-    void job_open(Member &from, const ina_proto_hdr_t &h, const void *payload);
+    void job_open(Member &from, const ina_proto_hdr_t &h, const void *payload, size_t len);
     void job_leave(Member &from, const ina_proto_hdr_t &h);
     // `own`: the buffer of this pool the payload was received into, if it
     // was (the Seg may keep it instead of copying; see Block::own).
@@ -214,6 +214,10 @@ private:
     Job *child_job(Member &from, const ina_proto_hdr_t &h);
     // The record of a new call, from its first message.
     Call &start_call(Job &job, const ina_proto_hdr_t &h);
+    // A granted call whose members all hold leases (a job of child agents:
+    // every child voted): the GRANT to every member, or, where the job goes
+    // on up, CALL_READY to the parent (once), whose GRANT is told later.
+    void agreed(Job &job, Call &call, uint64_t mid);
     // The GRANT to every member (once; trees tell it late).
     void tell_grant(Job &job, Call &call, uint64_t mid);
     // Deny an undecided call on every member (and, tell_parent, at the parent).

@@ -44,12 +44,21 @@ private:
 // Where a job sits in a tree of agents (JOB_OPEN's tree fields, part of the
 // description every member must give alike; docs/HIERARCHY.md).
 struct TreeDesc {
-    uint32_t groups = 0;   // leaf agents the job's members talk to (<= 1: none above)
+    uint32_t groups = 0;   // this job's agents under this agent's parent (<= 1, none above: none)
     uint32_t group = 0;    // this agent's index among them
     bool children = false; // the members are child agents, which vote (CALL_READY)
+    // Deeper trees: the parent's place at its own parent, and so on up
+    // (JOB_OPEN's levels above, nearest first).
+    std::vector<ina_proto_tree_level_t> above;
+    // The job goes on up to this agent's parent.
+    bool goes_up() const { return groups > 1 || !above.empty(); }
     bool operator==(const TreeDesc &o) const
     {
-        return groups == o.groups && group == o.group && children == o.children;
+        return groups == o.groups && group == o.group && children == o.children &&
+               std::equal(above.begin(), above.end(), o.above.begin(), o.above.end(),
+                          [](const ina_proto_tree_level_t &a, const ina_proto_tree_level_t &b) {
+                              return a.groups == b.groups && a.group == b.group;
+                          });
     }
 };
 
@@ -100,6 +109,7 @@ struct Call {
     std::vector<bool> ready;
     uint32_t nready = 0;
     // A leaf's call whose job goes up to a parent:
+    bool up_ready = false;            // CALL_READY went up (a middle agent: once its children's did)
     std::vector<uint64_t> up_pending; // per lease slot: sid + 1 of the block at the parent, 0 none
     std::vector<uint64_t> up_next;    // per parent slot: the next SID it takes
     std::vector<Partial> up_wait;     // completed blocks waiting for their parent slot
@@ -171,7 +181,7 @@ public:
     // to this agent's parent (uplinked); a job opened by child agents
     // (children) grants a call only once every member voted for it.
     const TreeDesc &tree() const { return tree_; }
-    bool uplinked() const { return tree_.groups > 1; }
+    bool uplinked() const { return tree_.goes_up(); }
     bool children() const { return tree_.children; }
     enum class UpState { kNone, kOpening, kOpen, kFailed };
     UpState up_state() const { return up_state_; }

@@ -56,6 +56,14 @@ void ParentJobs::open(const Job &job)
         const auto *b = reinterpret_cast<const uint8_t *>(&i);
         open_bytes_.insert(open_bytes_.end(), b, b + sizeof(i));
     }
+    // A deeper tree: the parent's own place, and the levels above it.
+    const auto &above = job.tree().above;
+    if (!above.empty()) {
+        ina_proto_job_open_set_tree(&h, above[0].groups, above[0].group);
+        const auto *b = reinterpret_cast<const uint8_t *>(above.data() + 1);
+        open_bytes_.insert(open_bytes_.end(), b,
+                           b + (above.size() - 1) * sizeof(ina_proto_tree_level_t));
+    }
     wire_.send(h, open_bytes_.data(), open_bytes_.size());
     up_[job.jid()] = UpJob{0, job.tree().group, 0, false};
 }

@@ -64,7 +64,7 @@ void Aggregator::call_ready(Member &from, const ina_proto_hdr_t &h)
     }
     if (call->granted && !call->finished && !call->grant_told &&
         call->nready == job->nmembers()) {
-        tell_grant(*job, *call, h.mid);
+        agreed(*job, *call, h.mid);
     }
     settle();
 }

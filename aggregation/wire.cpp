@@ -90,7 +90,7 @@ void WireSink::error(Member &to, const ina_proto_hdr_t &req, ina_proto_status_t 
 }
 
 void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &h,
-           const void *payload, BufRef *own)
+           const void *payload, size_t len, BufRef *own)
 {
     switch (h.type) {
     case INA_PROTO_HELLO: {
@@ -106,7 +106,7 @@ void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &
         break;
     }
     case INA_PROTO_JOB_OPEN:
-        agg.job_open(from, h, payload);
+        agg.job_open(from, h, payload, len);
         break;
     case INA_PROTO_JOB_LEAVE:
         agg.job_leave(from, h);

@@ -53,7 +53,7 @@ public:
 // payload was received into, if it was (Aggregator::block). May throw
 // std::bad_alloc.
 void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &h,
-           const void *payload, BufRef *own = nullptr);
+           const void *payload, size_t len, BufRef *own = nullptr);
 
 } // namespace ina::agg
 

@@ -19,6 +19,8 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <numeric>
 
 #include "ina_engine.h"
 #include "ina_reduce.h"
@@ -50,41 +52,55 @@ bool recoverable(unsigned coll)
     return coll < INA_COLL_COUNT;
 }
 
-// Reduce every member's piece of a block (cnt elements) into acc as the
-// agents fold it: each group's (a tree's leaf's) members in order, then the
-// groups' partials in order; without groups, the members in order.
-void fold_pieces(unsigned op, unsigned dtype, const std::vector<uint32_t> &group,
+// Reduce the pieces of `members` (ascending) into out (cnt elements, `bytes`
+// bytes) as the agents fold them: at level 0 the members in order; above,
+// the members of each agent of the level below (a leaf, a spine...) folded
+// on their own, then those partials in the order of the agents' numbers
+// (numbered by first member, as the agents number their children).
+// `groups`: level-major, groups[l * n + member] = its agent l steps above
+// its leaf.
+void fold_level(unsigned op, unsigned dtype, const std::vector<uint32_t> &groups, size_t n,
+                uint32_t level, const std::vector<uint32_t> &members,
+                const std::vector<CallRescue::Piece> &pieces, uint32_t cnt, size_t bytes,
+                std::vector<uint8_t> &out)
+{
+    if (level == 0) {
+        const auto &head = pieces[members.front()].bytes;
+        out.assign(head.begin(), head.begin() + static_cast<std::ptrdiff_t>(bytes));
+        for (size_t i = 1; i < members.size(); ++i) {
+            ina_reduce(op, dtype, out.data(), pieces[members[i]].bytes.data(), cnt);
+        }
+        return;
+    }
+    std::map<uint32_t, std::vector<uint32_t>> below; // agent of level - 1 -> its members
+    for (uint32_t m : members) {
+        below[groups[(level - 1) * n + m]].push_back(m);
+    }
+    std::vector<uint8_t> part;
+    bool first = true;
+    for (const auto &kv : below) {
+        fold_level(op, dtype, groups, n, level - 1, kv.second, pieces, cnt, bytes,
+                   first ? out : part);
+        if (!first) {
+            ina_reduce(op, dtype, out.data(), part.data(), cnt);
+        }
+        first = false;
+    }
+}
+
+// Reduce every member's piece of a block into acc as the agents fold it
+// (fold_level; `groups` as Job::groups(), empty: one agent, the members in
+// order).
+void fold_pieces(unsigned op, unsigned dtype, const std::vector<uint32_t> &groups,
                  const std::vector<CallRescue::Piece> &pieces, uint32_t cnt,
                  std::vector<uint8_t> &acc)
 {
-    const uint32_t ngroups =
-        group.size() != pieces.size() ? 1 : 1 + *std::max_element(group.begin(), group.end());
-    std::vector<uint8_t> part(acc.size());
-    bool any = false;
-    for (uint32_t g = 0; g < ngroups; ++g) {
-        bool first = true;
-        for (size_t j = 0; j < pieces.size(); ++j) {
-            if ((ngroups == 1 ? 0 : group[j]) != g) {
-                continue;
-            }
-            if (first) {
-                std::memcpy(part.data(), pieces[j].bytes.data(), part.size());
-            } else {
-                ina_reduce(op, dtype, part.data(), pieces[j].bytes.data(), cnt);
-            }
-            first = false;
-        }
-        if (first) {
-            continue; // a group without members
-        }
-        if (!any) {
-            acc.swap(part);
-            part.resize(acc.size());
-        } else {
-            ina_reduce(op, dtype, acc.data(), part.data(), cnt);
-        }
-        any = true;
-    }
+    const size_t n = pieces.size();
+    const auto levels = static_cast<uint32_t>(
+        n != 0 && groups.size() % n == 0 ? groups.size() / n : 0);
+    std::vector<uint32_t> all(n);
+    std::iota(all.begin(), all.end(), 0u);
+    fold_level(op, dtype, groups, n, levels, all, pieces, cnt, acc.size(), acc);
 }
 
 } // namespace

@@ -178,14 +178,15 @@ int ina_client_progress(ina_client_t *client)
     return ina_client_alive(client);
 }
 
-void ina_job_set_groups(ina_job_t *job, const uint32_t *group_of_member, uint32_t n)
+void ina_job_set_groups(ina_job_t *job, const uint32_t *group_of_member, uint32_t n,
+                        uint32_t levels)
 {
     if (job == nullptr || group_of_member == nullptr) {
         return;
     }
     guard(__func__, [&] {
         EntryLock lock(job->impl.client());
-        job->impl.set_groups(group_of_member, n);
+        job->impl.set_groups(group_of_member, n, levels);
         return 0;
     });
 }

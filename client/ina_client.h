@@ -182,17 +182,23 @@ typedef struct ina_job_open_params {
      * largest. */
     uint32_t window;
     uint32_t block_bytes;
-    /* INA_JOB_OPEN_TREE: the communicator's members talk to `nleaves` leaf
-     * agents of one tree (docs/HIERARCHY.md); this member's leaf is number
-     * `leaf` (leaves in order of their first rank, ina_topology_plan), and
-     * nmembers, node_of_member and rank describe only the members of this
-     * leaf (its ranks in communicator order). comm_rank and comm_size place
-     * the member in the whole communicator: calls are described in its terms
-     * (roots, allgather chunks, reduce_scatter parts; params->nmembers is
-     * comm_size), and an allgather needs each leaf's members to be
-     * consecutive ranks. The leaf opens the job at its parent; every member
-     * of every leaf must pass the same nleaves and window. */
+    /* INA_JOB_OPEN_TREE: the communicator's members talk to several leaf
+     * agents of one tree (docs/HIERARCHY.md): this member's leaf is number
+     * `leaf` of the `nleaves` leaves of the job under the leaf's parent
+     * (ina_topology_place's place[0]), and nmembers, node_of_member and rank
+     * describe only the members of this leaf (its ranks in communicator
+     * order). A tree deeper than leaves under one parent also gives the
+     * places of the agents above (place[1..]: `nabove` levels, nearest
+     * first, at most INA_PROTO_MAX_TREE_UP; the job goes up even where
+     * nleaves is 1). comm_rank and comm_size place the member in the whole
+     * communicator: calls are described in its terms (roots, allgather
+     * chunks, reduce_scatter parts; params->nmembers is comm_size), and an
+     * allgather needs each leaf's members to be consecutive ranks. The leaf
+     * opens the job at its parent, and so on up; every member of every leaf
+     * must pass the same window, and the members of a leaf the same places. */
     uint32_t leaf, nleaves, comm_rank, comm_size;
+    const ina_proto_tree_level_t *above;
+    uint32_t nabove;
     /* INA_JOB_OPEN_STRIPE: this agent is number stripe_index of the
      * stripe_width agents the communicator stripes its calls over
      * (ina_stripe_open): the agent shows it to its operator (ina-switchctl
@@ -253,12 +259,16 @@ typedef struct ina_peer_ops {
 } ina_peer_ops_t;
 void ina_job_set_peers(ina_job_t *job, const ina_peer_ops_t *ops);
 /* A tree's job (ina_job_open with INA_JOB_OPEN_TREE): member (communicator rank, or node
- * with the node stage: comm_rank/comm_size as opened) -> its leaf, n = the
- * communicator's members. A recovery reduces a rebuilt block as
- * the agents do: each leaf's members in order, then the leaves in order.
+ * with the node stage: comm_rank/comm_size as opened) -> its agent at each of
+ * `levels` levels, level-major (group_of_member[l * n + member]: l = 0 its
+ * leaf, 1 the leaf's parent...; the numbers of ina_topology_plan), n = the
+ * communicator's members. A recovery reduces a rebuilt block as the agents
+ * do: each leaf's members in order, then the leaves under each parent in
+ * order, and so on up.
  * With peers set, an ERROR the tree caused (a parent or another leaf lost:
  * UPSTREAM, NOT_MEMBER) ends a call as lost, to be recovered. */
-void ina_job_set_groups(ina_job_t *job, const uint32_t *group_of_member, uint32_t n);
+void ina_job_set_groups(ina_job_t *job, const uint32_t *group_of_member, uint32_t n,
+                        uint32_t levels);
 /* Whether peers are set: a call lost with the agent can be recovered. */
 int ina_job_has_peers(const ina_job_t *job);
 /* 1 if the message was this job's (0: another job's, or malformed: dropped). */
@@ -575,14 +585,32 @@ ina_status_t ina_topology_load(const char *path, ina_topology_t **out, char *err
 void ina_topology_free(ina_topology_t *topo);
 /* HOST:PORT of the agent serving `host`, NULL if no hosts line names it. */
 const char *ina_topology_agent_for(const ina_topology_t *topo, const char *host);
-/* The leaf agents that the n ranks on hosts[0..n-1] talk to: *nleaves, and
- * for each rank its leaf's index (leaves numbered in order of their first
- * rank) in leaf_of_rank (n entries, may be NULL). INA_ERR_INVALID with the
- * reason in err when a host is unmapped or the leaves lie in different
- * trees. */
+/* The most levels of agents above a communicator's leaf agents. */
+#define INA_TOPOLOGY_MAX_LEVELS (INA_PROTO_MAX_TREE_UP + 1u)
+/* The tree of agents that the n ranks on hosts[0..n-1] talk to. Its leaves
+ * are the agents the ranks talk to; its top, the one agent nearest the
+ * leaves above all of them (not always the root of the file's tree).
+ * *levels: how many steps from every leaf up to the top (0: the ranks all
+ * talk to one agent; 1: several leaves under the top; 2: leaf, spine,
+ * core; every leaf must be as deep as the others). group_of_rank (n *
+ * max(*levels, 1) entries, at most n * INA_TOPOLOGY_MAX_LEVELS; may be
+ * NULL): group_of_rank[l * n + r] numbers the agent l steps above rank r's
+ * leaf (l = 0: the leaf), the agents of each level numbered in order of
+ * their first rank, so every rank numbers them alike. INA_ERR_INVALID with
+ * the reason in err when a host is unmapped, the leaves lie in different
+ * trees or at different depths, or the tree is deeper than
+ * INA_TOPOLOGY_MAX_LEVELS. */
 ina_status_t ina_topology_plan(const ina_topology_t *topo, const char *const *hosts, uint32_t n,
-                               uint32_t *nleaves, uint32_t *leaf_of_rank, char *err,
+                               uint32_t *levels, uint32_t *group_of_rank, char *err,
                                size_t errlen);
+/* Rank r's place in a plan's tree (group_of_rank and levels as
+ * ina_topology_plan gave them, levels >= 1): place[k], k < levels, says
+ * how many agents of level k the tree has under the parent of r's level-k
+ * agent (groups) and which of them r's is (group, in order of first rank).
+ * place[0] is the leaf's (ina_job_open_params_t's nleaves, leaf), the rest
+ * the levels above (its `above`). */
+void ina_topology_place(const uint32_t *group_of_rank, uint32_t n, uint32_t levels, uint32_t r,
+                        ina_proto_tree_level_t *place);
 
 #ifdef __cplusplus
 }

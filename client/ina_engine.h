@@ -474,12 +474,13 @@ public:
         return has_peers() && (status == INA_PROTO_ERR_NOT_MEMBER ||
                                (tree_ && status == INA_PROTO_ERR_UPSTREAM));
     }
-    // Recovery: member -> its group (a tree's leaf), for the order in which a
-    // rebuilt block is reduced: each group's members in order, then the
-    // groups in order, as the agents fold it. Empty: one group.
-    void set_groups(const uint32_t *group_of, uint32_t n)
+    // Recovery: member -> its agent at each level of a tree (n * levels,
+    // level-major: the leaf, then the agent above it...), for the order in
+    // which a rebuilt block is reduced: as the agents fold it. Empty: one
+    // agent, the members in order.
+    void set_groups(const uint32_t *group_of, uint32_t n, uint32_t levels)
     {
-        groups_.assign(group_of, group_of + n);
+        groups_.assign(group_of, group_of + static_cast<size_t>(n) * levels);
     }
     const std::vector<uint32_t> &groups() const { return groups_; }
     uint32_t window() const { return params_.window; }

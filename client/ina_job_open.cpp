@@ -83,12 +83,22 @@ ina_status_t ina_job_open(ina_client_t *client, const ina_job_open_params_t *p,
     }
     const bool tree = (p->mask & INA_JOB_OPEN_TREE) != 0;
     const uint32_t nleaves = tree ? p->nleaves : 0, leaf = tree ? p->leaf : 0;
+    const uint32_t nabove = tree ? p->nabove : 0;
     const uint32_t comm_rank = tree ? p->comm_rank : p->rank;
     const uint32_t comm_size = tree ? p->comm_size : p->nmembers;
-    if ((nleaves == 0 ? leaf != 0 : leaf >= nleaves) || nleaves > INA_PROTO_MAX_MEMBERS ||
-        comm_size < p->nmembers || comm_rank >= comm_size ||
-        (nleaves <= 1 && (comm_size != p->nmembers || comm_rank != p->rank))) {
+    const bool goes_up = nleaves > 1 || nabove > 0;
+    if ((nleaves == 0 ? leaf != 0 || nabove != 0 : leaf >= nleaves) ||
+        nleaves > INA_PROTO_MAX_MEMBERS || nabove > INA_PROTO_MAX_TREE_UP ||
+        (nabove > 0 && p->above == nullptr) || comm_size < p->nmembers ||
+        comm_rank >= comm_size ||
+        (!goes_up && (comm_size != p->nmembers || comm_rank != p->rank))) {
         return INA_ERR_INVALID;
+    }
+    for (uint32_t i = 0; i < nabove; ++i) {
+        if (p->above[i].groups == 0 || p->above[i].groups > INA_PROTO_MAX_MEMBERS ||
+            p->above[i].group >= p->above[i].groups) {
+            return INA_ERR_INVALID;
+        }
     }
     const bool striped = (p->mask & INA_JOB_OPEN_STRIPE) != 0 && p->stripe_width > 1;
     if ((p->mask & INA_JOB_OPEN_STRIPE) != 0 &&
@@ -109,6 +119,12 @@ ina_status_t ina_job_open(ina_client_t *client, const ina_job_open_params_t *p,
         payload.insert(payload.end(), key.cap, key.cap + INA_PROTO_JOB_CAP_BYTES);
         const auto *ids = reinterpret_cast<const uint8_t *>(p->node_of_member);
         payload.insert(payload.end(), ids, ids + sizeof(uint32_t) * p->nmembers);
+        if (nabove > 0) {
+            // (an agent of protocol 14 refuses it as MALFORMED: deeper trees
+            // need every agent of the tree at 15)
+            const auto *up = reinterpret_cast<const uint8_t *>(p->above);
+            payload.insert(payload.end(), up, up + sizeof(ina_proto_tree_level_t) * nabove);
+        }
         ina_proto_hdr_t h;
         ina_proto_init(&h, INA_PROTO_JOB_OPEN);
         h.rank = p->rank;
@@ -127,7 +143,7 @@ ina_status_t ina_job_open(ina_client_t *client, const ina_job_open_params_t *p,
         rc = attach_job(c, *params, p->rank, out);
         if (rc == INA_OK) {
             (*out)->impl.set_comm_rank(comm_rank);
-            (*out)->impl.set_tree(nleaves > 1);
+            (*out)->impl.set_tree(goes_up);
             (*out)->impl.set_peer_tag(ina::client::peer_tag_of(key));
         }
         return rc;

@@ -227,11 +227,30 @@ std::vector<int> Topology::path_to_root(int agent) const
     return path;
 }
 
+namespace {
+
+// "2 levels below the top \"core\"", or what depth 0 is.
+std::string depth_words(size_t depth, const std::string &top)
+{
+    if (depth == 0) {
+        return "the top \"" + top + "\" itself";
+    }
+    return std::to_string(depth) + (depth == 1 ? " level" : " levels") + " below the top \"" +
+           top + "\"";
+}
+
+} // namespace
+
 bool plan(const Topology &topo, const std::vector<std::string> &rank_hosts, Plan &out,
           std::string &err)
 {
     out = Plan();
+    std::vector<int> leaves;
+    std::vector<uint32_t> leaf_of_rank;
+    leaf_of_rank.reserve(rank_hosts.size());
+    std::vector<std::vector<int>> up; // each leaf's path to its root, the leaf first
     std::map<int, uint32_t> leaf_index;
+    int root = -1;
     for (size_t r = 0; r < rank_hosts.size(); ++r) {
         const int a = topo.agent_of(rank_hosts[r]);
         if (a < 0) {
@@ -239,39 +258,96 @@ bool plan(const Topology &topo, const std::vector<std::string> &rank_hosts, Plan
                   " is in no hosts line of the topology";
             return false;
         }
-        auto [it, fresh] = leaf_index.emplace(a, static_cast<uint32_t>(out.leaves.size()));
+        auto [it, fresh] = leaf_index.emplace(a, static_cast<uint32_t>(leaves.size()));
         if (fresh) {
-            const int root = topo.root_of(a);
-            if (out.root >= 0 && root != out.root) {
+            up.push_back(topo.path_to_root(a));
+            const int its_root = up.back().back();
+            if (root >= 0 && its_root != root) {
                 err = "rank " + std::to_string(r) + " talks to agent \"" + topo.agents()[a].name +
                       "\", in another tree than rank 0's (root \"" +
-                      topo.agents()[root].name + "\" vs \"" + topo.agents()[out.root].name +
+                      topo.agents()[its_root].name + "\" vs \"" + topo.agents()[root].name +
                       "\")";
                 return false;
             }
-            out.root = root;
-            out.leaves.push_back(a);
+            root = its_root;
+            leaves.push_back(a);
             out.members.emplace_back();
         }
-        out.leaf_of_rank.push_back(it->second);
+        leaf_of_rank.push_back(it->second);
         out.members[it->second].push_back(static_cast<uint32_t>(r));
     }
-    // Several leaves: the agents build trees of depth 2 (docs/HIERARCHY.md),
-    // so each leaf must be a child of the root, never the root itself or
-    // deeper.
-    for (size_t l = 0; out.leaves.size() > 1 && l < out.leaves.size(); ++l) {
-        const size_t depth = topo.path_to_root(out.leaves[l]).size() - 1;
-        if (depth != 1) {
-            const Agent &a = topo.agents()[out.leaves[l]];
+    if (leaves.empty()) {
+        out.agents.push_back(std::move(leaves));
+        out.group_of_rank.push_back(std::move(leaf_of_rank));
+        return true;
+    }
+
+    // The top: the lowest common ancestor of the leaves, i.e. the lowest
+    // agent of the longest stretch that every path shares from the root
+    // down (at least the root: one tree).
+    size_t shared = up[0].size();
+    for (const std::vector<int> &path : up) {
+        size_t c = 0;
+        while (c < shared && c < path.size() &&
+               path[path.size() - 1 - c] == up[0][up[0].size() - 1 - c]) {
+            ++c;
+        }
+        shared = c;
+    }
+    out.top = up[0][up[0].size() - shared];
+    const std::string &top_name = topo.agents()[out.top].name;
+
+    // Each leaf's job goes up one parent at a time and the top combines
+    // one level of children, so the leaves must all be equally deep. Rank
+    // 0's leaf is the reference; the first leaf (by first rank) that
+    // differs is named, with its first rank.
+    const size_t depth = up[0].size() - shared;
+    for (size_t l = 1; l < leaves.size(); ++l) {
+        const size_t d = up[l].size() - shared;
+        if (d != depth) {
             err = "rank " + std::to_string(out.members[l].front()) + " talks to agent \"" +
-                  a.name + "\", " +
-                  (depth == 0 ? std::string("the root of the tree")
-                              : std::to_string(depth) + " levels below the root") +
-                  ": a communicator over several leaf agents needs each to be a child of "
-                  "the root (depth 2)";
+                  topo.agents()[leaves[l]].name + "\", " + depth_words(d, top_name) +
+                  ", while rank 0's is " +
+                  (depth == 0 ? std::string("the top itself")
+                              : std::to_string(depth) + (depth == 1 ? " level" : " levels") +
+                                    " below") +
+                  ": every leaf of a communicator must be as deep as the others";
             return false;
         }
     }
+    if (depth > INA_TOPOLOGY_MAX_LEVELS) {
+        err = "rank 0 talks to agent \"" + topo.agents()[leaves[0]].name + "\", " +
+              depth_words(depth, top_name) + ": the agents take at most " +
+              std::to_string(INA_TOPOLOGY_MAX_LEVELS) + " levels above a communicator's leaves";
+        return false;
+    }
+    out.levels = static_cast<uint32_t>(depth);
+
+    // The levels above the leaves. A level-l agent's first rank is the
+    // first rank of its first leaf, and the leaves are numbered in order of
+    // their first rank, so numbering each level's agents as they appear
+    // along the leaves in leaf order numbers them in order of first rank.
+    for (size_t l = 1; l < depth; ++l) {
+        std::vector<int> agents;
+        std::vector<uint32_t> group_of_leaf(leaves.size());
+        std::map<int, uint32_t> index;
+        for (size_t f = 0; f < leaves.size(); ++f) {
+            auto [it, fresh] = index.emplace(up[f][l], static_cast<uint32_t>(agents.size()));
+            if (fresh) {
+                agents.push_back(up[f][l]);
+            }
+            group_of_leaf[f] = it->second;
+        }
+        std::vector<uint32_t> groups;
+        groups.reserve(leaf_of_rank.size());
+        for (uint32_t leaf : leaf_of_rank) {
+            groups.push_back(group_of_leaf[leaf]);
+        }
+        out.agents.push_back(std::move(agents));
+        out.group_of_rank.push_back(std::move(groups));
+    }
+    out.agents.insert(out.agents.begin(), std::move(leaves));
+    out.group_of_rank.insert(out.group_of_rank.begin(), std::move(leaf_of_rank));
     return true;
 }
 
@@ -338,10 +414,10 @@ const char *ina_topology_agent_for(const ina_topology_t *topo, const char *host)
 }
 
 ina_status_t ina_topology_plan(const ina_topology_t *topo, const char *const *hosts, uint32_t n,
-                               uint32_t *nleaves, uint32_t *leaf_of_rank, char *err,
+                               uint32_t *levels, uint32_t *group_of_rank, char *err,
                                size_t errlen)
 {
-    if (topo == nullptr || hosts == nullptr || nleaves == nullptr) {
+    if (topo == nullptr || hosts == nullptr || levels == nullptr) {
         return INA_ERR_INVALID;
     }
     try {
@@ -360,12 +436,48 @@ ina_status_t ina_topology_plan(const ina_topology_t *topo, const char *const *ho
             put_err(err, errlen, why);
             return INA_ERR_INVALID;
         }
-        *nleaves = static_cast<uint32_t>(p.leaves.size());
-        if (leaf_of_rank != nullptr) {
-            std::copy(p.leaf_of_rank.begin(), p.leaf_of_rank.end(), leaf_of_rank);
+        *levels = p.levels;
+        if (group_of_rank != nullptr) {
+            // Level-major, max(levels, 1) levels: plan() keeps as many.
+            for (const std::vector<uint32_t> &level : p.group_of_rank) {
+                group_of_rank = std::copy(level.begin(), level.end(), group_of_rank);
+            }
         }
         return INA_OK;
     } catch (const std::bad_alloc &) {
         return INA_ERR_NOMEM;
+    }
+}
+
+void ina_topology_place(const uint32_t *group_of_rank, uint32_t n, uint32_t levels, uint32_t r,
+                        ina_proto_tree_level_t *place)
+{
+    if (group_of_rank == nullptr || place == nullptr || r >= n) {
+        return; // no rank to place: nothing written (a void C function)
+    }
+    // Level k's agents are numbered in order of their first rank
+    // (ina_topology_plan), so a number first appears in the ranks right
+    // after all smaller ones did: scanning the ranks, an agent's first rank
+    // is where its number equals the count of agents seen so far. That
+    // finds each of them once without a set (no allocation), and ordering
+    // r's siblings by first rank is ordering them by number. A level-k
+    // agent has one parent, so the parent at its first rank is its parent.
+    for (uint32_t k = 0; k < levels; ++k) {
+        const uint32_t *level = group_of_rank + static_cast<size_t>(k) * n;
+        // At the highest level the parent is the top, everyone's.
+        const uint32_t *above = k + 1 < levels ? level + n : nullptr;
+        const uint32_t mine = level[r];
+        uint32_t seen = 0, groups = 0, group = 0;
+        for (uint32_t s = 0; s < n; ++s) {
+            if (level[s] != seen) {
+                continue; // not the first rank of an agent
+            }
+            ++seen;
+            if (above == nullptr || above[s] == above[r]) {
+                group += level[s] < mine ? 1 : 0;
+                ++groups;
+            }
+        }
+        place[k] = ina_proto_tree_level_t{groups, group};
     }
 }

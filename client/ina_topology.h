@@ -56,18 +56,30 @@ bool expand_hostlist(const std::string &list, std::vector<std::string> &out, std
 
 // How one communicator maps onto the agents: its ranks' hosts (index =
 // rank) looked up in the topology. The leaves are the agents the ranks
-// talk to, in the order of their first rank, so every rank numbers them
-// alike; all must share one root (one tree per job).
+// talk to; the top is the agent nearest the leaves above all of them (their
+// lowest common ancestor: not the file's root when every leaf lies under
+// one spine). A leaf's job goes up to its parent, whose job goes up to its
+// own, and so on to the top, so every leaf must be the same number of
+// steps (`levels`) below the top. At each level the agents are numbered in
+// the order of their first rank, so every rank numbers them alike.
 struct Plan {
-    std::vector<int> leaves;                 // agent indices
-    std::vector<uint32_t> leaf_of_rank;      // index into leaves, per rank
-    std::vector<std::vector<uint32_t>> members; // ranks of each leaf, ascending
-    int root = -1;                           // agent index
+    uint32_t levels = 0; // steps from every leaf up to the top (0: one leaf)
+    int top = -1;        // agent index (the one leaf when levels is 0)
+    // Per level l < max(levels, 1), l = 0 the leaves, l = levels the top
+    // (not kept: it is one agent):
+    std::vector<std::vector<int>> agents;             // [l][group]: agent index
+    std::vector<std::vector<uint32_t>> group_of_rank; // [l][rank]: index into agents[l]
+    std::vector<std::vector<uint32_t>> members;       // ranks of each leaf, ascending
+
+    const std::vector<int> &leaves() const { return agents.front(); }
+    const std::vector<uint32_t> &leaf_of_rank() const { return group_of_rank.front(); }
 };
 
 // False with `err` when a host is not in the topology, the ranks' agents
-// lie in different trees, or there are several leaves and one of them is
-// not a child of the root (the agents build trees of depth 2).
+// lie in different trees or at different depths below the top (a rank
+// talking to the top itself while others talk to agents below it is one),
+// or the leaves are more than INA_TOPOLOGY_MAX_LEVELS (ina_client.h) below
+// the top.
 bool plan(const Topology &topo, const std::vector<std::string> &rank_hosts, Plan &out,
           std::string &err);
 

@@ -155,13 +155,21 @@ ina_proto_status_t check_result(const ina_proto_hdr_t &h, size_t payload_len)
 ina_proto_status_t check_job_open(const ina_proto_hdr_t &h, size_t payload_len)
 {
     if (h.count == 0 || h.count > INA_PROTO_MAX_MEMBERS || h.window == 0 || h.rank >= h.count ||
-        payload_len != INA_PROTO_JOB_KEY_BYTES + INA_PROTO_JOB_CAP_BYTES +
-                           static_cast<size_t>(h.count) * sizeof(uint32_t)) {
+        payload_len < ina_proto_job_open_base_len(&h)) {
         return INA_PROTO_ERR_MALFORMED;
     }
-    // The tree: this leaf's index among the leaves, or none.
+    // The tree: this leaf's index among the leaves, or none; deeper
+    // (protocol 15), whole pairs for the levels above, each a place.
+    const size_t above = payload_len - ina_proto_job_open_base_len(&h);
     const uint32_t leaves = ina_proto_job_open_leaves(&h), leaf = ina_proto_job_open_leaf(&h);
-    const bool tree_ok = leaves == 0 ? leaf == 0 : leaf < leaves;
+    bool tree_ok = leaves == 0 ? leaf == 0 : leaf < leaves;
+    if (above != 0) {
+        const uint32_t k = ina_proto_job_open_levels_above(&h, payload_len);
+        tree_ok = tree_ok && h.version >= 15 && leaves >= 1 &&
+                  above % sizeof(ina_proto_tree_level_t) == 0 && k <= INA_PROTO_MAX_TREE_UP;
+        // (Their values are checked where the payload is read: the agent's
+        // JOB_OPEN.)
+    }
     // The stripe: index < width (width >= 2), or 0.
     const uint32_t width = ina_proto_job_open_stripe_width(&h);
     if (ina_proto_job_open_stripe_word(&h) != 0 &&

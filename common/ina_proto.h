@@ -111,6 +111,17 @@
  *                     same key at its parent as member `leaf` of `leaves`,
  *                     with flags = INA_PROTO_F_CHILDREN (node ids: one node
  *                     per leaf). Both are part of the description.
+ *                     Deeper trees (protocol 15): after the node ids, the
+ *                     payload may carry k <= INA_PROTO_MAX_TREE_UP pairs of
+ *                     uint32_t (groups, group), one per level above the
+ *                     header's, nearest first: the parent agent is member
+ *                     `group` of `groups` at its own parent, and so on up
+ *                     (ina_proto_job_open_levels_above, _level_above). With
+ *                     k > 0 the job goes up even where `leaves` is 1 (one
+ *                     leaf of this job under its parent); a leaf opens its
+ *                     parent's job with the first pair in the header's tree
+ *                     fields and the rest after its node ids. Part of the
+ *                     description too.
  *                     The tenant (ina_proto_job_open_tenant; on the wire
  *                     mid): the application the member belongs
  *                     to, one number in all its processes (0: none, the job
@@ -224,13 +235,16 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 14u /* 14: HELLO offers a range of versions, HELLO_ACK
+#define INA_PROTO_VERSION 15u /* 15: JOB_OPEN may carry a tree's levels above
+                                   the first (trees of any depth);
+                               14: HELLO offers a range of versions, HELLO_ACK
                                    says the chosen one, ERROR(VERSION) the agent's
                                    range ("Versions");
                                13: ERROR's INA_PROTO_F_IN_FLIGHT;
@@ -504,6 +518,40 @@ static inline uint32_t ina_proto_job_open_leaves(const ina_proto_hdr_t *h)
 static inline uint32_t ina_proto_job_open_leaf(const ina_proto_hdr_t *h)
 {
     return h->offset;
+}
+
+/* JOB_OPEN (protocol 15): the levels of a tree above the header's, carried
+ * after the node ids: at most INA_PROTO_MAX_TREE_UP (trees of up to
+ * INA_PROTO_MAX_TREE_UP + 2 levels of agents), each a pair of uint32_t. */
+#define INA_PROTO_MAX_TREE_UP 6u
+typedef struct ina_proto_tree_level {
+    uint32_t groups; /* the agents of this job under that level's parent */
+    uint32_t group;  /* this path's agent among them */
+} ina_proto_tree_level_t;
+/* The payload of a JOB_OPEN without levels above: key, capability, node ids. */
+static inline size_t ina_proto_job_open_base_len(const ina_proto_hdr_t *h)
+{
+    return INA_PROTO_JOB_KEY_BYTES + INA_PROTO_JOB_CAP_BYTES + (size_t) h->count * sizeof(uint32_t);
+}
+/* How many levels above a checked JOB_OPEN of payload_len bytes carries. */
+static inline uint32_t ina_proto_job_open_levels_above(const ina_proto_hdr_t *h,
+                                                       size_t payload_len)
+{
+    return (uint32_t) ((payload_len - ina_proto_job_open_base_len(h)) /
+                       sizeof(ina_proto_tree_level_t));
+}
+/* Level i (0: the parent's place at its own parent) of a checked JOB_OPEN's
+ * payload (which may be unaligned). */
+static inline ina_proto_tree_level_t ina_proto_job_open_level_above(const ina_proto_hdr_t *h,
+                                                                    const void *payload,
+                                                                    uint32_t i)
+{
+    ina_proto_tree_level_t l;
+    memcpy(&l,
+           (const uint8_t *) payload + ina_proto_job_open_base_len(h) +
+               (size_t) i * sizeof(ina_proto_tree_level_t),
+           sizeof(l));
+    return l;
 }
 
 /* JOB_OPEN: the job's place in a stripe: this agent is number `index` of

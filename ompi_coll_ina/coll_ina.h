@@ -271,7 +271,13 @@ typedef struct mca_coll_ina_module_t {
      * rank's leaf, numbered by first rank. */
     uint32_t nleaves;
     uint32_t leaf;
-    uint32_t *leaf_of; /* rank -> its leaf, over several leaves (else NULL) */
+    /* Over several leaves: the tree's levels above the leaves, each rank's
+     * agent at every level (tree_levels x size, level-major, as
+     * ina_topology_plan numbers them; else NULL), and this rank's place
+     * at each level (ina_topology_place). */
+    uint32_t tree_levels;
+    uint32_t *tree_groups;
+    ina_proto_tree_level_t tree_place[INA_TOPOLOGY_MAX_LEVELS];
     /* Why MPI_Allgather runs the host algorithm on this communicator
      * whatever the call (a leaf's ranks are not consecutive), or NULL. */
     const char *allgather_unsupported;

@@ -89,7 +89,8 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->job_state = MCA_COLL_INA_JOB_NONE;
     m->peers = false;
     m->peer_leader = NULL;
-    m->leaf_of = NULL;
+    m->tree_groups = NULL;
+    m->tree_levels = 0;
     m->peer_sends = m->peer_recvs = NULL;
     m->recovered_calls = 0;
     m->recovered_offloaded = 0;
@@ -156,8 +157,8 @@ static void ina_module_destruct(mca_coll_ina_module_t *m)
 #undef INA_RELEASE_PREVIOUS
     free(m->node_of);
     m->node_of = NULL;
-    free(m->leaf_of);
-    m->leaf_of = NULL;
+    free(m->tree_groups);
+    m->tree_groups = NULL;
     free(m->local_ranks);
     m->local_ranks = NULL;
     free(m->numa_of);
@@ -564,12 +565,14 @@ void mca_coll_ina_host_of(ompi_communicator_t *comm, int rank, char *host, size_
     }
 }
 
-/* With a topology file: how many leaf agents the members talk to, and each
- * member's leaf in leaf_of (m->size entries; leaves numbered in order of
- * their first rank); 0 and a reason in why when the plan fails. The same on
- * every member: the same file, the same host names. */
-static uint32_t ina_topology_leaves(mca_coll_ina_module_t *m, uint32_t *leaf_of, char *why,
-                                    size_t whylen)
+/* With a topology file: how many leaf agents the members talk to, the
+ * tree's levels above them (*levels) and each member's agent at every level
+ * in groups (m->size x INA_TOPOLOGY_MAX_LEVELS entries, level-major; level
+ * 0 the leaves, numbered in order of their first rank); 0 and a reason in
+ * why when the plan fails. The same on every member: the same file, the
+ * same host names. */
+static uint32_t ina_topology_tree(mca_coll_ina_module_t *m, uint32_t *groups, uint32_t *levels,
+                                  char *why, size_t whylen)
 {
     char **names = calloc((size_t) m->size, sizeof(*names));
     char host[256];
@@ -584,8 +587,14 @@ static uint32_t ina_topology_leaves(mca_coll_ina_module_t *m, uint32_t *leaf_of,
         snprintf(why, whylen, "out of memory");
     } else if (INA_OK != ina_topology_plan(mca_coll_ina_component.topo,
                                            (const char *const *) names, (uint32_t) m->size,
-                                           &nleaves, leaf_of, why, whylen)) {
+                                           levels, groups, why, whylen)) {
         nleaves = 0;
+    } else if (0 == *levels) {
+        nleaves = 1;
+    } else {
+        for (r = 0; r < m->size; ++r) {
+            nleaves = groups[r] + 1 > nleaves ? groups[r] + 1 : nleaves;
+        }
     }
     for (r = 0; NULL != names && r < m->size; ++r) {
         free(names[r]);
@@ -676,36 +685,46 @@ out:
 static bool ina_tree_setup(mca_coll_ina_module_t *m, ina_leaf_part_t *part)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
-    uint32_t *leaf_of = malloc(sizeof(*leaf_of) * (size_t) m->size);
+    uint32_t *groups = malloc(sizeof(*groups) * (size_t) m->size * INA_TOPOLOGY_MAX_LEVELS);
     const char *bad = NULL;
     char why[256] = "";
+    uint32_t levels = 0, l;
     int r;
 
-    free(m->leaf_of); /* an earlier setup's (offload resuming) */
-    m->leaf_of = NULL;
-    m->nleaves = NULL != leaf_of ? ina_topology_leaves(m, leaf_of, why, sizeof(why)) : 0;
-    if (NULL == leaf_of) {
+    free(m->tree_groups); /* an earlier setup's (offload resuming) */
+    m->tree_groups = NULL;
+    m->tree_levels = 0;
+    m->nleaves = NULL != groups ? ina_topology_tree(m, groups, &levels, why, sizeof(why)) : 0;
+    if (NULL == groups) {
         snprintf(why, sizeof(why), "out of memory");
     }
     if (m->nleaves > 1) {
-        m->leaf = leaf_of[m->rank];
-        m->leaf_of = leaf_of; /* recovery reduces as the tree does (ina_job_set_groups) */
-        bad = ina_leaf_part(m, leaf_of, part);
+        m->leaf = groups[m->rank];
+        /* recovery reduces as the tree does (ina_job_set_groups) */
+        m->tree_groups = groups;
+        m->tree_levels = levels;
+        ina_topology_place(groups, (uint32_t) m->size, levels, (uint32_t) m->rank,
+                           m->tree_place);
+        bad = ina_leaf_part(m, groups, part);
         if (NULL != bad) {
             snprintf(why, sizeof(why), "%s", bad);
         }
-        /* Leaves are numbered by first rank: each one's ranks are
-         * consecutive exactly when the numbers never go down. An allgather
-         * leaf sends up the one range its members placed. */
-        for (r = 1; NULL == bad && r < m->size; ++r) {
-            if (leaf_of[r] < leaf_of[r - 1]) {
-                m->allgather_unsupported = "the ranks of a leaf agent are not consecutive "
-                                           "(a tree's allgather needs them in one run)";
+        /* Agents are numbered by first rank at every level: each one's ranks
+         * are consecutive exactly when the numbers never go down. An
+         * allgather's agent sends up the one range its members placed. */
+        for (l = 0; l < levels; ++l) {
+            for (r = 1; NULL == bad && r < m->size; ++r) {
+                const uint32_t *g = groups + (size_t) l * (size_t) m->size;
+                if (g[r] < g[r - 1]) {
+                    m->allgather_unsupported = "the ranks of an agent of the tree are not "
+                                               "consecutive (a tree's allgather needs them in "
+                                               "one run)";
+                }
             }
         }
     }
-    if (m->leaf_of != leaf_of) {
-        free(leaf_of);
+    if (m->tree_groups != groups) {
+        free(groups);
     }
     if (0 == m->nleaves || NULL != bad) {
         INA_VERBOSE(5, "cid %d: host algorithms for this communicator (topology %s): %s",
@@ -714,9 +733,10 @@ static bool ina_tree_setup(mca_coll_ina_module_t *m, ina_leaf_part_t *part)
         return false;
     }
     if (m->nleaves > 1) {
-        INA_VERBOSE(10, "cid %d: a tree of %u leaf agents; this rank's leaf %u has %u of the "
-                        "%u %s%s",
-                    m->cid, m->nleaves, m->leaf, part->nmembers, part->comm_size,
+        INA_VERBOSE(10, "cid %d: a tree of %u leaf agents, %u level%s up to its top; this "
+                        "rank's leaf %u has %u of the %u %s%s",
+                    m->cid, m->nleaves, m->tree_levels, 1 == m->tree_levels ? "" : "s",
+                    m->leaf, part->nmembers, part->comm_size,
                     m->node_uplink ? "nodes" : "ranks",
                     NULL != m->allgather_unsupported ? "; allgather on the host" : "");
     }
@@ -872,8 +892,10 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         op.nmembers = part.nmembers;
         op.node_of_member = part.nodes;
         op.rank = part.as;
-        op.leaf = m->leaf;
-        op.nleaves = m->nleaves;
+        op.leaf = m->tree_place[0].group; /* among the leaves under its parent */
+        op.nleaves = m->tree_place[0].groups;
+        op.above = m->tree_place + 1; /* and the places of the agents above */
+        op.nabove = m->tree_levels - 1;
         op.comm_rank = part.comm_as;
         op.comm_size = part.comm_size;
     }
@@ -888,21 +910,27 @@ static int ina_job_setup(mca_coll_ina_module_t *m)
         /* One agent per job: flat, a member per rank; node uplink, a
          * member per node (its leader of the stream). */
         mca_coll_ina_peers_join(m, &join);
-    } else if (NULL != m->leaf_of) {
+    } else if (NULL != m->tree_groups) {
         /* A tree of agents: the whole communicator recovers together (its
          * ranks, or with the node stage its nodes' leaders of the stream),
-         * a rebuilt block reduced as the leaves and their parent do: each
-         * leaf's members in order, then the leaves. Without that order a
-         * float result would not be the agents' bits: no recovery then. */
-        uint32_t n = m->node_uplink ? (uint32_t) m->nnodes : (uint32_t) m->size, r;
-        uint32_t *group = malloc(sizeof(*group) * (size_t) n);
+         * a rebuilt block reduced as the agents of every level do: each
+         * leaf's members in order, then the leaves under each parent, and so
+         * on up. Without that order a float result would not be the agents'
+         * bits: no recovery then. */
+        const uint32_t n = m->node_uplink ? (uint32_t) m->nnodes : (uint32_t) m->size;
+        const size_t size = (size_t) m->size;
+        uint32_t *group = malloc(sizeof(*group) * (size_t) n * m->tree_levels), r, l;
         if (NULL != group) {
-            for (r = 0; r < (uint32_t) m->size; ++r) {
-                group[m->node_uplink ? m->node_of[r] : r] = m->leaf_of[r];
+            for (l = 0; l < m->tree_levels; ++l) {
+                for (r = 0; r < (uint32_t) m->size; ++r) {
+                    group[(size_t) l * n + (m->node_uplink ? m->node_of[r] : r)] =
+                        m->tree_groups[(size_t) l * size + r];
+                }
             }
             join.mask |= INA_TEAM_GROUPS;
             join.group_of_member = group;
             join.ngroups = n;
+            join.group_levels = m->tree_levels;
             mca_coll_ina_peers_join(m, &join);
         }
     }

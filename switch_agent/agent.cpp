@@ -440,7 +440,7 @@ void Agent::receive(Peer *peer, const ina_proto_hdr_t &h, const void *header,
         peer->block_bytes_in += length;
         counters_.block_bytes_in += length;
     }
-    agg::serve(agg_, *this, *peer, h, data);
+    agg::serve(agg_, *this, *peer, h, data, length);
 }
 
 void Agent::receive_rndv(Peer *peer, const ina_proto_hdr_t &h, void *desc, size_t length)
@@ -532,7 +532,7 @@ void Agent::finish_recv(RecvCtx *ctx, ucs_status_t status)
     record_received(peer->id, &ctx->hdr, sizeof(ctx->hdr), ctx->buf.data(), ctx->len, kRecordRndv);
     peer->block_bytes_in += ctx->len;
     counters_.block_bytes_in += ctx->len;
-    agg::serve(agg_, *this, *peer, ctx->hdr, ctx->buf.data(), &ctx->buf);
+    agg::serve(agg_, *this, *peer, ctx->hdr, ctx->buf.data(), ctx->len, &ctx->buf);
 }
 
 void Agent::on_send_done(void *request, ucs_status_t status, void *user_data)

@@ -255,13 +255,19 @@ void print_jobs(const json &j)
                 "BYTES-IN", "BYTES-OUT", "BLOCKS", "ERRORS", "AGE", "DENIED-BY");
     for (const json &e : list) {
         const json &t = e["tree"];
+        // The job's place in a tree: "-" none; "top" the agent that
+        // combines the whole tree; "leaf" (members are ranks) or "mid"
+        // (members are child agents) with its index among its parent's
+        // children of the job and the state of its job there.
         std::string tree = "-";
-        if (t["children"].get<bool>()) {
-            tree = "spine";
-        } else if (t["groups"].get<unsigned>() > 1) {
-            tree = "leaf" + std::to_string(t["group"].get<unsigned>()) + "/" +
+        const bool children = t["children"].get<bool>();
+        if (t["uplink"].get<std::string>() != "none") {
+            tree = std::string(children ? "mid" : "leaf") +
+                   std::to_string(t["group"].get<unsigned>()) + "/" +
                    std::to_string(t["groups"].get<unsigned>()) + ":" +
                    t["uplink"].get<std::string>();
+        } else if (children) {
+            tree = "top";
         }
         const unsigned width = e["stripe"]["width"].get<unsigned>();
         const std::string stripe =

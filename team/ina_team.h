@@ -117,9 +117,12 @@ typedef struct ina_team_join {
     ina_peer_ops_t peers;
     void (*progress)(void *arg);
     void *progress_arg;
-    /* A tree: member -> its leaf (ina_job_set_groups), copied. */
+    /* A tree: member -> its agent at each level (ina_job_set_groups:
+     * ngroups members, group_levels levels, 0 meaning 1: the leaves
+     * alone), copied. */
     const uint32_t *group_of_member;
     uint32_t ngroups;
+    uint32_t group_levels;
     /* Every member's calls are denied or fall back while this one has no
      * job of the key: their recoveries ask it all the same, and it answers
      * "denied" (ina_peer_answer_absent). Copied. */

@@ -117,7 +117,8 @@ ina_status_t Team::join(const ina_team_join_t &j)
     }
     if (job_ != nullptr && (j.mask & INA_TEAM_GROUPS) != 0 && j.group_of_member != nullptr) {
         // A tree recovers as a whole, in the agents' order of reduction.
-        ina_job_set_groups(job_, j.group_of_member, j.ngroups);
+        ina_job_set_groups(job_, j.group_of_member, j.ngroups,
+                           j.group_levels != 0 ? j.group_levels : 1);
     }
     if (peers_ && job_ != nullptr) {
         ina_job_set_peers(job_, &ops_);

@@ -250,6 +250,12 @@ json jobs(const Agent &agent)
         tree["group"] = j.tree().group;
         tree["children"] = j.children();
         tree["uplink"] = j.uplinked() ? up_state_name(j.up_state()) : "none";
+        // A deeper tree: the parent's place at its own parent, and so on up.
+        json above = json::array();
+        for (const ina_proto_tree_level_t &l : j.tree().above) {
+            above.push_back(json{{"groups", l.groups}, {"group", l.group}});
+        }
+        tree["above"] = above;
         e["tree"] = tree;
         json stripe;
         stripe["index"] = j.stripe_index();

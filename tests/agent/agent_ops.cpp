@@ -470,7 +470,7 @@ void test_tree()
     CHECK_OR_FAIL(r.out.find("leaf0/2:open") != std::string::npos, "leaf jobs:\n%s",
                   r.out.c_str());
     r = ctl(spine_sock, {"jobs"});
-    CHECK_OR_FAIL(r.out.find(" spine ") != std::string::npos, "spine jobs:\n%s", r.out.c_str());
+    CHECK_OR_FAIL(r.out.find(" top ") != std::string::npos, "spine jobs:\n%s", r.out.c_str());
     r = ctl(leaf_sock, {"status"});
     CHECK_OR_FAIL(r.out.find("tree:        leaf of " + spine.address() + " (up)") !=
                       std::string::npos,

@@ -75,6 +75,14 @@ void expect_usable(const ina_proto_hdr_t &h, size_t len)
                       uint64_t{h.count} * sizeof(uint32_t)) {
             broken("accepted a JOB_OPEN whose members or key do not fit", h, len);
         }
+        // What follows the node ids: whole levels above, in a tree only.
+        if (len > ina_proto_job_open_base_len(&h) &&
+            ((len - ina_proto_job_open_base_len(&h)) % sizeof(ina_proto_tree_level_t) != 0 ||
+             ina_proto_job_open_levels_above(&h, len) > INA_PROTO_MAX_TREE_UP ||
+             ina_proto_job_open_leaves(&h) == 0 || h.version < 15)) {
+            broken("accepted a JOB_OPEN with bytes after its node ids that are no levels above",
+                   h, len);
+        }
         break;
     case INA_PROTO_CALL_READY:
         if (len != 0 || h.window == 0 || h.rank >= INA_PROTO_MAX_MEMBERS ||

@@ -424,7 +424,7 @@ public:
                 return;
             }
             if (!rndv) {
-                serve(agg_, *this, from, h, payload);
+                serve(agg_, *this, from, h, payload, len);
                 return;
             }
             // Agent::receive_rndv, and finish_recv once the payload landed.
@@ -434,7 +434,7 @@ public:
             }
             BufRef buf(agg_.buffers(), agg_.buffers().get());
             std::memcpy(buf.data(), payload, len);
-            serve(agg_, *this, from, h, buf.data(), &buf);
+            serve(agg_, *this, from, h, buf.data(), len, &buf);
         } catch (const std::bad_alloc &) {
             // What the agent does with it (Agent::on_am): the message is lost.
             agg_.reject(nullptr, h, INA_PROTO_ERR_NO_RESOURCES, "dropped");

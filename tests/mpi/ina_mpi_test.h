@@ -9,6 +9,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace inatest {
@@ -411,18 +413,53 @@ void reference(std::vector<T> &ref, Op op, int nranks, uint64_t seed)
 }
 
 // The order ina folds the contributions of `comm`'s ranks in (docs/
-// ARCHITECTURE.md, "Reduction order"; docs/HIERARCHY.md): leaves, groups,
-// ranks. Each group's ranks fold left to right in rank order, a leaf folds
-// its groups' partials left to right, and the leaves' partials fold left to
-// right. A group is a node's ranks with the node stage on several nodes
-// (nodes numbered by their lowest rank), else one rank. A leaf is the ranks
-// of one leaf agent of a tree (coll_ina_topology, the communicator over
-// several of them), else every rank. How these tests lay them out without
-// communication: coll_ina_test_node_size K > 0 puts world ranks [0, K) on
-// node 0, [K, 2K) on node 1, ... (without it the tests run on one machine,
-// one node); coll_ina_test_hosts names each world rank's host, and the
-// scenarios' topology files give each host its own leaf agent.
-using FoldTree = std::vector<std::vector<std::vector<int>>>; // leaves -> groups -> ranks
+// ARCHITECTURE.md, "Reduction order"; docs/HIERARCHY.md): from the top of
+// the tree of agents down. Each group's ranks fold left to right in rank
+// order, a leaf agent folds its groups' partials left to right, an agent
+// above folds its children's partials left to right, each level numbered by
+// first rank. A group is a node's ranks with the node stage on several
+// nodes, else one rank. A leaf is the ranks of one leaf agent of a tree
+// (coll_ina_topology, the communicator over several of them), else every
+// rank; the agents above it are its parents in the topology file up to the
+// lowest one above every leaf of the communicator. How these tests lay
+// them out without communication: coll_ina_test_node_size K > 0 puts world
+// ranks [0, K) on node 0, [K, 2K) on node 1, ... (without it the tests run
+// on one machine, one node); coll_ina_test_hosts names each world rank's
+// host, and the scenarios' topology files give each host its own leaf agent
+// (plain host names, no ranges).
+struct FoldTree {
+    // Per rank, outermost first: the agents above its leaf (below the
+    // top), its leaf, its group.
+    std::vector<std::vector<std::string>> path;
+};
+
+// The topology file's leaf agent of each host and parent of each agent.
+inline void read_topology(const std::string &file, std::vector<std::pair<std::string, std::string>> &host_agent,
+                          std::vector<std::pair<std::string, std::string>> &parent_of)
+{
+    FILE *f = std::fopen(file.c_str(), "r");
+    if (f == nullptr) {
+        return;
+    }
+    char line[1024];
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+        std::vector<std::string> w;
+        for (char *t = std::strtok(line, " \t\r\n"); t != nullptr && t[0] != '#';
+             t = std::strtok(nullptr, " \t\r\n")) {
+            w.emplace_back(t);
+        }
+        if (w.size() == 5 && w[0] == "agent" && w[3] == "parent") {
+            parent_of.emplace_back(w[1], w[4]);
+        } else if (w.size() == 3 && w[0] == "hosts") {
+            std::string list = w[2] + ",";
+            for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos;
+                 at = comma + 1) {
+                host_agent.emplace_back(list.substr(at, comma - at), w[1]);
+            }
+        }
+    }
+    std::fclose(f);
+}
 
 inline FoldTree fold_tree(MPI_Comm comm)
 {
@@ -440,62 +477,103 @@ inline FoldTree fold_tree(MPI_Comm comm)
     MPI_Group_free(&wg);
     const long long k = Counters::cvar("coll_ina_test_node_size");
     const bool staged = Counters::cvar("coll_ina_node_stage") != 0;
+    const std::string topology = Counters::cvar_string("coll_ina_topology");
     std::vector<std::string> hosts;
-    if (!Counters::cvar_string("coll_ina_topology").empty()) {
+    std::vector<std::pair<std::string, std::string>> host_agent, parent_of;
+    if (!topology.empty()) {
         std::string list = Counters::cvar_string("coll_ina_test_hosts") + ",";
         for (size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1) {
             hosts.push_back(list.substr(at, comma - at));
         }
+        read_topology(topology, host_agent, parent_of);
     }
-    // Index of `key` in `keys`, appended if new: numbering by first rank.
-    auto number = [](std::vector<std::string> &keys, const std::string &key) {
+    auto lookup = [](const std::vector<std::pair<std::string, std::string>> &m,
+                     const std::string &key) {
+        for (const auto &kv : m) {
+            if (kv.first == key) {
+                return kv.second;
+            }
+        }
+        return std::string();
+    };
+    // Each rank's agents from its leaf up to the root.
+    std::vector<std::vector<std::string>> chain(size);
+    for (int r = 0; r < size; ++r) {
+        const size_t w = static_cast<size_t>(world[r]);
+        std::string a = w < hosts.size() ? lookup(host_agent, hosts[w]) : std::string();
+        a = a.empty() && w < hosts.size() ? hosts[w] : a; // no file: the host stands for its leaf
+        for (size_t steps = 0; !a.empty() && steps < 64; ++steps) {
+            chain[r].push_back(a);
+            a = lookup(parent_of, a);
+        }
+    }
+    // The top: what every chain ends with (the communicator's agents above
+    // all of its leaves); below it, the levels the agents fold.
+    size_t common = chain.empty() ? 0 : chain[0].size();
+    for (int r = 1; r < size; ++r) {
+        size_t c = 0;
+        while (c < common && c < chain[r].size() &&
+               chain[r][chain[r].size() - 1 - c] == chain[0][chain[0].size() - 1 - c]) {
+            ++c;
+        }
+        common = c;
+    }
+    FoldTree tree;
+    tree.path.resize(size);
+    for (int r = 0; r < size; ++r) {
+        const size_t below = chain[r].size() - std::min(common, chain[r].size());
+        for (size_t i = below; i > 0; --i) {
+            tree.path[r].push_back(chain[r][i - 1]); // outermost first, the leaf last
+        }
+        tree.path[r].push_back(staged && k > 0 ? "node " + std::to_string(world[r] / k)
+                                               : "rank " + std::to_string(r));
+    }
+    return tree;
+}
+
+// Fold value(rank) over the ranks `who` (ascending) of `tree`, from `level`
+// of their paths down, with `combine`, in ina's order.
+template <typename T, typename Value, typename Combine>
+T fold_level(const FoldTree &tree, const std::vector<int> &who, size_t level, Value value,
+             Combine combine)
+{
+    if (level == tree.path[who[0]].size()) { // one group: its ranks in order
+        T acc = value(who[0]);
+        for (size_t q = 1; q < who.size(); ++q) {
+            acc = combine(acc, value(who[q]));
+        }
+        return acc;
+    }
+    std::vector<std::string> keys; // this level's agents (or groups), by first rank
+    std::vector<std::vector<int>> under;
+    for (int r : who) {
+        const std::string &key = tree.path[r][level];
         size_t n = 0;
         while (n < keys.size() && keys[n] != key) {
             ++n;
         }
         if (n == keys.size()) {
             keys.push_back(key);
+            under.emplace_back();
         }
-        return n;
-    };
-    std::vector<std::string> leaf_keys, node_keys;
-    std::vector<size_t> leaf_of(size), node_of(size);
-    for (int r = 0; r < size; ++r) {
-        const size_t w = static_cast<size_t>(world[r]);
-        leaf_of[r] = number(leaf_keys, w < hosts.size() ? hosts[w] : "");
-        node_of[r] = number(node_keys, staged && k > 0 ? std::to_string(world[r] / k)
-                                                       : "rank " + std::to_string(r));
+        under[n].push_back(r);
     }
-    FoldTree tree(leaf_keys.size());
-    std::vector<long> group_at(node_keys.size(), -1); // node -> its group in its leaf
-    for (int r = 0; r < size; ++r) {
-        auto &leaf = tree[leaf_of[r]];
-        if (group_at[node_of[r]] < 0) {
-            group_at[node_of[r]] = static_cast<long>(leaf.size());
-            leaf.emplace_back();
-        }
-        leaf[static_cast<size_t>(group_at[node_of[r]])].push_back(r);
+    T total = fold_level<T>(tree, under[0], level + 1, value, combine);
+    for (size_t n = 1; n < under.size(); ++n) {
+        total = combine(total, fold_level<T>(tree, under[n], level + 1, value, combine));
     }
-    return tree;
+    return total;
 }
 
 // Fold value(rank) over `tree` with `combine`, in ina's order.
 template <typename T, typename Value, typename Combine>
 T fold(const FoldTree &tree, Value value, Combine combine)
 {
-    T total{};
-    for (size_t l = 0; l < tree.size(); ++l) {
-        T leaf{};
-        for (size_t n = 0; n < tree[l].size(); ++n) {
-            T acc = value(tree[l][n][0]);
-            for (size_t q = 1; q < tree[l][n].size(); ++q) {
-                acc = combine(acc, value(tree[l][n][q]));
-            }
-            leaf = n == 0 ? acc : combine(leaf, acc);
-        }
-        total = l == 0 ? leaf : combine(total, leaf);
+    std::vector<int> all(tree.path.size());
+    for (size_t r = 0; r < all.size(); ++r) {
+        all[r] = static_cast<int>(r);
     }
-    return total;
+    return fold_level<T>(tree, all, 0, value, combine);
 }
 
 template <typename T>

@@ -269,7 +269,7 @@ inline Event open_job(Aggregator &agg, FakeSink &sink, Member &m, uint32_t tag,
     const auto *ids = reinterpret_cast<const uint8_t *>(node_ids.data());
     payload.insert(payload.end(), ids, ids + node_ids.size() * sizeof(uint32_t));
     expect_valid(h, payload.size());
-    agg.job_open(m, h, payload.data());
+    agg.job_open(m, h, payload.data(), payload.size());
     ck_assert(!sink.events.empty());
     const Event e = sink.events.back();
     ck_assert(e.kind == Event::Kind::kOpened);

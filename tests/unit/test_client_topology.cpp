@@ -2,8 +2,9 @@
 //
 // What every rank derives alike for a communicator, without communicating:
 // the topology file (client/ina_topology.h: host lists, agents and their
-// parents, the errors a user gets for a wrong file, the plan) and the job
-// key (ina_job_key_*, client/ina_client.h).
+// parents, the errors a user gets for a wrong file, the plan of trees of
+// any depth and each rank's place in it) and the job key (ina_job_key_*,
+// client/ina_client.h).
 #include <check.h>
 #include <unistd.h>
 
@@ -130,20 +131,26 @@ START_TEST(test_plan)
     Topology t;
     std::string err;
     ck_assert(Topology::parse(kTwoLeaves, t, err));
-    // Leaves in the order of their first rank: leaf1 (rank 0) before leaf0.
+    // Leaves in the order of their first rank: leaf1 (rank 0) before leaf0;
+    // both under the spine, the top, one level up.
     Plan p;
     ck_assert_msg(ina::topo::plan(t, {"node05", "node01", "gpu1", "node01", "node04"}, p, err),
                   "%s", err.c_str());
-    ck_assert_uint_eq(p.leaves.size(), 2);
-    ck_assert_str_eq(t.agents()[p.leaves[0]].name.c_str(), "leaf1");
-    ck_assert_str_eq(t.agents()[p.leaves[1]].name.c_str(), "leaf0");
-    ck_assert_str_eq(t.agents()[p.root].name.c_str(), "spine");
-    ck_assert(p.leaf_of_rank == std::vector<uint32_t>({0, 1, 0, 1, 1}));
+    ck_assert_uint_eq(p.levels, 1);
+    ck_assert_uint_eq(p.agents.size(), 1);
+    ck_assert_uint_eq(p.leaves().size(), 2);
+    ck_assert_str_eq(t.agents()[p.leaves()[0]].name.c_str(), "leaf1");
+    ck_assert_str_eq(t.agents()[p.leaves()[1]].name.c_str(), "leaf0");
+    ck_assert_str_eq(t.agents()[p.top].name.c_str(), "spine");
+    ck_assert(p.leaf_of_rank() == std::vector<uint32_t>({0, 1, 0, 1, 1}));
     ck_assert(p.members[0] == std::vector<uint32_t>({0, 2}));
     ck_assert(p.members[1] == std::vector<uint32_t>({1, 3, 4}));
-    // One leaf: the root is the leaf's own root.
+    // One leaf: no levels, the leaf is the top.
     ck_assert(ina::topo::plan(t, {"node03", "node03"}, p, err));
-    ck_assert_uint_eq(p.leaves.size(), 1);
+    ck_assert_uint_eq(p.levels, 0);
+    ck_assert_uint_eq(p.leaves().size(), 1);
+    ck_assert_str_eq(t.agents()[p.top].name.c_str(), "leaf0");
+    ck_assert(p.leaf_of_rank() == std::vector<uint32_t>({0, 0}));
     // Errors: an unmapped host, agents of two trees in one communicator.
     ck_assert(!ina::topo::plan(t, {"node01", "elsewhere"}, p, err));
     ck_assert_str_eq(err.c_str(),
@@ -151,21 +158,315 @@ START_TEST(test_plan)
     ck_assert(!ina::topo::plan(t, {"node01", "login1"}, p, err));
     ck_assert_str_eq(err.c_str(), "rank 1 talks to agent \"lone\", in another tree than rank "
                                   "0's (root \"lone\" vs \"spine\")");
-    // Several leaves must each be a child of the root: not the root itself,
-    // not deeper (the agents build trees of depth 2).
-    Topology deep;
+    // Every leaf as deep as the others below the top: a rank on the top
+    // itself beside one below it is refused, whichever comes first.
+    Topology chain;
     ck_assert(Topology::parse("agent s h:1\nagent a h:2 parent s\nagent b h:3 parent a\n"
                               "hosts s n0\nhosts a n1\nhosts b n2\n",
-                              deep, err));
-    ck_assert(!ina::topo::plan(deep, {"n1", "n0"}, p, err));
-    ck_assert_str_eq(err.c_str(), "rank 1 talks to agent \"s\", the root of the tree: a "
-                                  "communicator over several leaf agents needs each to be a "
-                                  "child of the root (depth 2)");
-    ck_assert(!ina::topo::plan(deep, {"n1", "n2"}, p, err));
-    ck_assert_str_eq(err.c_str(), "rank 1 talks to agent \"b\", 2 levels below the root: a "
-                                  "communicator over several leaf agents needs each to be a "
-                                  "child of the root (depth 2)");
-    ck_assert(ina::topo::plan(deep, {"n2", "n2"}, p, err)); // one leaf: any depth
+                              chain, err));
+    ck_assert(!ina::topo::plan(chain, {"n1", "n0"}, p, err));
+    ck_assert_str_eq(err.c_str(), "rank 1 talks to agent \"s\", the top \"s\" itself, while "
+                                  "rank 0's is 1 level below: every leaf of a communicator "
+                                  "must be as deep as the others");
+    ck_assert(!ina::topo::plan(chain, {"n1", "n2"}, p, err));
+    ck_assert_str_eq(err.c_str(), "rank 1 talks to agent \"b\", 1 level below the top \"a\", "
+                                  "while rank 0's is the top itself: every leaf of a "
+                                  "communicator must be as deep as the others");
+    ck_assert(ina::topo::plan(chain, {"n2", "n2"}, p, err)); // one leaf: any depth
+    ck_assert_uint_eq(p.levels, 0);
+    ck_assert_str_eq(chain.agents()[p.top].name.c_str(), "b");
+}
+END_TEST
+
+namespace {
+
+// core; spines s0, s1; leaves l0, l1 under s0 and l2, l3 under s1; hosts a
+// to h, two per leaf; and a stray leaf x right under core.
+const char *kThreeLevels = "agent core c:1\n"
+                           "agent s0 s:1 parent core\n"
+                           "agent s1 s:2 parent core\n"
+                           "agent l0 l:0 parent s0\n"
+                           "agent l1 l:1 parent s0\n"
+                           "agent l2 l:2 parent s1\n"
+                           "agent l3 l:3 parent s1\n"
+                           "agent x l:9 parent core\n"
+                           "hosts l0 a,b\nhosts l1 c,d\nhosts l2 e,f\nhosts l3 g,h\n"
+                           "hosts x x1\n";
+
+// Four levels below the file's root t: t0; u0, u1; v0 under u0, v1 and v2
+// under u1; leaves w0 to w3 (w2 and w3 both under v2), host nK on wK.
+const char *kFourLevels = "agent t h:1\nagent t0 h:1 parent t\n"
+                          "agent u0 h:1 parent t0\nagent u1 h:1 parent t0\n"
+                          "agent v0 h:1 parent u0\nagent v1 h:1 parent u1\n"
+                          "agent v2 h:1 parent u1\n"
+                          "agent w0 h:1 parent v0\nagent w1 h:1 parent v1\n"
+                          "agent w2 h:1 parent v2\nagent w3 h:1 parent v2\n"
+                          "hosts w0 n0\nhosts w1 n1\nhosts w2 n2\nhosts w3 n3\n";
+
+Plan plan_of(const Topology &t, const std::vector<std::string> &hosts)
+{
+    Plan p;
+    std::string err;
+    ck_assert_msg(ina::topo::plan(t, hosts, p, err), "%s", err.c_str());
+    return p;
+}
+
+std::vector<std::string> names_of(const Topology &t, const std::vector<int> &agents)
+{
+    std::vector<std::string> out;
+    for (int a : agents) {
+        out.push_back(t.agents()[a].name);
+    }
+    return out;
+}
+
+// The C API's view of a plan: levels, group_of_rank level-major.
+struct CPlan {
+    uint32_t levels = 0;
+    std::vector<uint32_t> groups;
+    uint32_t n = 0;
+
+    // Rank r's place; the entries past `levels` must stay untouched.
+    std::vector<ina_proto_tree_level_t> place(uint32_t r) const
+    {
+        std::vector<ina_proto_tree_level_t> out(INA_TOPOLOGY_MAX_LEVELS,
+                                                ina_proto_tree_level_t{99, 99});
+        ina_topology_place(groups.data(), n, levels, r, out.data());
+        ck_assert(std::all_of(out.begin() + levels, out.end(), [](ina_proto_tree_level_t l) {
+            return l.groups == 99 && l.group == 99;
+        }));
+        out.resize(levels);
+        return out;
+    }
+};
+
+// A place as {groups, group} pairs, flattened, for one comparison.
+std::vector<uint32_t> flat(const std::vector<ina_proto_tree_level_t> &place)
+{
+    std::vector<uint32_t> out;
+    for (const ina_proto_tree_level_t &l : place) {
+        out.push_back(l.groups);
+        out.push_back(l.group);
+    }
+    return out;
+}
+
+CPlan c_plan(const ina_topology_t *t, const std::vector<const char *> &hosts)
+{
+    CPlan c;
+    c.n = static_cast<uint32_t>(hosts.size());
+    c.groups.assign(hosts.size() * INA_TOPOLOGY_MAX_LEVELS, 0xdead);
+    char err[256] = "";
+    ck_assert_msg(ina_topology_plan(t, hosts.data(), c.n, &c.levels, c.groups.data(), err,
+                                    sizeof(err)) == INA_OK,
+                  "%s", err);
+    ck_assert_uint_le(c.levels, INA_TOPOLOGY_MAX_LEVELS);
+    // Exactly max(levels, 1) levels written, nothing beyond.
+    const size_t used = hosts.size() * std::max<uint32_t>(c.levels, 1);
+    ck_assert(std::all_of(c.groups.begin() + used, c.groups.end(),
+                          [](uint32_t g) { return g == 0xdead; }));
+    c.groups.resize(used);
+    return c;
+}
+
+ina_topology_t *load_text(const std::string &text)
+{
+    char path[] = "/tmp/ina-topology-XXXXXX";
+    const int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    close(fd);
+    ina_topology_t *t = nullptr;
+    char err[256] = "";
+    const ina_status_t st = ina_topology_load(path, &t, err, sizeof(err));
+    unlink(path);
+    ck_assert_msg(st == INA_OK, "%s", err);
+    return t;
+}
+
+// A tree whose leaves l0 and l1 hang `depth` levels below the root "t",
+// each at the end of its own chain of agents; host n0 on l0, n1 on l1.
+std::string two_chains(size_t depth)
+{
+    std::string text = "agent t h:1\n";
+    for (int side = 0; side < 2; ++side) {
+        std::string parent = "t";
+        for (size_t d = 1; d <= depth; ++d) {
+            const std::string name = d == depth ? "l" + std::to_string(side)
+                                                : "c" + std::to_string(side) + "_" +
+                                                      std::to_string(d);
+            text += "agent " + name + " h:1 parent " + parent + "\n";
+            parent = name;
+        }
+        text += "hosts l" + std::to_string(side) + " n" + std::to_string(side) + "\n";
+    }
+    return text;
+}
+
+} // namespace
+
+// Trees deeper than leaf and top: the levels, each level's agents numbered
+// by first rank, and the errors.
+START_TEST(test_plan_deep)
+{
+    Topology t;
+    std::string err;
+    ck_assert_msg(Topology::parse(kThreeLevels, t, err), "%s", err.c_str());
+
+    // All eight ranks: leaf, spine, core.
+    Plan p = plan_of(t, {"a", "b", "c", "d", "e", "f", "g", "h"});
+    ck_assert_uint_eq(p.levels, 2);
+    ck_assert_str_eq(t.agents()[p.top].name.c_str(), "core");
+    ck_assert_uint_eq(p.agents.size(), 2);
+    ck_assert(names_of(t, p.agents[0]) == std::vector<std::string>({"l0", "l1", "l2", "l3"}));
+    ck_assert(names_of(t, p.agents[1]) == std::vector<std::string>({"s0", "s1"}));
+    ck_assert(p.group_of_rank[0] == std::vector<uint32_t>({0, 0, 1, 1, 2, 2, 3, 3}));
+    ck_assert(p.group_of_rank[1] == std::vector<uint32_t>({0, 0, 0, 0, 1, 1, 1, 1}));
+
+    // Only under s0: s0 is the top, one level.
+    p = plan_of(t, {"d", "a", "c"});
+    ck_assert_uint_eq(p.levels, 1);
+    ck_assert_str_eq(t.agents()[p.top].name.c_str(), "s0");
+    ck_assert(names_of(t, p.leaves()) == std::vector<std::string>({"l1", "l0"}));
+    ck_assert(p.leaf_of_rank() == std::vector<uint32_t>({0, 1, 0}));
+
+    // Interleaved: every level numbered by first rank, not by name.
+    p = plan_of(t, {"g", "a", "c", "h", "e", "b"});
+    ck_assert_uint_eq(p.levels, 2);
+    ck_assert(names_of(t, p.agents[0]) == std::vector<std::string>({"l3", "l0", "l1", "l2"}));
+    ck_assert(names_of(t, p.agents[1]) == std::vector<std::string>({"s1", "s0"}));
+    ck_assert(p.group_of_rank[0] == std::vector<uint32_t>({0, 1, 2, 0, 3, 1}));
+    ck_assert(p.group_of_rank[1] == std::vector<uint32_t>({0, 1, 1, 0, 0, 1}));
+    ck_assert(p.members[1] == std::vector<uint32_t>({1, 5}));
+
+    // One leaf under all that: no levels.
+    p = plan_of(t, {"f", "e", "f"});
+    ck_assert_uint_eq(p.levels, 0);
+    ck_assert_str_eq(t.agents()[p.top].name.c_str(), "l2");
+
+    // Unequal depths: x is a child of core, l2 and l3 grandchildren.
+    ck_assert(!ina::topo::plan(t, {"e", "a", "x1"}, p, err));
+    ck_assert_str_eq(err.c_str(), "rank 2 talks to agent \"x\", 1 level below the top \"core\", "
+                                  "while rank 0's is 2 levels below: every leaf of a "
+                                  "communicator must be as deep as the others");
+    ck_assert(!ina::topo::plan(t, {"x1", "x1", "h"}, p, err));
+    ck_assert_str_eq(err.c_str(), "rank 2 talks to agent \"l3\", 2 levels below the top "
+                                  "\"core\", while rank 0's is 1 level below: every leaf of a "
+                                  "communicator must be as deep as the others");
+    // Another tree, an unmapped host.
+    Topology two;
+    ck_assert(Topology::parse(std::string(kThreeLevels) + "agent other o:1\nhosts other z\n",
+                              two, err));
+    ck_assert(!ina::topo::plan(two, {"a", "h", "z"}, p, err));
+    ck_assert_str_eq(err.c_str(), "rank 2 talks to agent \"other\", in another tree than rank "
+                                  "0's (root \"other\" vs \"core\")");
+    ck_assert(!ina::topo::plan(t, {"a", "h", "i"}, p, err));
+    ck_assert_str_eq(err.c_str(), "host \"i\" of rank 2 is in no hosts line of the topology");
+
+    // Depth 4: four agents from a leaf to the top, which is not the file's
+    // root (t0 hangs under t); an agent with one child still is a level.
+    Topology four;
+    ck_assert(Topology::parse(kFourLevels, four, err));
+    p = plan_of(four, {"n3", "n0", "n2", "n1"});
+    ck_assert_uint_eq(p.levels, 3);
+    ck_assert_str_eq(four.agents()[p.top].name.c_str(), "t0");
+    ck_assert(names_of(four, p.agents[0]) ==
+              std::vector<std::string>({"w3", "w0", "w2", "w1"}));
+    ck_assert(names_of(four, p.agents[1]) == std::vector<std::string>({"v2", "v0", "v1"}));
+    ck_assert(names_of(four, p.agents[2]) == std::vector<std::string>({"u1", "u0"}));
+    ck_assert(p.group_of_rank[1] == std::vector<uint32_t>({0, 1, 0, 2}));
+    ck_assert(p.group_of_rank[2] == std::vector<uint32_t>({0, 1, 0, 0}));
+
+    // The limit: INA_TOPOLOGY_MAX_LEVELS levels above the leaves, no more.
+    Topology deep;
+    ck_assert(Topology::parse(two_chains(INA_TOPOLOGY_MAX_LEVELS), deep, err));
+    p = plan_of(deep, {"n0", "n1"});
+    ck_assert_uint_eq(p.levels, INA_TOPOLOGY_MAX_LEVELS);
+    ck_assert_uint_eq(p.group_of_rank.size(), INA_TOPOLOGY_MAX_LEVELS);
+    ck_assert(Topology::parse(two_chains(INA_TOPOLOGY_MAX_LEVELS + 1), deep, err));
+    ck_assert(!ina::topo::plan(deep, {"n0", "n1"}, p, err));
+    const std::string want = "rank 0 talks to agent \"l0\", " +
+                             std::to_string(INA_TOPOLOGY_MAX_LEVELS + 1) +
+                             " levels below the top \"t\": the agents take at most " +
+                             std::to_string(INA_TOPOLOGY_MAX_LEVELS) +
+                             " levels above a communicator's leaves";
+    ck_assert_str_eq(err.c_str(), want.c_str());
+}
+END_TEST
+
+// The C API over the same trees: group_of_rank level by level, and each
+// rank's place (how many agents under its parent, which one is its own).
+START_TEST(test_c_plan_and_place)
+{
+    ina_topology_t *t = load_text(kThreeLevels);
+
+    CPlan c = c_plan(t, {"a", "b", "c", "d", "e", "f", "g", "h"});
+    ck_assert_uint_eq(c.levels, 2);
+    ck_assert(c.groups == std::vector<uint32_t>({0, 0, 1, 1, 2, 2, 3, 3,   // leaves
+                                                 0, 0, 0, 0, 1, 1, 1, 1})); // spines
+    // {groups, group} at the leaf level, then at the spine level.
+    ck_assert(flat(c.place(0)) == std::vector<uint32_t>({2, 0, 2, 0}));
+    ck_assert(flat(c.place(3)) == std::vector<uint32_t>({2, 1, 2, 0}));
+    ck_assert(flat(c.place(4)) == std::vector<uint32_t>({2, 0, 2, 1}));
+    ck_assert(flat(c.place(7)) == std::vector<uint32_t>({2, 1, 2, 1})); // on l3
+
+    // One leaf under each spine: each alone under its parent.
+    c = c_plan(t, {"a", "e", "b"});
+    ck_assert_uint_eq(c.levels, 2);
+    ck_assert(flat(c.place(0)) == std::vector<uint32_t>({1, 0, 2, 0}));
+    ck_assert(flat(c.place(1)) == std::vector<uint32_t>({1, 0, 2, 1}));
+    ck_assert(flat(c.place(2)) == flat(c.place(0)));
+
+    // Interleaved (g, a, c, h, e, b): leaves l3, l0, l1, l2 and spines s1,
+    // s0 by first rank; under s1, l3 (rank 0) comes before l2 (rank 4).
+    c = c_plan(t, {"g", "a", "c", "h", "e", "b"});
+    ck_assert(flat(c.place(0)) == std::vector<uint32_t>({2, 0, 2, 0})); // l3 under s1
+    ck_assert(flat(c.place(4)) == std::vector<uint32_t>({2, 1, 2, 0})); // l2 under s1
+    ck_assert(flat(c.place(1)) == std::vector<uint32_t>({2, 0, 2, 1})); // l0 under s0
+    ck_assert(flat(c.place(2)) == std::vector<uint32_t>({2, 1, 2, 1})); // l1 under s0
+    ck_assert(flat(c.place(5)) == flat(c.place(1)));
+
+    // Under s0 only: one level, the top is s0.
+    c = c_plan(t, {"c", "a"});
+    ck_assert_uint_eq(c.levels, 1);
+    ck_assert(c.groups == std::vector<uint32_t>({0, 1}));
+    ck_assert(flat(c.place(1)) == std::vector<uint32_t>({2, 1}));
+
+    // One leaf: levels 0, level 0 all zeros, nothing placed.
+    c = c_plan(t, {"b", "a"});
+    ck_assert_uint_eq(c.levels, 0);
+    ck_assert(c.groups == std::vector<uint32_t>({0, 0}));
+    ck_assert(c.place(1).empty());
+
+    // Errors come with their reason; the group array may be NULL.
+    const char *uneven[] = {"a", "x1"};
+    uint32_t levels = 0;
+    char err[256] = "";
+    ck_assert_int_eq(ina_topology_plan(t, uneven, 2, &levels, nullptr, err, sizeof(err)),
+                     INA_ERR_INVALID);
+    ck_assert_msg(std::strstr(err, "must be as deep as the others") != nullptr, "%s", err);
+    const char *all[] = {"h", "a"};
+    ck_assert_int_eq(ina_topology_plan(t, all, 2, &levels, nullptr, err, sizeof(err)), INA_OK);
+    ck_assert_uint_eq(levels, 2);
+    ina_topology_free(t);
+
+    // Depth 4 at the C API (ranks on w3, w0, w2, w1): three levels above
+    // the leaves; siblings counted under each parent, not across the level.
+    ina_topology_t *four = load_text(kFourLevels);
+    c = c_plan(four, {"n3", "n0", "n2", "n1"});
+    ck_assert_uint_eq(c.levels, 3);
+    ck_assert(flat(c.place(0)) == std::vector<uint32_t>({2, 0, 2, 0, 2, 0})); // w3, v2, u1
+    ck_assert(flat(c.place(1)) == std::vector<uint32_t>({1, 0, 1, 0, 2, 1})); // w0, v0, u0
+    ck_assert(flat(c.place(2)) == std::vector<uint32_t>({2, 1, 2, 0, 2, 0})); // w2, v2, u1
+    ck_assert(flat(c.place(3)) == std::vector<uint32_t>({1, 0, 2, 1, 2, 0})); // w1, v1, u1
+    ina_topology_free(four);
+    // Two single chains: one agent per parent until the top.
+    ina_topology_t *chains = load_text(two_chains(3));
+    c = c_plan(chains, {"n1", "n0"});
+    ck_assert_uint_eq(c.levels, 3);
+    ck_assert(flat(c.place(0)) == std::vector<uint32_t>({1, 0, 1, 0, 2, 0}));
+    ck_assert(flat(c.place(1)) == std::vector<uint32_t>({1, 0, 1, 0, 2, 1}));
+    ina_topology_free(chains);
 }
 END_TEST
 
@@ -186,14 +487,21 @@ START_TEST(test_c_api)
     ck_assert_str_eq(ina_topology_agent_for(t, "gpu1"), "10.0.2.1:17300");
     ck_assert_ptr_null(ina_topology_agent_for(t, "elsewhere"));
     const char *hosts[] = {"node05", "node01", "gpu1", "node01", "node04"};
-    uint32_t nleaves = 0, leaf_of[5] = {};
-    ck_assert_int_eq(ina_topology_plan(t, hosts, 5, &nleaves, leaf_of, err, sizeof(err)), INA_OK);
-    ck_assert_uint_eq(nleaves, 2);
+    // Two leaves under the spine: one level, the leaves numbered as before.
+    uint32_t levels = 0, leaf_of[5] = {};
+    ck_assert_int_eq(ina_topology_plan(t, hosts, 5, &levels, leaf_of, err, sizeof(err)), INA_OK);
+    ck_assert_uint_eq(levels, 1);
     ck_assert_uint_eq(leaf_of[0], 0);
     ck_assert_uint_eq(leaf_of[1], 1);
     ck_assert_uint_eq(leaf_of[2], 0);
+    ck_assert_uint_eq(leaf_of[3], 1);
+    ck_assert_uint_eq(leaf_of[4], 1);
+    ina_proto_tree_level_t place = {};
+    ina_topology_place(leaf_of, 5, levels, 4, &place);
+    ck_assert_uint_eq(place.groups, 2);
+    ck_assert_uint_eq(place.group, 1);
     const char *bad[] = {"node01", "elsewhere"};
-    ck_assert_int_eq(ina_topology_plan(t, bad, 2, &nleaves, nullptr, err, sizeof(err)),
+    ck_assert_int_eq(ina_topology_plan(t, bad, 2, &levels, nullptr, err, sizeof(err)),
                      INA_ERR_INVALID);
     ck_assert_str_eq(err, "host \"elsewhere\" of rank 1 is in no hosts line of the topology");
     ina_topology_free(t);
@@ -291,5 +599,6 @@ int main()
 {
     return ina_test::run_suite("client_topology", "topology",
                                {test_hostlists, test_parse_and_lookup, test_parse_errors,
-                                test_plan, test_job_key, test_siphash_and_seal, test_c_api});
+                                test_plan, test_plan_deep, test_c_plan_and_place, test_job_key,
+                                test_siphash_and_seal, test_c_api});
 }

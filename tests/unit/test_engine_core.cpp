@@ -166,7 +166,7 @@ public:
             return Posted::done; // into a socket buffer nobody reads
         }
         // The core reduces or copies the payload before it returns.
-        ina::agg::serve(hub_.agg(), hub_, member_, hdr, payload);
+        ina::agg::serve(hub_.agg(), hub_, member_, hdr, payload, len);
         return Posted::done;
     }
     bool arm() override { return member_.inbox.empty(); }
@@ -860,7 +860,7 @@ START_TEST(test_recover_tree_order)
     PeerLink link(g);
     const uint32_t leaf_of[kRanks] = {0, 0, 1, 1};
     for (uint32_t r = 0; r < kRanks; ++r) {
-        ina_job_set_groups(g.jobs[r], leaf_of, kRanks);
+        ina_job_set_groups(g.jobs[r], leaf_of, kRanks, 1);
     }
     FloatSums warm(64);
     g.run(warm.d);
@@ -881,6 +881,43 @@ START_TEST(test_recover_tree_order)
         }
     }
     ck_assert_msg(differ > 0, "the inputs do not tell the two orders apart");
+}
+END_TEST
+
+// A tree of three levels (leaves 0 | 1 | 2 = ranks 0 | 1 | 2-3; leaf 0 under
+// spine 0, leaves 1 and 2 under spine 1, both under a core): the rebuilt
+// blocks fold as those agents do, r0 + (r1 + (r2 + r3)), bit for bit, which
+// is neither the flat order nor the leaves' alone ((r0 + r1) + (r2 + r3)).
+START_TEST(test_recover_deep_tree_order)
+{
+    Group g(kRanks);
+    PeerLink link(g);
+    const uint32_t groups[2 * kRanks] = {0, 1, 2, 2, /* spines: */ 0, 1, 1, 1};
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        ina_job_set_groups(g.jobs[r], groups, kRanks, 2);
+    }
+    FloatSums warm(64);
+    g.run(warm.d);
+    g.hub.die_after(0);
+    FloatSums f(3 * kSegBytes / sizeof(float));
+    uint32_t recovered = 0;
+    std::vector<ina_cqe_t> c = run_recovering(g, link, f.d, false, &recovered);
+    ck_assert_uint_eq(recovered, kRanks);
+    size_t differ_flat = 0, differ_leaves = 0;
+    for (size_t i = 0; i < f.in[0].size(); ++i) {
+        const float deep = f.in[0][i] + (f.in[1][i] + (f.in[2][i] + f.in[3][i]));
+        const float flat = ((f.in[0][i] + f.in[1][i]) + f.in[2][i]) + f.in[3][i];
+        const float leaves = (f.in[0][i] + f.in[1][i]) + (f.in[2][i] + f.in[3][i]);
+        differ_flat += std::memcmp(&deep, &flat, sizeof(float)) != 0;
+        differ_leaves += std::memcmp(&deep, &leaves, sizeof(float)) != 0;
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ck_assert_msg(c[r].rc == INA_OK && c[r].outcome == INA_OFFLOADED, "rank %u", r);
+            ck_assert_msg(std::memcmp(&f.out[r][i], &deep, sizeof(float)) == 0,
+                          "rank %u element %zu: %a, want the tree's %a", r, i, f.out[r][i], deep);
+        }
+    }
+    ck_assert_msg(differ_flat > 0 && differ_leaves > 0,
+                  "the inputs do not tell the orders apart");
 }
 END_TEST
 
@@ -1408,6 +1445,7 @@ int main()
                                 test_recover_member_without_job,
                                 test_recover_member_left,
                                 test_recover_tree_order,
+                                test_recover_deep_tree_order,
                                 test_call_abort_falls_back_everywhere,
                                 test_stripe_every_collective,
                                 test_stripe_one_agent_denies,

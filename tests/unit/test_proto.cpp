@@ -306,7 +306,9 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, ahead), 58);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, done), 60);
     // Enum values are wire values: pin them.
-    ck_assert_uint_eq(INA_PROTO_VERSION, 14);
+    ck_assert_uint_eq(INA_PROTO_VERSION, 15);
+    ck_assert_uint_eq(INA_PROTO_MAX_TREE_UP, 6);
+    ck_assert_uint_eq(sizeof(ina_proto_tree_level_t), 8);
     ck_assert_uint_eq(INA_PROTO_VERSION_MIN, 13);
     ck_assert_uint_eq(INA_PROTO_HELLO, 1);
     ck_assert_uint_eq(INA_PROTO_ERROR, 11);
@@ -835,6 +837,47 @@ START_TEST(test_job_open_tree)
         m = valid_msg(t);
         m.hdr.flags |= INA_PROTO_F_CHILDREN;
         ck_assert_msg(check_msg(m) == INA_PROTO_ERR_MALFORMED, "%s", ina_proto_type_name(t));
+    }
+}
+END_TEST
+
+// A deeper tree (protocol 15): whole (groups, group) pairs after the node
+// ids, at most INA_PROTO_MAX_TREE_UP, only in a tree (leaves >= 1; 1 is one
+// leaf of the job under its parent) and only on a connection of 15; the
+// accessors read them back from an unaligned payload.
+START_TEST(test_job_open_levels_above)
+{
+    const Msg good = valid_msg(INA_PROTO_JOB_OPEN);
+    const size_t base = good.payload_len;
+    ck_assert_uint_eq(ina_proto_job_open_base_len(&good.hdr), base);
+    Msg m = good;
+    m.hdr.block_elems = 1; // the only leaf of this job under its parent
+    for (uint32_t k = 1; k <= INA_PROTO_MAX_TREE_UP; ++k) {
+        m.payload_len = base + k * sizeof(ina_proto_tree_level_t);
+        ck_assert_msg(check_msg(m) == INA_PROTO_OK, "%u levels above", k);
+        ck_assert_uint_eq(ina_proto_job_open_levels_above(&m.hdr, m.payload_len), k);
+    }
+    m.payload_len = base + (INA_PROTO_MAX_TREE_UP + 1) * sizeof(ina_proto_tree_level_t);
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    for (size_t extra : {size_t{4}, size_t{12}, size_t{1}}) {
+        m.payload_len = base + extra;
+        ck_assert_msg(check_msg(m) == INA_PROTO_ERR_MALFORMED, "%zu bytes more", extra);
+    }
+    m.payload_len = base + sizeof(ina_proto_tree_level_t);
+    m.hdr.version = 14; // a connection of 14 knows no levels above
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    m.hdr.version = INA_PROTO_VERSION;
+    m.hdr.block_elems = 0; // no tree: nothing above either
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+
+    // Read back at an odd address.
+    std::vector<uint8_t> bytes(1 + base + 2 * sizeof(ina_proto_tree_level_t));
+    const ina_proto_tree_level_t up[2] = {{3, 2}, {5, 0}};
+    std::memcpy(bytes.data() + 1 + base, up, sizeof(up));
+    for (uint32_t i = 0; i < 2; ++i) {
+        const ina_proto_tree_level_t l = ina_proto_job_open_level_above(&good.hdr, bytes.data() + 1, i);
+        ck_assert_uint_eq(l.groups, up[i].groups);
+        ck_assert_uint_eq(l.group, up[i].group);
     }
 }
 END_TEST
@@ -1370,6 +1413,7 @@ int main()
                                 test_job_open_limits,
                                 test_job_open,
                                 test_job_open_tree,
+                                test_job_open_levels_above,
                                 test_call_ready,
                                 test_block_window_seg,
                                 test_job_member_rank,

@@ -141,7 +141,7 @@ void LeafLink::open(const Job &job)
         payload.insert(payload.end(), b, b + 4);
     }
     expect_valid(h, payload.size());
-    tree->wire.push_back([this, h, payload] { tree->spine.job_open(*this, h, payload.data()); });
+    tree->wire.push_back([this, h, payload] { tree->spine.job_open(*this, h, payload.data(), payload.size()); });
 }
 
 void LeafLink::leave(const Job &job)
