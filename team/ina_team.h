@@ -90,7 +90,7 @@ enum {
     INA_TEAM_JOB = 1u << 0,    /* job: the job at one agent */
     INA_TEAM_STRIPE = 1u << 1, /* stripe: the job striped over several agents */
     INA_TEAM_PEERS = 1u << 2,  /* peers: recover calls lost with their agent */
-    INA_TEAM_GROUPS = 1u << 3, /* group_of_member, ngroups: a tree's leaves */
+    INA_TEAM_GROUPS = 1u << 3, /* group_of_member, ngroups, group_levels: a tree's agents */
     INA_TEAM_ABSENT = 1u << 4, /* absent_key: this member has no job of this key */
     INA_TEAM_OPEN = 1u << 5    /* clients, nclients, open, granted: open the job here */
 };
