@@ -88,9 +88,11 @@ fab_kill_ns_pids() {
 }
 
 # Idempotent: removes our namespaces (with their veths, bridge and qdiscs),
-# the processes inside them and the root-namespace relay.
+# the processes inside them and the root-namespace relay. Agents first, in
+# fab_agent_down's order (children before parents), as after a normal run.
 fab_down() {
     local ns pid child f
+    fab_agent_down
     for f in "$FAB_STATE"/relay-*.pid; do
         [[ -r $f ]] || continue
         pid=$(<"$f")
@@ -240,6 +242,7 @@ fab_agent_up() {
         --listen "$addr:$FAB_AGENT_PORT" --ready-fd 3 --log-level info "$@" \
         3>"$ready" </dev/null >>"$log" 2>&1 9>&- &
     echo $! >"$pidf"
+    echo "$name" >>"$FAB_STATE/agents" # the start order, for fab_agent_down
     while ((tries-- > 0)); do
         [[ -s $ready ]] && return 0
         [[ -e /proc/$(<"$pidf") ]] || break
@@ -249,15 +252,26 @@ fab_agent_up() {
     return 1
 }
 
-# Stops every agent, in name order (leaf0.. before spine: no leaf sees its
-# parent go first; striped agents a0.. are independent).
+# fab_agent_stop PIDFILE: stop the agent of one pid file, if it runs.
+fab_agent_stop() {
+    local f=$1 pid
+    [[ -r $f ]] || return 0
+    pid=$(<"$f")
+    fab_kill_pid "$pid" ina-switchd
+    wait "$pid" 2>/dev/null || true # reap it when it is our child
+    rm -f "$f"
+}
+
+# Stops every agent, the last started first. An agent with --parent connects
+# to its parent when it starts, so parents start first (the root, then each
+# level down) and stopping in reverse stops children before their parents:
+# no agent sees its parent go first. Striped agents a0.. are independent.
+# Then any agent whose start was not recorded, in name order.
 fab_agent_down() {
-    local f pid
-    for f in "$FAB_STATE"/agent-*.pid; do
-        [[ -r $f ]] || continue
-        pid=$(<"$f")
-        fab_kill_pid "$pid" ina-switchd
-        wait "$pid" 2>/dev/null || true # reap it when it is our child
-        rm -f "$f"
-    done
+    local f name
+    local -a order=()
+    if [[ -r $FAB_STATE/agents ]]; then mapfile -t order < <(tac "$FAB_STATE/agents"); fi
+    for name in "${order[@]}"; do fab_agent_stop "$FAB_STATE/agent-$name.pid"; done
+    for f in "$FAB_STATE"/agent-*.pid; do fab_agent_stop "$f"; done
+    rm -f "$FAB_STATE/agents"
 }
