@@ -17,6 +17,14 @@
 # ways, and the spine holds the root agent. Everything stays one L2 subnet,
 # so host-to-host traffic between leaves crosses the spine links too.
 #
+# With spines as well (fab_up's SPINES >= 2, LEAVES a multiple of it): one
+# level more. The leaves are split in blocks of LEAVES/SPINES over S spine
+# switches ${FAB_PREFIX}-sp0 .. -sp{S-1}, each a bridge with its own agent
+# (a child of the core's, a parent of its leaves'); every spine's bridge has
+# one uplink veth to the core switch ${FAB_PREFIX}-core, rate-limited like a
+# host link both ways, and the core holds the root agent. Still one L2
+# subnet: traffic between spines crosses the leaf and the spine uplinks.
+#
 # With striped agents (fab_up's AGENTS >= 1): one switch as above, but its
 # agents are A separate "switches" or planes: agent k lives in namespace
 # ${FAB_PREFIX}-ag<k> behind its own veth to the bridge, rate-limited like a
@@ -29,7 +37,9 @@
 FAB_PREFIX=${FAB_PREFIX:-inafab}
 FAB_STATE=${FAB_STATE:-/run/$FAB_PREFIX}
 # Addresses exist only inside our namespaces: hosts .1 .. .N, the agent (or
-# the spine's) .254, leaf l's agent .(200 + l), striped agent k .(254 - k).
+# the root's: the spine's, or with spines the core's) .254, leaf l's agent
+# .(200 + l), spine s's agent (with spines) .(240 + s), striped agent k
+# .(254 - k). With spines, run.sh keeps them apart: N <= 199, L <= 40, S <= 14.
 FAB_SUBNET=10.77.0
 FAB_AGENT_ADDR=$FAB_SUBNET.254
 FAB_AGENT_PORT=17300
@@ -39,12 +49,18 @@ fab_ns_host() { printf '%s-h%d' "$FAB_PREFIX" "$1"; }
 fab_ns_switch() { printf '%s-sw' "$FAB_PREFIX"; }
 fab_ns_leaf() { printf '%s-sw%d' "$FAB_PREFIX" "$1"; }
 fab_ns_spine() { printf '%s-sp' "$FAB_PREFIX"; }
+# With spines: spine s and the core above them.
+fab_ns_spine_n() { printf '%s-sp%d' "$FAB_PREFIX" "$1"; }
+fab_ns_core() { printf '%s-core' "$FAB_PREFIX"; }
 fab_host_addr() { printf '%s.%d' "$FAB_SUBNET" $(($1 + 1)); }
 fab_leaf_agent_addr() { printf '%s.%d' "$FAB_SUBNET" $((200 + $1)); }
+fab_spine_agent_addr() { printf '%s.%d' "$FAB_SUBNET" $((240 + $1)); }
 fab_ns_agent() { printf '%s-ag%d' "$FAB_PREFIX" "$1"; }
 fab_stripe_agent_addr() { printf '%s.%d' "$FAB_SUBNET" $((254 - $1)); }
 # fab_leaf_of HOST HOSTS LEAVES: the leaf switch of host HOST (blocks).
 fab_leaf_of() { echo $(($1 * $3 / $2)); }
+# fab_spine_of LEAF LEAVES SPINES: the spine switch of leaf LEAF (blocks).
+fab_spine_of() { echo $(($1 * $3 / $2)); }
 
 fab_log() { printf 'fabric: %s\n' "$*" >&2; }
 
@@ -88,9 +104,11 @@ fab_kill_ns_pids() {
 }
 
 # Idempotent: removes our namespaces (with their veths, bridge and qdiscs),
-# the processes inside them and the root-namespace relay.
+# the processes inside them and the root-namespace relay. Agents first, in
+# fab_agent_down's order (children before parents), as after a normal run.
 fab_down() {
     local ns pid child f
+    fab_agent_down
     for f in "$FAB_STATE"/relay-*.pid; do
         [[ -r $f ]] || continue
         pid=$(<"$f")
@@ -145,23 +163,47 @@ fab_switch() {
     ip -n "$ns" link set ag0 up
 }
 
-# fab_up HOSTS RATE BURST QUEUE [LEAVES [AGENTS]]: namespaces, bridges,
-# rate-limited links, agent ports; LEAVES >= 2: leaf switches under a spine;
-# AGENTS >= 1: that many agents behind rate-limited links of their own.
+# fab_uplink NS UP_NS PORT RATE BURST QUEUE: the uplink of switch NS to
+# switch UP_NS, a veth between their bridges, upl (NS side) <-> PORT (UP_NS
+# side), rate-limited both ways like a host link.
+fab_uplink() {
+    local ns=$1 up=$2 port=$3
+    ip -n "$ns" link add upl type veth peer name "$port" netns "$up"
+    ip -n "$ns" link set upl master br0 up
+    ip -n "$up" link set "$port" master br0 up
+    fab_tbf "$ns" upl "$4" "$5" "$6"
+    fab_tbf "$up" "$port" "$4" "$5" "$6"
+}
+
+# fab_up HOSTS RATE BURST QUEUE [LEAVES [AGENTS [SPINES]]]: namespaces,
+# bridges, rate-limited links, agent ports; LEAVES >= 2: leaf switches under
+# a spine, or with SPINES >= 2 under S spines (blocks of LEAVES/SPINES) under
+# a core; AGENTS >= 1: that many agents behind rate-limited links of their own.
 fab_up() {
-    local hosts=$1 rate=$2 burst=$3 queue=$4 leaves=${5:-0} agents=${6:-0} sw i l k ns
+    local hosts=$1 rate=$2 burst=$3 queue=$4 leaves=${5:-0} agents=${6:-0} spines=${7:-0}
+    local sw up i l s k ns
     mkdir -p "$FAB_STATE"
     if ((leaves >= 2)); then
-        fab_switch "$(fab_ns_spine)" "$FAB_AGENT_ADDR"
+        if ((spines >= 2)); then
+            fab_switch "$(fab_ns_core)" "$FAB_AGENT_ADDR"
+            for ((s = 0; s < spines; s++)); do
+                # Spine s's uplink: upl (spine side) <-> s<s> (core side).
+                fab_switch "$(fab_ns_spine_n "$s")" "$(fab_spine_agent_addr "$s")"
+                fab_uplink "$(fab_ns_spine_n "$s")" "$(fab_ns_core)" "s$s" "$rate" "$burst" "$queue"
+            done
+        else
+            fab_switch "$(fab_ns_spine)" "$FAB_AGENT_ADDR"
+        fi
         for ((l = 0; l < leaves; l++)); do
             sw=$(fab_ns_leaf "$l")
+            if ((spines >= 2)); then
+                up=$(fab_ns_spine_n "$(fab_spine_of "$l" "$leaves" "$spines")")
+            else
+                up=$(fab_ns_spine)
+            fi
             fab_switch "$sw" "$(fab_leaf_agent_addr "$l")"
             # The leaf's uplink: upl (leaf side) <-> l<l> (spine side).
-            ip -n "$sw" link add upl type veth peer name "l$l" netns "$(fab_ns_spine)"
-            ip -n "$sw" link set upl master br0 up
-            ip -n "$(fab_ns_spine)" link set "l$l" master br0 up
-            fab_tbf "$sw" upl "$rate" "$burst" "$queue"
-            fab_tbf "$(fab_ns_spine)" "l$l" "$rate" "$burst" "$queue"
+            fab_uplink "$sw" "$up" "l$l" "$rate" "$burst" "$queue"
         done
     elif ((agents >= 1)); then
         fab_switch "$(fab_ns_switch)"
@@ -240,6 +282,7 @@ fab_agent_up() {
         --listen "$addr:$FAB_AGENT_PORT" --ready-fd 3 --log-level info "$@" \
         3>"$ready" </dev/null >>"$log" 2>&1 9>&- &
     echo $! >"$pidf"
+    echo "$name" >>"$FAB_STATE/agents" # the start order, for fab_agent_down
     while ((tries-- > 0)); do
         [[ -s $ready ]] && return 0
         [[ -e /proc/$(<"$pidf") ]] || break
@@ -249,15 +292,26 @@ fab_agent_up() {
     return 1
 }
 
-# Stops every agent, in name order (leaf0.. before spine: no leaf sees its
-# parent go first; striped agents a0.. are independent).
+# fab_agent_stop PIDFILE: stop the agent of one pid file, if it runs.
+fab_agent_stop() {
+    local f=$1 pid
+    [[ -r $f ]] || return 0
+    pid=$(<"$f")
+    fab_kill_pid "$pid" ina-switchd
+    wait "$pid" 2>/dev/null || true # reap it when it is our child
+    rm -f "$f"
+}
+
+# Stops every agent, the last started first. An agent with --parent connects
+# to its parent when it starts, so parents start first (the root, then each
+# level down) and stopping in reverse stops children before their parents:
+# no agent sees its parent go first. Striped agents a0.. are independent.
+# Then any agent whose start was not recorded, in name order.
 fab_agent_down() {
-    local f pid
-    for f in "$FAB_STATE"/agent-*.pid; do
-        [[ -r $f ]] || continue
-        pid=$(<"$f")
-        fab_kill_pid "$pid" ina-switchd
-        wait "$pid" 2>/dev/null || true # reap it when it is our child
-        rm -f "$f"
-    done
+    local f name
+    local -a order=()
+    if [[ -r $FAB_STATE/agents ]]; then mapfile -t order < <(tac "$FAB_STATE/agents"); fi
+    for name in "${order[@]}"; do fab_agent_stop "$FAB_STATE/agent-$name.pid"; done
+    for f in "$FAB_STATE"/agent-*.pid; do fab_agent_stop "$f"; done
+    rm -f "$FAB_STATE/agents"
 }

@@ -22,6 +22,10 @@ usage: $0 [options]
                    leaf switches, each with its agent, under a spine switch
                    with the root agent; each leaf's uplink is limited like a
                    host link (--rate). Default 0: one switch, one agent
+  --spines S       with --leaves, S >= 2 dividing L: one level more: the leaves
+                   split in blocks of L/S under S spine switches, each with its
+                   agent, under a core switch with the root agent; each spine's
+                   uplink is limited like a host link too. Default 0: one spine
   --agents A       A >= 1: A agents on the one switch, each behind its own link
                    limited like a host link (a model of A switches or planes);
                    system ina stripes every call over all of them, ina1 uses
@@ -49,13 +53,14 @@ usage: $0 [options]
 EOF
 }
 
-hosts=4 ppn=1 leaves=0 agents=0 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100 repeat=1
+hosts=4 ppn=1 leaves=0 spines=0 agents=0 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100 repeat=1
 systems=tuned,ring,ina builddir='' out=$here/results limit=900 cleanup_only=0 agent_args=()
 while (($#)); do
     case $1 in
     --hosts) hosts=${2:?}; shift 2 ;;
     --ppn) ppn=${2:?}; shift 2 ;;
     --leaves) leaves=${2:?}; shift 2 ;;
+    --spines) spines=${2:?}; shift 2 ;;
     --agents) agents=${2:?}; shift 2 ;;
     --rate) rate=${2:?}; shift 2 ;;
     --burst) burst=${2:?}; shift 2 ;;
@@ -81,6 +86,14 @@ in_range "$ppn" 1 64 || die "--ppn wants 1..64"
 if ! in_range "$leaves" 0 "$hosts" || ((leaves == 1)); then die "--leaves wants 0 or 2..hosts"; fi
 in_range "$agents" 0 16 || die "--agents wants 0..16"
 ((leaves == 0 || agents == 0)) || die "--leaves and --agents do not combine (yet)"
+if ! in_range "$spines" 0 14 || ((10#$spines == 1)); then die "--spines wants 0 or 2..14"; fi
+spines=$((10#$spines))
+if ((spines)); then
+    ((leaves >= 2)) || die "--spines needs --leaves"
+    ((leaves % spines == 0)) || die "--spines wants a divisor of --leaves ($leaves)"
+    # Agent addresses .(200 + leaf) and .(240 + spine) above the hosts' .1 .. .N.
+    ((hosts <= 199 && leaves <= 40)) || die "--spines: at most 199 hosts and 40 leaves"
+fi
 in_range "$iters" 1 1000000 || die "--iters wants a count >= 1"
 in_range "$repeat" 1 100 || die "--repeat wants 1..100"
 in_range "$limit" 1 86400 || die "--timeout wants seconds"
@@ -177,7 +190,7 @@ done
 [[ -n $pmix_port ]] || die "no free TCP port for the PMIx relay"
 
 fab_down # leftovers of an interrupted run
-fab_up "$hosts" "$rate" "$burst" "$queue" "$leaves" "$agents"
+fab_up "$hosts" "$rate" "$burst" "$queue" "$leaves" "$agents" "$spines"
 fab_relay_up "$hosts" "$pmix_port"
 
 allow_root
@@ -214,7 +227,11 @@ mpi() {
 # Measure one link: a 2-host broadcast is one flow host0 -> switch -> host1;
 # the receiver's time (max over ranks) is when the last byte arrived.
 shape="$hosts hosts x $ppn ranks"
-((leaves >= 2)) && shape+=" on $leaves leaf switches under a spine"
+if ((spines >= 2)); then
+    shape+=", $leaves leaves, $spines spines, 1 core"
+elif ((leaves >= 2)); then
+    shape+=" on $leaves leaf switches under a spine"
+fi
 ((agents >= 1)) && shape+=", $agents agent(s) behind links of their own"
 echo "run.sh: $shape, links $rate (burst $burst, queue $queue), build $builddir"
 link_log=$out/link.log
@@ -271,14 +288,27 @@ sys_args() {
 
 # Which agent the ranks talk to: the one agent, or with leaves a topology
 # file naming the tree, and each rank's emulated host name (h<i>, which the
-# runtime cannot tell: every namespace has this machine's name).
+# runtime cannot tell: every namespace has this machine's name). The tree's
+# agents: leaf<l> under spine (or with spines, under spine<s>, those under
+# core).
+leaf_parent() {
+    if ((spines >= 2)); then echo "spine$(fab_spine_of "$1" "$leaves" "$spines")"; else echo spine; fi
+}
 if ((leaves >= 2)); then
     topology=$out/topology
     {
-        echo "# bench/fabric/run.sh --leaves $leaves"
-        echo "agent spine $FAB_AGENT_ADDR:$FAB_AGENT_PORT"
+        if ((spines >= 2)); then
+            echo "# bench/fabric/run.sh --leaves $leaves --spines $spines"
+            echo "agent core $FAB_AGENT_ADDR:$FAB_AGENT_PORT"
+            for ((sp = 0; sp < spines; sp++)); do
+                echo "agent spine$sp $(fab_spine_agent_addr "$sp"):$FAB_AGENT_PORT parent core"
+            done
+        else
+            echo "# bench/fabric/run.sh --leaves $leaves"
+            echo "agent spine $FAB_AGENT_ADDR:$FAB_AGENT_PORT"
+        fi
         for ((l = 0; l < leaves; l++)); do
-            echo "agent leaf$l $(fab_leaf_agent_addr "$l"):$FAB_AGENT_PORT parent spine"
+            echo "agent leaf$l $(fab_leaf_agent_addr "$l"):$FAB_AGENT_PORT parent $(leaf_parent "$l")"
         done
         for ((i = 0; i < hosts; i++)); do
             echo "hosts leaf$(fab_leaf_of "$i" "$hosts" "$leaves") h$i"
@@ -302,16 +332,32 @@ fi
 # The emulated switch shares this machine's cores with the hosts' ranks (a
 # real one has its own): where they outnumber the cores, its agent yields
 # between polls, as ina's embedded agent and ranks do on an oversubscribed node.
-nagents=$((leaves >= 2 ? leaves + 1 : agents >= 1 ? agents : 1))
+nagents=$((leaves >= 2 ? leaves + spines + 1 : agents >= 1 ? agents : 1))
 if ((hosts * ppn + nagents > $(nproc))); then agent_args=(--spin-yield "${agent_args[@]}"); fi
 rm -f "$out"/agent*.log
 if ((run_ina)); then
     if ((leaves >= 2)); then
-        fab_agent_up spine "$(fab_ns_spine)" "$FAB_AGENT_ADDR" "$agent" "$out/agent-spine.log" \
-            "${agent_args[@]}"
+        # Parents first: an agent with --parent connects to it as it starts.
+        if ((spines >= 2)); then
+            fab_agent_up core "$(fab_ns_core)" "$FAB_AGENT_ADDR" "$agent" "$out/agent-core.log" \
+                "${agent_args[@]}"
+            for ((sp = 0; sp < spines; sp++)); do
+                fab_agent_up "spine$sp" "$(fab_ns_spine_n "$sp")" "$(fab_spine_agent_addr "$sp")" \
+                    "$agent" "$out/agent-spine$sp.log" --parent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" \
+                    "${agent_args[@]}"
+            done
+        else
+            fab_agent_up spine "$(fab_ns_spine)" "$FAB_AGENT_ADDR" "$agent" "$out/agent-spine.log" \
+                "${agent_args[@]}"
+        fi
         for ((l = 0; l < leaves; l++)); do
+            if ((spines >= 2)); then
+                up=$(fab_spine_agent_addr "$(fab_spine_of "$l" "$leaves" "$spines")")
+            else
+                up=$FAB_AGENT_ADDR
+            fi
             fab_agent_up "leaf$l" "$(fab_ns_leaf "$l")" "$(fab_leaf_agent_addr "$l")" "$agent" \
-                "$out/agent-leaf$l.log" --parent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" "${agent_args[@]}"
+                "$out/agent-leaf$l.log" --parent "$up:$FAB_AGENT_PORT" "${agent_args[@]}"
         done
     elif ((agents >= 1)); then
         for ((k = 0; k < agents; k++)); do
@@ -366,6 +412,8 @@ if ((run_ina)); then
     # stage, ppn x S without it. With leaves, what each leaf's uplink carried:
     # one partial per block up (partials_up, block_bytes_up) and one RESULT
     # per block down (parent_results), and the spine's blocks_in = their sum.
+    # With spines, each spine's uplink likewise, one level up, and the core's
+    # blocks_in = the spines' partials.
     # With striped agents, each agent's share (agent a0's includes ina1's).
     for log in "$out"/agent*.log; do
         name=$(basename "$log" .log)
