@@ -252,7 +252,8 @@ inline JobCap test_cap(uint8_t fill = 0x5a)
 inline Event open_job(Aggregator &agg, FakeSink &sink, Member &m, uint32_t tag,
                       const std::vector<uint32_t> &node_ids, uint32_t window, uint32_t rank,
                       uint32_t leaf = 0, uint32_t leaves = 0, uint64_t tenant = 0,
-                      const JobCap &cap = test_cap())
+                      const JobCap &cap = test_cap(),
+                      const std::vector<ina_proto_tree_level_t> &above = {}, uint16_t flags = 0)
 {
     ina_proto_hdr_t h;
     ina_proto_init(&h, INA_PROTO_JOB_OPEN);
@@ -268,6 +269,9 @@ inline Event open_job(Aggregator &agg, FakeSink &sink, Member &m, uint32_t tag,
     payload.insert(payload.end(), cap.begin(), cap.end());
     const auto *ids = reinterpret_cast<const uint8_t *>(node_ids.data());
     payload.insert(payload.end(), ids, ids + node_ids.size() * sizeof(uint32_t));
+    const auto *up = reinterpret_cast<const uint8_t *>(above.data());
+    payload.insert(payload.end(), up, up + above.size() * sizeof(ina_proto_tree_level_t));
+    h.flags = flags;
     expect_valid(h, payload.size());
     agg.job_open(m, h, payload.data(), payload.size());
     ck_assert(!sink.events.empty());

@@ -318,10 +318,100 @@ START_TEST(test_parent_jobs_lost)
 }
 END_TEST
 
+// A tree of three levels: the members place this leaf (kGroup of kGroups
+// under its spine) and the spine (2 of 3 under the core). The JOB_OPEN up
+// puts the spine's place in its tree fields and carries nothing more above
+// it: the spine's own JOB_OPEN at the core ends the tree there.
+START_TEST(test_parent_jobs_open_passes_places_up)
+{
+    Leaf leaf;
+    const std::vector<ina_proto_tree_level_t> above = {{3, 2}, {4, 1}};
+    uint32_t jid = 0;
+    for (uint32_t r = 0; r < 2; ++r) {
+        const Event e = open_job(leaf.rig.agg, leaf.rig.sink, leaf.members[r], 9, {0, 1}, kWindow,
+                                 r, kGroup, kGroups, 0, test_cap(), above);
+        ck_assert_int_eq(e.status, INA_PROTO_OK);
+        jid = e.jid;
+    }
+    ck_assert_uint_eq(leaf.wire.sent.size(), 1);
+    const Sent &open = leaf.wire.sent[0];
+    ck_assert_uint_eq(open.h.rank, kGroup);
+    ck_assert_uint_eq(open.h.count, kGroups);
+    ck_assert_uint_eq(ina_proto_job_open_leaves(&open.h), 3); // the spine: 2 of 3
+    ck_assert_uint_eq(ina_proto_job_open_leaf(&open.h), 2);
+    ck_assert_uint_eq(ina_proto_job_open_levels_above(&open.h, open.payload.size()), 1);
+    const ina_proto_tree_level_t core =
+        ina_proto_job_open_level_above(&open.h, open.payload.data(), 0);
+    ck_assert_uint_eq(core.groups, 4);
+    ck_assert_uint_eq(core.group, 1);
+    ck_assert(leaf.opened(jid, kParentJid));
+    // A member that places the spine otherwise describes another job.
+    Member other;
+    other.id = 3;
+    const std::vector<ina_proto_tree_level_t> wrong = {{3, 1}, {4, 1}};
+    const Event e = open_job(leaf.rig.agg, leaf.rig.sink, other, 9, {0, 1}, kWindow, 0, kGroup,
+                             kGroups, 0, test_cap(), wrong);
+    ck_assert_int_eq(e.status, INA_PROTO_ERR_MISMATCH);
+}
+END_TEST
+
+// An agent in the middle of a tree (its members are child agents, its job
+// goes on up): it takes its lease at the first child's vote but says
+// CALL_READY to its parent only once every child voted; the parent's GRANT
+// then reaches every child.
+START_TEST(test_parent_jobs_middle_votes_once_children_did)
+{
+    Leaf mid;
+    uint32_t jid = 0;
+    for (uint32_t r = 0; r < 2; ++r) {
+        const Event e = open_job(mid.rig.agg, mid.rig.sink, mid.members[r], 10, {0, 1}, kWindow,
+                                 r, kGroup, kGroups, 0, test_cap(), {}, INA_PROTO_F_CHILDREN);
+        ck_assert_int_eq(e.status, INA_PROTO_OK);
+        jid = e.jid;
+    }
+    mid.rig.sink.events.clear();
+    ck_assert_uint_eq(mid.wire.sent.size(), 1);
+    ck_assert(mid.opened(jid, kParentJid));
+    auto vote = [&](uint32_t r) {
+        ina_proto_hdr_t h;
+        ina_proto_init(&h, INA_PROTO_CALL_READY);
+        h.jid = jid;
+        h.rank = r;
+        h.mid = 0;
+        h.window = kWindow;
+        h.coll = INA_COLL_ALLREDUCE;
+        h.op = INA_OP_SUM;
+        h.dtype = INA_DT_INT32;
+        h.arg = 4;
+        expect_valid(h, 0);
+        mid.rig.agg.call_ready(mid.members[r], h);
+    };
+    vote(0);
+    ck_assert_uint_eq(mid.wire.sent.size(), 1); // child 1 has not voted: nothing up
+    ck_assert(mid.rig.sink.events.empty());
+    vote(1);
+    ck_assert_uint_eq(mid.wire.sent.size(), 2);
+    ck_assert_uint_eq(mid.wire.sent[1].h.type, INA_PROTO_CALL_READY);
+    ck_assert_uint_eq(mid.wire.sent[1].h.jid, kParentJid);
+    ck_assert(mid.rig.sink.events.empty()); // the GRANT is the parent's to give
+    vote(1); // a vote again changes nothing
+    ck_assert_uint_eq(mid.wire.sent.size(), 2);
+    ina_proto_hdr_t grant = Leaf::from_parent(INA_PROTO_GRANT, kParentJid, 0);
+    grant.window = kWindow;
+    ck_assert(mid.deliver(grant));
+    ck_assert_uint_eq(mid.rig.sink.count(Event::Kind::kDecision), 2);
+    for (const Event &e : mid.rig.sink.events) {
+        ck_assert(e.d.grant);
+    }
+}
+END_TEST
+
 int main()
 {
     return ina_test::run_suite("parent_jobs", "parent_jobs",
                                {test_parent_jobs_opened_maps_jids, test_parent_jobs_unknown_dropped,
                                 test_parent_jobs_left_before_opened,
-                                test_parent_jobs_refused_and_left, test_parent_jobs_lost});
+                                test_parent_jobs_refused_and_left, test_parent_jobs_lost,
+                                test_parent_jobs_open_passes_places_up,
+                                test_parent_jobs_middle_votes_once_children_did});
 }
