@@ -8,14 +8,23 @@
 // bytes/s into the agent, allreduces/s, and per-call latency percentiles.
 //
 // Roles: process p is rank (p + j) % P of job j, so the jobs' rank 0 (which
-// creates the job at the agent and hands its ina_job_params_t to the others
-// through shared memory) and the rank order of the agent's reductions differ
-// from job to job.
+// hands its ina_job_params_t to the parent through shared memory) and the
+// rank order of the agent's reductions differ from job to job. In a tree a
+// process stays at its leaf (one connection), so the rotation is within the
+// leaf: the k-th of a leaf's K processes is that leaf's rank (k + j) % K,
+// and the leaves hold consecutive ranks in tree order.
 //
 // Agents: one (spawned, or -a H:P), or several (-N A spawns A, or -a lists
 // them H:P,H:P,...): every job is then striped over all of them
 // (ina_stripe_*: block k of a call to agent k mod A), and the spawned
 // agents' CPU time per block is reported.
+// Or a tree of spawned agents (--tree L): a spine and L leaves under it
+// (--parent), the P processes split over the leaves in consecutive blocks of
+// P/L, each connected to its leaf only; every job is a tree job
+// (INA_JOB_OPEN_TREE), so each leaf sends one partial per block up and fans
+// the spine's RESULT out. --spines S adds a level: a core, S spines under
+// it, L/S leaves under each spine. The agents' CPU per block is then also
+// reported per level.
 //
 // Modes:
 //   default      blocking calls (ina_job_allreduce): for call i, job 0, 1, ...,
@@ -79,6 +88,8 @@ struct Options {
     int verbose = 0;
     std::string agent;        // host:port[,host:port...]; empty: spawn them
     uint32_t agents = 1;      // agents to spawn when none is named
+    uint32_t leaves = 0;      // --tree: leaf agents (0: no tree)
+    uint32_t spines = 0;      // --spines: agents between the leaves and a core (0: none)
     std::string switchd;
     std::vector<std::string> agent_args;
 };
@@ -185,13 +196,23 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
     return std::memcmp(out.data(), expected.data(), out.size() * sizeof(float)) == 0;
 }
 
-// The body of one simulated rank. Exits the process.
+// The body of one simulated rank. Exits the process. `addrs`: the agents
+// every process talks to (one, or a stripe's), or in a tree the leaves, of
+// which each process talks to its own.
 [[noreturn]] void proc_main(const Options &o, const std::vector<std::string> &addrs,
                            SharedRegion &sh, uint32_t p)
 {
     alarm(o.timeout_s); // a wedged run dies instead of hanging (SIGALRM kills)
-    const uint32_t P = o.procs, J = o.jobs, A = static_cast<uint32_t>(addrs.size());
+    const uint32_t P = o.procs, J = o.jobs;
     const uint64_t n = o.bytes / sizeof(float);
+    // Without a tree everyone is at "leaf" 0 of P ranks, and the formulas
+    // below give the flat roles.
+    const bool tree = o.leaves > 0;
+    const uint32_t K = tree ? P / o.leaves : P; // ranks at each leaf
+    const uint32_t leaf = p / K, at_leaf = p % K;
+    const std::vector<std::string> mine =
+        tree ? std::vector<std::string>{addrs[leaf]} : addrs;
+    const uint32_t A = static_cast<uint32_t>(mine.size());
 
     ina_client_config_t cfg{}; // fields not set here: 0, the engine's defaults
     cfg.connect_timeout_ms = 10000;
@@ -202,11 +223,11 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
     char err[256] = "";
     int rc = INA_OK;
     for (uint32_t k = 0; k < A; ++k) {
-        cfg.agent_addr = addrs[k].c_str();
+        cfg.agent_addr = mine[k].c_str();
         rc = ina_client_connect(&cfg, &clients[k], err, sizeof(err));
         if (rc != INA_OK) {
             std::fprintf(stderr, "ina_loadgen: process %u: connect to %s: %s\n", p,
-                         addrs[k].c_str(), err);
+                         mine[k].c_str(), err);
             std::_Exit(2);
         }
     }
@@ -215,7 +236,7 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
     std::vector<JobData> jobs(J);
     for (uint32_t j = 0; j < J; ++j) {
         JobData &jd = jobs[j];
-        jd.rank = (p + j) % P;
+        jd.rank = leaf * K + (at_leaf + j) % K; // flat: (p + j) % P
         jd.out.resize(n);
         for (uint32_t v = 0; v < kVariants; ++v) {
             jd.in[v].resize(n);
@@ -230,8 +251,23 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
     }
 
     // Every member opens every job by key (this run's parent and the job's index).
-    std::vector<uint32_t> nodes(P);
-    for (uint32_t i = 0; i < P; ++i) nodes[i] = i; // one rank per node
+    std::vector<uint32_t> nodes(K);
+    for (uint32_t i = 0; i < K; ++i) nodes[i] = i; // one rank per node
+    // A tree job names the leaf's place under its spine, and the spine's
+    // under the core: ina_topology_place derives them from the agents above
+    // every rank, numbered level-major as ina_topology_plan would (level 0
+    // the rank's leaf, level 1 its spine). Every rank of a leaf has the
+    // same places, whatever the job's rotation within the leaf.
+    const uint32_t levels = o.spines > 0 ? 2 : 1;
+    ina_proto_tree_level_t place[2] = {};
+    if (tree) {
+        std::vector<uint32_t> groups(size_t{levels} * P);
+        for (uint32_t r = 0; r < P; ++r) {
+            groups[r] = r / K;
+            if (levels > 1) groups[P + r] = r / (K * (o.leaves / o.spines));
+        }
+        ina_topology_place(groups.data(), P, levels, leaf * K, place);
+    }
     const uint64_t run = static_cast<uint64_t>(getppid());
     for (uint32_t j = 0; j < J; ++j) {
         ina_job_key_t key;
@@ -252,11 +288,20 @@ bool check(const std::vector<float> &out, const std::vector<float> &expected)
             ina_job_open_params_t op{};
             op.mask = INA_JOB_OPEN_SHAPE;
             op.key = &key;
-            op.nmembers = P;
+            op.nmembers = K;
             op.node_of_member = nodes.data();
-            op.rank = jobs[j].rank;
+            op.rank = jobs[j].rank - leaf * K;
             op.window = o.window;
             op.block_bytes = o.block;
+            if (tree) {
+                op.mask |= INA_JOB_OPEN_TREE;
+                op.leaf = place[0].group;
+                op.nleaves = place[0].groups;
+                op.comm_rank = jobs[j].rank;
+                op.comm_size = P;
+                op.above = place + 1;
+                op.nabove = levels - 1;
+            }
             rc = ina_job_open(clients[0], &op, &params, &jobs[j].job);
         }
         if (rc != INA_OK) die(p, "opening a job failed", rc);
@@ -458,6 +503,11 @@ void usage(FILE *f)
         "  -a, --agent H:P     use a running ina-switchd instead of spawning one; a list\n"
         "                      H:P,H:P,... stripes every job over those agents\n"
         "  -N, --agents A      spawn A agents and stripe every job over them (default 1)\n"
+        "  -L, --tree L        spawn a tree instead: a spine and L leaves under it (L >= 2);\n"
+        "                      the P procs (a multiple of L) split over the leaves in\n"
+        "                      consecutive blocks, every job a tree job\n"
+        "  -S, --spines S      with --tree: a core, S spines under it, L/S leaves under\n"
+        "                      each spine (L a multiple of S)\n"
         "  -d, --switchd PATH  daemon to spawn (default $INA_SWITCHD, else\n"
         "                      %s)\n"
         "  -A, --agent-arg ARG extra argument for the spawned daemon (repeatable),\n"
@@ -469,7 +519,8 @@ void usage(FILE *f)
         "  -h, --help\n"
         "      --version\n"
         "Prints aggregate blocks/s and bytes/s into the agent, allreduces/s and\n"
-        "per-call latency percentiles; exits 1 if any result was wrong.\n",
+        "per-call latency percentiles (and the spawned agents' CPU per block, per\n"
+        "level in a tree); exits 1 if any result was wrong.\n",
         kMaxProcs, kMaxJobs, INA_LOADGEN_SWITCHD);
 }
 
@@ -495,6 +546,8 @@ Options parse(int argc, char **argv)
         {"overlap", no_argument, nullptr, 'o'},
         {"agent", required_argument, nullptr, 'a'},
         {"agents", required_argument, nullptr, 'N'},
+        {"tree", required_argument, nullptr, 'L'},
+        {"spines", required_argument, nullptr, 'S'},
         {"switchd", required_argument, nullptr, 'd'},
         {"agent-arg", required_argument, nullptr, 'A'},
         {"timeout", required_argument, nullptr, 't'},
@@ -513,7 +566,7 @@ Options parse(int argc, char **argv)
         return v;
     };
     int c;
-    while ((c = getopt_long(argc, argv, "p:j:n:W:s:w:b:oa:N:d:A:t:R:vh", longs, nullptr)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:j:n:W:s:w:b:oa:N:L:S:d:A:t:R:vh", longs, nullptr)) != -1) {
         switch (c) {
         case 'p': o.procs = static_cast<uint32_t>(number(c, 1, kMaxProcs, false)); break;
         case 'j': o.jobs = static_cast<uint32_t>(number(c, 1, kMaxJobs, false)); break;
@@ -528,6 +581,8 @@ Options parse(int argc, char **argv)
         case 'o': o.overlap = true; break;
         case 'a': o.agent = optarg; break;
         case 'N': o.agents = static_cast<uint32_t>(number(c, 1, 16, false)); break;
+        case 'L': o.leaves = static_cast<uint32_t>(number(c, 1, kMaxProcs, false)); break;
+        case 'S': o.spines = static_cast<uint32_t>(number(c, 1, kMaxProcs, false)); break;
         case 'd': o.switchd = optarg; break;
         case 'A': o.agent_args.emplace_back(optarg); break;
         case 't': o.timeout_s = static_cast<unsigned>(number(c, 1, 86400, false)); break;
@@ -543,6 +598,22 @@ Options parse(int argc, char **argv)
     if (optind != argc) {
         std::fprintf(stderr, "ina_loadgen: unexpected argument '%s'\n", argv[optind]);
         std::exit(2);
+    }
+    // A tree is spawned whole here: its leaves cannot be named with -a.
+    auto refuse = [](const char *why) {
+        std::fprintf(stderr, "ina_loadgen: %s (see --help)\n", why);
+        std::exit(2);
+    };
+    if (o.spines > 0 && o.leaves == 0) refuse("--spines needs --tree");
+    if (o.leaves > 0) {
+        if (!o.agent.empty() || o.agents > 1) refuse("--tree spawns its agents: no -a or -N");
+        if (o.procs % o.leaves != 0) refuse("--tree L needs procs a multiple of L");
+        if (o.spines > 0 && o.leaves % o.spines != 0) {
+            refuse("--spines S needs --tree L a multiple of S");
+        }
+        // A job at one leaf with nothing named above it stays at that leaf
+        // (ina_job_open goes up only for several leaves or levels above).
+        if (o.leaves == 1 && o.spines == 0) refuse("--tree 1 is no tree: L >= 2, or --spines");
     }
     return o;
 }
@@ -569,51 +640,126 @@ double cpu_seconds(pid_t pid)
     return static_cast<double>(ut + st) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+// The agents this run spawned, stopped when it ends (or fails to start one):
+// children before their parents, so that no agent sees its parent vanish
+// under a job that is still open.
+class SpawnedAgents {
+public:
+    // Levels: 0 the agents the ranks talk to (a tree's leaves, or the flat
+    // and striped runs' agents), 1 the spines above the leaves, 2 the core.
+    struct Agent {
+        int pid;
+        std::string addr;
+        unsigned level;
+    };
+
+    explicit SpawnedAgents(const Options &o) : o_(o) {}
+    ~SpawnedAgents() { stop(); }
+    SpawnedAgents(const SpawnedAgents &) = delete;
+    SpawnedAgents &operator=(const SpawnedAgents &) = delete;
+
+    // Spawn one at `level`, a child of `parent` (empty: a root). Returns its
+    // address, or an empty string once it said why not.
+    std::string spawn(unsigned level, const std::string &parent)
+    {
+        std::vector<const char *> extra;
+        if (!parent.empty()) {
+            extra.push_back("--parent");
+            extra.push_back(parent.c_str());
+        }
+        for (const std::string &a : o_.agent_args) extra.push_back(a.c_str());
+        extra.push_back(nullptr);
+        char buf[256] = "", err[256] = "";
+        int pid = -1;
+        if (ina_agent_spawn(o_.switchd.c_str(), "127.0.0.1", extra.data(), buf, sizeof(buf), &pid,
+                            err, sizeof(err)) != INA_OK) {
+            std::fprintf(stderr, "ina_loadgen: cannot start %s: %s\n", o_.switchd.c_str(), err);
+            return {};
+        }
+        agents_.push_back(Agent{pid, buf, level});
+        return buf;
+    }
+
+    void stop()
+    {
+        if (stopped_) return;
+        stopped_ = true;
+        for (auto a = agents_.rbegin(); a != agents_.rend(); ++a) ina_agent_stop(a->pid, 2000);
+    }
+
+    const std::vector<Agent> &agents() const { return agents_; }
+
+    // CPU seconds each agent used so far, in spawn order; empty if one of
+    // them cannot be read (or none was spawned).
+    std::vector<double> cpu() const
+    {
+        std::vector<double> out;
+        for (const Agent &a : agents_) {
+            const double c = cpu_seconds(a.pid);
+            if (c < 0.0) return {};
+            out.push_back(c);
+        }
+        return out;
+    }
+
+    // The addresses of the agents at `level`, comma-separated.
+    std::string names(unsigned level) const
+    {
+        std::string s;
+        for (const Agent &a : agents_) {
+            if (a.level == level) s += (s.empty() ? "" : ",") + a.addr;
+        }
+        return s;
+    }
+
+private:
+    const Options &o_;
+    std::vector<Agent> agents_;
+    bool stopped_ = false;
+};
+
 int run(const Options &o)
 {
-    std::vector<std::string> addrs;
-    std::vector<int> agent_pids;
+    std::vector<std::string> addrs; // the agents the ranks talk to (a tree's leaves)
     for (size_t at = 0; !o.agent.empty() && at <= o.agent.size();) {
         const size_t comma = std::min(o.agent.find(',', at), o.agent.size());
         addrs.push_back(o.agent.substr(at, comma - at));
         if (addrs.back().empty() || addrs.size() > 16) bad("-a", o.agent.c_str());
         at = comma + 1;
     }
-    auto stop_agents = [&agent_pids] {
-        for (int pid : agent_pids) ina_agent_stop(pid, 2000);
-    };
     if (!addrs.empty() && o.agents > 1) {
         bad("-N (with -a, the list names the agents)", o.agent.c_str());
     }
-    const bool spawn = addrs.empty();
-    for (uint32_t k = 0; spawn && k < o.agents; ++k) {
-        std::vector<const char *> extra;
-        for (const std::string &a : o.agent_args) extra.push_back(a.c_str());
-        extra.push_back(nullptr);
-        char buf[256] = "", err[256] = "";
-        int pid = -1;
-        int rc = ina_agent_spawn(o.switchd.c_str(), "127.0.0.1", extra.data(), buf, sizeof(buf),
-                                 &pid, err, sizeof(err));
-        if (rc != INA_OK) {
-            std::fprintf(stderr, "ina_loadgen: cannot start %s: %s\n", o.switchd.c_str(), err);
-            stop_agents();
-            return 2;
+    SpawnedAgents spawned(o);
+    if (addrs.empty() && o.leaves == 0) {
+        for (uint32_t k = 0; k < o.agents; ++k) {
+            addrs.push_back(spawned.spawn(0, {}));
+            if (addrs.back().empty()) return 2;
         }
-        agent_pids.push_back(pid);
-        addrs.emplace_back(buf);
+    } else if (addrs.empty()) {
+        // Top down: an agent connects to its parent when it starts.
+        std::vector<std::string> spines;
+        if (o.spines > 0) {
+            const std::string core = spawned.spawn(2, {});
+            if (core.empty()) return 2;
+            for (uint32_t s = 0; s < o.spines; ++s) {
+                spines.push_back(spawned.spawn(1, core));
+                if (spines.back().empty()) return 2;
+            }
+        } else {
+            spines.push_back(spawned.spawn(1, {}));
+            if (spines.back().empty()) return 2;
+        }
+        const uint32_t per_spine = o.leaves / static_cast<uint32_t>(spines.size());
+        for (uint32_t l = 0; l < o.leaves; ++l) {
+            addrs.push_back(spawned.spawn(0, spines[l / per_spine]));
+            if (addrs.back().empty()) return 2;
+        }
     }
     // The spawned agents' CPU over the measured phase: sampled by the parent
     // when the first rank starts measuring and when every rank has ended.
-    double cpu_start = -1.0, cpu_end = -1.0;
-    auto agents_cpu = [&agent_pids] {
-        double sum = 0.0;
-        for (int pid : agent_pids) {
-            const double c = cpu_seconds(pid);
-            if (c < 0.0) return -1.0;
-            sum += c;
-        }
-        return agent_pids.empty() ? -1.0 : sum;
-    };
+    std::vector<double> cpu_start, cpu_end;
+    bool sampled_start = false, sampled_end = false;
 
     const uint64_t per_proc = std::min<uint64_t>(o.jobs * o.calls, kMaxSamples / o.procs);
     SharedRegion sh(o.procs, o.jobs, per_proc);
@@ -637,10 +783,16 @@ int run(const Options &o)
             started = started || sh.stats()[p].t_start > 0.0;
             ended = ended && sh.stats()[p].t_end > 0.0;
         }
-        if (started && cpu_start < 0.0) cpu_start = agents_cpu();
-        if (ended && cpu_end < 0.0) cpu_end = agents_cpu();
+        if (started && !sampled_start) {
+            cpu_start = spawned.cpu();
+            sampled_start = true;
+        }
+        if (ended && !sampled_end) {
+            cpu_end = spawned.cpu();
+            sampled_end = true;
+        }
     });
-    stop_agents();
+    spawned.stop();
     if (failed != 0) {
         std::fprintf(stderr, "ina_loadgen: %d rank process(es) failed; no numbers\n", failed);
         return 1;
@@ -668,43 +820,106 @@ int run(const Options &o)
     const uint64_t rank_calls = uint64_t{o.procs} * o.jobs * o.calls;
     const double bytes_in = static_cast<double>(granted) * static_cast<double>(o.bytes);
 
-    std::string names;
-    for (const std::string &a : addrs) names += (names.empty() ? "" : ",") + a;
-    std::printf("ina_loadgen: agent%s %s%s; %u procs x %u jobs, %" PRIu64 " calls/job of %" PRIu64
+    const bool tree = o.leaves > 0;
+    std::string layout;
+    if (tree) {
+        const std::string L = std::to_string(o.leaves) + (o.leaves > 1 ? " leaves " : " leaf ");
+        const std::string K = std::to_string(o.procs / o.leaves);
+        layout = "tree (spawned): ";
+        if (o.spines > 0) {
+            layout += "core " + spawned.names(2) + ", " + std::to_string(o.spines) + " spine" +
+                      (o.spines > 1 ? "s " : " ") + spawned.names(1) + " under it, " + L +
+                      spawned.names(0) + " (" + std::to_string(o.leaves / o.spines) +
+                      " per spine)";
+        } else {
+            layout += "spine " + spawned.names(1) + ", " + L + spawned.names(0) + " under it";
+        }
+        layout += ", " + K + " proc" + (o.procs / o.leaves > 1 ? "s" : "") + " per leaf";
+    } else {
+        std::string names;
+        for (const std::string &a : addrs) names += (names.empty() ? "" : ",") + a;
+        layout = std::string(addrs.size() > 1 ? "agents (striped) " : "agent ") + names +
+                 (spawned.agents().empty() ? "" : " (spawned)");
+    }
+    std::printf("ina_loadgen: %s; %u procs x %u jobs, %" PRIu64 " calls/job of %" PRIu64
                 " B float sum (%s), window %u, block %u B\n",
-                addrs.size() > 1 ? "s (striped)" : "", names.c_str(),
-                agent_pids.empty() ? "" : " (spawned)", o.procs, o.jobs, o.calls, o.bytes,
+                layout.c_str(), o.procs, o.jobs, o.calls, o.bytes,
                 o.overlap ? "overlapped posts" : "blocking", jp.window, jp.block_bytes);
     std::printf("  wall %.3f s; rank-calls granted %" PRIu64 "/%" PRIu64 ", denied %" PRIu64
                 ", wrong results %" PRIu64 "\n",
                 wall, granted, rank_calls, denied, wrong);
-    std::printf("  into the agent: %.0f blocks/s, %.1f MB/s; allreduces %.1f/s (all jobs)\n",
+    std::printf("  into the %s: %.0f blocks/s, %.1f MB/s; allreduces %.1f/s (all jobs)\n",
+                tree ? "leaves" : "agent",
                 static_cast<double>(blocks) / wall, bytes_in / wall / 1e6,
                 static_cast<double>(granted) / o.procs / wall);
     std::printf("  per-call latency us: p50 %.1f  p90 %.1f  p99 %.1f  max %.1f  (%zu samples)\n",
                 percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99),
                 lat.empty() ? 0.0 : lat.back(), lat.size());
-    // The agents' CPU per block into them (the spawned ones, measured phase).
-    const double agent_cpu = cpu_start >= 0.0 && cpu_end >= cpu_start ? cpu_end - cpu_start : -1.0;
-    const double cpu_per_block = agent_cpu >= 0.0 && blocks > 0
-                                     ? agent_cpu * 1e6 / static_cast<double>(blocks)
-                                     : -1.0;
+    // The spawned agents' CPU over the measured phase, per block the ranks
+    // sent: in a tree every level's share of the same blocks, so the levels
+    // add up to the whole.
+    constexpr unsigned kLevels = 3;
+    double level_cpu[kLevels] = {};
+    unsigned level_agents[kLevels] = {};
+    double agent_cpu = -1.0;
+    if (!cpu_start.empty() && cpu_end.size() == cpu_start.size()) {
+        agent_cpu = 0.0;
+        for (size_t k = 0; k < cpu_start.size(); ++k) {
+            const double d = cpu_end[k] - cpu_start[k];
+            if (d < 0.0) {
+                agent_cpu = -1.0;
+                break;
+            }
+            const unsigned level = spawned.agents()[k].level;
+            level_cpu[level] += d;
+            ++level_agents[level];
+            agent_cpu += d;
+        }
+    }
+    auto per_block = [blocks](double cpu) {
+        return cpu >= 0.0 && blocks > 0 ? cpu * 1e6 / static_cast<double>(blocks) : -1.0;
+    };
+    const double cpu_per_block = per_block(agent_cpu);
+    const size_t nspawned = spawned.agents().size();
     if (cpu_per_block >= 0.0) {
         std::printf("  agents' CPU: %.3f s over the measured phase, %.2f us per block "
                     "(%zu agent%s)\n",
-                    agent_cpu, cpu_per_block, agent_pids.size(), agent_pids.size() > 1 ? "s" : "");
+                    agent_cpu, cpu_per_block, nspawned, nspawned > 1 ? "s" : "");
+        if (tree) {
+            const char *const names[kLevels] = {"leaves", o.spines > 1 ? "spines" : "spine",
+                                                "core"};
+            std::printf("  per level, us per block:");
+            for (unsigned l = 0; l < kLevels; ++l) {
+                if (level_agents[l] == 0) continue;
+                std::printf("%s %s %.2f (%u agent%s)", l == 0 ? "" : ",", names[l],
+                            per_block(level_cpu[l]), level_agents[l],
+                            level_agents[l] > 1 ? "s" : "");
+            }
+            std::printf("\n");
+        }
     }
     // One line for scripts.
-    std::printf("RESULT procs=%u jobs=%u agents=%zu calls=%" PRIu64 " bytes=%" PRIu64
-                " window=%u block=%u "
+    std::printf("RESULT procs=%u jobs=%u agents=%zu layout=%s leaves=%u spines=%u calls=%" PRIu64
+                " bytes=%" PRIu64 " window=%u block=%u "
                 "mode=%s wall_s=%.6f blocks_per_s=%.1f bytes_per_s=%.1f allreduces_per_s=%.2f "
                 "p50_us=%.1f p90_us=%.1f p99_us=%.1f denied=%" PRIu64 " wrong=%" PRIu64
-                " agent_cpu_us_per_block=%.2f\n",
-                o.procs, o.jobs, addrs.size(), o.calls, o.bytes, jp.window, jp.block_bytes,
-                o.overlap ? "overlap" : "blocking", wall, static_cast<double>(blocks) / wall,
-                bytes_in / wall, static_cast<double>(granted) / o.procs / wall,
-                percentile(lat, 0.50), percentile(lat, 0.90), percentile(lat, 0.99), denied, wrong,
-                cpu_per_block);
+                " agent_cpu_us_per_block=%.2f",
+                o.procs, o.jobs, tree ? nspawned : addrs.size(),
+                tree ? "tree" : addrs.size() > 1 ? "striped" : "flat", o.leaves, o.spines, o.calls,
+                o.bytes, jp.window, jp.block_bytes, o.overlap ? "overlap" : "blocking", wall,
+                static_cast<double>(blocks) / wall, bytes_in / wall,
+                static_cast<double>(granted) / o.procs / wall, percentile(lat, 0.50),
+                percentile(lat, 0.90), percentile(lat, 0.99), denied, wrong, cpu_per_block);
+    if (tree) {
+        std::printf(" leaf_cpu_us_per_block=%.2f spine_cpu_us_per_block=%.2f",
+                    per_block(agent_cpu >= 0.0 ? level_cpu[0] : -1.0),
+                    per_block(agent_cpu >= 0.0 ? level_cpu[1] : -1.0));
+        if (o.spines > 0) {
+            std::printf(" core_cpu_us_per_block=%.2f",
+                        per_block(agent_cpu >= 0.0 ? level_cpu[2] : -1.0));
+        }
+    }
+    std::printf("\n");
     return wrong == 0 ? 0 : 1;
 }
 
