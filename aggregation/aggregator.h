@@ -81,6 +81,11 @@ struct Counters {
     uint64_t abort_in = 0;       // CALL_ABORT received
     uint64_t partials_up = 0;    // completed blocks sent up to the parent
     uint64_t parent_results = 0; // RESULTs from the parent, sent on to members
+    // Completed blocks that found their slot at the parent still busy (the
+    // parent's RESULT of an older block not back), and how long they
+    // waited in all: a level whose window is short for its round trip.
+    uint64_t partials_waited = 0;
+    uint64_t partial_wait_ns = 0;
     uint64_t stripe_aborts = 0;  // striped calls given back (another agent of the stripe denied)
 };
 

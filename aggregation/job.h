@@ -69,6 +69,9 @@ struct Partial {
     BufRef buf;          // the leaf's completed Seg buffer (empty: a CREDIT, BARRIER)
     size_t offset = 0;   // bytes into buf where the piece starts
     size_t len = 0;
+    // Waiting for its slot at the parent since (Counters::partial_wait_ns).
+    std::chrono::steady_clock::time_point since{};
+    bool waited = false;
 };
 
 // A block of a deferred call, kept (copied) until the call is decided.

@@ -150,6 +150,13 @@ void Aggregator::send_up(Job &job, Call &call, const ina_proto_hdr_t &blk, uint3
     call.up_pending[blk.sid % call.lease.size()] = uint64_t{blk.sid} + 1;
     call.up_wait.push_back(std::move(p));
     flush_up(job, call);
+    if (!call.up_wait.empty() && call.up_wait.back().hdr.sid == blk.sid) {
+        // Its slot at the parent is still busy: counted, and timed until
+        // a RESULT frees the slot.
+        call.up_wait.back().waited = true;
+        call.up_wait.back().since = Clock::now();
+        ++counters_.partials_waited;
+    }
 }
 
 void Aggregator::flush_up(Job &job, Call &call)
@@ -166,8 +173,13 @@ void Aggregator::flush_up(Job &job, Call &call)
         // it (std::bad_alloc, which the agent survives), the partial stays
         // whole for the next flush instead of going out later without data.
         const Partial &w = wait[i];
-        uplink_->partial(job, Partial{w.hdr, w.buf.share(), w.offset, w.len});
+        uplink_->partial(job, Partial{w.hdr, w.buf.share(), w.offset, w.len, {}, false});
         ++counters_.partials_up;
+        if (w.waited) {
+            counters_.partial_wait_ns += static_cast<uint64_t>(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - w.since)
+                    .count());
+        }
         wait.erase(wait.begin() + static_cast<std::ptrdiff_t>(i));
     }
 }

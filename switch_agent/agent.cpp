@@ -926,8 +926,9 @@ void Agent::log_counters() const
     INA_INFO("block bytes in: total=%" PRIu64 " by host:%s", t.block_bytes_in,
              hosts.empty() ? " none" : hosts.c_str());
     INA_INFO("tree: ready_in=%" PRIu64 " abort_in=%" PRIu64 " partials_up=%" PRIu64
-             " parent_results=%" PRIu64,
-             c.ready_in, c.abort_in, c.partials_up, c.parent_results);
+             " parent_results=%" PRIu64 " partials_waited=%" PRIu64 " partial_wait_ms=%" PRIu64,
+             c.ready_in, c.abort_in, c.partials_up, c.parent_results, c.partials_waited,
+             c.partial_wait_ns / 1000000);
     if (parent_) {
         const ParentLink::Counters &p = parent_->counters();
         INA_INFO("parent %s: msgs_out=%" PRIu64 " block_bytes_up=%" PRIu64 " msgs_in=%" PRIu64

@@ -182,12 +182,14 @@ void print_status(const json &j)
         std::printf("tree:        root; %llu job(s) of child agents\n",
                     t["child_jobs"].get<unsigned long long>());
     } else {
-        std::printf("tree:        leaf of %s (%s), reconnects %llu, partials up %llu, "
-                    "results down %llu; %llu job(s) of child agents\n",
+        std::printf("tree:        leaf of %s (%s), reconnects %llu, partials up %llu (%llu "
+                    "waited for a slot at the parent, %.3f s in all), results down %llu; "
+                    "%llu job(s) of child agents\n",
                     t["parent"].get<std::string>().c_str(),
                     t["parent_up"].get<bool>() ? "up" : "LOST",
                     t["reconnects"].get<unsigned long long>(),
                     t["partials_up"].get<unsigned long long>(),
+                    t.value("partials_waited", 0ULL), t.value("partial_wait_s", 0.0),
                     t["parent_results"].get<unsigned long long>(),
                     t["child_jobs"].get<unsigned long long>());
     }

@@ -136,6 +136,8 @@ json status(const Agent &agent, const Info &info)
         tree["reconnects"] = pc.reconnects;
         tree["partials_up"] = c.partials_up;
         tree["parent_results"] = c.parent_results;
+        tree["partials_waited"] = c.partials_waited;
+        tree["partial_wait_s"] = static_cast<double>(c.partial_wait_ns) / 1e9;
         tree["block_bytes_up"] = pc.block_bytes_up;
         tree["result_bytes_down"] = pc.result_bytes_down;
     } else {
@@ -437,6 +439,11 @@ std::string metrics(const Agent &agent)
               c.partials_up);
         x.one("ina_parent_results_total", "counter", "RESULTs from the parent sent on.",
               c.parent_results);
+        x.one("ina_parent_partials_waited_total", "counter",
+              "Completed blocks that waited for their slot at the parent.", c.partials_waited);
+        x.one("ina_parent_partial_wait_seconds_total", "counter",
+              "Time those blocks waited for their slot at the parent.",
+              static_cast<double>(c.partial_wait_ns) / 1e9);
     }
 
     const std::vector<const agg::Job *> js = sorted_jobs(core);

@@ -707,6 +707,46 @@ START_TEST(test_tree_job_without_parent_refused)
 }
 END_TEST
 
+// A spine whose window is narrower than its leaves' (max window 2 against
+// their 4): a leaf's completed block waits for its slot at the spine, and
+// the leaf counts those and their time (what ina-switchctl status shows of a
+// level whose window is short); the sums stay exact.
+START_TEST(test_tree_partials_wait_for_a_narrow_parent)
+{
+    AggregatorConfig narrow = small_config(64);
+    narrow.max_window = 2;
+    Tree t(narrow);
+    const std::vector<uint32_t> jids = t.open(21);
+    TreeCall c{t, jids, 0, INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, 16, 16 * 12};
+    c.piece = [](uint32_t m, uint32_t sid, uint32_t &, uint32_t &cnt,
+                 std::vector<std::byte> &bytes) {
+        bytes.resize(size_t{cnt} * 4);
+        auto *d = reinterpret_cast<int32_t *>(bytes.data());
+        for (uint32_t i = 0; i < cnt; ++i) {
+            d[i] = static_cast<int32_t>(m * 1000 + sid * 16 + i);
+        }
+    };
+    std::mt19937 rng(21);
+    c.run(rng);
+    uint64_t waited = 0;
+    for (uint32_t l = 0; l < kLeaves; ++l) {
+        const Counters &k = t.leaves[l]->agg.counters();
+        ck_assert_uint_eq(k.partials_up, c.nblocks());
+        ck_assert_uint_le(k.partials_waited, c.nblocks());
+        waited += k.partials_waited;
+        ck_assert(k.partials_waited > 0 || k.partial_wait_ns == 0);
+    }
+    ck_assert_msg(waited > 0, "no partial waited for the spine's narrower window");
+    for (uint32_t m = 0; m < TreeCall::N; ++m) {
+        ck_assert_int_eq(c.grants[m], 1);
+        const auto *d = reinterpret_cast<const int32_t *>(c.result[m].data());
+        for (uint32_t i = 0; i < c.total; ++i) {
+            ck_assert_int_eq(d[i], static_cast<int32_t>(6000 + 4 * i));
+        }
+    }
+}
+END_TEST
+
 int main()
 {
     return ina_test::run_suite("tree", "tree",
@@ -714,6 +754,7 @@ int main()
                                 test_tree_grant_waits_for_every_leaf,
                                 test_tree_deny_by_leaf_or_spine, test_tree_partial_not_queued,
                                 test_tree_malformed_partial, test_tree_loss_in_flight,
-                                test_tree_job_without_parent_refused},
+                                test_tree_job_without_parent_refused,
+                                test_tree_partials_wait_for_a_narrow_parent},
                                60);
 }
