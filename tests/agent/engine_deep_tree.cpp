@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine_harness.h"
+#include "engine_tree_round.h"
 
 namespace {
 
@@ -100,107 +101,36 @@ ina_job_t *open_deep_job(ina_client_t *c, uint32_t rank, ina_job_params_t *p, ui
     return job;
 }
 
-int run_coll(ina_job_t *job, const ina_coll_desc_t &d, int want)
-{
-    ina_cqe_t cqe{};
-    const int rc = ina_job_run(job, &d, &cqe);
-    const int v = verdict(rc, cqe);
-    return v == want ? 0 : (v == 0 ? 100 : v);
-}
-
 int rank_main(const char *addr, Shared *sh, uint32_t rank)
 {
     ina_client_t *c = connect_or_die(addr, "rank " + std::to_string(rank));
     ina_job_params_t p{};
     ina_job_t *job = open_deep_job(c, rank, &p, 7, false);
     std::mt19937 rng(4321 + rank);
-    const uint64_t n = 20000; // doubles: several blocks of 4 KiB
-    std::vector<double> x(n), y(n);
-    std::vector<int64_t> xi(n), yi(n);
-    const uint32_t chunk = 3000;
-    std::vector<uint8_t> mine(chunk), all(chunk * kRanks);
-    size_t differ_flat = 0;
+    TreeRound t;
+    t.rank = rank;
+    t.nranks = kRanks;
+    t.reduce_root = 1;
+    t.bcast_root = 0; // the leaf alone under its spine
+    t.value = value;
+    t.tree_sum = [](uint64_t i, int round) {
+        return value(0, i, round) +
+               (value(1, i, round) + (value(2, i, round) + value(3, i, round)));
+    };
     for (int round = 0; round < kRounds; ++round) {
-        auto pause = [&] { usleep(static_cast<useconds_t>(rng() % 3000)); };
-        for (uint64_t i = 0; i < n; ++i) {
-            x[i] = value(rank, i, round);
+        if (tree_round(job, t, round, rng) != 0) {
+            return 1;
         }
-        pause();
-        ina_coll_desc_t d{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_DOUBLE, x.data(), y.data(), n};
-        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: double allreduce not offloaded",
-               round);
-        for (uint64_t i = 0; i < n; ++i) {
-            const double want = value(0, i, round) +
-                                (value(1, i, round) + (value(2, i, round) + value(3, i, round)));
-            const double flat = ((value(0, i, round) + value(1, i, round)) + value(2, i, round)) +
-                                value(3, i, round);
-            differ_flat += std::memcmp(&want, &flat, sizeof(double)) != 0;
-            EXPECT(std::memcmp(&y[i], &want, sizeof(double)) == 0,
-                   "round %d: double sum element %llu %.17g, want the tree's %.17g", round,
-                   static_cast<unsigned long long>(i), y[i], want);
-        }
-        for (uint64_t i = 0; i < n; ++i) {
-            xi[i] = static_cast<int64_t>(rank * 1000003 + i * 7 + round);
-        }
-        pause();
-        d = ina_coll_desc_t{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT64, xi.data(), xi.data(), n};
-        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: int64 allreduce", round);
-        for (uint64_t i = 0; i < n; ++i) {
-            int64_t want = 0;
-            for (uint32_t r = 0; r < kRanks; ++r) {
-                want += static_cast<int64_t>(r * 1000003 + i * 7 + round);
-            }
-            EXPECT(xi[i] == want, "round %d: int64 sum element %llu", round,
-                   static_cast<unsigned long long>(i));
-        }
-        for (uint64_t i = 0; i < n; ++i) {
-            xi[i] = static_cast<int64_t>((rank * 31 + i * 17 + round) % 101);
-        }
-        std::fill(yi.begin(), yi.end(), -1);
-        pause();
-        d = ina_coll_desc_t{INA_COLL_REDUCE, INA_OP_MAX, INA_DT_INT64, xi.data(), yi.data(), n, 1};
-        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: reduce", round);
-        if (rank == 1) {
-            for (uint64_t i = 0; i < n; ++i) {
-                int64_t want = 0;
-                for (uint32_t r = 0; r < kRanks; ++r) {
-                    want = std::max<int64_t>(want, (r * 31 + i * 17 + round) % 101);
-                }
-                EXPECT(yi[i] == want, "round %d: reduce element %llu", round,
-                       static_cast<unsigned long long>(i));
-            }
-        }
-        // ALLGATHER: every agent's ranks are one range of every block.
-        for (uint32_t i = 0; i < chunk; ++i) {
-            mine[i] = static_cast<uint8_t>(rank * 59 + i + round);
-        }
-        pause();
-        d = ina_coll_desc_t{INA_COLL_ALLGATHER, INA_OP_REPLACE, INA_DT_UINT8, mine.data(),
-                            all.data(), chunk};
-        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: allgather", round);
-        for (uint32_t r = 0; r < kRanks; ++r) {
-            for (uint32_t i = 0; i < chunk; ++i) {
-                EXPECT(all[r * chunk + i] == static_cast<uint8_t>(r * 59 + i + round),
-                       "round %d: allgather chunk %u byte %u", round, r, i);
-            }
-        }
-        // BCAST from root 0 (the leaf alone under its spine).
-        for (uint32_t i = 0; i < chunk; ++i) {
-            mine[i] = rank == 0 ? static_cast<uint8_t>(i * 13 + round) : 0;
-        }
-        pause();
-        d = ina_coll_desc_t{INA_COLL_BCAST, INA_OP_REPLACE, INA_DT_UINT8, nullptr, mine.data(),
-                            chunk, 0};
-        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: bcast", round);
-        for (uint32_t i = 0; i < chunk; ++i) {
-            EXPECT(mine[i] == static_cast<uint8_t>(i * 13 + round), "round %d: bcast byte %u",
-                   round, i);
-        }
-        pause();
-        d = ina_coll_desc_t{INA_COLL_BARRIER, INA_OP_REPLACE, INA_DT_UINT8};
-        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: barrier", round);
     }
-    EXPECT(differ_flat > 0, "the inputs do not tell the tree's order from the flat one");
+    // The inputs must tell this tree's order from the flat one somewhere.
+    size_t differ = 0;
+    for (uint64_t i = 0; i < t.n; ++i) {
+        const double flat =
+            ((value(0, i, 0) + value(1, i, 0)) + value(2, i, 0)) + value(3, i, 0);
+        const double tree = t.tree_sum(i, 0);
+        differ += std::memcmp(&flat, &tree, sizeof(double)) != 0;
+    }
+    EXPECT(differ > 0, "the inputs do not tell the tree's order from the flat one");
     pthread_barrier_wait(&sh->barrier);
     ina_job_leave(job);
     ina_client_disconnect(c);
@@ -218,7 +148,8 @@ int mismatch_main(const char *addr, Shared *sh, uint32_t rank)
     ina_job_t *job = open_deep_job(c, rank, &p, 8, true);
     std::vector<int32_t> x(1000, static_cast<int32_t>(rank)), y(1000);
     for (int i = 0; i < 3; ++i) {
-        ina_coll_desc_t d{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, x.data(), y.data(), 1000};
+        const ina_coll_desc_t d =
+            coll_desc(INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, x.data(), y.data(), 1000);
         ina_cqe_t cqe{};
         const int rc = ina_job_run(job, &d, &cqe);
         EXPECT(verdict(rc, cqe) == INA_FALLBACK_DENIED, "call %d: verdict %d (status %s)", i,

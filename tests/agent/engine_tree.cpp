@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "engine_harness.h"
+#include "engine_tree_round.h"
 
 namespace {
 
@@ -77,105 +78,26 @@ ina_job_t *open_tree_job(ina_client_t *c, uint32_t rank, uint32_t window, ina_jo
     return job;
 }
 
-int run_coll(ina_job_t *job, const ina_coll_desc_t &d, int want)
-{
-    ina_cqe_t cqe{};
-    int rc = ina_job_run(job, &d, &cqe);
-    int v = verdict(rc, cqe);
-    return v == want ? 0 : (v == 0 ? 100 : v);
-}
-
 int rank_main(const char *addr, Shared *sh, uint32_t rank)
 {
     ina_client_t *c = connect_or_die(addr, "rank " + std::to_string(rank));
     ina_job_params_t p{};
     ina_job_t *job = open_tree_job(c, rank, 8, &p);
     std::mt19937 rng(1234 + rank);
-    const uint64_t n = 20000; // doubles: several blocks of 4 KiB
-    std::vector<double> x(n), y(n);
-    std::vector<int64_t> xi(n), yi(n);
-    const uint32_t chunk = 3000;
-    std::vector<uint8_t> mine(chunk), all(chunk * kRanks);
+    TreeRound t;
+    t.rank = rank;
+    t.nranks = kRanks;
+    t.reduce_root = 2;
+    t.bcast_root = 3; // on the second leaf
+    t.value = value;
+    t.tree_sum = [](uint64_t i, int round) {
+        return (value(0, i, round) + value(1, i, round)) +
+               (value(2, i, round) + value(3, i, round));
+    };
     for (int round = 0; round < kRounds; ++round) {
-        auto pause = [&] { usleep(static_cast<useconds_t>(rng() % 3000)); };
-        // ALLREDUCE, doubles: the tree's order.
-        for (uint64_t i = 0; i < n; ++i) {
-            x[i] = value(rank, i, round);
+        if (tree_round(job, t, round, rng) != 0) {
+            return 1;
         }
-        pause();
-        ina_coll_desc_t d{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_DOUBLE, x.data(), y.data(), n};
-        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: double allreduce not offloaded",
-               round);
-        for (uint64_t i = 0; i < n; ++i) {
-            const double want = (value(0, i, round) + value(1, i, round)) +
-                                (value(2, i, round) + value(3, i, round));
-            EXPECT(std::memcmp(&y[i], &want, sizeof(double)) == 0,
-                   "round %d: double sum element %llu %.17g, want %.17g", round,
-                   static_cast<unsigned long long>(i), y[i], want);
-        }
-        // ALLREDUCE MAX and SUM of int64 in place.
-        for (uint64_t i = 0; i < n; ++i) {
-            xi[i] = static_cast<int64_t>(rank * 1000003 + i * 7 + round);
-        }
-        pause();
-        d = ina_coll_desc_t{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT64, xi.data(), xi.data(), n};
-        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: int64 allreduce", round);
-        for (uint64_t i = 0; i < n; ++i) {
-            int64_t want = 0;
-            for (uint32_t r = 0; r < kRanks; ++r) {
-                want += static_cast<int64_t>(r * 1000003 + i * 7 + round);
-            }
-            EXPECT(xi[i] == want, "round %d: int64 sum element %llu", round,
-                   static_cast<unsigned long long>(i));
-        }
-        // REDUCE MAX to root 2.
-        for (uint64_t i = 0; i < n; ++i) {
-            xi[i] = static_cast<int64_t>((rank * 31 + i * 17 + round) % 101);
-        }
-        std::fill(yi.begin(), yi.end(), -1);
-        pause();
-        d = ina_coll_desc_t{INA_COLL_REDUCE, INA_OP_MAX, INA_DT_INT64, xi.data(), yi.data(), n, 2};
-        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: reduce", round);
-        if (rank == 2) {
-            for (uint64_t i = 0; i < n; ++i) {
-                int64_t want = 0;
-                for (uint32_t r = 0; r < kRanks; ++r) {
-                    want = std::max<int64_t>(want, (r * 31 + i * 17 + round) % 101);
-                }
-                EXPECT(yi[i] == want, "round %d: reduce element %llu", round,
-                       static_cast<unsigned long long>(i));
-            }
-        }
-        // ALLGATHER: each leaf's chunks are one range of every block.
-        for (uint32_t i = 0; i < chunk; ++i) {
-            mine[i] = static_cast<uint8_t>(rank * 59 + i + round);
-        }
-        pause();
-        d = ina_coll_desc_t{INA_COLL_ALLGATHER, INA_OP_REPLACE, INA_DT_UINT8, mine.data(),
-                            all.data(), chunk};
-        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: allgather", round);
-        for (uint32_t r = 0; r < kRanks; ++r) {
-            for (uint32_t i = 0; i < chunk; ++i) {
-                EXPECT(all[r * chunk + i] == static_cast<uint8_t>(r * 59 + i + round),
-                       "round %d: allgather chunk %u byte %u", round, r, i);
-            }
-        }
-        // BCAST from root 3 (on the second leaf).
-        for (uint32_t i = 0; i < chunk; ++i) {
-            mine[i] = rank == 3 ? static_cast<uint8_t>(i * 13 + round) : 0;
-        }
-        pause();
-        d = ina_coll_desc_t{INA_COLL_BCAST, INA_OP_REPLACE, INA_DT_UINT8, nullptr, mine.data(),
-                            chunk, 3};
-        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: bcast", round);
-        for (uint32_t i = 0; i < chunk; ++i) {
-            EXPECT(mine[i] == static_cast<uint8_t>(i * 13 + round), "round %d: bcast byte %u",
-                   round, i);
-        }
-        // BARRIER.
-        pause();
-        d = ina_coll_desc_t{INA_COLL_BARRIER, INA_OP_REPLACE, INA_DT_UINT8};
-        EXPECT(run_coll(job, d, INA_OFFLOADED) == 0, "round %d: barrier", round);
     }
     pthread_barrier_wait(&sh->barrier);
     ina_job_leave(job);
