@@ -5,6 +5,7 @@
 #include "ina_client.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -130,6 +131,14 @@ bool Topology::parse(const std::string &text, Topology &out, std::string &err)
     };
     std::vector<HostsLine> hosts;
     std::vector<std::string> parent_names;
+    // The squares by position, with the line that gave each.
+    std::map<std::pair<uint32_t, uint32_t>, int> square_line;
+    struct Square {
+        uint32_t gx, gy;
+        std::array<std::string, 4> host; // A, B, C, D
+    };
+    std::vector<Square> squares;
+    std::map<std::string, int> grid_host_line;
     std::istringstream in(text);
     std::string raw;
     int lineno = 0;
@@ -165,8 +174,87 @@ bool Topology::parse(const std::string &text, Topology &out, std::string &err)
                 return fail(lineno, "want \"hosts NAME HOSTLIST\" (no spaces in the list)");
             }
             hosts.push_back(HostsLine{lineno, w[1], w[2]});
+        } else if (w[0] == "square") {
+            if (w.size() != 7) {
+                return fail(lineno, "want \"square GX GY HOSTA HOSTB HOSTC HOSTD\"");
+            }
+            // Five digits: more groups than any machine has, and the
+            // rectangle check below stays cheap whatever is written.
+            for (int i = 1; i <= 2; ++i) {
+                if (!all_digits(w[i]) || w[i].size() > 5) {
+                    return fail(lineno, "\"" + w[i] + "\" is not a group position (0 to 99999)");
+                }
+            }
+            Square sq{static_cast<uint32_t>(std::stoul(w[1])),
+                      static_cast<uint32_t>(std::stoul(w[2])),
+                      {w[3], w[4], w[5], w[6]}};
+            const std::string where =
+                "(" + std::to_string(sq.gx) + ", " + std::to_string(sq.gy) + ")";
+            auto [at, fresh] = square_line.emplace(std::make_pair(sq.gx, sq.gy), lineno);
+            if (!fresh) {
+                return fail(lineno, "group " + where + " already given on line " +
+                                        std::to_string(at->second));
+            }
+            for (const std::string &h : sq.host) {
+                // One node is one host: a list here would be a typo.
+                if (h.find_first_of("[],") != std::string::npos) {
+                    return fail(lineno, "\"" + h + "\" is not a host name (one host per node)");
+                }
+                auto [seen, first] = grid_host_line.emplace(h, lineno);
+                if (!first) {
+                    return fail(lineno, "host \"" + h + "\" is already a node of the grid (line " +
+                                            std::to_string(seen->second) + ")");
+                }
+            }
+            squares.push_back(std::move(sq));
         } else {
             return fail(lineno, "unknown statement \"" + w[0] + "\" (agent or hosts)");
+        }
+    }
+    if (!squares.empty()) {
+        // The positions must fill the rectangle they span from (0, 0): as
+        // many squares as its groups, else the first position missing (in
+        // row order; found within squares.size() + 1 steps, however far
+        // the largest position is).
+        uint32_t gx_max = 0, gy_max = 0;
+        for (const Square &sq : squares) {
+            gx_max = std::max(gx_max, sq.gx);
+            gy_max = std::max(gy_max, sq.gy);
+        }
+        const uint64_t across = uint64_t{gx_max} + 1, down = uint64_t{gy_max} + 1;
+        if (across * down != squares.size()) {
+            uint64_t hole = 0;
+            while (square_line.count({static_cast<uint32_t>(hole % across),
+                                      static_cast<uint32_t>(hole / across)}) != 0) {
+                ++hole;
+            }
+            // Named: the square farthest out (first in the file on a tie),
+            // one of those that make the rectangle reach past the hole.
+            const Square *far = &squares.front();
+            for (const Square &sq : squares) {
+                if (sq.gx + sq.gy > far->gx + far->gy) {
+                    far = &sq;
+                }
+            }
+            return fail(square_line.at({far->gx, far->gy}),
+                        "no square at (" + std::to_string(hole % across) + ", " +
+                            std::to_string(hole / across) + "), inside the " +
+                            std::to_string(across) + "x" + std::to_string(down) +
+                            " groups the squares span (this one at (" + std::to_string(far->gx) +
+                            ", " + std::to_string(far->gy) +
+                            ") among them): the squares must fill a rectangle from (0, 0)");
+        }
+        Grid &g = out.grid_;
+        g.groups_x = static_cast<uint32_t>(across);
+        g.groups_y = static_cast<uint32_t>(down);
+        g.host_of_node.resize(size_t{g.cols()} * g.rows());
+        for (Square &sq : squares) {
+            for (uint32_t letter = 0; letter < 4; ++letter) {
+                const uint32_t col = 2 * sq.gx + letter % 2, row = 2 * sq.gy + letter / 2;
+                const uint32_t node = row * g.cols() + col;
+                g.node_of_host.emplace(sq.host[letter], node);
+                g.host_of_node[node] = std::move(sq.host[letter]);
+            }
         }
     }
     // Parents, declared anywhere in the file.
@@ -351,6 +439,85 @@ bool plan(const Topology &topo, const std::vector<std::string> &rank_hosts, Plan
     return true;
 }
 
+bool grid_map(const Grid &grid, const std::vector<std::string> &rank_hosts, GridMap &out,
+              std::string &why)
+{
+    out = GridMap();
+    if (grid.empty()) {
+        why = "the topology describes no grid (no square statement)";
+        return false;
+    }
+    if (rank_hosts.empty()) {
+        why = "no ranks";
+        return false;
+    }
+    std::vector<uint32_t> node_of_rank;
+    node_of_rank.reserve(rank_hosts.size());
+    std::vector<bool> held(grid.host_of_node.size());
+    uint32_t col_lo = grid.cols(), col_hi = 0, row_lo = grid.rows(), row_hi = 0;
+    for (size_t r = 0; r < rank_hosts.size(); ++r) {
+        auto it = grid.node_of_host.find(rank_hosts[r]);
+        if (it == grid.node_of_host.end()) {
+            why = "host \"" + rank_hosts[r] + "\" of rank " + std::to_string(r) +
+                  " is not on the grid (in no square line)";
+            return false;
+        }
+        const uint32_t node = it->second, col = node % grid.cols(), row = node / grid.cols();
+        held[node] = true;
+        node_of_rank.push_back(node);
+        col_lo = std::min(col_lo, col);
+        col_hi = std::max(col_hi, col);
+        row_lo = std::min(row_lo, row);
+        row_hi = std::max(row_hi, row);
+    }
+    if (col_lo == col_hi && row_lo == row_hi) {
+        why = "every rank is on one node (host \"" + rank_hosts[0] + "\"): no rings to run";
+        return false;
+    }
+    // The groups the ranks' nodes reach into; each must be held whole.
+    // Only a rectangle of whole groups has rings of its own: its rows and
+    // columns start on an A or C node and end on a B or D, which is where
+    // a ring turns back (ina_grid_ring).
+    const uint32_t gx_lo = col_lo / 2, gx_hi = col_hi / 2, gy_lo = row_lo / 2, gy_hi = row_hi / 2;
+    const auto group_words = [](uint32_t gx, uint32_t gy) {
+        return "group (" + std::to_string(gx) + ", " + std::to_string(gy) + ")";
+    };
+    for (uint32_t gy = gy_lo; gy <= gy_hi; ++gy) {
+        for (uint32_t gx = gx_lo; gx <= gx_hi; ++gx) {
+            int present = 0;
+            uint32_t missing = 4; // the first letter without a rank
+            for (uint32_t letter = 0; letter < 4; ++letter) {
+                const uint32_t node = (2 * gy + letter / 2) * grid.cols() + 2 * gx + letter % 2;
+                present += held[node] ? 1 : 0;
+                missing = held[node] || missing < 4 ? missing : letter;
+            }
+            if (present == 0) {
+                why = group_words(gx, gy) + " holds no rank, inside the rectangle of groups (" +
+                      std::to_string(gx_lo) + ", " + std::to_string(gy_lo) + ") to (" +
+                      std::to_string(gx_hi) + ", " + std::to_string(gy_hi) +
+                      ") that the ranks span: they must cover a rectangle of groups";
+                return false;
+            }
+            if (present < 4) {
+                const uint32_t node = (2 * gy + missing / 2) * grid.cols() + 2 * gx + missing % 2;
+                why = group_words(gx, gy) + " is covered in part: its node " +
+                      std::string(1, "ABCD"[missing]) + " (host \"" + grid.host_of_node[node] +
+                      "\") holds no rank: the ranks must cover whole groups";
+                return false;
+            }
+        }
+    }
+    out.group_x = gx_lo;
+    out.group_y = gy_lo;
+    out.cols = 2 * (gx_hi - gx_lo + 1);
+    out.rows = 2 * (gy_hi - gy_lo + 1);
+    for (uint32_t &node : node_of_rank) {
+        node = (node / grid.cols() - 2 * gy_lo) * out.cols + node % grid.cols() - 2 * gx_lo;
+    }
+    out.node_of_rank = std::move(node_of_rank);
+    return true;
+}
+
 } // namespace ina::topo
 
 // ---------------------------------------------------------------- C API
@@ -479,5 +646,62 @@ void ina_topology_place(const uint32_t *group_of_rank, uint32_t n, uint32_t leve
             }
         }
         place[k] = ina_proto_tree_level_t{groups, group};
+    }
+}
+
+ina_status_t ina_topology_grid(const ina_topology_t *topo, const char *const *hosts, uint32_t n,
+                               uint32_t *cols, uint32_t *rows, uint32_t *node_of_rank, char *err,
+                               size_t errlen)
+{
+    if (topo == nullptr || cols == nullptr || rows == nullptr ||
+        (n > 0 && (hosts == nullptr || node_of_rank == nullptr))) {
+        return INA_ERR_INVALID;
+    }
+    *cols = 0;
+    *rows = 0;
+    try {
+        std::vector<std::string> names;
+        names.reserve(n);
+        for (uint32_t r = 0; r < n; ++r) {
+            if (hosts[r] == nullptr) {
+                put_err(err, errlen, "the host of rank " + std::to_string(r) + " is unknown");
+                return INA_ERR_INVALID;
+            }
+            names.emplace_back(hosts[r]);
+        }
+        ina::topo::GridMap m;
+        std::string why;
+        if (!ina::topo::grid_map(topo->topo.grid(), names, m, why)) {
+            // Not an error: the caller runs its other algorithms, and says why.
+            put_err(err, errlen, why);
+            return INA_OK;
+        }
+        std::copy(m.node_of_rank.begin(), m.node_of_rank.end(), node_of_rank);
+        *cols = m.cols;
+        *rows = m.rows;
+        put_err(err, errlen, "");
+        return INA_OK;
+    } catch (const std::bad_alloc &) {
+        return INA_ERR_NOMEM;
+    }
+}
+
+void ina_grid_ring(uint32_t n, uint32_t *ring)
+{
+    if (ring == nullptr || n < 2 || n % 2 != 0) {
+        return; // no such ring: nothing written (a void C function)
+    }
+    // Along a row: positions 2g and 2g + 1 are one group's A-B (or C-D)
+    // link, and each letter links to the same letter of the next group, two
+    // positions on. So the odd positions form one chain out, the even ones
+    // another back, joined at both ends inside a group: every step a link,
+    // none leaving the positions 0..n-1 (the same down a column: A-C, B-D).
+    uint32_t k = 0;
+    ring[k++] = 0;
+    for (uint32_t odd = 1; odd < n; odd += 2) {
+        ring[k++] = odd;
+    }
+    for (uint32_t even = n - 2; even >= 2; even -= 2) {
+        ring[k++] = even;
     }
 }

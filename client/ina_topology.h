@@ -9,10 +9,16 @@
 // File format, one statement per line, '#' starts a comment:
 //   agent NAME HOST:PORT [parent NAME]   an ina-switchd; its parent, if any
 //   hosts NAME HOSTLIST                  the hosts whose ranks talk to agent NAME
+//   square GX GY HOSTA HOSTB HOSTC HOSTD the hyper-square's group at (GX, GY)
 // HOSTLIST is Slurm's compact form: comma-separated names, each with at most
 // one bracket range list, e.g. "node[01-04,09],login1" (zero padding kept).
 // Agents may be declared in any order; parents must form trees (no cycles);
 // a host belongs to one agent at most.
+// The squares describe the hosts' own links (the hyper-square, ina_client.h;
+// docs/HIERARCHY.md, "The host side"): one line per group of four, in any
+// order, their positions filling a rectangle of groups from (0, 0); a host
+// is one node of the grid at most. Agents and grid are independent: a host
+// may be in both, either or neither.
 #ifndef INA_CLIENT_TOPOLOGY_H
 #define INA_CLIENT_TOPOLOGY_H
 
@@ -31,6 +37,20 @@ struct Agent {
     int line = 0;         // where it was declared (for messages)
 };
 
+// The hyper-square as a grid of nodes: cols() x rows(), both even. Group
+// (gx, gy) is the 2x2 square of nodes at columns 2gx, 2gx + 1 and rows 2gy,
+// 2gy + 1: A top left, B top right, C bottom left, D bottom right.
+struct Grid {
+    uint32_t groups_x = 0;                        // groups across (0: the file describes no grid)
+    uint32_t groups_y = 0;                        // groups down
+    std::vector<std::string> host_of_node;        // [row * cols() + column]
+    std::map<std::string, uint32_t> node_of_host; // the inverse
+
+    uint32_t cols() const { return 2 * groups_x; }
+    uint32_t rows() const { return 2 * groups_y; }
+    bool empty() const { return groups_x == 0; }
+};
+
 class Topology {
 public:
     // Parse the file's text. False with `err` = "line N: why" on the first
@@ -43,9 +63,12 @@ public:
     // The agents from `agent` up to its root, `agent` first.
     std::vector<int> path_to_root(int agent) const;
     int root_of(int agent) const { return path_to_root(agent).back(); }
+    // The squares' grid; empty() when the file has no square statement.
+    const Grid &grid() const { return grid_; }
 
 private:
     std::vector<Agent> agents_;
+    Grid grid_;
     std::map<std::string, int> by_name_;
     std::map<std::string, int> host_agent_;
 };
@@ -82,6 +105,20 @@ struct Plan {
 // the top.
 bool plan(const Topology &topo, const std::vector<std::string> &rank_hosts, Plan &out,
           std::string &err);
+
+// Where a communicator's ranks sit on the grid (ina_topology_grid): the
+// ranks' hosts must be exactly the nodes of a rectangle of whole groups.
+struct GridMap {
+    uint32_t cols = 0, rows = 0;        // nodes of the rectangle; 0 x 0: no grid
+    uint32_t group_x = 0, group_y = 0;  // its corner, in groups of the file's grid
+    std::vector<uint32_t> node_of_rank; // row * cols + column, from the corner
+};
+
+// False with `why` (the reason, for the caller to fall back and count) when
+// the file has no grid, a host is not on it, the ranks sit on one node, or
+// their nodes are not exactly a rectangle of whole groups.
+bool grid_map(const Grid &grid, const std::vector<std::string> &rank_hosts, GridMap &out,
+              std::string &why);
 
 } // namespace ina::topo
 

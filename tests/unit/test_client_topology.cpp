@@ -25,6 +25,24 @@ using ina::topo::Topology;
 
 namespace {
 
+// A 2x2 grid of groups (16 nodes n01..n16), its lines out of order, beside
+// an agent that serves some of the same hosts.
+const char *kGrid2x2 = "agent a 10.0.0.1:17300\n"
+                       "hosts a n[01-08]\n"
+                       "square 1 1 n13 n14 n15 n16   # D's group last... or not\n"
+                       "square 0 0 n01 n02 n03 n04\n"
+                       "\n"
+                       "square 0 1 n09 n10 n11 n12\n"
+                       "square 1 0 n05 n06 n07 n08\n";
+
+Topology parsed(const std::string &text)
+{
+    Topology t;
+    std::string err;
+    ck_assert_msg(Topology::parse(text, t, err), "refused: %s\n%s", err.c_str(), text.c_str());
+    return t;
+}
+
 std::vector<std::string> expand(const std::string &list)
 {
     std::vector<std::string> out;
@@ -123,6 +141,228 @@ START_TEST(test_parse_errors)
     Topology t;
     std::string err;
     ck_assert(Topology::parse("agent a h:1\nhosts a n[1-2]\nhosts a n2\n", t, err));
+}
+END_TEST
+
+// The squares: the grid of nodes they make, in any order of lines, beside
+// agents or alone; files without squares have no grid.
+START_TEST(test_grid_parse)
+{
+    const Topology one = parsed("square 0 0 a b c d\n");
+    ck_assert_uint_eq(one.grid().groups_x, 1);
+    ck_assert_uint_eq(one.grid().groups_y, 1);
+    ck_assert(one.grid().host_of_node == std::vector<std::string>({"a", "b", "c", "d"}));
+    ck_assert_uint_eq(one.grid().node_of_host.at("c"), 2);
+
+    // 2x1: B of group 0 is column 1, A of group 1 column 2.
+    const Topology wide = parsed("square 1 0 e f g h\nsquare 0 0 a b c d\n");
+    ck_assert_uint_eq(wide.grid().cols(), 4);
+    ck_assert_uint_eq(wide.grid().rows(), 2);
+    ck_assert(wide.grid().host_of_node ==
+              std::vector<std::string>({"a", "b", "e", "f", "c", "d", "g", "h"}));
+
+    const Topology t = parsed(kGrid2x2);
+    const ina::topo::Grid &g = t.grid();
+    ck_assert_uint_eq(g.groups_x, 2);
+    ck_assert_uint_eq(g.groups_y, 2);
+    ck_assert_uint_eq(g.cols(), 4);
+    ck_assert_uint_eq(g.rows(), 4);
+    // Group (1, 1)'s D is the far corner; group (0, 1)'s A row 2, column 0.
+    ck_assert_str_eq(g.host_of_node[15].c_str(), "n16");
+    ck_assert_str_eq(g.host_of_node[2 * 4 + 0].c_str(), "n09");
+    ck_assert_str_eq(g.host_of_node[1 * 4 + 2].c_str(), "n07");
+    ck_assert_uint_eq(g.node_of_host.size(), 16);
+    // The agents are as before: the grid is beside them.
+    ck_assert_int_eq(t.agent_of("n05"), 0);
+    ck_assert_int_eq(t.agent_of("n09"), -1);
+
+    // No squares: no grid, the rest unchanged.
+    const Topology none = parsed(kTwoLeaves);
+    ck_assert(none.grid().empty());
+    ck_assert_uint_eq(none.grid().cols(), 0);
+    ck_assert_int_eq(none.agent_of("node05"), 0); // leaf1, declared first
+}
+END_TEST
+
+START_TEST(test_grid_parse_errors)
+{
+    expect_error("square 0 0 a b c d\nsquare 1 1 e f g h\n",
+                 "line 2: no square at (1, 0), inside the 2x2 groups the squares span (this one "
+                 "at (1, 1) among them): the squares must fill a rectangle from (0, 0)");
+    // A row that does not start at 0.
+    expect_error("square 1 0 a b c d\n",
+                 "line 1: no square at (0, 0), inside the 2x1 groups the squares span (this one "
+                 "at (1, 0) among them): the squares must fill a rectangle from (0, 0)");
+    // An L: (1, 1) missing; the first of the farthest is named.
+    expect_error("square 0 0 a b c d\nsquare 1 0 e f g h\nsquare 0 1 i j k l\n",
+                 "line 2: no square at (1, 1), inside the 2x2 groups the squares span (this one "
+                 "at (1, 0) among them): the squares must fill a rectangle from (0, 0)");
+    // Far out: refused without building the grid it would span.
+    expect_error("square 0 0 a b c d\nsquare 99999 99999 e f g h\n",
+                 "line 2: no square at (1, 0), inside the 100000x100000 groups the squares span "
+                 "(this one at (99999, 99999) among them): the squares must fill a rectangle "
+                 "from (0, 0)");
+    expect_error("square 0 0 a b c d\nsquare 0 0 e f g h\n",
+                 "line 2: group (0, 0) already given on line 1");
+    expect_error("square 0 0 a b c d\n\nsquare 1 0 e f a h\n",
+                 "line 3: host \"a\" is already a node of the grid (line 1)");
+    expect_error("square 0 0 a b c a\n",
+                 "line 1: host \"a\" is already a node of the grid (line 1)");
+    expect_error("square 0 0 a b c\n", "line 1: want \"square GX GY HOSTA HOSTB HOSTC HOSTD\"");
+    expect_error("square 0 0 a b c d e\n", "line 1: want \"square GX GY HOSTA HOSTB HOSTC HOSTD\"");
+    expect_error("square x 0 a b c d\n", "line 1: \"x\" is not a group position (0 to 99999)");
+    expect_error("square 0 -1 a b c d\n", "line 1: \"-1\" is not a group position (0 to 99999)");
+    expect_error("square 0 100000 a b c d\n",
+                 "line 1: \"100000\" is not a group position (0 to 99999)");
+    expect_error("square 0 0 n[1-4] b c d\n",
+                 "line 1: \"n[1-4]\" is not a host name (one host per node)");
+    // The agents' errors still come first where they are first.
+    expect_error("agent a h:1\nsquare 0 0 a b c d\nhosts b n1\n",
+                 "line 3: hosts of \"b\", which is no agent");
+}
+END_TEST
+
+// ina_topology_grid over a file on disk: the ranks' hosts to nodes, the
+// rectangle renumbered from its corner, and the reasons for no grid.
+START_TEST(test_grid_map)
+{
+    char path[] = "/tmp/ina-topology-grid-XXXXXX";
+    const int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    const std::string text = kGrid2x2;
+    ck_assert_int_eq(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    close(fd);
+    ina_topology_t *t = nullptr;
+    char err[256] = "";
+    ck_assert_int_eq(ina_topology_load(path, &t, err, sizeof(err)), INA_OK);
+    unlink(path);
+    uint32_t cols = 9, rows = 9, node[16];
+
+    // One rank a node, the whole grid, ranks in host order: rank r on
+    // host n(r+1), whose node is the grid's row-major position.
+    std::vector<std::string> names;
+    for (int i = 1; i <= 16; ++i) {
+        char h[8];
+        std::snprintf(h, sizeof(h), "n%02d", i);
+        names.push_back(h);
+    }
+    std::vector<const char *> hosts;
+    for (const std::string &n : names) {
+        hosts.push_back(n.c_str());
+    }
+    ck_assert_int_eq(ina_topology_grid(t, hosts.data(), 16, &cols, &rows, node, err, sizeof(err)),
+                     INA_OK);
+    ck_assert_uint_eq(cols, 4);
+    ck_assert_uint_eq(rows, 4);
+    ck_assert_str_eq(err, "");
+    const uint32_t want_all[16] = {0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15};
+    for (int r = 0; r < 16; ++r) {
+        ck_assert_msg(node[r] == want_all[r], "rank %d: node %u, want %u", r, node[r], want_all[r]);
+    }
+
+    // Eight ranks on one group's four nodes, interleaved.
+    const char *shared[] = {"n01", "n02", "n03", "n04", "n04", "n03", "n02", "n01"};
+    ck_assert_int_eq(ina_topology_grid(t, shared, 8, &cols, &rows, node, err, sizeof(err)), INA_OK);
+    ck_assert_uint_eq(cols, 2);
+    ck_assert_uint_eq(rows, 2);
+    const uint32_t want_shared[8] = {0, 1, 2, 3, 3, 2, 1, 0};
+    for (int r = 0; r < 8; ++r) {
+        ck_assert_uint_eq(node[r], want_shared[r]);
+    }
+
+    // The right column of groups, (1, 0) over (1, 1): 2 across, 4 down,
+    // numbered from its own corner (n05 is node 0, n16 node 7).
+    const char *right[] = {"n16", "n05", "n06", "n07", "n08", "n13", "n14", "n15"};
+    ck_assert_int_eq(ina_topology_grid(t, right, 8, &cols, &rows, node, err, sizeof(err)), INA_OK);
+    ck_assert_uint_eq(cols, 2);
+    ck_assert_uint_eq(rows, 4);
+    const uint32_t want_right[8] = {7, 0, 1, 2, 3, 4, 5, 6};
+    for (int r = 0; r < 8; ++r) {
+        ck_assert_uint_eq(node[r], want_right[r]);
+    }
+
+    // No grid, and why: INA_OK with 0 x 0.
+    const auto no_grid = [&](const std::vector<const char *> &h, const char *why) {
+        cols = rows = 9;
+        ck_assert_int_eq(ina_topology_grid(t, h.data(), static_cast<uint32_t>(h.size()), &cols,
+                                           &rows, node, err, sizeof(err)),
+                         INA_OK);
+        ck_assert_uint_eq(cols, 0);
+        ck_assert_uint_eq(rows, 0);
+        ck_assert_msg(std::strcmp(err, why) == 0, "got:  %s\nwant: %s", err, why);
+    };
+    no_grid({"n01", "n02", "n03"},
+            "group (0, 0) is covered in part: its node D (host \"n04\") holds no rank: the "
+            "ranks must cover whole groups");
+    // Groups (0, 0) and (1, 0) whole, but (1, 1)'s n13 beside them.
+    no_grid({"n01", "n02", "n03", "n04", "n05", "n06", "n07", "n08", "n13"},
+            "group (0, 1) holds no rank, inside the rectangle of groups (0, 0) to (1, 1) that the "
+            "ranks span: they must cover a rectangle of groups");
+    no_grid({"n01", "n02", "n03", "n04", "login1"},
+            "host \"login1\" of rank 4 is not on the grid (in no square line)");
+    no_grid({"n06", "n06"}, "every rank is on one node (host \"n06\"): no rings to run");
+    no_grid({}, "no ranks");
+
+    // Bad arguments.
+    ck_assert_int_eq(ina_topology_grid(nullptr, shared, 8, &cols, &rows, node, err, sizeof(err)),
+                     INA_ERR_INVALID);
+    ck_assert_int_eq(ina_topology_grid(t, shared, 8, nullptr, &rows, node, err, sizeof(err)),
+                     INA_ERR_INVALID);
+    ck_assert_int_eq(ina_topology_grid(t, shared, 8, &cols, &rows, nullptr, err, sizeof(err)),
+                     INA_ERR_INVALID);
+    const char *unknown[] = {"n01", nullptr};
+    ck_assert_int_eq(ina_topology_grid(t, unknown, 2, &cols, &rows, node, err, sizeof(err)),
+                     INA_ERR_INVALID);
+    ck_assert_str_eq(err, "the host of rank 1 is unknown");
+    ina_topology_free(t);
+
+    // A file without squares: no grid, said so.
+    Topology plain = parsed(kTwoLeaves);
+    ina::topo::GridMap m;
+    std::string why;
+    ck_assert(!ina::topo::grid_map(plain.grid(), {"node01", "node02"}, m, why));
+    ck_assert_str_eq(why.c_str(), "the topology describes no grid (no square statement)");
+    ck_assert_uint_eq(m.cols, 0);
+}
+END_TEST
+
+// Two positions of a row (or a column) that one link joins: one group's
+// A-B (2g, 2g + 1), or the same letter of neighbouring groups (two apart).
+bool linked(uint32_t a, uint32_t b)
+{
+    const uint32_t lo = std::min(a, b), hi = std::max(a, b);
+    return (hi - lo == 1 && lo % 2 == 0) || hi - lo == 2;
+}
+
+START_TEST(test_grid_ring)
+{
+    uint32_t ring[12];
+    ina_grid_ring(2, ring);
+    ck_assert_uint_eq(ring[0], 0);
+    ck_assert_uint_eq(ring[1], 1);
+    ina_grid_ring(4, ring);
+    ck_assert(std::vector<uint32_t>(ring, ring + 4) == std::vector<uint32_t>({0, 1, 3, 2}));
+    ina_grid_ring(6, ring);
+    ck_assert(std::vector<uint32_t>(ring, ring + 6) == std::vector<uint32_t>({0, 1, 3, 5, 4, 2}));
+    // Every length: each position once, every step (the last back to the
+    // first included) one link.
+    for (uint32_t n = 2; n <= 12; n += 2) {
+        std::fill(ring, ring + 12, 99u);
+        ina_grid_ring(n, ring);
+        std::vector<uint32_t> sorted(ring, ring + n);
+        std::sort(sorted.begin(), sorted.end());
+        for (uint32_t k = 0; k < n; ++k) {
+            ck_assert_uint_eq(sorted[k], k);
+            ck_assert_msg(linked(ring[k], ring[(k + 1) % n]), "n %u: %u to %u is no link", n,
+                          ring[k], ring[(k + 1) % n]);
+        }
+    }
+    // No such ring: nothing written.
+    std::fill(ring, ring + 12, 99u);
+    ina_grid_ring(3, ring);
+    ina_grid_ring(0, ring);
+    ina_grid_ring(4, nullptr);
+    ck_assert_uint_eq(ring[0], 99);
 }
 END_TEST
 
@@ -600,5 +840,6 @@ int main()
     return ina_test::run_suite("client_topology", "topology",
                                {test_hostlists, test_parse_and_lookup, test_parse_errors,
                                 test_plan, test_plan_deep, test_c_plan_and_place, test_job_key,
-                                test_siphash_and_seal, test_c_api});
+                                test_siphash_and_seal, test_c_api, test_grid_parse,
+                                test_grid_parse_errors, test_grid_map, test_grid_ring});
 }
