@@ -4,23 +4,34 @@
 // (switch_agent/ops/control.h) and prints the answer for people, or as the
 // agent's JSON (--json) for scripts. status and jobs change nothing; drain
 // makes the agent deny every new call (granted ones finish) so that it can be
-// restarted without failing a job, and resume ends that.
+// restarted without failing a job, and resume ends that. place asks no
+// agent: it picks a job's rectangle of groups on the hosts' grid (the
+// topology file's squares) and keeps the jobs placed in a state file.
+#include <fcntl.h>
 #include <getopt.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "ina_config.h"
+#include "ina_grid_place.h"
+#include "ina_topology.h"
 #include "unique_fd.h"
 
 namespace {
@@ -42,16 +53,29 @@ void usage(FILE *out)
                  "  drain           deny every new call (calls already granted finish), so\n"
                  "                  the agent can be stopped without failing any job\n"
                  "  resume          end a drain\n"
+                 "  place           a job's rectangle of groups on the hosts' grid (asks no\n"
+                 "                  agent): --topology FILE --state FILE, then --nodes N\n"
+                 "                  [--job NAME] [--weight W] to place one, --release NAME\n"
+                 "                  to free one (both: release, then place); prints the\n"
+                 "                  hosts as an mpirun host file, the Slurm list in a\n"
+                 "                  comment\n"
                  "Options:\n"
                  "  -s, --socket PATH  the agent's control socket (default %s;\n"
                  "                     also $INA_SWITCHCTL_SOCKET)\n"
                  "  --json             print the agent's JSON reply as it is\n"
                  "  --wait SECONDS     drain: wait up to SECONDS for the granted calls to\n"
                  "                     finish (exit 3 if they did not)\n"
+                 "  --topology FILE    place: the cluster's topology file (its squares)\n"
+                 "  --state FILE       place: the jobs placed, one a line (made if missing)\n"
+                 "  --nodes N          place: a job of N nodes (whole groups of 4)\n"
+                 "  --job NAME         place: its name in the state file (default jobK)\n"
+                 "  --weight W         place: how much it loads its neighbours (default 0)\n"
+                 "  --release NAME     place: free the groups of job NAME\n"
                  "  -h, --help         this text\n"
                  "  --version          the version\n"
-                 "Exit status: 0 done, 1 the agent cannot be asked or refused, 2 usage,\n"
-                 "3 drain --wait timed out. See ina-switchctl(8).\n",
+                 "Exit status: 0 done, 1 the agent cannot be asked or refused (place: a\n"
+                 "file cannot be read or is wrong, no such job), 2 usage, 3 drain --wait\n"
+                 "timed out (place: no free rectangle for the job). See ina-switchctl(8).\n",
                  kDefaultSocket);
 }
 
@@ -292,6 +316,147 @@ void print_jobs(const json &j)
     }
 }
 
+struct PlaceArgs {
+    std::string topology, state, job, release;
+    long nodes = -1; // -1: place nothing
+    double weight = 0;
+    bool weight_given = false;
+};
+
+std::string read_file(const std::string &path)
+{
+    std::ifstream in(path);
+    if (!in) {
+        throw std::runtime_error(path + ": " + std::strerror(errno));
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+std::string read_fd(int fd, const std::string &path)
+{
+    std::string text;
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = read(fd, buf, sizeof(buf));
+        if (n > 0) {
+            text.append(buf, static_cast<size_t>(n));
+        } else if (n == 0) {
+            return text;
+        } else if (errno != EINTR) {
+            throw std::runtime_error(path + ": " + std::strerror(errno));
+        }
+    }
+}
+
+// The whole file anew, in place: its lock (flock) is on this inode, so a
+// new file renamed over it would let a waiting placement read the old one.
+void rewrite_fd(int fd, const std::string &path, const std::string &text)
+{
+    if (ftruncate(fd, 0) != 0) {
+        throw std::runtime_error(path + ": " + std::strerror(errno));
+    }
+    for (size_t done = 0; done < text.size();) {
+        const ssize_t n =
+            pwrite(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));
+        if (n < 0 && errno != EINTR) {
+            throw std::runtime_error(path + ": " + std::strerror(errno));
+        }
+        done += n > 0 ? static_cast<size_t>(n) : 0;
+    }
+    if (fsync(fd) != 0) {
+        throw std::runtime_error(path + ": " + std::strerror(errno));
+    }
+}
+
+std::string rect_words(const ina::grid::Rect &r)
+{
+    return std::to_string(r.w) + "x" + std::to_string(r.h) + " groups at (" +
+           std::to_string(r.gx) + ", " + std::to_string(r.gy) + ")";
+}
+
+// Everything it prints but the hosts is a '#' comment, so that its output
+// is an mpirun host file as it is. Returns the exit status.
+int place(const PlaceArgs &a)
+{
+    ina::topo::Topology topo;
+    std::string why;
+    if (!ina::topo::Topology::parse(read_file(a.topology), topo, why)) {
+        throw std::runtime_error(a.topology + ": " + why);
+    }
+    const ina::topo::Grid &grid = topo.grid();
+    if (grid.empty()) {
+        throw std::runtime_error(a.topology + " describes no grid (no square lines)");
+    }
+    // Locked from reading to writing: two placements at once must not
+    // both take the same free groups.
+    ina::UniqueFd fd(open(a.state.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    if (fd.get() < 0 || flock(fd.get(), LOCK_EX) != 0) {
+        throw std::runtime_error(a.state + ": " + std::strerror(errno));
+    }
+    std::vector<ina::grid::Job> jobs;
+    if (!ina::grid::parse_state(read_fd(fd.get(), a.state), grid.groups_x, grid.groups_y, jobs,
+                                why)) {
+        throw std::runtime_error(a.state + ": " + why);
+    }
+    bool changed = false;
+    if (!a.release.empty()) {
+        auto it = std::find_if(jobs.begin(), jobs.end(),
+                               [&](const ina::grid::Job &j) { return j.name == a.release; });
+        if (it == jobs.end()) {
+            throw std::runtime_error("no job \"" + a.release + "\" in " + a.state);
+        }
+        std::printf("# released %s: %s\n", it->name.c_str(), rect_words(it->rect).c_str());
+        jobs.erase(it);
+        changed = true;
+    }
+    int status = 0;
+    if (a.nodes >= 0) {
+        const auto named = [&](const std::string &name) {
+            return std::any_of(jobs.begin(), jobs.end(),
+                               [&](const ina::grid::Job &j) { return j.name == name; });
+        };
+        std::string name = a.job;
+        for (unsigned k = 1; name.empty(); ++k) {
+            name = named("job" + std::to_string(k)) ? "" : "job" + std::to_string(k);
+        }
+        if (named(name)) {
+            throw std::runtime_error("job \"" + name + "\" is already placed (--release it first)");
+        }
+        const uint32_t nodes = static_cast<uint32_t>(a.nodes);
+        const uint32_t groups = ina::grid::groups_for_nodes(nodes);
+        const std::optional<ina::grid::Rect> r =
+            ina::grid::place(grid.groups_x, grid.groups_y, jobs, nodes);
+        if (!r) {
+            uint32_t taken = 0;
+            for (const ina::grid::Job &j : jobs) {
+                taken += j.rect.groups();
+            }
+            std::fprintf(stderr,
+                         "ina-switchctl: no free rectangle of %u group(s) (%u nodes) on the "
+                         "%ux%u groups of the grid: %zu job(s) hold %u group(s)\n",
+                         groups, nodes, grid.groups_x, grid.groups_y, jobs.size(), taken);
+            status = 3;
+        } else {
+            jobs.push_back(ina::grid::Job{name, *r, a.weight});
+            changed = true;
+            const std::vector<std::string> hosts = ina::grid::hosts_of(grid, *r);
+            std::printf("# job %s: %s, %zu nodes (%u across, %u down)%s\n", name.c_str(),
+                        rect_words(*r).c_str(), hosts.size(), 2 * r->w, 2 * r->h,
+                        nodes % 4 != 0 ? ", rounded up to whole groups" : "");
+            std::printf("# slurm: %s\n", ina::grid::compress_hostlist(hosts).c_str());
+            for (const std::string &h : hosts) {
+                std::printf("%s\n", h.c_str());
+            }
+        }
+    }
+    if (changed) {
+        rewrite_fd(fd.get(), a.state, ina::grid::format_state(jobs));
+    }
+    return status;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -302,12 +467,30 @@ int main(int argc, char **argv)
     }
     bool as_json = false;
     double wait_s = -1;
-    enum { kJson = 256, kWait, kVersion };
+    PlaceArgs pa;
+    bool place_options = false;
+    enum {
+        kJson = 256,
+        kWait,
+        kVersion,
+        kTopology, // place's options
+        kState,
+        kNodes,
+        kJob,
+        kWeight,
+        kRelease
+    };
     static const struct option opts[] = {{"socket", required_argument, nullptr, 's'},
                                          {"json", no_argument, nullptr, kJson},
                                          {"wait", required_argument, nullptr, kWait},
                                          {"help", no_argument, nullptr, 'h'},
                                          {"version", no_argument, nullptr, kVersion},
+                                         {"topology", required_argument, nullptr, kTopology},
+                                         {"state", required_argument, nullptr, kState},
+                                         {"nodes", required_argument, nullptr, kNodes},
+                                         {"job", required_argument, nullptr, kJob},
+                                         {"weight", required_argument, nullptr, kWeight},
+                                         {"release", required_argument, nullptr, kRelease},
                                          {nullptr, 0, nullptr, 0}};
     opterr = 0;
     int c;
@@ -329,6 +512,49 @@ int main(int argc, char **argv)
             }
             break;
         }
+        case kTopology:
+            pa.topology = optarg;
+            place_options = true;
+            break;
+        case kState:
+            pa.state = optarg;
+            place_options = true;
+            break;
+        case kNodes: {
+            char *end = nullptr;
+            errno = 0;
+            pa.nodes = std::strtol(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0' || errno != 0 || pa.nodes < 1 ||
+                pa.nodes > 1000000) {
+                std::fprintf(stderr, "ina-switchctl: --nodes wants a count >= 1, got '%s'\n",
+                             optarg);
+                return 2;
+            }
+            place_options = true;
+            break;
+        }
+        case kJob:
+        case kRelease:
+            if (!ina::grid::valid_job_name(optarg)) {
+                std::fprintf(stderr, "ina-switchctl: '%s' is no job name (one word, no '#')\n",
+                             optarg);
+                return 2;
+            }
+            (c == kJob ? pa.job : pa.release) = optarg;
+            place_options = true;
+            break;
+        case kWeight: {
+            char *end = nullptr;
+            pa.weight = std::strtod(optarg, &end);
+            if (*optarg == '\0' || *end != '\0' || !std::isfinite(pa.weight) || pa.weight < 0) {
+                std::fprintf(stderr, "ina-switchctl: --weight wants a number >= 0, got '%s'\n",
+                             optarg);
+                return 2;
+            }
+            pa.weight_given = true;
+            place_options = true;
+            break;
+        }
         case 'h':
             usage(stdout);
             return 0;
@@ -347,9 +573,33 @@ int main(int argc, char **argv)
         return 2;
     }
     const std::string cmd = argv[optind];
-    if (cmd != "status" && cmd != "jobs" && cmd != "drain" && cmd != "resume") {
-        std::fprintf(stderr, "ina-switchctl: unknown command '%s' (status, jobs, drain, resume)\n",
+    if (cmd != "status" && cmd != "jobs" && cmd != "drain" && cmd != "resume" && cmd != "place") {
+        std::fprintf(stderr,
+                     "ina-switchctl: unknown command '%s' (status, jobs, drain, resume, place)\n",
                      cmd.c_str());
+        return 2;
+    }
+    if (cmd == "place") {
+        if (pa.topology.empty() || pa.state.empty() || (pa.nodes < 0 && pa.release.empty())) {
+            std::fprintf(stderr, "ina-switchctl: place wants --topology FILE --state FILE and "
+                                 "--nodes N or --release NAME (or both)\n");
+            return 2;
+        }
+        if (pa.nodes < 0 && (!pa.job.empty() || pa.weight_given)) {
+            std::fprintf(stderr,
+                         "ina-switchctl: --job and --weight are of the job --nodes places\n");
+            return 2;
+        }
+        try {
+            return place(pa);
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "ina-switchctl: %s\n", e.what());
+            return 1;
+        }
+    }
+    if (place_options) {
+        std::fprintf(stderr, "ina-switchctl: --topology, --state, --nodes, --job, --weight and "
+                             "--release go with place\n");
         return 2;
     }
     if (wait_s >= 0 && cmd != "drain") {
