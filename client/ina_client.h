@@ -612,6 +612,31 @@ ina_status_t ina_topology_plan(const ina_topology_t *topo, const char *const *ho
 void ina_topology_place(const uint32_t *group_of_rank, uint32_t n, uint32_t levels, uint32_t r,
                         ina_proto_tree_level_t *place);
 
+/* The hyper-square: the hosts' own links, which the host algorithms use for
+ * the calls the agents do not take (docs/HIERARCHY.md, "The host side").
+ * Groups of four nodes A, B, C, D linked A-B, A-C, D-B, D-C (a 2x2 square),
+ * neighbouring groups of a grid linked node to node of the same letter. As a
+ * grid of nodes, group (gx, gy) puts A at column 2gx, row 2gy, B at (2gx + 1,
+ * 2gy), C at (2gx, 2gy + 1) and D at (2gx + 1, 2gy + 1); every row and every
+ * column closes into a ring whose every step is one link (ina_grid_ring).
+ *
+ * Where the n ranks on hosts[0..n-1] sit on the file's grid: *cols x *rows
+ * nodes (both even), node_of_rank[r] = row * cols + column of rank r's host
+ * (n entries), counted from the corner of the rectangle the ranks cover;
+ * several ranks may share a node. INA_OK with *cols = *rows = 0 when the
+ * file describes no grid or the ranks do not cover whole groups of it
+ * exactly (a rectangle of whole groups, every node holding a rank; why in
+ * err), when a rank's host is not on the grid, or when they cover one node.
+ * INA_ERR_INVALID only for bad arguments. */
+ina_status_t ina_topology_grid(const ina_topology_t *topo, const char *const *hosts, uint32_t n,
+                               uint32_t *cols, uint32_t *rows, uint32_t *node_of_rank, char *err,
+                               size_t errlen);
+/* The ring through the n positions of a row or a column (n even, >= 2) in
+ * the order its links run: out along the odd positions, back along the even
+ * ones: ring[k] = 0, 1, 3, ..., n - 1, n - 2, ..., 2. Any other n: nothing
+ * is written. */
+void ina_grid_ring(uint32_t n, uint32_t *ring);
+
 #ifdef __cplusplus
 }
 #endif
