@@ -583,6 +583,8 @@ typedef struct ina_topology ina_topology_t;
  * "PATH: line N: why" (or why it could not be read) into err. */
 ina_status_t ina_topology_load(const char *path, ina_topology_t **out, char *err, size_t errlen);
 void ina_topology_free(ina_topology_t *topo);
+/* How many agents the file names (0: it describes the hosts' grid alone). */
+uint32_t ina_topology_agents(const ina_topology_t *topo);
 /* HOST:PORT of the agent serving `host`, NULL if no hosts line names it. */
 const char *ina_topology_agent_for(const ina_topology_t *topo, const char *host);
 /* The most levels of agents above a communicator's leaf agents. */

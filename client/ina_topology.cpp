@@ -571,6 +571,11 @@ void ina_topology_free(ina_topology_t *topo)
     delete topo;
 }
 
+uint32_t ina_topology_agents(const ina_topology_t *topo)
+{
+    return topo == nullptr ? 0 : static_cast<uint32_t>(topo->topo.agents().size());
+}
+
 const char *ina_topology_agent_for(const ina_topology_t *topo, const char *host)
 {
     if (topo == nullptr || host == nullptr) {

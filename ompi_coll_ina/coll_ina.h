@@ -47,6 +47,15 @@ typedef enum mca_coll_ina_fallback_reason {
     MCA_COLL_INA_FB_COUNT
 } mca_coll_ina_fallback_reason_t;
 
+/* coll_ina_host: what runs a call the agents do not take. */
+typedef enum mca_coll_ina_host_mode {
+    MCA_COLL_INA_HOST_AUTO = 0, /* the grid's rings where the topology file describes a
+                                   grid under the communicator and the call is at least
+                                   coll_ina_grid_min_bytes, else the previous component */
+    MCA_COLL_INA_HOST_GRID,     /* the grid's rings for every call they can take */
+    MCA_COLL_INA_HOST_PREVIOUS  /* the algorithm ina replaced, always */
+} mca_coll_ina_host_mode_t;
+
 /* The collectives ina offloads, for the per-collective counters; a
  * non-blocking form counts with its blocking one. */
 typedef enum mca_coll_ina_kind {
@@ -105,6 +114,8 @@ typedef struct mca_coll_ina_component_t {
     int timeout_ms;
     int liveness_ms;          /* coll_ina_liveness_ms: a silent agent is lost after it */
     size_t min_bytes;
+    int host;               /* coll_ina_host (mca_coll_ina_host_mode_t) */
+    size_t grid_min_bytes;  /* coll_ina_grid_min_bytes */
     int progress_thread;  /* coll_ina_progress_thread: -1 auto (coll_ina_agent.c) */
     int spin_us;          /* coll_ina_spin_us: the engine's and the embedded agent's */
     int rndv_bytes;       /* coll_ina_rndv_bytes */
@@ -278,6 +289,20 @@ typedef struct mca_coll_ina_module_t {
     uint32_t tree_levels;
     uint32_t *tree_groups;
     ina_proto_tree_level_t tree_place[INA_TOPOLOGY_MAX_LEVELS];
+    /* The hyper-square under this communicator (coll_ina_grid.c): grid_cols x
+     * grid_rows nodes (0: none, grid_why says why); this rank's node's leader
+     * (its lowest rank); on a leader, the node's other ranks (ascending) and
+     * the leaders of its row and column rings in the order of their links,
+     * with its own position in each. */
+    uint32_t grid_cols, grid_rows;
+    int grid_leader;
+    int *grid_local;
+    int grid_nlocal;
+    int *grid_row, *grid_col;
+    uint32_t grid_row_pos, grid_col_pos;
+    const char *grid_why;
+    char grid_reason[256];
+    unsigned long long grid_calls; /* calls the grid's rings ran */
     /* Why MPI_Allgather runs the host algorithm on this communicator
      * whatever the call (a leaf's ranks are not consecutive), or NULL. */
     const char *allgather_unsupported;
@@ -366,6 +391,17 @@ void mca_coll_ina_host_of(ompi_communicator_t *comm, int rank, char *host, size_
 int mca_coll_ina_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *priority);
 /* Count one fallback of this communicator and say why at verbose level 10. */
+/* The hyper-square's host algorithms (coll_ina_grid.c). setup at enable:
+ * local, alike on every member; fini frees what setup made. takes: whether
+ * the grid's rings run this allreduce (a grid under the communicator,
+ * coll_ina_host, a commutative op, a contiguous vector, the size). */
+void mca_coll_ina_grid_setup(mca_coll_ina_module_t *m);
+void mca_coll_ina_grid_fini(mca_coll_ina_module_t *m);
+bool mca_coll_ina_grid_takes(const mca_coll_ina_module_t *m, const void *sbuf, const void *rbuf,
+                             int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+int mca_coll_ina_grid_allreduce(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf, int count,
+                                struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+
 void mca_coll_ina_count_fallback(mca_coll_ina_module_t *module, mca_coll_ina_kind_t kind,
                                  mca_coll_ina_fallback_reason_t reason, const char *detail);
 const char *mca_coll_ina_fallback_reason_name(mca_coll_ina_fallback_reason_t reason);

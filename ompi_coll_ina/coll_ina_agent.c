@@ -276,7 +276,11 @@ static bool ina_agent_needs_word(int my_rank, ompi_communicator_t *comm)
         } else {
             mca_coll_ina_host_of(comm, my_rank, host, sizeof(host));
             found = ina_topology_agent_for(c->topo, host);
-            if (NULL == found) {
+            if (NULL == found && 0 == ina_topology_agents(c->topo)) {
+                /* A file of the hosts' grid alone: no agent, by design. */
+                INA_VERBOSE(10, "topology %s names no agent: the host algorithms for every "
+                                "call", c->topology);
+            } else if (NULL == found) {
                 snprintf(err, sizeof(err), "host \"%s\" is in no hosts line of %s", host,
                          c->topology);
                 ina_warn_unreachable("(none)", err);

@@ -91,6 +91,11 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->peer_leader = NULL;
     m->tree_groups = NULL;
     m->tree_levels = 0;
+    m->grid_row = m->grid_col = m->grid_local = NULL;
+    mca_coll_ina_grid_fini(m);
+    m->grid_why = "not set up";
+    m->grid_reason[0] = '\0';
+    m->grid_calls = 0;
     m->peer_sends = m->peer_recvs = NULL;
     m->recovered_calls = 0;
     m->recovered_offloaded = 0;
@@ -159,6 +164,7 @@ static void ina_module_destruct(mca_coll_ina_module_t *m)
     m->node_of = NULL;
     free(m->tree_groups);
     m->tree_groups = NULL;
+    mca_coll_ina_grid_fini(m);
     free(m->local_ranks);
     m->local_ranks = NULL;
     free(m->numa_of);
@@ -269,6 +275,9 @@ static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
             return rc;
         }
     }
+    /* The hosts' own grid, for the calls the agents do not take (the
+     * topology file is read by the agent's set-up, above). */
+    mca_coll_ina_grid_setup(m);
     /* Enabled: findable from the communicator for the counters, whatever
      * component ends up above ina in its slots. */
     mca_coll_ina_comm_attach(m);

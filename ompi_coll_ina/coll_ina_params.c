@@ -167,6 +167,36 @@ int mca_coll_ina_register_params(void)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_READONLY, &c->min_bytes);
 
+    {
+        static const mca_base_var_enum_value_t modes[] = {
+            {MCA_COLL_INA_HOST_AUTO, "auto"},
+            {MCA_COLL_INA_HOST_GRID, "grid"},
+            {MCA_COLL_INA_HOST_PREVIOUS, "previous"},
+            {0, NULL}};
+        mca_base_var_enum_t *e = NULL;
+        c->host = MCA_COLL_INA_HOST_AUTO;
+        (void) mca_base_var_enum_create("coll_ina_host_modes", modes, &e);
+        (void) mca_base_component_var_register(v, "host",
+            "What runs a call the agents do not take (denied, below coll_ina_min_bytes, no "
+            "agent, an unsupported type): \"auto\" the rows and columns of the hyper-square "
+            "the topology file describes (coll_ina_topology, \"square\" lines) where the "
+            "communicator covers whole groups of it and the call has at least "
+            "coll_ina_grid_min_bytes, else the algorithm ina replaced; \"grid\" the grid for "
+            "every call it can take; \"previous\" the algorithm ina replaced",
+            MCA_BASE_VAR_TYPE_INT, e, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+            &c->host);
+        if (NULL != e) {
+            OBJ_RELEASE(e);
+        }
+    }
+
+    c->grid_min_bytes = 65536;
+    (void) mca_base_component_var_register(v, "grid_min_bytes",
+        "With coll_ina_host=auto, the smallest call the grid's rings run: below it "
+        "2 (columns + rows - 2) ring steps cost more than the algorithm ina replaced",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->grid_min_bytes);
+
     c->test_node_size = 0;
     (void) mca_base_component_var_register(v, "test_node_size",
         "For tests only: K > 0 makes the component group the members of a "

@@ -102,6 +102,7 @@ typedef struct ina_pvar_def {
     int reason; /* -1: offloaded, -2: fallback total, -3: node only, -4: denied by the
                    agent's reason, -5: verdict wait, -6: denied calls' host time,
                    -7: recovered calls (kind 0: all, 1: offloaded, 2: resumed),
+                   -8: calls the grid's rings ran,
                    else a fallback reason */
     int kind;   /* with -1: a collective's offloaded counter, or -1 for all; with -4:
                    the DENY status, or -1 for every other one */
@@ -151,6 +152,8 @@ static const ina_pvar_def_t ina_pvar_defs[] = {
      MCA_COLL_INA_ALLGATHER},
     {"offloaded_reduce_scatter", "MPI_Reduce_scatter and MPI_Reduce_scatter_block calls "
                                  "offloaded", -1, MCA_COLL_INA_REDUCE_SCATTER},
+    {"grid_calls", "Calls the agents did not take that the hyper-square's rings ran on the "
+                   "hosts (coll_ina_host)", -8, -1},
 };
 
 /* A continuous COUNTER handle reports the increase since its allocation:
@@ -201,6 +204,8 @@ static int ina_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *o
     } else if (-7 == def->reason) {
         *out = 0 == def->kind ? m->recovered_calls
                               : 1 == def->kind ? m->recovered_offloaded : m->resumed;
+    } else if (-8 == def->reason) {
+        *out = m->grid_calls;
     } else {
         *out = m->fallback_by_reason[def->reason];
     }
@@ -227,7 +232,8 @@ typedef enum ina_layout_what {
     INA_LAYOUT_MEMBERS,
     INA_LAYOUT_STREAMS,
     INA_LAYOUT_LEAVES,
-    INA_LAYOUT_AGENTS
+    INA_LAYOUT_AGENTS,
+    INA_LAYOUT_GRID
 } ina_layout_what_t;
 
 typedef struct ina_layout_pvar_def {
@@ -251,6 +257,9 @@ static const ina_layout_pvar_def_t ina_layout_pvar_defs[] = {
                    "for a tree of agents (coll_ina_topology; 0: no job)", INA_LAYOUT_LEAVES},
     {"job_agents", "Agents this communicator's job is striped over (coll_ina_agent "
                    "naming several): 1 when it is not striped, 0: no job", INA_LAYOUT_AGENTS},
+    {"grid_nodes", "Nodes of the hyper-square this communicator covers, whose rings run "
+                   "the calls the agents do not take (coll_ina_host; 0: no grid under it)",
+     INA_LAYOUT_GRID},
 };
 
 static int ina_layout_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *obj)
@@ -282,6 +291,9 @@ static int ina_layout_pvar_get(const struct mca_base_pvar_t *pvar, void *value, 
         break;
     case INA_LAYOUT_AGENTS:
         *out = MCA_COLL_INA_JOB_READY == m->job_state ? m->nagents : 0;
+        break;
+    case INA_LAYOUT_GRID:
+        *out = (unsigned long long) m->grid_cols * m->grid_rows;
         break;
     }
     return OPAL_SUCCESS;

@@ -10,8 +10,9 @@
 # an installed copy cannot shadow the one under test.
 #   MODE=alone    --mca coll ina            (ina is the only coll component)
 #   MODE=stacked  --mca coll_ina_enable 1   (ina on top of Open MPI's defaults)
-# AGENTS=N starts N ina-switchd on 127.0.0.1 before the job; TOPOLOGY is then
-# the text of a coll_ina_topology file in which @AGENTi@ stands for agent
+# AGENTS=N starts N ina-switchd on 127.0.0.1 before the job; TOPOLOGY is
+# the text of a coll_ina_topology file (with or without agents: a grid of
+# the hosts' own needs none) in which @AGENTi@ stands for agent
 # i's address, as it does in EXTRA_MCA (--mca coll_ina_agent
 # @AGENT0@,@AGENT1@: a job striped over both), and @PIDi@ its process id
 # in ARGS; EXPECT_AGENT="i:TEXT ..."
@@ -137,11 +138,12 @@ if [ "$AGENTS" -gt 0 ]; then
       watchers+=($!)
     done
   done
-  if [ -n "$TOPOLOGY" ]; then
-    printf '%b\n' "$topo_text" >"$work/topology"
-    echo "+ topology:"; sed 's/^/    /' "$work/topology"
-    args+=(--mca coll_ina_topology "$work/topology")
-  fi
+fi
+# (Without agents, a topology file describes the hosts' own grid alone.)
+if [ -n "$TOPOLOGY" ]; then
+  printf '%b\n' "${topo_text:-$TOPOLOGY}" >"$work/topology"
+  echo "+ topology:"; sed 's/^/    /' "$work/topology"
+  args+=(--mca coll_ina_topology "$work/topology")
 fi
 # shellcheck disable=SC2206
 args+=($EXTRA_MCA)
