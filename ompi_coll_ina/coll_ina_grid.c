@@ -16,7 +16,9 @@
  *   4. allgather along the row rings (cols - 1 steps);
  *   5. the leader's result to its node's ranks.
  * 2 (cols + rows - 2) link steps instead of a flat ring's 2 (p - 1), each
- * over one link that no other step of the call uses at that time. Every
+ * over one link that no other step of the call uses at that time. Each
+ * ring carries the vector's first half one way round and its second half
+ * the other way at once, so every link is busy in both directions. Every
  * piece is reduced once, in an order fixed by the layout, then copied: the
  * result is bit-identical on every rank and from run to run.
  *
@@ -174,47 +176,96 @@ static int ina_fold(const void *in, void *into, size_t len, struct ompi_datatype
     return 0 == len ? OMPI_SUCCESS : PMPI_Reduce_local(in, into, (int) len, dtype, op);
 }
 
-/* Send `slen` elements at sbuf to `to` while receiving `rlen` at rbuf from
- * `from`, both on the collective tag. */
-static int ina_exchange(const void *sbuf, size_t slen, int to, void *rbuf, size_t rlen, int from,
-                        struct ompi_datatype_t *dtype, struct ompi_communicator_t *comm)
+/* A lane: one half of a vector going round one ring in one direction.
+ * Both directions of a ring run at once, each half on one direction of
+ * every link, so every link carries data both ways at every step. */
+typedef struct ina_lane {
+    char *buf;         /* the lane's elements */
+    size_t count;
+    const int *ring;   /* the ring's members in the order of its links */
+    uint32_t n;        /* its length */
+    uint32_t pos;      /* this rank's position in the lane's direction */
+    bool backward;     /* the lane runs the ring the other way round */
+    char *tmp;         /* reduce-scatter: room for the largest piece */
+} ina_lane_t;
+
+static ina_lane_t ina_lane(char *buf, size_t count, const int *ring, uint32_t n, uint32_t pos,
+                           bool backward, char *tmp)
 {
-    ompi_request_t *reqs[2];
-    int rc = MCA_PML_CALL(irecv(rbuf, rlen, dtype, from, INA_GRID_TAG, comm, &reqs[0]));
-    if (OMPI_SUCCESS != rc) {
-        return rc;
-    }
-    rc = MCA_PML_CALL(isend(sbuf, slen, dtype, to, INA_GRID_TAG, MCA_PML_BASE_SEND_STANDARD,
-                            comm, &reqs[1]));
-    if (OMPI_SUCCESS != rc) {
-        ompi_request_cancel(reqs[0]);
-        (void) ompi_request_wait(&reqs[0], MPI_STATUS_IGNORE);
-        return rc;
-    }
-    return ompi_request_wait_all(2, reqs, MPI_STATUSES_IGNORE);
+    ina_lane_t l = {buf, count, ring, n, backward ? (n - pos) % n : pos, backward, tmp};
+    return l;
 }
 
-/* Ring reduce-scatter of buf's `count` elements over the n members of
- * `ring` (communicator ranks in the order of the links), this rank at `pos`:
- * afterwards it holds piece (pos + 1) mod n reduced over every member. tmp:
- * room for the largest piece. */
-static int ina_ring_reduce_scatter(char *buf, size_t count, const int *ring, uint32_t n,
-                                   uint32_t pos, char *tmp, struct ompi_datatype_t *dtype,
-                                   struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                   ptrdiff_t extent)
+/* The communicator rank at position k of the lane's direction. */
+static int ina_lane_member(const ina_lane_t *l, uint32_t k)
 {
-    const int next = ring[(pos + 1) % n], prev = ring[(pos + n - 1) % n];
-    uint32_t s;
-    for (s = 0; s + 1 < n; ++s) {
+    return l->ring[l->backward ? (l->n - k % l->n) % l->n : k % l->n];
+}
+
+/* One step of every lane at once: each sends piece `send[i]` of its vector
+ * to its next member and receives piece `recv[i]` from its previous one,
+ * into `into[i]` (or in place when NULL). */
+static int ina_lanes_step(ina_lane_t *lanes, int nl, const uint32_t *send, const uint32_t *recv,
+                          char *const *into, struct ompi_datatype_t *dtype,
+                          struct ompi_communicator_t *comm, ptrdiff_t extent)
+{
+    ompi_request_t *reqs[4];
+    int nreq = 0, i, rc = OMPI_SUCCESS;
+
+    for (i = 0; i < nl; ++i) {
+        ina_lane_t *l = &lanes[i];
         size_t sfirst, slen, rfirst, rlen;
-        ina_piece(count, n, (pos + n - s) % n, &sfirst, &slen);
-        ina_piece(count, n, (pos + 2 * n - s - 1) % n, &rfirst, &rlen);
-        int rc = ina_exchange(buf + (ptrdiff_t) sfirst * extent, slen, next, tmp, rlen, prev,
-                              dtype, comm);
+        ina_piece(l->count, l->n, send[i], &sfirst, &slen);
+        ina_piece(l->count, l->n, recv[i], &rfirst, &rlen);
+        rc = MCA_PML_CALL(irecv(NULL != into[i] ? into[i] : l->buf + (ptrdiff_t) rfirst * extent,
+                                rlen, dtype, ina_lane_member(l, l->pos + l->n - 1),
+                                INA_GRID_TAG, comm, &reqs[nreq]));
         if (OMPI_SUCCESS != rc) {
-            return rc;
+            break;
         }
-        rc = ina_fold(tmp, buf + (ptrdiff_t) rfirst * extent, rlen, dtype, op);
+        ++nreq;
+        rc = MCA_PML_CALL(isend(l->buf + (ptrdiff_t) sfirst * extent, slen, dtype,
+                                ina_lane_member(l, l->pos + 1), INA_GRID_TAG,
+                                MCA_PML_BASE_SEND_STANDARD, comm, &reqs[nreq]));
+        if (OMPI_SUCCESS != rc) {
+            break;
+        }
+        ++nreq;
+    }
+    if (OMPI_SUCCESS != rc) {
+        for (i = 0; i < nreq; ++i) {
+            ompi_request_cancel(reqs[i]);
+        }
+    }
+    const int wrc = 0 != nreq ? ompi_request_wait_all(nreq, reqs, MPI_STATUSES_IGNORE)
+                              : OMPI_SUCCESS;
+    return OMPI_SUCCESS != rc ? rc : wrc;
+}
+
+/* Ring reduce-scatter of every lane (all of one length n): afterwards this
+ * rank holds, in each lane, piece (pos + 1) mod n reduced over every member
+ * (pos the lane's own). */
+static int ina_lanes_reduce_scatter(ina_lane_t *lanes, int nl, struct ompi_datatype_t *dtype,
+                                    struct ompi_op_t *op, struct ompi_communicator_t *comm,
+                                    ptrdiff_t extent)
+{
+    const uint32_t n = lanes[0].n;
+    uint32_t send[2], recv[2], s;
+    char *into[2];
+    int i, rc;
+
+    for (s = 0; s + 1 < n; ++s) {
+        for (i = 0; i < nl; ++i) {
+            send[i] = (lanes[i].pos + n - s) % n;
+            recv[i] = (lanes[i].pos + 2 * n - s - 1) % n;
+            into[i] = lanes[i].tmp;
+        }
+        rc = ina_lanes_step(lanes, nl, send, recv, into, dtype, comm, extent);
+        for (i = 0; OMPI_SUCCESS == rc && i < nl; ++i) {
+            size_t first, len;
+            ina_piece(lanes[i].count, n, recv[i], &first, &len);
+            rc = ina_fold(lanes[i].tmp, lanes[i].buf + (ptrdiff_t) first * extent, len, dtype, op);
+        }
         if (OMPI_SUCCESS != rc) {
             return rc;
         }
@@ -222,20 +273,22 @@ static int ina_ring_reduce_scatter(char *buf, size_t count, const int *ring, uin
     return OMPI_SUCCESS;
 }
 
-/* Ring allgather: this rank holds piece (pos + 1) mod n of buf; afterwards
- * every piece. */
-static int ina_ring_allgather(char *buf, size_t count, const int *ring, uint32_t n, uint32_t pos,
-                              struct ompi_datatype_t *dtype, struct ompi_communicator_t *comm,
-                              ptrdiff_t extent)
+/* Ring allgather of every lane: this rank holds piece (pos + 1) mod n of
+ * each; afterwards every piece. */
+static int ina_lanes_allgather(ina_lane_t *lanes, int nl, struct ompi_datatype_t *dtype,
+                               struct ompi_communicator_t *comm, ptrdiff_t extent)
 {
-    const int next = ring[(pos + 1) % n], prev = ring[(pos + n - 1) % n];
-    uint32_t s;
+    const uint32_t n = lanes[0].n;
+    uint32_t send[2], recv[2], s;
+    char *into[2] = {NULL, NULL};
+    int i, rc;
+
     for (s = 0; s + 1 < n; ++s) {
-        size_t sfirst, slen, rfirst, rlen;
-        ina_piece(count, n, (pos + 1 + n - s) % n, &sfirst, &slen);
-        ina_piece(count, n, (pos + n - s) % n, &rfirst, &rlen);
-        int rc = ina_exchange(buf + (ptrdiff_t) sfirst * extent, slen, next,
-                              buf + (ptrdiff_t) rfirst * extent, rlen, prev, dtype, comm);
+        for (i = 0; i < nl; ++i) {
+            send[i] = (lanes[i].pos + 1 + n - s) % n;
+            recv[i] = (lanes[i].pos + n - s) % n;
+        }
+        rc = ina_lanes_step(lanes, nl, send, recv, into, dtype, comm, extent);
         if (OMPI_SUCCESS != rc) {
             return rc;
         }
@@ -268,8 +321,7 @@ int mca_coll_ina_grid_allreduce(mca_coll_ina_module_t *m, const void *sbuf, void
 {
     struct ompi_communicator_t *comm = m->comm;
     ptrdiff_t lb, extent;
-    size_t first, len;
-    char *buf = (char *) rbuf, *tmp = NULL, *piece;
+    char *buf = (char *) rbuf, *tmp = NULL;
     int rc = OMPI_SUCCESS, i;
 
     ompi_datatype_get_extent(dtype, &lb, &extent);
@@ -302,27 +354,34 @@ int mca_coll_ina_grid_allreduce(mca_coll_ina_module_t *m, const void *sbuf, void
             rc = ina_fold(tmp, buf, (size_t) count, dtype, op);
         }
     }
-    /* 2: the row's reduce-scatter; this node then holds row piece
-     * (pos + 1) mod cols, as does every node of its column. */
+    /* 2: the row's reduce-scatter, the vector's first half one way round
+     * the ring and its second half the other way; this node then holds, of
+     * each half, the piece every node of its column holds. */
+    const size_t half = (size_t) count / 2;
+    ina_lane_t row[2] = {
+        ina_lane(buf, half, m->grid_row, m->grid_cols, m->grid_row_pos, false, tmp),
+        ina_lane(buf + (ptrdiff_t) half * extent, (size_t) count - half, m->grid_row,
+                 m->grid_cols, m->grid_row_pos, true, tmp + (ptrdiff_t) half * extent)};
     if (OMPI_SUCCESS == rc) {
-        rc = ina_ring_reduce_scatter(buf, (size_t) count, m->grid_row, m->grid_cols,
-                                     m->grid_row_pos, tmp, dtype, op, comm, extent);
+        rc = ina_lanes_reduce_scatter(row, 2, dtype, op, comm, extent);
     }
-    /* 3: that piece's allreduce along the column. */
-    ina_piece((size_t) count, m->grid_cols, (m->grid_row_pos + 1) % m->grid_cols, &first, &len);
-    piece = buf + (ptrdiff_t) first * extent;
-    if (OMPI_SUCCESS == rc && m->grid_rows > 1) {
-        rc = ina_ring_reduce_scatter(piece, len, m->grid_col, m->grid_rows, m->grid_col_pos, tmp,
-                                     dtype, op, comm, extent);
+    /* 3: those pieces' allreduce along the column, again one each way. */
+    if (OMPI_SUCCESS == rc) {
+        ina_lane_t col[2];
+        for (i = 0; i < 2; ++i) {
+            size_t first, len;
+            ina_piece(row[i].count, row[i].n, (row[i].pos + 1) % row[i].n, &first, &len);
+            col[i] = ina_lane(row[i].buf + (ptrdiff_t) first * extent, len, m->grid_col,
+                              m->grid_rows, m->grid_col_pos, 1 == i, row[i].tmp);
+        }
+        rc = ina_lanes_reduce_scatter(col, 2, dtype, op, comm, extent);
         if (OMPI_SUCCESS == rc) {
-            rc = ina_ring_allgather(piece, len, m->grid_col, m->grid_rows, m->grid_col_pos, dtype,
-                                    comm, extent);
+            rc = ina_lanes_allgather(col, 2, dtype, comm, extent);
         }
     }
     /* 4: the row's allgather. */
     if (OMPI_SUCCESS == rc) {
-        rc = ina_ring_allgather(buf, (size_t) count, m->grid_row, m->grid_cols, m->grid_row_pos,
-                                dtype, comm, extent);
+        rc = ina_lanes_allgather(row, 2, dtype, comm, extent);
     }
     /* 5: the result to the node's other ranks. */
     for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {
