@@ -31,6 +31,21 @@
 # host link both ways, so one agent's link carries at most what one host's
 # does and A agents together carry A times that.
 #
+# With a hyper-square (fab_grid_up, after fab_up): the hosts' own links, a
+# grid of groups of four nodes A, B, C, D linked A-B, A-C, D-B, D-C, and
+# neighbouring groups linked node to node of the same letter. As a grid of
+# COLS x ROWS nodes (both even): host i sits at column i mod COLS, row i div
+# COLS; in every row (column) position x is linked to x + 2 and, x even, to
+# x + 1, so each row and each column is a ring of one-hop links (out along
+# the odd positions, back along the even ones). Each link is a veth pair,
+# g<j> in host i's namespace <-> g<i> in host j's, limited like a host link
+# both ways. Every host has a grid address (a /32 on grid0, one end of a
+# veth pair whose other end, grid0p, stays unused: an interface of its
+# own that MPI can be told to use, as a dummy would be), forwards for its
+# neighbours and has a /32 route to every other host's grid address via the
+# first hop of a shortest path. The switch stays as in the flat layout, for
+# the hosts' traffic to the agent.
+#
 # Everything is named with FAB_PREFIX, so fab_down can remove what a crashed
 # earlier run left behind without touching anything else on the machine.
 
@@ -44,6 +59,9 @@ FAB_SUBNET=10.77.0
 FAB_AGENT_ADDR=$FAB_SUBNET.254
 FAB_AGENT_PORT=17300
 FAB_HOST_IF=fab0
+# The hyper-square's addresses: host i at 10.78.ROW.(COLUMN + 1) on grid0.
+FAB_GRID_NET=10.78
+FAB_GRID_IF=grid0
 
 fab_ns_host() { printf '%s-h%d' "$FAB_PREFIX" "$1"; }
 fab_ns_switch() { printf '%s-sw' "$FAB_PREFIX"; }
@@ -61,6 +79,9 @@ fab_stripe_agent_addr() { printf '%s.%d' "$FAB_SUBNET" $((254 - $1)); }
 fab_leaf_of() { echo $(($1 * $3 / $2)); }
 # fab_spine_of LEAF LEAVES SPINES: the spine switch of leaf LEAF (blocks).
 fab_spine_of() { echo $(($1 * $3 / $2)); }
+
+# fab_grid_addr HOST COLS: the grid address of host HOST.
+fab_grid_addr() { printf '%s.%d.%d' "$FAB_GRID_NET" $(($1 / $2)) $(($1 % $2 + 1)); }
 
 fab_log() { printf 'fabric: %s\n' "$*" >&2; }
 
@@ -314,4 +335,101 @@ fab_agent_down() {
     for name in "${order[@]}"; do fab_agent_stop "$FAB_STATE/agent-$name.pid"; done
     for f in "$FAB_STATE"/agent-*.pid; do fab_agent_stop "$f"; done
     rm -f "$FAB_STATE/agents"
+}
+
+# fab_grid_links COLS ROWS: the hyper-square's links, one line "I J" (I < J)
+# per link between hosts I and J (host i at column i mod COLS, row i div
+# COLS): in a row, x to x + 2 (the same letter in the next group) and, x
+# even, x to x + 1 (inside a group); in a column likewise.
+fab_grid_links() {
+    local cols=$1 rows=$2 i x y
+    for ((i = 0; i < cols * rows; i++)); do
+        x=$((i % cols)) y=$((i / cols))
+        ((x % 2 == 0 && x + 1 < cols)) && echo "$i $((i + 1))"
+        ((x + 2 < cols)) && echo "$i $((i + 2))"
+        ((y % 2 == 0 && y + 1 < rows)) && echo "$i $((i + cols))"
+        ((y + 2 < rows)) && echo "$i $((i + 2 * cols))"
+    done
+    return 0
+}
+
+# fab_grid_hops COLS ROWS: one line "SRC DST NEXT DIST" per ordered pair of
+# hosts: NEXT, the first hop of a shortest path from SRC to DST (a breadth
+# first search from SRC, neighbours in the order fab_grid_links lists them),
+# and DIST its links. Every hop of the routes so made gets one link closer.
+fab_grid_hops() {
+    local cols=$1 rows=$2 n=$(($1 * $2)) a b s head v w
+    local -a adj=() dist first todo
+    while read -r a b; do
+        adj[a]+=" $b" adj[b]+=" $a"
+    done < <(fab_grid_links "$cols" "$rows")
+    for ((s = 0; s < n; s++)); do
+        dist=() first=() todo=("$s")
+        dist[s]=0
+        for ((head = 0; head < ${#todo[@]}; head++)); do
+            v=${todo[head]}
+            for w in ${adj[v]}; do
+                [[ -z ${dist[w]:-} ]] || continue
+                dist[w]=$((dist[v] + 1))
+                if ((v == s)); then first[w]=$w; else first[w]=${first[v]}; fi
+                todo+=("$w")
+            done
+        done
+        for ((v = 0; v < n; v++)); do
+            ((v == s)) || echo "$s $v ${first[v]} ${dist[v]}"
+        done
+    done
+}
+
+# fab_grid_up COLS ROWS RATE BURST QUEUE: the hyper-square over the host
+# namespaces fab_up made (COLS x ROWS of them): grid addresses, links,
+# forwarding and routes.
+fab_grid_up() {
+    local cols=$1 rows=$2 rate=$3 burst=$4 queue=$5 n=$(($1 * $2)) i j ns s d next
+    local -a batch=()
+    for ((i = 0; i < n; i++)); do
+        ns=$(fab_ns_host "$i")
+        ip -n "$ns" link add "$FAB_GRID_IF" type veth peer name "${FAB_GRID_IF}p"
+        ip -n "$ns" addr add "$(fab_grid_addr "$i" "$cols")/32" dev "$FAB_GRID_IF"
+        ip -n "$ns" link set "${FAB_GRID_IF}p" up
+        ip -n "$ns" link set "$FAB_GRID_IF" up
+        # A host forwards its neighbours' traffic; a route's two directions
+        # may take different shortest paths, so no reverse-path filter.
+        ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
+            net.ipv4.conf.default.rp_filter=0
+    done
+    while read -r i j; do
+        ip -n "$(fab_ns_host "$i")" link add "g$j" type veth peer name "g$i" netns "$(fab_ns_host "$j")"
+        for s in "$i:$j" "$j:$i"; do
+            ns=$(fab_ns_host "${s%:*}")
+            ip -n "$ns" link set "g${s#*:}" up
+            fab_tbf "$ns" "g${s#*:}" "$rate" "$burst" "$queue"
+        done
+    done < <(fab_grid_links "$cols" "$rows")
+    # Unnumbered links: the next hop is the neighbour's grid address, on
+    # the link (onlink); it answers ARP for it on any of its interfaces.
+    while read -r s d next _; do
+        batch[s]+="route add $(fab_grid_addr "$d" "$cols")/32 via $(fab_grid_addr "$next" "$cols") dev g$next onlink src $(fab_grid_addr "$s" "$cols")"$'\n'
+    done < <(fab_grid_hops "$cols" "$rows")
+    for ((i = 0; i < n; i++)); do
+        printf '%s' "${batch[i]}" | ip -n "$(fab_ns_host "$i")" -batch -
+    done
+}
+
+# fab_grid_bytes: the bytes all grid ports of all hosts sent so far (each
+# byte counted once per link it crossed).
+fab_grid_bytes() {
+    local ns total=0 b
+    while read -r ns _; do
+        [[ $ns == "$FAB_PREFIX"-h* ]] || continue
+        b=$(ip -n "$ns" -s -o link show 2>/dev/null | awk '
+            { name = $2; sub(/:$/, "", name); sub(/@.*/, "", name) }
+            name !~ /^g[0-9]+$/ { next }
+            # "TX: bytes packets ... \\ BYTES PACKETS ...": the first number after TX:.
+            { for (i = 1; i <= NF; i++) if ($i == "TX:") break
+              for (; i <= NF; i++) if ($i ~ /^[0-9]+$/) { s += $i; break } }
+            END { printf "%.0f\n", s }')
+        total=$((total + b))
+    done < <(ip netns list 2>/dev/null)
+    echo "$total"
 }
