@@ -354,29 +354,37 @@ fab_grid_links() {
 }
 
 # fab_grid_hops COLS ROWS: one line "SRC DST NEXT DIST" per ordered pair of
-# hosts: NEXT, the first hop of a shortest path from SRC to DST (a breadth
-# first search from SRC, neighbours in the order fab_grid_links lists them),
-# and DIST its links. Every hop of the routes so made gets one link closer.
+# hosts: NEXT, the first hop of SRC's route to DST, and DIST the links of
+# the route. A row's links form a ladder: the even positions (letters A, C)
+# and the odd ones (B, D) each a chain from group to group, and the two
+# joined inside every group (the ends of the ladder close its outer ring).
+# Routes go in dimension order, a shortest path: along the row to DST's
+# column, then along that column; in a row (column), first inside the
+# group to DST's side if it differs, then along that side from group to
+# group. Each hop's own route to DST continues the same path.
 fab_grid_hops() {
-    local cols=$1 rows=$2 n=$(($1 * $2)) a b s head v w
-    local -a adj=() dist first todo
-    while read -r a b; do
-        adj[a]+=" $b" adj[b]+=" $a"
-    done < <(fab_grid_links "$cols" "$rows")
+    local cols=$1 rows=$2 n=$(($1 * $2)) s d sx sy dx dy gs gd dist next
     for ((s = 0; s < n; s++)); do
-        dist=() first=() todo=("$s")
-        dist[s]=0
-        for ((head = 0; head < ${#todo[@]}; head++)); do
-            v=${todo[head]}
-            for w in ${adj[v]}; do
-                [[ -z ${dist[w]:-} ]] || continue
-                dist[w]=$((dist[v] + 1))
-                if ((v == s)); then first[w]=$w; else first[w]=${first[v]}; fi
-                todo+=("$w")
-            done
-        done
-        for ((v = 0; v < n; v++)); do
-            ((v == s)) || echo "$s $v ${first[v]} ${dist[v]}"
+        sx=$((s % cols)) sy=$((s / cols))
+        for ((d = 0; d < n; d++)); do
+            ((d != s)) || continue
+            dx=$((d % cols)) dy=$((d / cols))
+            gs=$((sx / 2)) gd=$((dx / 2))
+            dist=$((gs > gd ? gs - gd : gd - gs))
+            ((sx % 2 == dx % 2)) || dist=$((dist + 1))
+            gs=$((sy / 2)) gd=$((dy / 2))
+            dist=$((dist + (gs > gd ? gs - gd : gd - gs)))
+            ((sy % 2 == dy % 2)) || dist=$((dist + 1))
+            if ((sx % 2 != dx % 2)); then
+                next=$((s + (sx % 2 ? -1 : 1)))
+            elif ((sx != dx)); then
+                next=$((s + (dx > sx ? 2 : -2)))
+            elif ((sy % 2 != dy % 2)); then
+                next=$((s + (sy % 2 ? -cols : cols)))
+            else
+                next=$((s + (dy > sy ? 2 * cols : -2 * cols)))
+            fi
+            echo "$s $d $next $dist"
         done
     done
 }
