@@ -158,6 +158,9 @@ for tool in ip:iproute2 tc:iproute2 ss:iproute2 socat:socat gnuplot:gnuplot-nox 
     missing+=("${tool%%:*}")
     [[ " ${packages[*]} " == *" ${tool#*:} "* ]] || packages+=("${tool#*:}")
 done
+if ((cols)); then # the grid's hosts forward
+    command -v sysctl >/dev/null || { missing+=(sysctl); packages+=(procps); }
+fi
 ((${#missing[@]} == 0)) || die "missing ${missing[*]}: apt-get install ${packages[*]}"
 
 fab_lock || die "another run.sh is running (lock /run/lock/$FAB_PREFIX.lock)"
