@@ -31,6 +31,21 @@
 # host link both ways, so one agent's link carries at most what one host's
 # does and A agents together carry A times that.
 #
+# With a hyper-square (fab_grid_up, after fab_up): the hosts' own links, a
+# grid of groups of four nodes A, B, C, D linked A-B, A-C, D-B, D-C, and
+# neighbouring groups linked node to node of the same letter. As a grid of
+# COLS x ROWS nodes (both even): host i sits at column i mod COLS, row i div
+# COLS; in every row (column) position x is linked to x + 2 and, x even, to
+# x + 1, so each row and each column is a ring of one-hop links (out along
+# the odd positions, back along the even ones). Each link is a veth pair,
+# g<j> in host i's namespace <-> g<i> in host j's, limited like a host link
+# both ways. Every host has a grid address (a /32 on grid0, one end of a
+# veth pair whose other end, grid0p, stays unused: an interface of its
+# own that MPI can be told to use, as a dummy would be), forwards for its
+# neighbours and has a /32 route to every other host's grid address via the
+# first hop of a shortest path. The switch stays as in the flat layout, for
+# the hosts' traffic to the agent.
+#
 # Everything is named with FAB_PREFIX, so fab_down can remove what a crashed
 # earlier run left behind without touching anything else on the machine.
 
@@ -44,6 +59,9 @@ FAB_SUBNET=10.77.0
 FAB_AGENT_ADDR=$FAB_SUBNET.254
 FAB_AGENT_PORT=17300
 FAB_HOST_IF=fab0
+# The hyper-square's addresses: host i at 10.78.ROW.(COLUMN + 1) on grid0.
+FAB_GRID_NET=10.78
+FAB_GRID_IF=grid0
 
 fab_ns_host() { printf '%s-h%d' "$FAB_PREFIX" "$1"; }
 fab_ns_switch() { printf '%s-sw' "$FAB_PREFIX"; }
@@ -61,6 +79,9 @@ fab_stripe_agent_addr() { printf '%s.%d' "$FAB_SUBNET" $((254 - $1)); }
 fab_leaf_of() { echo $(($1 * $3 / $2)); }
 # fab_spine_of LEAF LEAVES SPINES: the spine switch of leaf LEAF (blocks).
 fab_spine_of() { echo $(($1 * $3 / $2)); }
+
+# fab_grid_addr HOST COLS: the grid address of host HOST.
+fab_grid_addr() { printf '%s.%d.%d' "$FAB_GRID_NET" $(($1 / $2)) $(($1 % $2 + 1)); }
 
 fab_log() { printf 'fabric: %s\n' "$*" >&2; }
 
@@ -314,4 +335,109 @@ fab_agent_down() {
     for name in "${order[@]}"; do fab_agent_stop "$FAB_STATE/agent-$name.pid"; done
     for f in "$FAB_STATE"/agent-*.pid; do fab_agent_stop "$f"; done
     rm -f "$FAB_STATE/agents"
+}
+
+# fab_grid_links COLS ROWS: the hyper-square's links, one line "I J" (I < J)
+# per link between hosts I and J (host i at column i mod COLS, row i div
+# COLS): in a row, x to x + 2 (the same letter in the next group) and, x
+# even, x to x + 1 (inside a group); in a column likewise.
+fab_grid_links() {
+    local cols=$1 rows=$2 i x y
+    for ((i = 0; i < cols * rows; i++)); do
+        x=$((i % cols)) y=$((i / cols))
+        ((x % 2 == 0 && x + 1 < cols)) && echo "$i $((i + 1))"
+        ((x + 2 < cols)) && echo "$i $((i + 2))"
+        ((y % 2 == 0 && y + 1 < rows)) && echo "$i $((i + cols))"
+        ((y + 2 < rows)) && echo "$i $((i + 2 * cols))"
+    done
+    return 0
+}
+
+# fab_grid_hops COLS ROWS: one line "SRC DST NEXT DIST" per ordered pair of
+# hosts: NEXT, the first hop of SRC's route to DST, and DIST the links of
+# the route. A row's links form a ladder: the even positions (letters A, C)
+# and the odd ones (B, D) each a chain from group to group, and the two
+# joined inside every group (the ends of the ladder close its outer ring).
+# Routes go in dimension order, a shortest path: along the row to DST's
+# column, then along that column; in a row (column), first inside the
+# group to DST's side if it differs, then along that side from group to
+# group. Each hop's own route to DST continues the same path.
+fab_grid_hops() {
+    local cols=$1 rows=$2 n=$(($1 * $2)) s d sx sy dx dy gs gd dist next
+    for ((s = 0; s < n; s++)); do
+        sx=$((s % cols)) sy=$((s / cols))
+        for ((d = 0; d < n; d++)); do
+            ((d != s)) || continue
+            dx=$((d % cols)) dy=$((d / cols))
+            gs=$((sx / 2)) gd=$((dx / 2))
+            dist=$((gs > gd ? gs - gd : gd - gs))
+            ((sx % 2 == dx % 2)) || dist=$((dist + 1))
+            gs=$((sy / 2)) gd=$((dy / 2))
+            dist=$((dist + (gs > gd ? gs - gd : gd - gs)))
+            ((sy % 2 == dy % 2)) || dist=$((dist + 1))
+            if ((sx % 2 != dx % 2)); then
+                next=$((s + (sx % 2 ? -1 : 1)))
+            elif ((sx != dx)); then
+                next=$((s + (dx > sx ? 2 : -2)))
+            elif ((sy % 2 != dy % 2)); then
+                next=$((s + (sy % 2 ? -cols : cols)))
+            else
+                next=$((s + (dy > sy ? 2 * cols : -2 * cols)))
+            fi
+            echo "$s $d $next $dist"
+        done
+    done
+}
+
+# fab_grid_up COLS ROWS RATE BURST QUEUE: the hyper-square over the host
+# namespaces fab_up made (COLS x ROWS of them): grid addresses, links,
+# forwarding and routes.
+fab_grid_up() {
+    local cols=$1 rows=$2 rate=$3 burst=$4 queue=$5 n=$(($1 * $2)) i j ns s d next
+    local -a batch=()
+    for ((i = 0; i < n; i++)); do
+        ns=$(fab_ns_host "$i")
+        ip -n "$ns" link add "$FAB_GRID_IF" type veth peer name "${FAB_GRID_IF}p"
+        ip -n "$ns" addr add "$(fab_grid_addr "$i" "$cols")/32" dev "$FAB_GRID_IF"
+        ip -n "$ns" link set "${FAB_GRID_IF}p" up
+        ip -n "$ns" link set "$FAB_GRID_IF" up
+        # A host forwards its neighbours' traffic; a route's two directions
+        # may take different shortest paths, so no reverse-path filter.
+        ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 \
+            net.ipv4.conf.default.rp_filter=0
+    done
+    while read -r i j; do
+        ip -n "$(fab_ns_host "$i")" link add "g$j" type veth peer name "g$i" netns "$(fab_ns_host "$j")"
+        for s in "$i:$j" "$j:$i"; do
+            ns=$(fab_ns_host "${s%:*}")
+            ip -n "$ns" link set "g${s#*:}" up
+            fab_tbf "$ns" "g${s#*:}" "$rate" "$burst" "$queue"
+        done
+    done < <(fab_grid_links "$cols" "$rows")
+    # Unnumbered links: the next hop is the neighbour's grid address, on
+    # the link (onlink); it answers ARP for it on any of its interfaces.
+    while read -r s d next _; do
+        batch[s]+="route add $(fab_grid_addr "$d" "$cols")/32 via $(fab_grid_addr "$next" "$cols") dev g$next onlink src $(fab_grid_addr "$s" "$cols")"$'\n'
+    done < <(fab_grid_hops "$cols" "$rows")
+    for ((i = 0; i < n; i++)); do
+        printf '%s' "${batch[i]}" | ip -n "$(fab_ns_host "$i")" -batch -
+    done
+}
+
+# fab_grid_bytes: the bytes all grid ports of all hosts sent so far (each
+# byte counted once per link it crossed).
+fab_grid_bytes() {
+    local ns total=0 b
+    while read -r ns _; do
+        [[ $ns == "$FAB_PREFIX"-h* ]] || continue
+        b=$(ip -n "$ns" -s -o link show 2>/dev/null | awk '
+            { name = $2; sub(/:$/, "", name); sub(/@.*/, "", name) }
+            name !~ /^g[0-9]+$/ { next }
+            # "TX: bytes packets ... \\ BYTES PACKETS ...": the first number after TX:.
+            { for (i = 1; i <= NF; i++) if ($i == "TX:") break
+              for (; i <= NF; i++) if ($i ~ /^[0-9]+$/) { s += $i; break } }
+            END { printf "%.0f\n", s }')
+        total=$((total + b))
+    done < <(ip netns list 2>/dev/null)
+    echo "$total"
 }

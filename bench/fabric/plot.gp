@@ -18,7 +18,9 @@ set multiplot layout 1,2 title plot_title
 sel(sys, col) = (strcol(1) eq sys) ? column(col) : NaN
 label(s) = s eq "tuned" ? "Open MPI tuned (default choice)" : \
            s eq "ring" ? "Open MPI tuned, ring algorithm" : \
-           s eq "ina1" ? "ina, agent 0 alone" : s
+           s eq "ina1" ? "ina, agent 0 alone" : \
+           s eq "grid" ? "ina's grid algorithm, no agent" : \
+           s eq "ina_denied" ? "ina, agent denying: grid algorithm" : s
 set style data linespoints
 
 set title "latency"

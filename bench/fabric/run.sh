@@ -30,6 +30,11 @@ usage: $0 [options]
                    limited like a host link (a model of A switches or planes);
                    system ina stripes every call over all of them, ina1 uses
                    agent 0 alone (same run). Default 0: one agent, unlimited
+  --grid GXxGY     the hosts' own direct-connect fabric, a hyper-square of GX x GY
+                   groups of four hosts (4 x GX x GY hosts, --hosts follows):
+                   every host linked to its grid neighbours by links limited
+                   like a host link (--rate), host traffic routed over them by
+                   shortest paths; the switch and its agent stay for ina
   --rate R         link rate per direction, NUMBER{kbit|mbit|gbit}, default 500mbit
   --burst B        token bucket of every link (tc size syntax), default 1 ms at
                    the link rate (at least 2 frames)
@@ -42,7 +47,10 @@ usage: $0 [options]
                    host algorithm for big messages), ina1 (with --agents: ina
                    over agent 0 alone), ina_P (ina, each size's allreduce a
                    persistent request made once with MPI_Allreduce_init and
-                   started per call), ina; default tuned,ring,ina
+                   started per call), ina; with --grid also grid (ina's host
+                   algorithm for the grid, no agent) and ina_denied (ina with
+                   the agent denying every call, so every call takes the grid
+                   algorithm); default tuned,ring,ina
   --builddir DIR   build tree with examples/ina_bench, switch_agent/ina-switchd
                    and ompi_coll_ina/.libs (default: $repo/build)
   --out DIR        results directory, default $here/results
@@ -53,11 +61,12 @@ usage: $0 [options]
 EOF
 }
 
-hosts=4 ppn=1 leaves=0 spines=0 agents=0 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100 repeat=1
+hosts=4 hosts_given=0 grid='' ppn=1 leaves=0 spines=0 agents=0 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100 repeat=1
 systems=tuned,ring,ina builddir='' out=$here/results limit=900 cleanup_only=0 agent_args=()
 while (($#)); do
     case $1 in
-    --hosts) hosts=${2:?}; shift 2 ;;
+    --hosts) hosts=${2:?} hosts_given=1; shift 2 ;;
+    --grid) grid=${2:?}; shift 2 ;;
     --ppn) ppn=${2:?}; shift 2 ;;
     --leaves) leaves=${2:?}; shift 2 ;;
     --spines) spines=${2:?}; shift 2 ;;
@@ -94,6 +103,17 @@ if ((spines)); then
     # Agent addresses .(200 + leaf) and .(240 + spine) above the hosts' .1 .. .N.
     ((hosts <= 199 && leaves <= 40)) || die "--spines: at most 199 hosts and 40 leaves"
 fi
+# The hyper-square: GX x GY groups, a grid of cols x rows hosts.
+gx=0 gy=0 cols=0 rows=0
+if [[ -n $grid ]]; then
+    [[ $grid =~ ^([0-9]{1,2})x([0-9]{1,2})$ ]] || die "--grid wants GXxGY, e.g. 2x2"
+    gx=$((10#${BASH_REMATCH[1]})) gy=$((10#${BASH_REMATCH[2]}))
+    ((gx >= 1 && gy >= 1 && 4 * gx * gy <= 248)) || die "--grid wants GX, GY >= 1 and 4 x GX x GY <= 248 hosts"
+    cols=$((2 * gx)) rows=$((2 * gy))
+    ((hosts_given == 0 || 10#$hosts == 4 * gx * gy)) || die "--grid $grid has $((4 * gx * gy)) hosts, not --hosts $hosts"
+    hosts=$((4 * gx * gy))
+    ((10#$leaves == 0 && spines == 0 && 10#$agents == 0)) || die "--grid does not combine with --leaves, --spines or --agents"
+fi
 in_range "$iters" 1 1000000 || die "--iters wants a count >= 1"
 in_range "$repeat" 1 100 || die "--repeat wants 1..100"
 in_range "$limit" 1 86400 || die "--timeout wants seconds"
@@ -115,14 +135,16 @@ if [[ -z $burst ]]; then
     ((burst >= 3028)) || burst=3028
 fi
 IFS=, read -ra active <<<"$systems"
-run_ina=0
+run_ina=0 run_grid=0 run_denied=0 # an agent; the component without one; the agent drained
 for s in "${active[@]}"; do
     case $s in
     tuned | ring) ;;
     ina) run_ina=1 ;;
     ina1) ((agents >= 1)) || die "--systems: ina1 needs --agents"; run_ina=1 ;;
     ina_P) run_ina=1 ;;
-    *) die "--systems: unknown system '$s' (tuned, ring, ina1, ina_P, ina)" ;;
+    grid) ((cols)) || die "--systems: grid needs --grid"; run_grid=1 ;;
+    ina_denied) ((cols)) || die "--systems: ina_denied needs --grid"; run_ina=1 run_denied=1 ;;
+    *) die "--systems: unknown system '$s' (tuned, ring, ina1, ina_P, ina, grid, ina_denied)" ;;
     esac
 done
 ((${#active[@]})) || die "--systems: name at least one system"
@@ -136,6 +158,9 @@ for tool in ip:iproute2 tc:iproute2 ss:iproute2 socat:socat gnuplot:gnuplot-nox 
     missing+=("${tool%%:*}")
     [[ " ${packages[*]} " == *" ${tool#*:} "* ]] || packages+=("${tool#*:}")
 done
+if ((cols)); then # the grid's hosts forward
+    command -v sysctl >/dev/null || { missing+=(sysctl); packages+=(procps); }
+fi
 ((${#missing[@]} == 0)) || die "missing ${missing[*]}: apt-get install ${packages[*]}"
 
 fab_lock || die "another run.sh is running (lock /run/lock/$FAB_PREFIX.lock)"
@@ -154,10 +179,16 @@ if [[ -z $builddir ]]; then
 fi
 bench=$builddir/examples/ina_bench
 agent=$builddir/switch_agent/ina-switchd
+switchctl=$builddir/switch_agent/ina-switchctl
 compdir=$builddir/ompi_coll_ina/.libs
 [[ -x $bench ]] || die "$bench not found: build ina or pass --builddir"
 if ((run_ina)); then
     [[ -x $agent ]] || die "$agent not found (or leave ina out of --systems)"
+fi
+if ((run_denied)); then
+    [[ -x $switchctl ]] || die "$switchctl not found (or leave ina_denied out of --systems)"
+fi
+if ((run_ina || run_grid)); then
     [[ -e $compdir/mca_coll_ina.so ]] || die "$compdir/mca_coll_ina.so not found (or leave ina out of --systems)"
     export_component "$builddir" # for the ina runs (the others say coll ^ina)
 fi
@@ -191,16 +222,22 @@ done
 
 fab_down # leftovers of an interrupted run
 fab_up "$hosts" "$rate" "$burst" "$queue" "$leaves" "$agents" "$spines"
+((cols)) && fab_grid_up "$cols" "$rows" "$rate" "$burst" "$queue"
 fab_relay_up "$hosts" "$pmix_port"
 
 allow_root
 export PMIX_MCA_ptl_tcp_ipv4_port=$pmix_port INAFAB_PPN=$ppn INAFAB_PREFIX=$FAB_PREFIX
 # Every byte between ranks crosses the emulated links: TCP only (no shared
-# memory: the namespaces share one kernel and /dev/shm), on fab0.
+# memory: the namespaces share one kernel and /dev/shm), on fab0; with a
+# grid, on the grid addresses (grid0), routed over the grid links, while
+# the component's connection to the agent stays on fab0.
+rank_if=$FAB_HOST_IF
+((cols)) && rank_if=$FAB_GRID_IF
 # shellcheck disable=SC2054 # "tcp,self" is one MCA value
 mpi_common=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1
-    --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$FAB_HOST_IF"
+    --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$rank_if"
     -x UCX_TLS=tcp)
+((cols)) && mpi_common+=(-x "UCX_NET_DEVICES=$FAB_HOST_IF")
 
 # mpi NP LOGFILE MPIRUN-ARGS... -- BENCH-ARGS...: run ina_bench in the fabric,
 # in the background so that a signal reaches our trap at once.
@@ -224,16 +261,26 @@ mpi() {
     fi
 }
 
-# Measure one link: a 2-host broadcast is one flow host0 -> switch -> host1;
+# Measure one link: a 2-host broadcast is one flow host0 -> switch -> host1
+# (with a grid, host0 -> host1 over the grid link between them);
 # the receiver's time (max over ranks) is when the last byte arrived.
 shape="$hosts hosts x $ppn ranks"
-if ((spines >= 2)); then
+if ((cols)); then
+    shape+=" on a hyper-square of ${gx}x$gy groups"
+elif ((spines >= 2)); then
     shape+=", $leaves leaves, $spines spines, 1 core"
 elif ((leaves >= 2)); then
     shape+=" on $leaves leaf switches under a spine"
 fi
 ((agents >= 1)) && shape+=", $agents agent(s) behind links of their own"
 echo "run.sh: $shape, links $rate (burst $burst, queue $queue), build $builddir"
+if ((cols)); then
+    # How far apart the hosts of a rank-order ring are on the grid.
+    fab_grid_hops "$cols" "$rows" | awk -v n="$hosts" -v c="$cols" -v r="$rows" -v net="$FAB_GRID_NET" -v ifn="$FAB_GRID_IF" '
+        $2 == ($1 + 1) % n { s += $4; if ($4 > mx) mx = $4; if (mn == "" || $4 < mn) mn = $4 }
+        END { printf "run.sh: grid of %d x %d hosts (h<i> at column i mod %d, row i div %d; address %s.ROW.(COLUMN+1) on %s);", c, r, c, c, net, ifn
+              printf " a rank-order ring of the hosts crosses %d links per round, %d..%d per step, %.2f on average\n", s, mn, mx, s / n }'
+fi
 link_log=$out/link.log
 : >"$link_log"
 # About half a second of data per broadcast, 1..32 MiB.
@@ -283,6 +330,17 @@ sys_args() {
         else
             args+=("${ina_agent_args[@]}")
         fi ;;
+    # The grid's systems: the component reads the grid from its topology
+    # file and runs the calls no agent takes with its host algorithm for the
+    # grid (coll_ina_host grid). ina_denied: the agent of the file, drained
+    # (it denies every call: each one asks it, then runs on the host;
+    # coll_ina_required still fails an agent that cannot be reached). grid:
+    # a file with the grid and no agent, so no call asks one.
+    ina_denied) args=(--mca coll ina --mca coll_ina_test_node_size "$ppn" --mca coll_ina_required 1
+        --mca coll_ina_verbose 1 --mca coll_ina_host grid "${ina_agent_args[@]}") ;;
+    grid) args=(--mca coll ina --mca coll_ina_test_node_size "$ppn" --mca coll_ina_verbose 1
+        --mca coll_ina_host grid --mca coll_ina_topology "$out/topology-grid"
+        --mca coll_ina_test_hosts "$rank_hosts_list") ;;
     esac
 }
 
@@ -294,7 +352,38 @@ sys_args() {
 leaf_parent() {
     if ((spines >= 2)); then echo "spine$(fab_spine_of "$1" "$leaves" "$spines")"; else echo spine; fi
 }
-if ((leaves >= 2)); then
+rank_hosts=()
+for ((r = 0; r < ranks; r++)); do rank_hosts+=("h$((r / ppn))"); done
+rank_hosts_list=$(IFS=,; echo "${rank_hosts[*]}")
+# square_lines: the grid's groups, "square GX GY A B C D" (the hosts at
+# columns 2gx, 2gx + 1 of row 2gy, then of row 2gy + 1).
+square_lines() {
+    local x y a
+    for ((y = 0; y < gy; y++)); do
+        for ((x = 0; x < gx; x++)); do
+            a=$((2 * y * cols + 2 * x))
+            echo "square $x $y h$a h$((a + 1)) h$((a + cols)) h$((a + cols + 1))"
+        done
+    done
+}
+if ((cols)); then
+    # The grid, and for ina the switch's agent serving every host; grid's
+    # file has the grid alone (no agent).
+    topology=$out/topology
+    {
+        echo "# bench/fabric/run.sh --grid $grid"
+        echo "agent switch $FAB_AGENT_ADDR:$FAB_AGENT_PORT"
+        hl=()
+        for ((i = 0; i < hosts; i++)); do hl+=("h$i"); done
+        echo "hosts switch $(IFS=,; echo "${hl[*]}")"
+        square_lines
+    } >"$topology"
+    {
+        echo "# bench/fabric/run.sh --grid $grid, no agent"
+        square_lines
+    } >"$out/topology-grid"
+    ina_agent_args=(--mca coll_ina_topology "$topology" --mca coll_ina_test_hosts "$rank_hosts_list")
+elif ((leaves >= 2)); then
     topology=$out/topology
     {
         if ((spines >= 2)); then
@@ -314,10 +403,7 @@ if ((leaves >= 2)); then
             echo "hosts leaf$(fab_leaf_of "$i" "$hosts" "$leaves") h$i"
         done
     } >"$topology"
-    rank_hosts=()
-    for ((r = 0; r < ranks; r++)); do rank_hosts+=("h$((r / ppn))"); done
-    ina_agent_args=(--mca coll_ina_topology "$topology"
-        --mca coll_ina_test_hosts "$(IFS=,; echo "${rank_hosts[*]}")")
+    ina_agent_args=(--mca coll_ina_topology "$topology" --mca coll_ina_test_hosts "$rank_hosts_list")
 elif ((agents >= 1)); then
     # Striped: every call over all the agents, block k to agent k mod A.
     list=()
@@ -365,21 +451,40 @@ if ((run_ina)); then
                 "$out/agent-a$k.log" "${agent_args[@]}"
         done
     else
+        # ina_denied drains the agent through its control socket.
+        control=()
+        ((run_denied)) && control=(--control "$FAB_STATE/agent-switch.sock")
         fab_agent_up switch "$(fab_ns_switch)" "$FAB_AGENT_ADDR" "$agent" "$out/agent.log" \
-            "${agent_args[@]}"
+            "${control[@]}" "${agent_args[@]}"
     fi
 fi
-for sys in tuned ring ina1 ina_P ina; do rm -f "$out/$sys.log"; done
+# agent_drain drain|resume: with ina_denied, the agent denies every new call
+# (drain) during its sweeps and serves again (resume) during the others'.
+agent_drain() {
+    ((run_denied)) || return 0
+    "$switchctl" --socket "$FAB_STATE/agent-switch.sock" "$1" >>"$out/agent.log" 2>&1 ||
+        die "ina-switchctl $1 failed (see $out/agent.log)"
+}
+for sys in tuned ring ina1 ina_P ina grid ina_denied; do rm -f "$out/$sys.log"; done
 declare -A drops=() # "SYSTEM NS/DEV" -> packets dropped
+declare -A grid_bytes=() call_bytes=() # with a grid, per system: bytes its links carried, bytes of the calls
 for ((rep = 1; rep <= repeat; rep++)); do
     for band in "${bands[@]}"; do
         read -r cls lo hi <<<"$band"
         for sys in "${active[@]}"; do
             echo "run.sh: [$rep/$repeat] $sys allreduce $lo..$hi bytes, ${band_iters[cls]} iterations"
             sys_args "$sys"
+            if [[ $sys == ina_denied ]]; then agent_drain drain; else agent_drain resume; fi
             before=$(fab_port_drops)
+            ((cols)) && gb=$(fab_grid_bytes)
             mpi "$ranks" "$out/$sys.log" "${args[@]}" -- "${bench_args[@]}" -b allreduce -d float -o sum -c \
                 -m "$lo:$hi" -i "${band_iters[cls]}" -w "${band_warmup[cls]}"
+            if ((cols)); then
+                grid_bytes[$sys]=$((${grid_bytes[$sys]:-0} + $(fab_grid_bytes) - gb))
+                for ((sz = lo; sz <= hi; sz *= 2)); do
+                    call_bytes[$sys]=$((${call_bytes[$sys]:-0} + sz * (band_iters[cls] + band_warmup[cls])))
+                done
+            fi
             # Packets the ports dropped during this sweep, per system and port.
             while read -r ns dev d; do
                 key="$sys ${ns#"$FAB_PREFIX"-}/$dev"
@@ -397,16 +502,28 @@ for sys in "${active[@]}"; do
     done < <(printf '%s\n' "${!drops[@]}" | sort)
     echo "run.sh: $sys: packets dropped at rate-limited ports:${line:- none}"
 done
+# With a grid: what its links carried per system (every byte once per link
+# it crossed), against what a ring whose every step is one link would send
+# (2(H-1) x S per call over H hosts): a rank-order ring shows its steps'
+# mean length, ina's agent traffic does not cross the grid.
+if ((cols)); then
+    for sys in "${active[@]}"; do
+        awk -v s="$sys" -v b="${grid_bytes[$sys]}" -v c="${call_bytes[$sys]}" -v h="$hosts" 'BEGIN {
+            r = c > 0 ? b / (2 * (h - 1) * c) : 0
+            printf "run.sh: %s: grid links carried %.1f MB, %.2f x a one-hop ring", s, b / 1e6, r
+            printf " (2(H-1) x S per call, H = %d hosts)\n", h }'
+    done
+fi
+# The component's counters (coll_ina_verbose 1), summed over its reports.
+# Each report reads "offloaded N (per collective...), fallback M (...)".
+for sys in ina1 ina_P ina grid ina_denied; do
+    [[ -r $out/$sys.log ]] || continue
+    off=$({ grep -o 'offloaded [0-9]*' "$out/$sys.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
+    fb=$({ grep -o 'fallback [0-9]*' "$out/$sys.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
+    echo "run.sh: $sys counters: $off calls offloaded, $fb fell back"
+done
 if ((run_ina)); then
     fab_agent_down
-    # The component's counters (coll_ina_verbose 1), summed over its reports.
-    # Each report reads "offloaded N (per collective...), fallback M (...)".
-    for sys in ina1 ina_P ina; do
-        [[ -r $out/$sys.log ]] || continue
-        off=$({ grep -o 'offloaded [0-9]*' "$out/$sys.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
-        fb=$({ grep -o 'fallback [0-9]*' "$out/$sys.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
-        echo "run.sh: $sys counters: $off calls offloaded, $fb fell back"
-    done
     # What each host's link carried up to the agent (BLOCK payload bytes,
     # from the agent's counters at exit): S per call per host with the node
     # stage, ppn x S without it. With leaves, what each leaf's uplink carried:
