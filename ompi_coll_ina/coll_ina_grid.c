@@ -357,31 +357,32 @@ int mca_coll_ina_grid_allreduce(mca_coll_ina_module_t *m, const void *sbuf, void
     /* 2: the row's reduce-scatter, the vector's first half one way round
      * the ring and its second half the other way; this node then holds, of
      * each half, the piece every node of its column holds. */
-    const size_t half = (size_t) count / 2;
+    const int nl = mca_coll_ina_component.grid_both_ways ? 2 : 1;
+    const size_t half = 2 == nl ? (size_t) count / 2 : (size_t) count;
     ina_lane_t row[2] = {
         ina_lane(buf, half, m->grid_row, m->grid_cols, m->grid_row_pos, false, tmp),
         ina_lane(buf + (ptrdiff_t) half * extent, (size_t) count - half, m->grid_row,
                  m->grid_cols, m->grid_row_pos, true, tmp + (ptrdiff_t) half * extent)};
     if (OMPI_SUCCESS == rc) {
-        rc = ina_lanes_reduce_scatter(row, 2, dtype, op, comm, extent);
+        rc = ina_lanes_reduce_scatter(row, nl, dtype, op, comm, extent);
     }
     /* 3: those pieces' allreduce along the column, again one each way. */
     if (OMPI_SUCCESS == rc) {
         ina_lane_t col[2];
-        for (i = 0; i < 2; ++i) {
+        for (i = 0; i < nl; ++i) {
             size_t first, len;
             ina_piece(row[i].count, row[i].n, (row[i].pos + 1) % row[i].n, &first, &len);
             col[i] = ina_lane(row[i].buf + (ptrdiff_t) first * extent, len, m->grid_col,
                               m->grid_rows, m->grid_col_pos, 1 == i, row[i].tmp);
         }
-        rc = ina_lanes_reduce_scatter(col, 2, dtype, op, comm, extent);
+        rc = ina_lanes_reduce_scatter(col, nl, dtype, op, comm, extent);
         if (OMPI_SUCCESS == rc) {
-            rc = ina_lanes_allgather(col, 2, dtype, comm, extent);
+            rc = ina_lanes_allgather(col, nl, dtype, comm, extent);
         }
     }
     /* 4: the row's allgather. */
     if (OMPI_SUCCESS == rc) {
-        rc = ina_lanes_allgather(row, 2, dtype, comm, extent);
+        rc = ina_lanes_allgather(row, nl, dtype, comm, extent);
     }
     /* 5: the result to the node's other ranks. */
     for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {

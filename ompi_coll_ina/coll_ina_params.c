@@ -197,6 +197,13 @@ int mca_coll_ina_register_params(void)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_READONLY, &c->grid_min_bytes);
 
+    c->grid_both_ways = true;
+    (void) mca_base_component_var_register(v, "grid_both_ways",
+        "The grid's rings carry half the vector each way round at once (both "
+        "directions of every link); false: the whole vector one way",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->grid_both_ways);
+
     c->test_node_size = 0;
     (void) mca_base_component_var_register(v, "test_node_size",
         "For tests only: K > 0 makes the component group the members of a "
