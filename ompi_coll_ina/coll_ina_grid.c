@@ -204,40 +204,60 @@ static int ina_lane_member(const ina_lane_t *l, uint32_t k)
 
 /* One step of every lane at once: each sends piece `send[i]` of its vector
  * to its next member and receives piece `recv[i]` from its previous one,
- * into `into[i]` (or in place when NULL). */
+ * into `into[i]` (or in place when NULL). A piece goes as fragments of at
+ * most coll_ina_grid_frag_bytes, each below the transport's eager limit: a
+ * larger message would first wait for the receiver's go-ahead, which comes
+ * back over the link the other lane fills the other way, behind its data.
+ * Fragments of a pair match in the order both sides post them. */
 static int ina_lanes_step(ina_lane_t *lanes, int nl, const uint32_t *send, const uint32_t *recv,
                           char *const *into, struct ompi_datatype_t *dtype,
-                          struct ompi_communicator_t *comm, ptrdiff_t extent)
+                          struct ompi_communicator_t *comm, ptrdiff_t extent,
+                          ompi_request_t ***reqs, size_t *cap)
 {
-    ompi_request_t *reqs[4];
-    int nreq = 0, i, rc = OMPI_SUCCESS;
+    const size_t frag_bytes = mca_coll_ina_component.grid_frag_bytes;
+    const size_t frag = frag_bytes >= (size_t) extent ? frag_bytes / (size_t) extent : 1;
+    size_t need = 0, nreq = 0, k;
+    int i, rc = OMPI_SUCCESS;
 
     for (i = 0; i < nl; ++i) {
+        size_t first, slen, rlen;
+        ina_piece(lanes[i].count, lanes[i].n, send[i], &first, &slen);
+        ina_piece(lanes[i].count, lanes[i].n, recv[i], &first, &rlen);
+        need += (slen + frag - 1) / frag + (rlen + frag - 1) / frag;
+    }
+    if (need > *cap) {
+        ompi_request_t **more = realloc(*reqs, need * sizeof(**reqs));
+        if (NULL == more) {
+            return OMPI_ERR_OUT_OF_RESOURCE;
+        }
+        *reqs = more;
+        *cap = need;
+    }
+    for (i = 0; OMPI_SUCCESS == rc && i < nl; ++i) {
         ina_lane_t *l = &lanes[i];
         size_t sfirst, slen, rfirst, rlen;
         ina_piece(l->count, l->n, send[i], &sfirst, &slen);
         ina_piece(l->count, l->n, recv[i], &rfirst, &rlen);
-        rc = MCA_PML_CALL(irecv(NULL != into[i] ? into[i] : l->buf + (ptrdiff_t) rfirst * extent,
-                                rlen, dtype, ina_lane_member(l, l->pos + l->n - 1),
-                                INA_GRID_TAG, comm, &reqs[nreq]));
-        if (OMPI_SUCCESS != rc) {
-            break;
+        char *rbase = NULL != into[i] ? into[i] : l->buf + (ptrdiff_t) rfirst * extent;
+        const int from = ina_lane_member(l, l->pos + l->n - 1), to = ina_lane_member(l, l->pos + 1);
+        for (k = 0; OMPI_SUCCESS == rc && k < rlen; k += frag) {
+            rc = MCA_PML_CALL(irecv(rbase + (ptrdiff_t) k * extent, rlen - k < frag ? rlen - k : frag,
+                                    dtype, from, INA_GRID_TAG, comm, &(*reqs)[nreq]));
+            nreq += OMPI_SUCCESS == rc ? 1 : 0;
         }
-        ++nreq;
-        rc = MCA_PML_CALL(isend(l->buf + (ptrdiff_t) sfirst * extent, slen, dtype,
-                                ina_lane_member(l, l->pos + 1), INA_GRID_TAG,
-                                MCA_PML_BASE_SEND_STANDARD, comm, &reqs[nreq]));
-        if (OMPI_SUCCESS != rc) {
-            break;
+        for (k = 0; OMPI_SUCCESS == rc && k < slen; k += frag) {
+            rc = MCA_PML_CALL(isend(l->buf + (ptrdiff_t) (sfirst + k) * extent,
+                                    slen - k < frag ? slen - k : frag, dtype, to, INA_GRID_TAG,
+                                    MCA_PML_BASE_SEND_STANDARD, comm, &(*reqs)[nreq]));
+            nreq += OMPI_SUCCESS == rc ? 1 : 0;
         }
-        ++nreq;
     }
     if (OMPI_SUCCESS != rc) {
-        for (i = 0; i < nreq; ++i) {
-            ompi_request_cancel(reqs[i]);
+        for (k = 0; k < nreq; ++k) {
+            ompi_request_cancel((*reqs)[k]);
         }
     }
-    const int wrc = 0 != nreq ? ompi_request_wait_all(nreq, reqs, MPI_STATUSES_IGNORE)
+    const int wrc = 0 != nreq ? ompi_request_wait_all(nreq, *reqs, MPI_STATUSES_IGNORE)
                               : OMPI_SUCCESS;
     return OMPI_SUCCESS != rc ? rc : wrc;
 }
@@ -247,7 +267,7 @@ static int ina_lanes_step(ina_lane_t *lanes, int nl, const uint32_t *send, const
  * (pos the lane's own). */
 static int ina_lanes_reduce_scatter(ina_lane_t *lanes, int nl, struct ompi_datatype_t *dtype,
                                     struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                    ptrdiff_t extent)
+                                    ptrdiff_t extent, ompi_request_t ***reqs, size_t *cap)
 {
     const uint32_t n = lanes[0].n;
     uint32_t send[2], recv[2], s;
@@ -260,7 +280,7 @@ static int ina_lanes_reduce_scatter(ina_lane_t *lanes, int nl, struct ompi_datat
             recv[i] = (lanes[i].pos + 2 * n - s - 1) % n;
             into[i] = lanes[i].tmp;
         }
-        rc = ina_lanes_step(lanes, nl, send, recv, into, dtype, comm, extent);
+        rc = ina_lanes_step(lanes, nl, send, recv, into, dtype, comm, extent, reqs, cap);
         for (i = 0; OMPI_SUCCESS == rc && i < nl; ++i) {
             size_t first, len;
             ina_piece(lanes[i].count, n, recv[i], &first, &len);
@@ -276,7 +296,8 @@ static int ina_lanes_reduce_scatter(ina_lane_t *lanes, int nl, struct ompi_datat
 /* Ring allgather of every lane: this rank holds piece (pos + 1) mod n of
  * each; afterwards every piece. */
 static int ina_lanes_allgather(ina_lane_t *lanes, int nl, struct ompi_datatype_t *dtype,
-                               struct ompi_communicator_t *comm, ptrdiff_t extent)
+                               struct ompi_communicator_t *comm, ptrdiff_t extent,
+                               ompi_request_t ***reqs, size_t *cap)
 {
     const uint32_t n = lanes[0].n;
     uint32_t send[2], recv[2], s;
@@ -288,7 +309,7 @@ static int ina_lanes_allgather(ina_lane_t *lanes, int nl, struct ompi_datatype_t
             send[i] = (lanes[i].pos + 1 + n - s) % n;
             recv[i] = (lanes[i].pos + n - s) % n;
         }
-        rc = ina_lanes_step(lanes, nl, send, recv, into, dtype, comm, extent);
+        rc = ina_lanes_step(lanes, nl, send, recv, into, dtype, comm, extent, reqs, cap);
         if (OMPI_SUCCESS != rc) {
             return rc;
         }
@@ -322,6 +343,8 @@ int mca_coll_ina_grid_allreduce(mca_coll_ina_module_t *m, const void *sbuf, void
     struct ompi_communicator_t *comm = m->comm;
     ptrdiff_t lb, extent;
     char *buf = (char *) rbuf, *tmp = NULL;
+    ompi_request_t **reqs = NULL; /* the steps' requests, grown as needed */
+    size_t cap = 0;
     int rc = OMPI_SUCCESS, i;
 
     ompi_datatype_get_extent(dtype, &lb, &extent);
@@ -364,7 +387,7 @@ int mca_coll_ina_grid_allreduce(mca_coll_ina_module_t *m, const void *sbuf, void
         ina_lane(buf + (ptrdiff_t) half * extent, (size_t) count - half, m->grid_row,
                  m->grid_cols, m->grid_row_pos, true, tmp + (ptrdiff_t) half * extent)};
     if (OMPI_SUCCESS == rc) {
-        rc = ina_lanes_reduce_scatter(row, nl, dtype, op, comm, extent);
+        rc = ina_lanes_reduce_scatter(row, nl, dtype, op, comm, extent, &reqs, &cap);
     }
     /* 3: those pieces' allreduce along the column, again one each way. */
     if (OMPI_SUCCESS == rc) {
@@ -375,14 +398,14 @@ int mca_coll_ina_grid_allreduce(mca_coll_ina_module_t *m, const void *sbuf, void
             col[i] = ina_lane(row[i].buf + (ptrdiff_t) first * extent, len, m->grid_col,
                               m->grid_rows, m->grid_col_pos, 1 == i, row[i].tmp);
         }
-        rc = ina_lanes_reduce_scatter(col, nl, dtype, op, comm, extent);
+        rc = ina_lanes_reduce_scatter(col, nl, dtype, op, comm, extent, &reqs, &cap);
         if (OMPI_SUCCESS == rc) {
-            rc = ina_lanes_allgather(col, nl, dtype, comm, extent);
+            rc = ina_lanes_allgather(col, nl, dtype, comm, extent, &reqs, &cap);
         }
     }
     /* 4: the row's allgather. */
     if (OMPI_SUCCESS == rc) {
-        rc = ina_lanes_allgather(row, nl, dtype, comm, extent);
+        rc = ina_lanes_allgather(row, nl, dtype, comm, extent, &reqs, &cap);
     }
     /* 5: the result to the node's other ranks. */
     for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {
@@ -390,5 +413,6 @@ int mca_coll_ina_grid_allreduce(mca_coll_ina_module_t *m, const void *sbuf, void
                                MCA_PML_BASE_SEND_STANDARD, comm));
     }
     free(tmp);
+    free(reqs);
     return rc;
 }

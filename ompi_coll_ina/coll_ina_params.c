@@ -190,7 +190,7 @@ int mca_coll_ina_register_params(void)
         }
     }
 
-    c->grid_min_bytes = 65536;
+    c->grid_min_bytes = 16384;
     (void) mca_base_component_var_register(v, "grid_min_bytes",
         "With coll_ina_host=auto, the smallest call the grid's rings run: below it "
         "2 (columns + rows - 2) ring steps cost more than the algorithm ina replaced",
@@ -203,6 +203,14 @@ int mca_coll_ina_register_params(void)
         "directions of every link); false: the whole vector one way",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_6,
         MCA_BASE_VAR_SCOPE_READONLY, &c->grid_both_ways);
+
+    c->grid_frag_bytes = 32768;
+    (void) mca_base_component_var_register(v, "grid_frag_bytes",
+        "The grid's rings send each step's piece in messages of at most this many "
+        "bytes: below the transport's eager limit (btl_tcp_eager_limit), a message goes "
+        "at once instead of waiting for the receiver's go-ahead",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->grid_frag_bytes);
 
     c->test_node_size = 0;
     (void) mca_base_component_var_register(v, "test_node_size",
