@@ -137,11 +137,7 @@ bool parse_state(const std::string &text, uint32_t groups_x, uint32_t groups_y,
     };
     while (std::getline(in, raw)) {
         ++lineno;
-        std::istringstream words(raw.substr(0, raw.find('#')));
-        std::vector<std::string> w;
-        for (std::string t; words >> t;) {
-            w.push_back(t);
-        }
+        const std::vector<std::string> w = topo::line_words(raw);
         if (w.empty()) {
             continue;
         }

@@ -121,6 +121,16 @@ bool expand_hostlist(const std::string &list, std::vector<std::string> &out, std
     return flush();
 }
 
+std::vector<std::string> line_words(const std::string &line)
+{
+    std::istringstream words(line.substr(0, line.find('#')));
+    std::vector<std::string> w;
+    for (std::string t; words >> t;) {
+        w.push_back(t);
+    }
+    return w;
+}
+
 bool Topology::parse(const std::string &text, Topology &out, std::string &err)
 {
     out = Topology();
@@ -148,11 +158,7 @@ bool Topology::parse(const std::string &text, Topology &out, std::string &err)
     };
     while (std::getline(in, raw)) {
         ++lineno;
-        std::istringstream words(raw.substr(0, raw.find('#')));
-        std::vector<std::string> w;
-        for (std::string t; words >> t;) {
-            w.push_back(t);
-        }
+        const std::vector<std::string> w = line_words(raw);
         if (w.empty()) {
             continue;
         }
@@ -533,6 +539,22 @@ void put_err(char *err, size_t errlen, const std::string &why)
         std::snprintf(err, errlen, "%s", why.c_str());
     }
 }
+
+// The ranks' host names of a C call, every one given (false and why in err
+// where one is missing).
+bool host_names(const char *const *hosts, uint32_t n, std::vector<std::string> &names, char *err,
+                size_t errlen)
+{
+    names.reserve(n);
+    for (uint32_t r = 0; r < n; ++r) {
+        if (hosts[r] == nullptr) {
+            put_err(err, errlen, "the host of rank " + std::to_string(r) + " is unknown");
+            return false;
+        }
+        names.emplace_back(hosts[r]);
+    }
+    return true;
+}
 } // namespace
 
 ina_status_t ina_topology_load(const char *path, ina_topology_t **out, char *err, size_t errlen)
@@ -594,13 +616,8 @@ ina_status_t ina_topology_plan(const ina_topology_t *topo, const char *const *ho
     }
     try {
         std::vector<std::string> names;
-        names.reserve(n);
-        for (uint32_t r = 0; r < n; ++r) {
-            if (hosts[r] == nullptr) {
-                put_err(err, errlen, "the host of rank " + std::to_string(r) + " is unknown");
-                return INA_ERR_INVALID;
-            }
-            names.emplace_back(hosts[r]);
+        if (!host_names(hosts, n, names, err, errlen)) {
+            return INA_ERR_INVALID;
         }
         ina::topo::Plan p;
         std::string why;
@@ -666,13 +683,8 @@ ina_status_t ina_topology_grid(const ina_topology_t *topo, const char *const *ho
     *rows = 0;
     try {
         std::vector<std::string> names;
-        names.reserve(n);
-        for (uint32_t r = 0; r < n; ++r) {
-            if (hosts[r] == nullptr) {
-                put_err(err, errlen, "the host of rank " + std::to_string(r) + " is unknown");
-                return INA_ERR_INVALID;
-            }
-            names.emplace_back(hosts[r]);
+        if (!host_names(hosts, n, names, err, errlen)) {
+            return INA_ERR_INVALID;
         }
         ina::topo::GridMap m;
         std::string why;

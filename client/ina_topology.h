@@ -77,6 +77,10 @@ private:
 // nested brackets, a reversed or non-numeric range, an empty name).
 bool expand_hostlist(const std::string &list, std::vector<std::string> &out, std::string &err);
 
+// The words of one line of a file in this format ('#' starts a comment);
+// empty for a blank or comment line.
+std::vector<std::string> line_words(const std::string &line);
+
 // How one communicator maps onto the agents: its ranks' hosts (index =
 // rank) looked up in the topology. The leaves are the agents the ranks
 // talk to; the top is the agent nearest the leaves above all of them (their
