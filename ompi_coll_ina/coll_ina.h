@@ -290,6 +290,7 @@ typedef struct mca_coll_ina_module_t {
      * at each level (ina_topology_place). */
     uint32_t tree_levels;
     uint32_t *tree_groups;
+    char **host_names; /* mca_coll_ina_host_names' (m->size), while set up */
     ina_proto_tree_level_t tree_place[INA_TOPOLOGY_MAX_LEVELS];
     /* The hyper-square under this communicator (coll_ina_grid.c): grid_cols x
      * grid_rows nodes (0: none, grid_why says why); this rank's node's leader
@@ -390,6 +391,11 @@ OBJ_CLASS_DECLARATION(mca_coll_ina_req_t);
 /* The host name of member `rank` of `comm` (coll_ina_test_hosts, or the
  * runtime's), "" if unknown. */
 void mca_coll_ina_host_of(ompi_communicator_t *comm, int rank, char *host, size_t len);
+/* Every member's host (mca_coll_ina_host_of), looked up once and kept in
+ * the module until mca_coll_ina_host_names_free (the topology's plan and
+ * its grid both map them); NULL when out of memory. */
+const char *const *mca_coll_ina_host_names(mca_coll_ina_module_t *m);
+void mca_coll_ina_host_names_free(mca_coll_ina_module_t *m);
 int mca_coll_ina_init_query(bool enable_progress_threads, bool enable_mpi_threads);
 mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *priority);
 /* Count one fallback of this communicator and say why at verbose level 10. */

@@ -52,8 +52,8 @@ void mca_coll_ina_grid_setup(mca_coll_ina_module_t *m)
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     const uint32_t n = (uint32_t) m->size;
     uint32_t cols = 0, rows = 0, *node_of = NULL, *ring = NULL;
-    char **names = NULL;
-    char host[256], why[256] = "";
+    const char *const *names = NULL;
+    char why[256] = "";
     int *leader = NULL;
     uint32_t r, k, me_node, x, y;
 
@@ -64,20 +64,12 @@ void mca_coll_ina_grid_setup(mca_coll_ina_module_t *m)
         return;
     }
     node_of = malloc(sizeof(*node_of) * n);
-    names = calloc(n, sizeof(*names));
+    names = mca_coll_ina_host_names(m);
     if (NULL == node_of || NULL == names) {
         m->grid_why = "out of memory";
         goto out;
     }
-    for (r = 0; r < n; ++r) {
-        mca_coll_ina_host_of(m->comm, (int) r, host, sizeof(host));
-        if (NULL == (names[r] = strdup(host))) {
-            m->grid_why = "out of memory";
-            goto out;
-        }
-    }
-    if (INA_OK != ina_topology_grid(c->topo, (const char *const *) names, n, &cols, &rows,
-                                    node_of, why, sizeof(why)) ||
+    if (INA_OK != ina_topology_grid(c->topo, names, n, &cols, &rows, node_of, why, sizeof(why)) ||
         0 == cols) {
         snprintf(m->grid_reason, sizeof(m->grid_reason), "%s",
                  '\0' != why[0] ? why : "the topology file describes no grid");
@@ -92,7 +84,6 @@ void mca_coll_ina_grid_setup(mca_coll_ina_module_t *m)
     m->grid_local = malloc(sizeof(*m->grid_local) * n);
     if (NULL == leader || NULL == ring || NULL == m->grid_row || NULL == m->grid_col ||
         NULL == m->grid_local) {
-        m->grid_why = "out of memory";
         mca_coll_ina_grid_fini(m);
         m->grid_why = "out of memory";
         goto out;
@@ -136,10 +127,6 @@ out:
     if (NULL != m->grid_why) {
         INA_VERBOSE(10, "cid %d: no grid for the host algorithms: %s", m->cid, m->grid_why);
     }
-    for (r = 0; NULL != names && r < n; ++r) {
-        free(names[r]);
-    }
-    free(names);
     free(node_of);
     free(leader);
     free(ring);

@@ -91,6 +91,7 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->peer_leader = NULL;
     m->tree_groups = NULL;
     m->tree_levels = 0;
+    m->host_names = NULL;
     m->grid_row = m->grid_col = m->grid_local = NULL;
     mca_coll_ina_grid_fini(m);
     m->grid_why = "not set up";
@@ -164,6 +165,7 @@ static void ina_module_destruct(mca_coll_ina_module_t *m)
     m->node_of = NULL;
     free(m->tree_groups);
     m->tree_groups = NULL;
+    mca_coll_ina_host_names_free(m);
     mca_coll_ina_grid_fini(m);
     free(m->local_ranks);
     m->local_ranks = NULL;
@@ -196,11 +198,15 @@ static int ina_job_setup(mca_coll_ina_module_t *m);
 
 int mca_coll_ina_job_reopen(mca_coll_ina_module_t *m)
 {
+    int rc;
+
     ina_job_teardown(m);
     m->job_state = MCA_COLL_INA_JOB_NONE;
     /* The next epoch of the same key; the node stage's streams go to the
      * new job as the team joins it (no call in flight). */
-    return ina_job_setup(m);
+    rc = ina_job_setup(m);
+    mca_coll_ina_host_names_free(m); /* looked up again for the plan */
+    return rc;
 }
 
 void mca_coll_ina_job_withdraw(mca_coll_ina_module_t *m)
@@ -278,6 +284,7 @@ static int ina_module_enable(mca_coll_base_module_t *module, ompi_communicator_t
     /* The hosts' own grid, for the calls the agents do not take (the
      * topology file is read by the agent's set-up, above). */
     mca_coll_ina_grid_setup(m);
+    mca_coll_ina_host_names_free(m);
     /* Enabled: findable from the communicator for the counters, whatever
      * component ends up above ina in its slots. */
     mca_coll_ina_comm_attach(m);
@@ -583,20 +590,14 @@ void mca_coll_ina_host_of(ompi_communicator_t *comm, int rank, char *host, size_
 static uint32_t ina_topology_tree(mca_coll_ina_module_t *m, uint32_t *groups, uint32_t *levels,
                                   char *why, size_t whylen)
 {
-    char **names = calloc((size_t) m->size, sizeof(*names));
-    char host[256];
+    const char *const *names = mca_coll_ina_host_names(m);
     uint32_t nleaves = 0;
-    int r, ok = NULL != names;
+    int r;
 
-    for (r = 0; ok && r < m->size; ++r) {
-        mca_coll_ina_host_of(m->comm, r, host, sizeof(host));
-        ok = NULL != (names[r] = strdup(host));
-    }
-    if (!ok) {
+    if (NULL == names) {
         snprintf(why, whylen, "out of memory");
-    } else if (INA_OK != ina_topology_plan(mca_coll_ina_component.topo,
-                                           (const char *const *) names, (uint32_t) m->size,
-                                           levels, groups, why, whylen)) {
+    } else if (INA_OK != ina_topology_plan(mca_coll_ina_component.topo, names,
+                                           (uint32_t) m->size, levels, groups, why, whylen)) {
         nleaves = 0;
     } else if (0 == *levels) {
         nleaves = 1;
@@ -605,11 +606,36 @@ static uint32_t ina_topology_tree(mca_coll_ina_module_t *m, uint32_t *groups, ui
             nleaves = groups[r] + 1 > nleaves ? groups[r] + 1 : nleaves;
         }
     }
-    for (r = 0; NULL != names && r < m->size; ++r) {
-        free(names[r]);
-    }
-    free(names);
     return nleaves;
+}
+
+const char *const *mca_coll_ina_host_names(mca_coll_ina_module_t *m)
+{
+    char host[256];
+    int r;
+
+    if (NULL != m->host_names) {
+        return (const char *const *) m->host_names;
+    }
+    m->host_names = calloc((size_t) m->size, sizeof(*m->host_names));
+    for (r = 0; NULL != m->host_names && r < m->size; ++r) {
+        mca_coll_ina_host_of(m->comm, r, host, sizeof(host));
+        if (NULL == (m->host_names[r] = strdup(host))) {
+            mca_coll_ina_host_names_free(m);
+        }
+    }
+    return (const char *const *) m->host_names;
+}
+
+void mca_coll_ina_host_names_free(mca_coll_ina_module_t *m)
+{
+    int r;
+
+    for (r = 0; NULL != m->host_names && r < m->size; ++r) {
+        free(m->host_names[r]);
+    }
+    free(m->host_names);
+    m->host_names = NULL;
 }
 
 /* This member's part of a job over several leaf agents (docs/HIERARCHY.md),
