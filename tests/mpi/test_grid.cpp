@@ -31,6 +31,7 @@ using namespace inatest;
 namespace {
 
 long checks = 0;
+long allreduces = 0; // MPI_Allreduce calls of the communicator under test
 
 template <typename T> MPI_Datatype mpi_type();
 template <> MPI_Datatype mpi_type<int32_t>() { return MPI_INT32_T; }
@@ -88,6 +89,7 @@ void check_allreduce(MPI_Comm comm, size_t n, MPI_Op op, bool in_place, const ch
         in[i] = value<T>(r, i, op);
     }
     MPI_Allreduce(in.data(), out.data(), static_cast<int>(n), mpi_type<T>(), op, comm);
+    allreduces += 2; // and the second run, below
     again = in;
     if (in_place) {
         MPI_Allreduce(MPI_IN_PLACE, again.data(), static_cast<int>(n), mpi_type<T>(), op, comm);
@@ -156,19 +158,20 @@ void all_types(MPI_Comm comm, const char *what)
     matrix<double>(comm, what, false);
 }
 
-// The calls of `comm` since `before` that the grid ran, and its nodes.
+// The grid's nodes under `comm`, and the calls it ran since `before`: every
+// MPI_Allreduce made since (allreduces, reset by the caller), or none.
 void expect_grid(Counters &k, MPI_Comm comm, long long nodes, long long before, bool ran,
                  const char *what)
 {
     const long long got_nodes = k.read("coll_ina_grid_nodes", comm, MPI_T_PVAR_CLASS_SIZE);
     const long long calls = k.read("coll_ina_grid_calls", comm);
+    const long long want = ran ? allreduces : 0;
     ++checks;
     INA_CHECK(got_nodes == nodes, "%s: coll_ina_grid_nodes %lld, want %lld", what, got_nodes,
               nodes);
     ++checks;
-    INA_CHECK(ran ? calls - before > 0 : calls == before,
-              "%s: the grid ran %lld calls, want %s", what, calls - before,
-              ran ? "every one" : "none");
+    INA_CHECK(calls - before == want, "%s: the grid ran %lld calls, want %lld", what,
+              calls - before, want);
 }
 
 } // namespace
@@ -187,6 +190,7 @@ int main(int argc, char **argv)
     Counters k;
 
     long long before = k.read("coll_ina_grid_calls", MPI_COMM_WORLD);
+    allreduces = 0;
     all_types(MPI_COMM_WORLD, "MPI_COMM_WORLD");
     expect_grid(k, MPI_COMM_WORLD, nodes, before, nodes > 0, "MPI_COMM_WORLD");
 
@@ -194,6 +198,7 @@ int main(int argc, char **argv)
         MPI_Comm group;
         MPI_Comm_split(MPI_COMM_WORLD, rank / per_group, rank, &group);
         before = k.read("coll_ina_grid_calls", group);
+        allreduces = 0;
         all_types(group, "one group");
         expect_grid(k, group, 4, before, true, "one group");
         MPI_Comm_free(&group);
@@ -203,6 +208,7 @@ int main(int argc, char **argv)
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &even);
     if (rank % 2 == 0) {
         before = k.read("coll_ina_grid_calls", even);
+        allreduces = 0;
         matrix<int32_t>(even, "the even ranks", true);
         matrix<double>(even, "the even ranks", false);
         expect_grid(k, even, 0, before, false, "the even ranks");
