@@ -85,6 +85,128 @@ fab_grid_addr() { printf '%s.%d.%d' "$FAB_GRID_NET" $(($1 / $2)) $(($1 % $2 + 1)
 
 fab_log() { printf 'fabric: %s\n' "$*" >&2; }
 
+# Helpers for the scripts that drive the fabric (run.sh, partitions.sh).
+
+# fab_in_range VALUE MIN MAX: VALUE is a decimal integer in [MIN, MAX].
+fab_in_range() { [[ $1 =~ ^[0-9]{1,9}$ ]] && ((10#$1 >= $2 && 10#$1 <= $3)); }
+
+# fab_rate_bps RATE: a link rate NUMBER{kbit|mbit|gbit} (tc's units) in
+# bits per second; fails on anything else.
+fab_rate_bps() {
+    [[ $1 =~ ^([0-9]{1,6})(kbit|mbit|gbit)$ ]] || return 1
+    case ${BASH_REMATCH[2]} in
+    kbit) echo $((10#${BASH_REMATCH[1]} * 1000)) ;;
+    mbit) echo $((10#${BASH_REMATCH[1]} * 1000000)) ;;
+    gbit) echo $((10#${BASH_REMATCH[1]} * 1000000000)) ;;
+    esac
+}
+
+# fab_default_burst BPS: the links' token bucket unless told otherwise, 1 ms
+# at line rate: small enough that a message waits for tokens like on a real
+# link, big enough for the kernel's timers to keep the rate (2 frames at least).
+fab_default_burst() {
+    local b=$(($1 / 8 / 1000))
+    ((b >= 3028)) || b=3028
+    echo "$b"
+}
+
+# fab_sizes MIN:MAX: "MIN MAX", the byte sizes of a sweep (float elements,
+# 4 .. 1 GiB); fails on anything else.
+fab_sizes() {
+    [[ $1 =~ ^([0-9]{1,10}):([0-9]{1,10})$ ]] || return 1
+    local lo=$((10#${BASH_REMATCH[1]})) hi=$((10#${BASH_REMATCH[2]}))
+    ((lo >= 4 && hi >= lo && hi <= 1 << 30)) || return 1
+    echo "$lo $hi"
+}
+
+# fab_missing_tools COMMAND:PACKAGE...: nothing when every COMMAND is
+# installed, else "missing C...: apt-get install P..." (each package once).
+fab_missing_tools() {
+    local t
+    local -a missing=() packages=()
+    for t in "$@"; do
+        command -v "${t%%:*}" >/dev/null && continue
+        missing+=("${t%%:*}")
+        [[ " ${packages[*]} " == *" ${t#*:} "* ]] || packages+=("${t#*:}")
+    done
+    ((${#missing[@]} == 0)) || echo "missing ${missing[*]}: apt-get install ${packages[*]}"
+}
+
+# fab_builddir REPO: the build tree with examples/ina_bench, REPO/build or
+# REPO/../build (scripts/setup.sh makes the first); fails if neither has it.
+fab_builddir() {
+    local d
+    for d in "$1/build" "$1/../build"; do
+        [[ -x $d/examples/ina_bench ]] && { (cd "$d" && pwd); return 0; }
+    done
+    return 1
+}
+
+# fab_free_ports N: N free TCP ports of the root namespace, one a line, for
+# mpirun's PMIx servers (one each: fab_relay_up); fails if there are fewer.
+fab_free_ports() {
+    local n=$1 p k=0
+    for ((p = 41000 + RANDOM % 2000; p < 65000 && k < n; p += 7)); do
+        ss -Hltn "sport = :$p" | grep -q . && continue
+        echo "$p"
+        k=$((k + 1))
+    done
+    ((k == n))
+}
+
+# fab_mpi_args RANK_IF [AGENT_IF]: FAB_MPI_ARGS, the mpirun options every run
+# in the fabric takes. Every byte between ranks crosses the emulated links:
+# TCP only (no shared memory: the namespaces share one kernel and /dev/shm)
+# on RANK_IF ($FAB_HOST_IF, or with a grid $FAB_GRID_IF, routed over the grid
+# links); the component's connection to the agent over TCP, with AGENT_IF on
+# that interface alone.
+fab_mpi_args() {
+    # shellcheck disable=SC2054 # "tcp,self" is one MCA value
+    FAB_MPI_ARGS=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1
+        --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$1"
+        -x UCX_TLS=tcp)
+    [[ -z ${2:-} ]] || FAB_MPI_ARGS+=(-x "UCX_NET_DEVICES=$2")
+}
+
+# fab_mpirun_start LIMIT OUTPUT [VAR=VALUE...] MPIRUN-ARG...: mpirun in the
+# background, in the environment given (e.g. one job's PMIx port and
+# hosts), killed after LIMIT seconds, stdout and stderr to OUTPUT; its pid
+# (timeout's) in FAB_MPIRUN_PID and among FAB_MPIRUN_PIDS until
+# fab_mpirun_finish. In the background so that a signal reaches the
+# caller's trap at once, and so that several jobs can run side by side.
+FAB_MPIRUN_PIDS=()
+fab_mpirun_start() {
+    local limit=$1 output=$2
+    local -a envs=()
+    shift 2
+    while (($#)) && [[ $1 =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; do envs+=("$1"); shift; done
+    timeout --kill-after=10 "$limit" env "${envs[@]}" mpirun "$@" >"$output" 2>&1 9>&- &
+    FAB_MPIRUN_PID=$!
+    FAB_MPIRUN_PIDS+=("$FAB_MPIRUN_PID")
+}
+
+# fab_mpirun_finish PID OUTPUT: wait for the mpirun fab_mpirun_start started
+# as PID; fails (its exit status, or 1, with OUTPUT's tail on stderr) unless
+# it succeeded and verified its results (ina_bench -c: "# check: ok").
+fab_mpirun_finish() {
+    local pid=$1 output=$2 rc=0 i
+    wait "$pid" || rc=$?
+    for i in "${!FAB_MPIRUN_PIDS[@]}"; do
+        [[ ${FAB_MPIRUN_PIDS[i]} != "$pid" ]] || unset 'FAB_MPIRUN_PIDS[i]'
+    done
+    grep -q '^# check: ok' "$output" || ((rc)) || rc=1
+    ((rc == 0)) || tail -n 20 "$output" >&2
+    return "$rc"
+}
+
+# fab_mpirun_stop: stop every mpirun still running (an interrupted run).
+fab_mpirun_stop() {
+    local pid
+    for pid in "${FAB_MPIRUN_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${FAB_MPIRUN_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    FAB_MPIRUN_PIDS=()
+}
+
 # One run at a time: fab_down removes every namespace named $FAB_PREFIX-*.
 # The lock is fd 9; whatever we start in the background closes it (9>&-), so
 # that a process left over by a killed run cannot hold the lock.
@@ -424,20 +546,37 @@ fab_grid_up() {
     done
 }
 
-# fab_grid_bytes: the bytes all grid ports of all hosts sent so far (each
-# byte counted once per link it crossed).
-fab_grid_bytes() {
-    local ns total=0 b
+# fab_grid_port_bytes: one line "I J BYTES" per grid port, the bytes host
+# I's port to its neighbour J (g<J> in h<I>) sent so far.
+fab_grid_port_bytes() {
+    local ns
     while read -r ns _; do
         [[ $ns == "$FAB_PREFIX"-h* ]] || continue
-        b=$(ip -n "$ns" -s -o link show 2>/dev/null | awk '
+        ip -n "$ns" -s -o link show 2>/dev/null | awk -v i="${ns#"$FAB_PREFIX"-h}" '
             { name = $2; sub(/:$/, "", name); sub(/@.*/, "", name) }
             name !~ /^g[0-9]+$/ { next }
             # "TX: bytes packets ... \\ BYTES PACKETS ...": the first number after TX:.
-            { for (i = 1; i <= NF; i++) if ($i == "TX:") break
-              for (; i <= NF; i++) if ($i ~ /^[0-9]+$/) { s += $i; break } }
-            END { printf "%.0f\n", s }')
-        total=$((total + b))
+            { for (k = 1; k <= NF; k++) if ($k == "TX:") break
+              for (; k <= NF; k++) if ($k ~ /^[0-9]+$/) { print i, substr(name, 2), $k; break } }'
     done < <(ip netns list 2>/dev/null)
-    echo "$total"
+}
+
+# fab_grid_bytes: the bytes all grid ports of all hosts sent so far (each
+# byte counted once per link it crossed).
+fab_grid_bytes() {
+    fab_grid_port_bytes | awk '{ s += $3 } END { printf "%.0f\n", s }'
+}
+
+# fab_grid_squares GX GY: the topology file's lines for the hyper-square of
+# GX x GY groups over hosts h<i> (fab_grid_up's layout), one a group:
+# "square X Y A B C D", the hosts at columns 2X, 2X + 1 of row 2Y, then of
+# row 2Y + 1.
+fab_grid_squares() {
+    local gx=$1 gy=$2 cols=$((2 * $1)) x y a
+    for ((y = 0; y < gy; y++)); do
+        for ((x = 0; x < gx; x++)); do
+            a=$((2 * y * cols + 2 * x))
+            echo "square $x $y h$a h$((a + 1)) h$((a + cols)) h$((a + cols + 1))"
+        done
+    done
 }

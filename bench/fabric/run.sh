@@ -88,14 +88,12 @@ while (($#)); do
     esac
 done
 
-# in_range VALUE MIN MAX: VALUE is a decimal integer in [MIN, MAX].
-in_range() { [[ $1 =~ ^[0-9]{1,9}$ ]] && ((10#$1 >= $2 && 10#$1 <= $3)); }
-in_range "$hosts" 2 250 || die "--hosts wants 2..250"
-in_range "$ppn" 1 64 || die "--ppn wants 1..64"
-if ! in_range "$leaves" 0 "$hosts" || ((leaves == 1)); then die "--leaves wants 0 or 2..hosts"; fi
-in_range "$agents" 0 16 || die "--agents wants 0..16"
+fab_in_range "$hosts" 2 250 || die "--hosts wants 2..250"
+fab_in_range "$ppn" 1 64 || die "--ppn wants 1..64"
+if ! fab_in_range "$leaves" 0 "$hosts" || ((leaves == 1)); then die "--leaves wants 0 or 2..hosts"; fi
+fab_in_range "$agents" 0 16 || die "--agents wants 0..16"
 ((leaves == 0 || agents == 0)) || die "--leaves and --agents do not combine (yet)"
-if ! in_range "$spines" 0 14 || ((10#$spines == 1)); then die "--spines wants 0 or 2..14"; fi
+if ! fab_in_range "$spines" 0 14 || ((10#$spines == 1)); then die "--spines wants 0 or 2..14"; fi
 spines=$((10#$spines))
 if ((spines)); then
     ((leaves >= 2)) || die "--spines needs --leaves"
@@ -114,26 +112,14 @@ if [[ -n $grid ]]; then
     hosts=$((4 * gx * gy))
     ((10#$leaves == 0 && spines == 0 && 10#$agents == 0)) || die "--grid does not combine with --leaves, --spines or --agents"
 fi
-in_range "$iters" 1 1000000 || die "--iters wants a count >= 1"
-in_range "$repeat" 1 100 || die "--repeat wants 1..100"
-in_range "$limit" 1 86400 || die "--timeout wants seconds"
-[[ $sizes =~ ^([0-9]{1,10}):([0-9]{1,10})$ ]] || die "--sizes wants MIN:MAX in bytes"
-min_bytes=$((10#${BASH_REMATCH[1]})) max_bytes=$((10#${BASH_REMATCH[2]}))
-((min_bytes >= 4 && max_bytes >= min_bytes && max_bytes <= 1 << 30)) ||
-    die "--sizes wants 4 <= MIN <= MAX <= 1073741824 (float elements)"
-[[ $rate =~ ^([0-9]{1,6})(kbit|mbit|gbit)$ ]] || die "--rate wants NUMBER{kbit|mbit|gbit}, e.g. 500mbit"
-case ${BASH_REMATCH[2]} in
-kbit) rate_bps=$((10#${BASH_REMATCH[1]} * 1000)) ;;
-mbit) rate_bps=$((10#${BASH_REMATCH[1]} * 1000000)) ;;
-gbit) rate_bps=$((10#${BASH_REMATCH[1]} * 1000000000)) ;;
-esac
+fab_in_range "$iters" 1 1000000 || die "--iters wants a count >= 1"
+fab_in_range "$repeat" 1 100 || die "--repeat wants 1..100"
+fab_in_range "$limit" 1 86400 || die "--timeout wants seconds"
+read -r min_bytes max_bytes < <(fab_sizes "$sizes") ||
+    die "--sizes wants MIN:MAX in bytes, 4 <= MIN <= MAX <= 1073741824 (float elements)"
+rate_bps=$(fab_rate_bps "$rate") || die "--rate wants NUMBER{kbit|mbit|gbit}, e.g. 500mbit"
 ((rate_bps >= 100000)) || die "--rate: at least 100kbit"
-# A bucket of 1 ms at line rate: small enough that a message waits for tokens
-# like on a real link, big enough for the kernel's timers to keep the rate.
-if [[ -z $burst ]]; then
-    burst=$((rate_bps / 8 / 1000))
-    ((burst >= 3028)) || burst=3028
-fi
+[[ -n $burst ]] || burst=$(fab_default_burst "$rate_bps")
 IFS=, read -ra active <<<"$systems"
 run_ina=0 run_grid=0 run_denied=0 # an agent; the component without one; the agent drained
 for s in "${active[@]}"; do
@@ -151,17 +137,11 @@ done
 
 ((EUID == 0)) || die "must run as root (it creates network namespaces and links): sudo $0 $*"
 
-missing=() packages=()
-for tool in ip:iproute2 tc:iproute2 ss:iproute2 socat:socat gnuplot:gnuplot-nox \
-    mpirun:openmpi-bin flock:util-linux timeout:coreutils; do
-    command -v "${tool%%:*}" >/dev/null && continue
-    missing+=("${tool%%:*}")
-    [[ " ${packages[*]} " == *" ${tool#*:} "* ]] || packages+=("${tool#*:}")
-done
-if ((cols)); then # the grid's hosts forward
-    command -v sysctl >/dev/null || { missing+=(sysctl); packages+=(procps); }
-fi
-((${#missing[@]} == 0)) || die "missing ${missing[*]}: apt-get install ${packages[*]}"
+tools=(ip:iproute2 tc:iproute2 ss:iproute2 socat:socat gnuplot:gnuplot-nox
+    mpirun:openmpi-bin flock:util-linux timeout:coreutils)
+((cols)) && tools+=(sysctl:procps) # the grid's hosts forward
+lacking=$(fab_missing_tools "${tools[@]}")
+[[ -z $lacking ]] || die "$lacking"
 
 fab_lock || die "another run.sh is running (lock /run/lock/$FAB_PREFIX.lock)"
 
@@ -172,10 +152,8 @@ if ((cleanup_only)); then
 fi
 
 if [[ -z $builddir ]]; then
-    for d in "$repo/build" "$repo/../build"; do
-        [[ -x $d/examples/ina_bench ]] && { builddir=$(cd "$d" && pwd); break; }
-    done
-    [[ -n $builddir ]] || die "no build tree found ($repo/build); build ina (scripts/setup.sh) or pass --builddir"
+    builddir=$(fab_builddir "$repo") ||
+        die "no build tree found ($repo/build); build ina (scripts/setup.sh) or pass --builddir"
 fi
 bench=$builddir/examples/ina_bench
 agent=$builddir/switch_agent/ina-switchd
@@ -197,14 +175,10 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 ranks=$((hosts * ppn))
 
-mpirun_pid=
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM HUP
-    if [[ -n $mpirun_pid ]]; then
-        kill -TERM "$mpirun_pid" 2>/dev/null || true
-        wait "$mpirun_pid" 2>/dev/null || true
-    fi
+    fab_mpirun_stop
     fab_down
     exit "$rc"
 }
@@ -214,11 +188,7 @@ trap 'exit 143' TERM
 trap 'exit 129' HUP
 
 # A free port for mpirun's PMIx server, relayed into every host namespace.
-pmix_port=
-for ((p = 41000 + RANDOM % 2000; p < 65000; p += 7)); do
-    if ! ss -Hltn "sport = :$p" | grep -q .; then pmix_port=$p; break; fi
-done
-[[ -n $pmix_port ]] || die "no free TCP port for the PMIx relay"
+pmix_port=$(fab_free_ports 1) || die "no free TCP port for the PMIx relay"
 
 fab_down # leftovers of an interrupted run
 fab_up "$hosts" "$rate" "$burst" "$queue" "$leaves" "$agents" "$spines"
@@ -227,38 +197,24 @@ fab_relay_up "$hosts" "$pmix_port"
 
 allow_root
 export PMIX_MCA_ptl_tcp_ipv4_port=$pmix_port INAFAB_PPN=$ppn INAFAB_PREFIX=$FAB_PREFIX
-# Every byte between ranks crosses the emulated links: TCP only (no shared
-# memory: the namespaces share one kernel and /dev/shm), on fab0; with a
+# Every byte between ranks crosses the emulated links, on fab0; with a
 # grid, on the grid addresses (grid0), routed over the grid links, while
 # the component's connection to the agent stays on fab0.
-rank_if=$FAB_HOST_IF
-((cols)) && rank_if=$FAB_GRID_IF
-# shellcheck disable=SC2054 # "tcp,self" is one MCA value
-mpi_common=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1
-    --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$rank_if"
-    -x UCX_TLS=tcp)
-((cols)) && mpi_common+=(-x "UCX_NET_DEVICES=$FAB_HOST_IF")
+if ((cols)); then fab_mpi_args "$FAB_GRID_IF" "$FAB_HOST_IF"; else fab_mpi_args "$FAB_HOST_IF"; fi
 
-# mpi NP LOGFILE MPIRUN-ARGS... -- BENCH-ARGS...: run ina_bench in the fabric,
-# in the background so that a signal reaches our trap at once.
+# mpi NP LOGFILE MPIRUN-ARGS... -- BENCH-ARGS...: run ina_bench in the fabric.
 mpi() {
     local np=$1 log=$2 part=$2.part rc=0
     shift 2
     local -a margs=()
     while (($#)) && [[ $1 != -- ]]; do margs+=("$1"); shift; done
     shift
-    timeout --kill-after=10 "$limit" mpirun -np "$np" "${mpi_common[@]}" "${margs[@]}" \
-        "$here/rank.sh" "$bench" "$@" >"$part" 2>&1 9>&- &
-    mpirun_pid=$!
-    wait "$mpirun_pid" || rc=$?
-    mpirun_pid=
-    grep -q '^# check: ok' "$part" || ((rc)) || rc=1
+    fab_mpirun_start "$limit" "$part" -np "$np" "${FAB_MPI_ARGS[@]}" "${margs[@]}" \
+        "$here/rank.sh" "$bench" "$@"
+    fab_mpirun_finish "$FAB_MPIRUN_PID" "$part" || rc=$?
     cat "$part" >>"$log"
     rm -f "$part"
-    if ((rc)); then
-        tail -n 20 "$log" >&2
-        die "mpirun failed or results were not verified (exit $rc); full output in $log"
-    fi
+    ((rc == 0)) || die "mpirun failed or results were not verified (exit $rc); full output in $log"
 }
 
 # Measure one link: a 2-host broadcast is one flow host0 -> switch -> host1
@@ -355,17 +311,6 @@ leaf_parent() {
 rank_hosts=()
 for ((r = 0; r < ranks; r++)); do rank_hosts+=("h$((r / ppn))"); done
 rank_hosts_list=$(IFS=,; echo "${rank_hosts[*]}")
-# square_lines: the grid's groups, "square GX GY A B C D" (the hosts at
-# columns 2gx, 2gx + 1 of row 2gy, then of row 2gy + 1).
-square_lines() {
-    local x y a
-    for ((y = 0; y < gy; y++)); do
-        for ((x = 0; x < gx; x++)); do
-            a=$((2 * y * cols + 2 * x))
-            echo "square $x $y h$a h$((a + 1)) h$((a + cols)) h$((a + cols + 1))"
-        done
-    done
-}
 if ((cols)); then
     # The grid, and for ina the switch's agent serving every host; grid's
     # file has the grid alone (no agent).
@@ -376,11 +321,11 @@ if ((cols)); then
         hl=()
         for ((i = 0; i < hosts; i++)); do hl+=("h$i"); done
         echo "hosts switch $(IFS=,; echo "${hl[*]}")"
-        square_lines
+        fab_grid_squares "$gx" "$gy"
     } >"$topology"
     {
         echo "# bench/fabric/run.sh --grid $grid, no agent"
-        square_lines
+        fab_grid_squares "$gx" "$gy"
     } >"$out/topology-grid"
     ina_agent_args=(--mca coll_ina_topology "$topology" --mca coll_ina_test_hosts "$rank_hosts_list")
 elif ((leaves >= 2)); then
