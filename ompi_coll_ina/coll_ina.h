@@ -118,6 +118,8 @@ typedef struct mca_coll_ina_component_t {
     size_t grid_min_bytes;  /* coll_ina_grid_min_bytes */
     bool grid_both_ways;    /* coll_ina_grid_both_ways */
     size_t grid_frag_bytes; /* coll_ina_grid_frag_bytes */
+    size_t grid_chunk_bytes; /* coll_ina_grid_chunk_bytes */
+    int grid_chunks;         /* coll_ina_grid_chunks */
     int progress_thread;  /* coll_ina_progress_thread: -1 auto (coll_ina_agent.c) */
     int spin_us;          /* coll_ina_spin_us: the engine's and the embedded agent's */
     int rndv_bytes;       /* coll_ina_rndv_bytes */

@@ -20,7 +20,14 @@
  * ring carries the vector's first half one way round and its second half
  * the other way at once, so every link is busy in both directions. Every
  * piece is reduced once, in an order fixed by the layout, then copied: the
- * result is bit-identical on every rank and from run to run.
+ * result is bit-identical on every rank and from run to run (for a given
+ * layout and chunking).
+ *
+ * Steps 2 to 4 are pipelined in chunks (coll_ina_grid_chunks, each at least
+ * coll_ina_grid_chunk_bytes): while one chunk runs its column phases on the
+ * column links, the next chunks' row phases fill the row links, so the
+ * column phases cost almost nothing (docs/PERFORMANCE.md has the bound).
+ * The ring engine (lanes, passes, streams) is in coll_ina_grid.h.
  *
  * Messages are the PML's, on the communicator, with the allreduce's
  * collective tag (as Open MPI's own host algorithms): no sockets of ours.
@@ -42,6 +49,7 @@
 #include "ompi/request/request.h"
 
 #include "coll_ina.h"
+#include "coll_ina_grid.h"
 
 #define INA_GRID_TAG MCA_COLL_BASE_TAG_ALLREDUCE
 
@@ -144,43 +152,54 @@ void mca_coll_ina_grid_fini(mca_coll_ina_module_t *m)
     m->grid_row_pos = m->grid_col_pos = 0;
 }
 
-/* ---- the rings -------------------------------------------------------------- */
+/* ---- the rings (coll_ina_grid.h) ------------------------------------------- */
 
-/* Piece i of `count` elements cut in n: its first element and length. */
-static void ina_piece(size_t count, uint32_t n, uint32_t i, size_t *first, size_t *len)
+void mca_coll_ina_grid_piece(size_t count, uint32_t n, uint32_t i, size_t *first, size_t *len)
 {
     const size_t base = count / n, extra = count % n;
     *first = (size_t) i * base + (i < extra ? i : extra);
     *len = base + (i < extra ? 1 : 0);
 }
 
-/* into = in OP into, over len elements (the MPI-level local reduction: the
- * operation's own kernels, whatever the type; its headers are not all
- * installed, so not ompi_op_reduce). */
-static int ina_fold(const void *in, void *into, size_t len, struct ompi_datatype_t *dtype,
-                    struct ompi_op_t *op)
+/* The MPI-level local reduction: the operation's own kernels, whatever the
+ * type (its headers are not all installed, so not ompi_op_reduce). */
+int mca_coll_ina_grid_fold(const void *in, void *into, size_t len, struct ompi_datatype_t *dtype,
+                           struct ompi_op_t *op)
 {
     return 0 == len ? OMPI_SUCCESS : PMPI_Reduce_local(in, into, (int) len, dtype, op);
 }
 
-/* A lane: one half of a vector going round one ring in one direction.
- * Both directions of a ring run at once, each half on one direction of
- * every link, so every link carries data both ways at every step. */
-typedef struct ina_lane {
-    char *buf;         /* the lane's elements */
-    size_t count;
-    const int *ring;   /* the ring's members in the order of its links */
-    uint32_t n;        /* its length */
-    uint32_t pos;      /* this rank's position in the lane's direction */
-    bool backward;     /* the lane runs the ring the other way round */
-    char *tmp;         /* reduce-scatter: room for the largest piece */
-} ina_lane_t;
-
-static ina_lane_t ina_lane(char *buf, size_t count, const int *ring, uint32_t n, uint32_t pos,
-                           bool backward, char *tmp)
+int mca_coll_ina_grid_lanes(void)
 {
-    ina_lane_t l = {buf, count, ring, n, backward ? (n - pos) % n : pos, backward, tmp};
+    return mca_coll_ina_component.grid_both_ways ? 2 : 1;
+}
+
+ina_lane_t mca_coll_ina_grid_lane_split(char *buf, size_t count, const int *ring, uint32_t n,
+                                        uint32_t pos, bool backward, char *tmp)
+{
+    ina_lane_t l = {buf, ring, n, backward ? (n - pos) % n : pos, backward, tmp, count, 0, 0};
     return l;
+}
+
+ina_lane_t mca_coll_ina_grid_lane_slots(char *buf, size_t stride, size_t plen, const int *ring,
+                                        uint32_t n, uint32_t pos, bool backward, char *tmp)
+{
+    ina_lane_t l = {buf, ring, n, backward ? (n - pos) % n : pos, backward, tmp, 0, stride, plen};
+    return l;
+}
+
+/* Piece j of the lane: its first element and length. A slot lane's piece j
+ * starts at the member of lane position j - 1 (a reduce-scatter leaves it
+ * there; an allgather starts there), whose ring position is j - 1 one way
+ * round and n - (j - 1) the other. */
+static void ina_lane_piece(const ina_lane_t *l, uint32_t j, size_t *first, size_t *len)
+{
+    if (0 == l->stride) {
+        mca_coll_ina_grid_piece(l->count, l->n, j, first, len);
+        return;
+    }
+    *first = (size_t) (l->backward ? (l->n + 1 - j) % l->n : (j + l->n - 1) % l->n) * l->stride;
+    *len = l->plen;
 }
 
 /* The communicator rank at position k of the lane's direction. */
@@ -189,119 +208,206 @@ static int ina_lane_member(const ina_lane_t *l, uint32_t k)
     return l->ring[l->backward ? (l->n - k % l->n) % l->n : k % l->n];
 }
 
-/* One step of every lane at once: each sends piece `send[i]` of its vector
- * to its next member and receives piece `recv[i]` from its previous one,
- * into `into[i]` (or in place when NULL). A piece goes as fragments of at
- * most coll_ina_grid_frag_bytes, each below the transport's eager limit: a
- * larger message would first wait for the receiver's go-ahead, which comes
- * back over the link the other lane fills the other way, behind its data.
- * Fragments of a pair match in the order both sides post them. */
-static int ina_lanes_step(ina_lane_t *lanes, int nl, const uint32_t *send, const uint32_t *recv,
-                          char *const *into, struct ompi_datatype_t *dtype,
-                          struct ompi_communicator_t *comm, ptrdiff_t extent,
-                          ompi_request_t ***reqs, size_t *cap)
-{
-    const size_t frag_bytes = mca_coll_ina_component.grid_frag_bytes;
-    const size_t frag = frag_bytes >= (size_t) extent ? frag_bytes / (size_t) extent : 1;
-    size_t need = 0, nreq = 0, k;
-    int i, rc = OMPI_SUCCESS;
+/* One step of one lane: send piece `send` of its vector to the next member,
+ * receive piece `recv` from the previous one into `into` (NULL: in place). */
+typedef struct ina_move {
+    const ina_lane_t *lane;
+    uint32_t send, recv;
+    char *into;
+} ina_move_t;
 
-    for (i = 0; i < nl; ++i) {
-        size_t first, slen, rlen;
-        ina_piece(lanes[i].count, lanes[i].n, send[i], &first, &slen);
-        ina_piece(lanes[i].count, lanes[i].n, recv[i], &first, &rlen);
-        need += (slen + frag - 1) / frag + (rlen + frag - 1) / frag;
+/* Step s of a ring reduce-scatter (afterwards this rank holds piece
+ * (pos + 1) mod n reduced over every member) and of a ring allgather
+ * (starting from that piece, afterwards every piece). */
+static ina_move_t ina_step_move(const ina_lane_t *l, ina_grid_pass_t kind, uint32_t s)
+{
+    ina_move_t mv = {l, 0, 0, NULL};
+    if (INA_GRID_RS == kind) {
+        mv.send = (l->pos + l->n - s) % l->n;
+        mv.recv = (l->pos + 2 * l->n - s - 1) % l->n;
+        mv.into = l->tmp;
+    } else {
+        mv.send = (l->pos + 1 + l->n - s) % l->n;
+        mv.recv = (l->pos + l->n - s) % l->n;
     }
-    if (need > *cap) {
-        ompi_request_t **more = realloc(*reqs, need * sizeof(**reqs));
-        if (NULL == more) {
+    return mv;
+}
+
+/* The requests of one tick, grown as needed. */
+typedef struct ina_reqs {
+    ompi_request_t **r;
+    size_t n, cap;
+} ina_reqs_t;
+
+static int ina_reqs_room(ina_reqs_t *q, size_t more)
+{
+    if (q->n + more > q->cap) {
+        ompi_request_t **r = realloc(q->r, (q->n + more) * sizeof(*r));
+        if (NULL == r) {
             return OMPI_ERR_OUT_OF_RESOURCE;
         }
-        *reqs = more;
-        *cap = need;
+        q->r = r;
+        q->cap = q->n + more;
     }
-    for (i = 0; OMPI_SUCCESS == rc && i < nl; ++i) {
-        ina_lane_t *l = &lanes[i];
-        size_t sfirst, slen, rfirst, rlen;
-        ina_piece(l->count, l->n, send[i], &sfirst, &slen);
-        ina_piece(l->count, l->n, recv[i], &rfirst, &rlen);
-        char *rbase = NULL != into[i] ? into[i] : l->buf + (ptrdiff_t) rfirst * extent;
-        const int from = ina_lane_member(l, l->pos + l->n - 1), to = ina_lane_member(l, l->pos + 1);
-        for (k = 0; OMPI_SUCCESS == rc && k < rlen; k += frag) {
-            rc = MCA_PML_CALL(irecv(rbase + (ptrdiff_t) k * extent, rlen - k < frag ? rlen - k : frag,
-                                    dtype, from, INA_GRID_TAG, comm, &(*reqs)[nreq]));
-            nreq += OMPI_SUCCESS == rc ? 1 : 0;
-        }
-        for (k = 0; OMPI_SUCCESS == rc && k < slen; k += frag) {
-            rc = MCA_PML_CALL(isend(l->buf + (ptrdiff_t) (sfirst + k) * extent,
-                                    slen - k < frag ? slen - k : frag, dtype, to, INA_GRID_TAG,
-                                    MCA_PML_BASE_SEND_STANDARD, comm, &(*reqs)[nreq]));
-            nreq += OMPI_SUCCESS == rc ? 1 : 0;
-        }
+    return OMPI_SUCCESS;
+}
+
+/* Post one move. A piece goes as fragments of at most
+ * coll_ina_grid_frag_bytes, each below the transport's eager limit: a larger
+ * message would first wait for the receiver's go-ahead, which comes back
+ * over the link the other lane fills the other way, behind its data. */
+static int ina_move_post(const ina_move_t *mv, struct ompi_datatype_t *dtype, ptrdiff_t extent,
+                         struct ompi_communicator_t *comm, int tag, ina_reqs_t *q)
+{
+    const ina_lane_t *l = mv->lane;
+    const size_t frag_bytes = mca_coll_ina_component.grid_frag_bytes;
+    const size_t frag = frag_bytes >= (size_t) extent ? frag_bytes / (size_t) extent : 1;
+    size_t sfirst, slen, rfirst, rlen, k;
+    int rc;
+
+    ina_lane_piece(l, mv->send, &sfirst, &slen);
+    ina_lane_piece(l, mv->recv, &rfirst, &rlen);
+    rc = ina_reqs_room(q, (slen + frag - 1) / frag + (rlen + frag - 1) / frag);
+    char *rbase = NULL != mv->into ? mv->into : l->buf + (ptrdiff_t) rfirst * extent;
+    const int from = ina_lane_member(l, l->pos + l->n - 1), to = ina_lane_member(l, l->pos + 1);
+    for (k = 0; OMPI_SUCCESS == rc && k < rlen; k += frag) {
+        rc = MCA_PML_CALL(irecv(rbase + (ptrdiff_t) k * extent, rlen - k < frag ? rlen - k : frag,
+                                dtype, from, tag, comm, &q->r[q->n]));
+        q->n += OMPI_SUCCESS == rc ? 1 : 0;
     }
+    for (k = 0; OMPI_SUCCESS == rc && k < slen; k += frag) {
+        rc = MCA_PML_CALL(isend(l->buf + (ptrdiff_t) (sfirst + k) * extent,
+                                slen - k < frag ? slen - k : frag, dtype, to, tag,
+                                MCA_PML_BASE_SEND_STANDARD, comm, &q->r[q->n]));
+        q->n += OMPI_SUCCESS == rc ? 1 : 0;
+    }
+    return rc;
+}
+
+/* Wait for a tick's requests (cancelling them all if posting failed). */
+static int ina_reqs_wait(ina_reqs_t *q, int rc)
+{
+    size_t k;
+
     if (OMPI_SUCCESS != rc) {
-        for (k = 0; k < nreq; ++k) {
-            ompi_request_cancel((*reqs)[k]);
+        for (k = 0; k < q->n; ++k) {
+            ompi_request_cancel(q->r[k]);
         }
     }
-    const int wrc = 0 != nreq ? ompi_request_wait_all(nreq, *reqs, MPI_STATUSES_IGNORE)
+    const int wrc = 0 != q->n ? ompi_request_wait_all(q->n, q->r, MPI_STATUSES_IGNORE)
                               : OMPI_SUCCESS;
+    q->n = 0;
     return OMPI_SUCCESS != rc ? rc : wrc;
 }
 
-/* Ring reduce-scatter of every lane (all of one length n): afterwards this
- * rank holds, in each lane, piece (pos + 1) mod n reduced over every member
- * (pos the lane's own). */
-static int ina_lanes_reduce_scatter(ina_lane_t *lanes, int nl, struct ompi_datatype_t *dtype,
-                                    struct ompi_op_t *op, struct ompi_communicator_t *comm,
-                                    ptrdiff_t extent, ompi_request_t ***reqs, size_t *cap)
+/* A reduce-scatter move's received piece, folded into the lane's own. */
+static int ina_move_fold(const ina_move_t *mv, struct ompi_datatype_t *dtype,
+                         struct ompi_op_t *op, ptrdiff_t extent)
 {
-    const uint32_t n = lanes[0].n;
-    uint32_t send[2], recv[2], s;
-    char *into[2];
-    int i, rc;
+    size_t first, len;
 
-    for (s = 0; s + 1 < n; ++s) {
-        for (i = 0; i < nl; ++i) {
-            send[i] = (lanes[i].pos + n - s) % n;
-            recv[i] = (lanes[i].pos + 2 * n - s - 1) % n;
-            into[i] = lanes[i].tmp;
-        }
-        rc = ina_lanes_step(lanes, nl, send, recv, into, dtype, comm, extent, reqs, cap);
-        for (i = 0; OMPI_SUCCESS == rc && i < nl; ++i) {
-            size_t first, len;
-            ina_piece(lanes[i].count, n, recv[i], &first, &len);
-            rc = ina_fold(lanes[i].tmp, lanes[i].buf + (ptrdiff_t) first * extent, len, dtype, op);
-        }
-        if (OMPI_SUCCESS != rc) {
-            return rc;
-        }
-    }
-    return OMPI_SUCCESS;
+    ina_lane_piece(mv->lane, mv->recv, &first, &len);
+    return mca_coll_ina_grid_fold(mv->into, mv->lane->buf + (ptrdiff_t) first * extent, len, dtype,
+                                  op);
 }
 
-/* Ring allgather of every lane: this rank holds piece (pos + 1) mod n of
- * each; afterwards every piece. */
-static int ina_lanes_allgather(ina_lane_t *lanes, int nl, struct ompi_datatype_t *dtype,
-                               struct ompi_communicator_t *comm, ptrdiff_t extent,
-                               ompi_request_t ***reqs, size_t *cap)
+void mca_coll_ina_grid_stream_add(ina_stream_t *st, ina_grid_pass_t kind, const ina_lane_t *lanes)
 {
-    const uint32_t n = lanes[0].n;
-    uint32_t send[2], recv[2], s;
-    char *into[2] = {NULL, NULL};
-    int i, rc;
+    int i;
 
-    for (s = 0; s + 1 < n; ++s) {
-        for (i = 0; i < nl; ++i) {
-            send[i] = (lanes[i].pos + 1 + n - s) % n;
-            recv[i] = (lanes[i].pos + n - s) % n;
+    st->kind[st->npasses] = kind;
+    for (i = 0; i < st->nl; ++i) {
+        st->lane[st->npasses][i] = lanes[i];
+    }
+    ++st->npasses;
+}
+
+static uint32_t ina_stream_steps(const ina_stream_t *st)
+{
+    return st->pass < st->npasses ? st->lane[st->pass][0].n - 1 : 0;
+}
+
+/* Past passes without steps (a ring of one). */
+static void ina_stream_settle(ina_stream_t *st)
+{
+    while (st->pass < st->npasses && st->step >= ina_stream_steps(st)) {
+        ++st->pass;
+        st->step = 0;
+    }
+}
+
+size_t mca_coll_ina_grid_chunks(size_t count, size_t elem_size)
+{
+    const mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    const size_t most = c->grid_chunks > 1 ? (size_t) c->grid_chunks : 1;
+    const size_t chunk = c->grid_chunk_bytes > elem_size ? c->grid_chunk_bytes : elem_size;
+    size_t k;
+
+    if (0 == elem_size) {
+        return 1;
+    }
+    k = count * elem_size / chunk;
+    k = k < 1 ? 1 : k;
+    return k < most ? k : most;
+}
+
+int mca_coll_ina_grid_run(mca_coll_ina_module_t *m, ina_stream_t *st, size_t nst,
+                          struct ompi_datatype_t *dtype, struct ompi_op_t *op, ptrdiff_t extent,
+                          int tag)
+{
+    size_t c, first_live = 0, started = 0, i, nm;
+    uint32_t gap;
+    ina_move_t *mv = malloc(2 * nst * sizeof(*mv));
+    ina_reqs_t q = {NULL, 0, 0};
+    uint64_t tick;
+    int rc = OMPI_SUCCESS;
+
+    if (NULL == mv) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    for (c = 0; c < nst; ++c) {
+        st[c].pass = 0;
+        st[c].step = 0;
+        ina_stream_settle(&st[c]);
+    }
+    /* Ticks between two streams' starts: the first pass's steps. */
+    gap = 0 != nst && st[0].npasses > 0 ? st[0].lane[0][0].n - 1 : 1;
+    gap = gap < 1 ? 1 : gap;
+    for (tick = 0; OMPI_SUCCESS == rc && first_live < nst; ++tick) {
+        if (0 == tick % gap && started < nst) {
+            ++started;
         }
-        rc = ina_lanes_step(lanes, nl, send, recv, into, dtype, comm, extent, reqs, cap);
-        if (OMPI_SUCCESS != rc) {
-            return rc;
+        for (nm = 0, c = first_live; c < started; ++c) {
+            for (i = 0; st[c].pass < st[c].npasses && i < (size_t) st[c].nl; ++i) {
+                mv[nm++] = ina_step_move(&st[c].lane[st[c].pass][i], st[c].kind[st[c].pass],
+                                         st[c].step);
+            }
+        }
+        for (i = 0; OMPI_SUCCESS == rc && i < nm; ++i) {
+            rc = ina_move_post(&mv[i], dtype, extent, m->comm, tag, &q);
+        }
+        rc = ina_reqs_wait(&q, rc);
+        for (i = 0; OMPI_SUCCESS == rc && i < nm; ++i) {
+            if (NULL != mv[i].into) {
+                rc = ina_move_fold(&mv[i], dtype, op, extent);
+            }
+        }
+        for (c = first_live; c < started; ++c) {
+            if (st[c].pass < st[c].npasses) {
+                ++st[c].step;
+                ina_stream_settle(&st[c]);
+            }
+        }
+        while (first_live < started && st[first_live].pass >= st[first_live].npasses) {
+            ++first_live;
+        }
+        if (first_live == started && started < nst) {
+            tick = (tick / gap + 1) * gap - 1; /* nothing running: start the next now */
         }
     }
-    return OMPI_SUCCESS;
+    free(q.r);
+    free(mv);
+    return rc;
 }
 
 /* ---- allreduce -------------------------------------------------------------- */
@@ -324,14 +430,60 @@ bool mca_coll_ina_grid_takes(const mca_coll_ina_module_t *m, const void *sbuf, c
     return MCA_COLL_INA_HOST_GRID == c->host || size * (size_t) count >= c->grid_min_bytes;
 }
 
+/* Steps 2 to 4 on a leader, chunk by chunk: each chunk's first half one
+ * way round the row ring and its second half the other way (reduce-scatter),
+ * then of each half the piece the row left here along the column ring
+ * (reduce-scatter and allgather), then the row's allgather. */
+static int ina_grid_allreduce_rings(mca_coll_ina_module_t *m, char *buf, char *tmp, size_t count,
+                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                    ptrdiff_t extent)
+{
+    size_t elem_size = 0, nst, c;
+    ina_stream_t *st;
+    int rc, i;
+
+    ompi_datatype_type_size(dtype, &elem_size);
+    nst = mca_coll_ina_grid_chunks(count, elem_size);
+    st = calloc(nst, sizeof(*st));
+    if (NULL == st) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    for (c = 0; c < nst; ++c) {
+        size_t first, len, half;
+        ina_lane_t row[2], col[2];
+        mca_coll_ina_grid_piece(count, (uint32_t) nst, (uint32_t) c, &first, &len);
+        char *b = buf + (ptrdiff_t) first * extent, *t = tmp + (ptrdiff_t) first * extent;
+        st[c].nl = mca_coll_ina_grid_lanes();
+        half = 2 == st[c].nl ? len / 2 : len;
+        row[0] = mca_coll_ina_grid_lane_split(b, half, m->grid_row, m->grid_cols, m->grid_row_pos,
+                                              false, t);
+        row[1] = mca_coll_ina_grid_lane_split(b + (ptrdiff_t) half * extent, len - half,
+                                              m->grid_row, m->grid_cols, m->grid_row_pos, true,
+                                              t + (ptrdiff_t) half * extent);
+        for (i = 0; i < st[c].nl; ++i) {
+            size_t pfirst, plen;
+            mca_coll_ina_grid_piece(row[i].count, row[i].n, (row[i].pos + 1) % row[i].n, &pfirst,
+                                    &plen);
+            col[i] = mca_coll_ina_grid_lane_split(row[i].buf + (ptrdiff_t) pfirst * extent, plen,
+                                                  m->grid_col, m->grid_rows, m->grid_col_pos,
+                                                  1 == i, row[i].tmp);
+        }
+        mca_coll_ina_grid_stream_add(&st[c], INA_GRID_RS, row);
+        mca_coll_ina_grid_stream_add(&st[c], INA_GRID_RS, col);
+        mca_coll_ina_grid_stream_add(&st[c], INA_GRID_AG, col);
+        mca_coll_ina_grid_stream_add(&st[c], INA_GRID_AG, row);
+    }
+    rc = mca_coll_ina_grid_run(m, st, nst, dtype, op, extent, INA_GRID_TAG);
+    free(st);
+    return rc;
+}
+
 int mca_coll_ina_grid_allreduce(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf, int count,
                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op)
 {
     struct ompi_communicator_t *comm = m->comm;
     ptrdiff_t lb, extent;
     char *buf = (char *) rbuf, *tmp = NULL;
-    ompi_request_t **reqs = NULL; /* the steps' requests, grown as needed */
-    size_t cap = 0;
     int rc = OMPI_SUCCESS, i;
 
     ompi_datatype_get_extent(dtype, &lb, &extent);
@@ -361,38 +513,12 @@ int mca_coll_ina_grid_allreduce(mca_coll_ina_module_t *m, const void *sbuf, void
         rc = MCA_PML_CALL(recv(tmp, count, dtype, m->grid_local[i], INA_GRID_TAG, comm,
                                MPI_STATUS_IGNORE));
         if (OMPI_SUCCESS == rc) {
-            rc = ina_fold(tmp, buf, (size_t) count, dtype, op);
+            rc = mca_coll_ina_grid_fold(tmp, buf, (size_t) count, dtype, op);
         }
     }
-    /* 2: the row's reduce-scatter, the vector's first half one way round
-     * the ring and its second half the other way; this node then holds, of
-     * each half, the piece every node of its column holds. */
-    const int nl = mca_coll_ina_component.grid_both_ways ? 2 : 1;
-    const size_t half = 2 == nl ? (size_t) count / 2 : (size_t) count;
-    ina_lane_t row[2] = {
-        ina_lane(buf, half, m->grid_row, m->grid_cols, m->grid_row_pos, false, tmp),
-        ina_lane(buf + (ptrdiff_t) half * extent, (size_t) count - half, m->grid_row,
-                 m->grid_cols, m->grid_row_pos, true, tmp + (ptrdiff_t) half * extent)};
+    /* 2 to 4: the rows' and columns' rings, chunk by chunk. */
     if (OMPI_SUCCESS == rc) {
-        rc = ina_lanes_reduce_scatter(row, nl, dtype, op, comm, extent, &reqs, &cap);
-    }
-    /* 3: those pieces' allreduce along the column, again one each way. */
-    if (OMPI_SUCCESS == rc) {
-        ina_lane_t col[2];
-        for (i = 0; i < nl; ++i) {
-            size_t first, len;
-            ina_piece(row[i].count, row[i].n, (row[i].pos + 1) % row[i].n, &first, &len);
-            col[i] = ina_lane(row[i].buf + (ptrdiff_t) first * extent, len, m->grid_col,
-                              m->grid_rows, m->grid_col_pos, 1 == i, row[i].tmp);
-        }
-        rc = ina_lanes_reduce_scatter(col, nl, dtype, op, comm, extent, &reqs, &cap);
-        if (OMPI_SUCCESS == rc) {
-            rc = ina_lanes_allgather(col, nl, dtype, comm, extent, &reqs, &cap);
-        }
-    }
-    /* 4: the row's allgather. */
-    if (OMPI_SUCCESS == rc) {
-        rc = ina_lanes_allgather(row, nl, dtype, comm, extent, &reqs, &cap);
+        rc = ina_grid_allreduce_rings(m, buf, tmp, (size_t) count, dtype, op, extent);
     }
     /* 5: the result to the node's other ranks. */
     for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {
@@ -400,6 +526,5 @@ int mca_coll_ina_grid_allreduce(mca_coll_ina_module_t *m, const void *sbuf, void
                                MCA_PML_BASE_SEND_STANDARD, comm));
     }
     free(tmp);
-    free(reqs);
     return rc;
 }

@@ -212,6 +212,21 @@ int mca_coll_ina_register_params(void)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6,
         MCA_BASE_VAR_SCOPE_READONLY, &c->grid_frag_bytes);
 
+    c->grid_chunks = 32;
+    (void) mca_base_component_var_register(v, "grid_chunks",
+        "The grid's rings pipeline a call in up to this many chunks: one chunk's "
+        "column phases run on the column links while the next chunks' row phases use "
+        "the row links (each chunk at least coll_ina_grid_chunk_bytes); 1: no pipeline",
+        MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_6,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->grid_chunks);
+
+    c->grid_chunk_bytes = 131072;
+    (void) mca_base_component_var_register(v, "grid_chunk_bytes",
+        "The smallest chunk the grid's rings pipeline a call in (coll_ina_grid_chunks): "
+        "a smaller one costs a ring step's fixed cost for too few bytes",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->grid_chunk_bytes);
+
     c->test_node_size = 0;
     (void) mca_base_component_var_register(v, "test_node_size",
         "For tests only: K > 0 makes the component group the members of a "
