@@ -305,6 +305,13 @@ typedef struct mca_coll_ina_module_t {
     int grid_nlocal;
     int *grid_row, *grid_col;
     uint32_t grid_row_pos, grid_col_pos;
+    /* Where every rank's block lies in the node-major order of the grid's
+     * per-rank collectives (coll_ina_grid_blocks.c): slot (i x rows + j) x
+     * grid_per_node + k for the k-th rank of the node at row-ring position i
+     * and column-ring position j; NULL when the nodes hold unequal numbers
+     * of ranks (those calls then take the previous algorithm). */
+    int *grid_slot;
+    uint32_t grid_per_node;
     const char *grid_why;
     char grid_reason[256];
     unsigned long long grid_calls; /* calls the grid's rings ran */
@@ -409,6 +416,14 @@ void mca_coll_ina_grid_setup(mca_coll_ina_module_t *m);
 void mca_coll_ina_grid_fini(mca_coll_ina_module_t *m);
 bool mca_coll_ina_grid_takes(const mca_coll_ina_module_t *m, const void *sbuf, const void *rbuf,
                              int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+bool mca_coll_ina_grid_takes_blocks(const mca_coll_ina_module_t *m, int count,
+                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+int mca_coll_ina_grid_allgather(mca_coll_ina_module_t *m, const void *sbuf, int scount,
+                                struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                struct ompi_datatype_t *rdtype);
+int mca_coll_ina_grid_reduce_scatter_block(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf,
+                                           int rcount, struct ompi_datatype_t *dtype,
+                                           struct ompi_op_t *op);
 int mca_coll_ina_grid_allreduce(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf, int count,
                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op);
 

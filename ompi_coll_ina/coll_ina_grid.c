@@ -59,7 +59,8 @@ void mca_coll_ina_grid_setup(mca_coll_ina_module_t *m)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     const uint32_t n = (uint32_t) m->size;
-    uint32_t cols = 0, rows = 0, *node_of = NULL, *ring = NULL;
+    uint32_t cols = 0, rows = 0, *node_of = NULL, *ring = NULL, *row_pos = NULL, *col_pos = NULL;
+    uint32_t *on_node = NULL;
     const char *const *names = NULL;
     char why[256] = "";
     int *leader = NULL;
@@ -128,6 +129,42 @@ void mca_coll_ina_grid_setup(mca_coll_ina_module_t *m)
     m->grid_cols = cols;
     m->grid_rows = rows;
     m->grid_why = NULL;
+    /* The per-rank collectives' slots: every node's ranks, ring positions
+     * major (where the nodes hold equal numbers of ranks). */
+    row_pos = malloc(sizeof(*row_pos) * cols);
+    col_pos = malloc(sizeof(*col_pos) * rows);
+    on_node = calloc((size_t) cols * rows, sizeof(*on_node));
+    m->grid_slot = malloc(sizeof(*m->grid_slot) * n);
+    if (NULL == row_pos || NULL == col_pos || NULL == on_node || NULL == m->grid_slot) {
+        mca_coll_ina_grid_fini(m);
+        m->grid_why = "out of memory";
+        goto out;
+    }
+    ina_grid_ring(cols, ring);
+    for (k = 0; k < cols; ++k) {
+        row_pos[ring[k]] = k;
+    }
+    ina_grid_ring(rows, ring);
+    for (k = 0; k < rows; ++k) {
+        col_pos[ring[k]] = k;
+    }
+    for (r = 0; r < n; ++r) {
+        ++on_node[node_of[r]];
+    }
+    m->grid_per_node = on_node[0];
+    for (k = 0; k < cols * rows; ++k) {
+        m->grid_per_node = on_node[k] == m->grid_per_node ? m->grid_per_node : 0;
+        on_node[k] = 0; /* from here: ranks of the node seen so far */
+    }
+    for (r = 0; 0 != m->grid_per_node && r < n; ++r) {
+        const uint32_t node = node_of[r];
+        m->grid_slot[r] = (int) (((size_t) row_pos[node % cols] * rows + col_pos[node / cols]) *
+                                     m->grid_per_node + on_node[node]++);
+    }
+    if (0 == m->grid_per_node) {
+        free(m->grid_slot);
+        m->grid_slot = NULL;
+    }
     INA_VERBOSE(10, "cid %d: on a grid of %u x %u nodes (this rank's node at column %u, row %u, "
                     "%d rank%s there): the host algorithms use its rings",
                 m->cid, cols, rows, x, y, m->grid_nlocal + 1, 0 == m->grid_nlocal ? "" : "s");
@@ -138,6 +175,9 @@ out:
     free(node_of);
     free(leader);
     free(ring);
+    free(row_pos);
+    free(col_pos);
+    free(on_node);
 }
 
 void mca_coll_ina_grid_fini(mca_coll_ina_module_t *m)
@@ -145,7 +185,9 @@ void mca_coll_ina_grid_fini(mca_coll_ina_module_t *m)
     free(m->grid_row);
     free(m->grid_col);
     free(m->grid_local);
-    m->grid_row = m->grid_col = m->grid_local = NULL;
+    free(m->grid_slot);
+    m->grid_row = m->grid_col = m->grid_local = m->grid_slot = NULL;
+    m->grid_per_node = 0;
     m->grid_cols = m->grid_rows = 0;
     m->grid_nlocal = 0;
     m->grid_leader = -1;

@@ -92,7 +92,7 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->tree_groups = NULL;
     m->tree_levels = 0;
     m->host_names = NULL;
-    m->grid_row = m->grid_col = m->grid_local = NULL;
+    m->grid_row = m->grid_col = m->grid_local = m->grid_slot = NULL;
     mca_coll_ina_grid_fini(m);
     m->grid_why = "not set up";
     m->grid_reason[0] = '\0';

@@ -1,0 +1,294 @@
+/*
+ * Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
+ *
+ * The hyper-square's per-rank collectives (docs/HIERARCHY.md, "The host
+ * side"): MPI_Allgather and MPI_Reduce_scatter_block on the grid's rings
+ * when the agents do not take them, the two halves of the grid's allreduce.
+ *
+ *   allgather: each node's ranks to the node's leader; an allgather along
+ *   the column rings (each node's block, grid_per_node ranks' worth), then
+ *   along the row rings (each node's column of blocks); the whole vector
+ *   back to the node's ranks.
+ *   reduce_scatter_block: each node's ranks' vectors folded into the
+ *   node's leader, in rank order; a reduce-scatter along the row rings
+ *   (each piece a column of nodes' blocks), then along the column rings
+ *   (each piece a node's blocks); each of the node's ranks its block.
+ *
+ * The rings work on the node-major order (m->grid_slot): each rank's block
+ * where its node sits on the rings, so that every ring piece is one
+ * contiguous run. The leader copies the blocks into that order and back.
+ * A call is pipelined in chunks as the allreduce is: chunk c is the same
+ * range of elements of every rank's block, laid out as a region of its own,
+ * so that each chunk's pieces stay contiguous. Every block is reduced in an
+ * order fixed by the layout: results are bit-identical on every rank and
+ * from run to run.
+ *
+ * Taken where the communicator sits on whole groups of a described grid
+ * with the same number of ranks on every node, for blocks of a datatype
+ * whose elements are one contiguous run from its start and, for the
+ * reduction, a commutative operation; anything else goes to the algorithm
+ * ina replaced.
+ */
+#include "ompi_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpi.h"
+#include "ompi/communicator/communicator.h"
+#include "ompi/datatype/ompi_datatype.h"
+#include "ompi/mca/coll/base/coll_tags.h"
+#include "ompi/mca/pml/pml.h"
+
+#include "coll_ina.h"
+#include "coll_ina_grid.h"
+
+bool mca_coll_ina_grid_takes_blocks(const mca_coll_ina_module_t *m, int count,
+                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+{
+    const mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    ptrdiff_t lb = 0, extent = 0;
+    size_t size = 0;
+    int commute = 0;
+
+    if (0 == m->grid_cols || NULL == m->grid_slot || count <= 0 ||
+        (int64_t) count * m->size > INT32_MAX ||
+        (NULL != op && (MPI_SUCCESS != PMPI_Op_commutative(op, &commute) || !commute)) ||
+        !ompi_datatype_is_contiguous_memory_layout(dtype, count * m->size)) {
+        return false;
+    }
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    ompi_datatype_type_size(dtype, &size);
+    if (0 != lb || (size_t) extent != size) {
+        return false; /* the blocks are copied as plain runs of bytes */
+    }
+    return MCA_COLL_INA_HOST_GRID == c->host ||
+           size * (size_t) count * (size_t) m->size >= c->grid_min_bytes;
+}
+
+/* A call's layout on a leader: blocks of `count` elements of `extent`
+ * bytes, cut in chunks; chunk c is elements [first(c), first(c) + len(c))
+ * of every block, and its region of the work buffer holds those runs of
+ * every rank, slot by slot. */
+typedef struct ina_blocks {
+    size_t count, nchunks, ranks;
+    ptrdiff_t extent;
+} ina_blocks_t;
+
+static ina_blocks_t ina_blocks(const mca_coll_ina_module_t *m, size_t count,
+                               struct ompi_datatype_t *dtype)
+{
+    ina_blocks_t b = {count, 0, (size_t) m->size, 0};
+    ptrdiff_t lb;
+    size_t size = 0;
+
+    ompi_datatype_get_extent(dtype, &lb, &b.extent);
+    ompi_datatype_type_size(dtype, &size);
+    b.nchunks = mca_coll_ina_grid_chunks(count * b.ranks, size);
+    b.nchunks = b.nchunks < count ? b.nchunks : count;
+    return b;
+}
+
+static void ina_blocks_chunk(const ina_blocks_t *b, size_t c, size_t *first, size_t *len)
+{
+    mca_coll_ina_grid_piece(b->count, (uint32_t) b->nchunks, (uint32_t) c, first, len);
+}
+
+/* Rank r's run of chunk c in the work buffer (the chunk's region starts at
+ * element ranks x first). */
+static char *ina_blocks_run(const ina_blocks_t *b, const mca_coll_ina_module_t *m, char *work,
+                            size_t c, int r)
+{
+    size_t first, len;
+
+    ina_blocks_chunk(b, c, &first, &len);
+    return work + (ptrdiff_t) (b->ranks * first + (size_t) m->grid_slot[r] * len) * b->extent;
+}
+
+/* Rank r's block, between a buffer in rank order and the work buffer. */
+static void ina_blocks_copy(const ina_blocks_t *b, const mca_coll_ina_module_t *m, char *work,
+                            char *ranked, int r, bool to_work)
+{
+    size_t c, first, len;
+
+    for (c = 0; c < b->nchunks; ++c) {
+        char *run = ina_blocks_run(b, m, work, c, r);
+        ina_blocks_chunk(b, c, &first, &len);
+        char *at = ranked + (ptrdiff_t) ((size_t) r * b->count + first) * b->extent;
+        memcpy(to_work ? run : at, to_work ? at : run, len * (size_t) b->extent);
+    }
+}
+
+/* n elements on from p, where there is a p (an allgather has no scratch). */
+static char *ina_after(char *p, size_t n, ptrdiff_t extent)
+{
+    return NULL != p ? p + (ptrdiff_t) n * extent : NULL;
+}
+
+/* One stream per chunk: passes over a node's pieces along the column ring
+ * (slots of a node's blocks) and along the row ring (slots of a column of
+ * nodes' blocks), in the order given, each both ways round. */
+static int ina_blocks_run_rings(mca_coll_ina_module_t *m, const ina_blocks_t *b, char *work,
+                                char *tmp, bool columns_first, ina_grid_pass_t kind,
+                                struct ompi_datatype_t *dtype, struct ompi_op_t *op, int tag)
+{
+    const size_t per_node = m->grid_per_node, rows = m->grid_rows;
+    ina_stream_t *st = calloc(b->nchunks, sizeof(*st));
+    size_t c;
+    int rc;
+
+    if (NULL == st) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    for (c = 0; c < b->nchunks; ++c) {
+        size_t first, len;
+        ina_blocks_chunk(b, c, &first, &len);
+        const ptrdiff_t at = (ptrdiff_t) (b->ranks * first) * b->extent;
+        char *region = work + at, *scratch = NULL != tmp ? tmp + at : NULL;
+        const size_t node = per_node * len, column = rows * node; /* elements */
+        char *mine = region + (ptrdiff_t) ((size_t) m->grid_row_pos * column) * b->extent;
+        ina_lane_t col[2], row[2];
+        st[c].nl = mca_coll_ina_grid_lanes();
+        const size_t nh = 2 == st[c].nl ? node / 2 : node, ch = 2 == st[c].nl ? column / 2 : column;
+        col[0] = mca_coll_ina_grid_lane_slots(mine, node, nh, m->grid_col, m->grid_rows,
+                                              m->grid_col_pos, false, scratch);
+        col[1] = mca_coll_ina_grid_lane_slots(mine + (ptrdiff_t) nh * b->extent, node, node - nh,
+                                              m->grid_col, m->grid_rows, m->grid_col_pos, true,
+                                              ina_after(scratch, nh, b->extent));
+        row[0] = mca_coll_ina_grid_lane_slots(region, column, ch, m->grid_row, m->grid_cols,
+                                              m->grid_row_pos, false, scratch);
+        row[1] = mca_coll_ina_grid_lane_slots(region + (ptrdiff_t) ch * b->extent, column,
+                                              column - ch, m->grid_row, m->grid_cols,
+                                              m->grid_row_pos, true,
+                                              ina_after(scratch, ch, b->extent));
+        mca_coll_ina_grid_stream_add(&st[c], kind, columns_first ? col : row);
+        mca_coll_ina_grid_stream_add(&st[c], kind, columns_first ? row : col);
+    }
+    rc = mca_coll_ina_grid_run(m, st, b->nchunks, dtype, op, b->extent, tag);
+    free(st);
+    return rc;
+}
+
+/* ---- allgather --------------------------------------------------------------- */
+
+int mca_coll_ina_grid_allgather(mca_coll_ina_module_t *m, const void *sbuf, int scount,
+                                struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
+                                struct ompi_datatype_t *rdtype)
+{
+    const int tag = MCA_COLL_BASE_TAG_ALLGATHER;
+    struct ompi_communicator_t *comm = m->comm;
+    const ina_blocks_t b = ina_blocks(m, (size_t) rcount, rdtype);
+    const size_t bytes = (size_t) rcount * b.ranks * (size_t) b.extent;
+    char *all = (char *) rbuf, *work = NULL, *own = all + (ptrdiff_t) m->rank * rcount * b.extent;
+    int rc = OMPI_SUCCESS, i;
+
+    if (MPI_IN_PLACE != sbuf) {
+        rc = ompi_datatype_sndrcv(sbuf, scount, sdtype, own, rcount, rdtype);
+        if (OMPI_SUCCESS != rc) {
+            return rc;
+        }
+    }
+    ++m->grid_calls;
+    if (m->rank != m->grid_leader) {
+        /* This rank's block to its node's leader, every block back. */
+        rc = MCA_PML_CALL(send(own, rcount, rdtype, m->grid_leader, tag,
+                               MCA_PML_BASE_SEND_STANDARD, comm));
+        if (OMPI_SUCCESS == rc) {
+            rc = MCA_PML_CALL(recv(all, rcount * m->size, rdtype, m->grid_leader, tag, comm,
+                                   MPI_STATUS_IGNORE));
+        }
+        return rc;
+    }
+    for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {
+        rc = MCA_PML_CALL(recv(all + (ptrdiff_t) m->grid_local[i] * rcount * b.extent, rcount,
+                               rdtype, m->grid_local[i], tag, comm, MPI_STATUS_IGNORE));
+    }
+    work = malloc(bytes);
+    if (OMPI_SUCCESS == rc && NULL == work) {
+        rc = OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (OMPI_SUCCESS == rc) {
+        ina_blocks_copy(&b, m, work, all, m->rank, true);
+        for (i = 0; i < m->grid_nlocal; ++i) {
+            ina_blocks_copy(&b, m, work, all, m->grid_local[i], true);
+        }
+        rc = ina_blocks_run_rings(m, &b, work, NULL, true, INA_GRID_AG, rdtype, NULL, tag);
+    }
+    if (OMPI_SUCCESS == rc) {
+        for (i = 0; i < m->size; ++i) {
+            ina_blocks_copy(&b, m, work, all, i, false);
+        }
+    }
+    for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {
+        rc = MCA_PML_CALL(send(all, rcount * m->size, rdtype, m->grid_local[i], tag,
+                               MCA_PML_BASE_SEND_STANDARD, comm));
+    }
+    free(work);
+    return rc;
+}
+
+/* ---- reduce_scatter_block ---------------------------------------------------- */
+
+int mca_coll_ina_grid_reduce_scatter_block(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf,
+                                           int rcount, struct ompi_datatype_t *dtype,
+                                           struct ompi_op_t *op)
+{
+    const int tag = MCA_COLL_BASE_TAG_REDUCE_SCATTER_BLOCK;
+    struct ompi_communicator_t *comm = m->comm;
+    const ina_blocks_t b = ina_blocks(m, (size_t) rcount, dtype);
+    const size_t total = (size_t) rcount * b.ranks, bytes = total * (size_t) b.extent;
+    const char *in = MPI_IN_PLACE == sbuf ? (const char *) rbuf : (const char *) sbuf;
+    char *acc = NULL, *tmp = NULL, *work = NULL;
+    int rc = OMPI_SUCCESS, i;
+
+    ++m->grid_calls;
+    if (m->rank != m->grid_leader) {
+        /* This rank's vector to its node's leader, its block back. */
+        rc = MCA_PML_CALL(send(in, (int) total, dtype, m->grid_leader, tag,
+                               MCA_PML_BASE_SEND_STANDARD, comm));
+        if (OMPI_SUCCESS == rc) {
+            rc = MCA_PML_CALL(recv(rbuf, rcount, dtype, m->grid_leader, tag, comm,
+                                   MPI_STATUS_IGNORE));
+        }
+        return rc;
+    }
+    acc = malloc(bytes);
+    tmp = malloc(bytes);
+    work = malloc(bytes);
+    if (NULL == acc || NULL == tmp || NULL == work) {
+        rc = OMPI_ERR_OUT_OF_RESOURCE;
+        goto out;
+    }
+    /* The node's vectors, folded in rank order. */
+    memcpy(acc, in, bytes);
+    for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {
+        rc = MCA_PML_CALL(recv(tmp, (int) total, dtype, m->grid_local[i], tag, comm,
+                               MPI_STATUS_IGNORE));
+        if (OMPI_SUCCESS == rc) {
+            rc = mca_coll_ina_grid_fold(tmp, acc, total, dtype, op);
+        }
+    }
+    if (OMPI_SUCCESS != rc) {
+        goto out;
+    }
+    for (i = 0; i < m->size; ++i) {
+        ina_blocks_copy(&b, m, work, acc, i, true);
+    }
+    rc = ina_blocks_run_rings(m, &b, work, tmp, false, INA_GRID_RS, dtype, op, tag);
+    /* Each of the node's ranks its block (acc, in rank order, as the room). */
+    if (OMPI_SUCCESS == rc) {
+        ina_blocks_copy(&b, m, work, acc, m->rank, false);
+        memcpy(rbuf, acc + (ptrdiff_t) m->rank * rcount * b.extent, (size_t) rcount * b.extent);
+    }
+    for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {
+        const int r = m->grid_local[i];
+        ina_blocks_copy(&b, m, work, acc, r, false);
+        rc = MCA_PML_CALL(send(acc + (ptrdiff_t) r * rcount * b.extent, rcount, dtype, r, tag,
+                               MCA_PML_BASE_SEND_STANDARD, comm));
+    }
+out:
+    free(acc);
+    free(tmp);
+    free(work);
+    return rc;
+}
