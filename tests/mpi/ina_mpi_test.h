@@ -610,6 +610,56 @@ template <typename T> std::string show(T v)
     return s;
 }
 
+// ------------------------------------------------------------------ element kinds
+// The elements of the predefined types that are not one C scalar, laid out
+// as MPI lays them out, with the reference's operations.
+
+// MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX.
+template <typename R> struct Cx {
+    R re, im;
+};
+template <typename R> Cx<R> cx_sum(Cx<R> a, Cx<R> b) { return {a.re + b.re, a.im + b.im}; }
+template <typename R> Cx<R> cx_prod(Cx<R> a, Cx<R> b)
+{
+    // Written as separate statements so no fused multiply-add can form.
+    volatile R ac = a.re * b.re, bd = a.im * b.im, ad = a.re * b.im, bc = a.im * b.re;
+    return {ac - bd, ad + bc};
+}
+template <typename R> bool cx_same(const Cx<R> &a, const Cx<R> &b)
+{
+    return same_bits(a.re, b.re) && same_bits(a.im, b.im);
+}
+
+// The MINLOC/MAXLOC pairs (MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT,
+// MPI_2INT, MPI_SHORT_INT, MPI_LONG_DOUBLE_INT): a value and an index; of
+// equal values the lower index wins.
+template <typename V> struct Pair {
+    V v;
+    int i;
+};
+template <typename V> Pair<V> minloc(Pair<V> a, Pair<V> b)
+{
+    if (b.v < a.v || (b.v == a.v && b.i < a.i)) return b;
+    return a;
+}
+template <typename V> Pair<V> maxloc(Pair<V> a, Pair<V> b)
+{
+    if (b.v > a.v || (b.v == a.v && b.i < a.i)) return b;
+    return a;
+}
+template <typename V> bool pair_same(const Pair<V> &a, const Pair<V> &b)
+{
+    return same_bits(a.v, b.v) && a.i == b.i;
+}
+
+// MPI_C_BOOL: std::vector<bool> packs bits, so C _Bool elements travel in a
+// one-byte struct.
+struct CBool {
+    bool v;
+};
+static_assert(sizeof(CBool) == 1, "MPI_C_BOOL is one byte");
+inline bool cbool_same(const CBool &a, const CBool &b) { return a.v == b.v; }
+
 // A cheap order-dependent digest of a buffer's bytes, to compare ranks.
 inline uint64_t digest(const void *p, size_t n)
 {

@@ -1,19 +1,54 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
 // The hyper-square's host algorithm (coll_ina_host, ompi_coll_ina/
-// coll_ina_grid.c): the scenario's topology file describes a grid of
-// groups of four hosts, and no agent serves the job, so every MPI_Allreduce
-// runs on the hosts. On a communicator that covers whole groups (the world,
-// and with -g G each group's ranks) the grid's rings run it; on one that
-// does not (the even ranks) the algorithm ina replaced does. Every result is
-// checked: integers equal to a reference computed here from inputs every
-// rank regenerates; floating-point results bit-identical on every rank and
-// between two runs of the same call, and within a rounding bound of the
-// reference (the rings fold in their own order). Over int32, int64, uint8,
-// float and double, SUM, MAX, MIN, PROD, BAND/BOR/BXOR (integers), vector
-// lengths from 1 element to more than every ring's pieces, in place and not.
-// The pvars say which algorithm ran: coll_ina_grid_nodes (nodes under the
-// communicator) and coll_ina_grid_calls.
+// coll_ina_grid.c) over MPI's whole predefined type x op matrix. The
+// scenario's topology file describes a grid of groups of four hosts and no
+// agent serves the job, so every call runs on the hosts: on a communicator
+// that covers whole groups (the world, and with -g G each group's ranks) the
+// grid's rings run what they take, on one that does not (the even ranks)
+// the algorithm ina replaced runs everything.
+//
+// The matrix, every (type, op) MPI defines:
+//   the C integer types (signed/unsigned char, short, int, long, long long,
+//   int8_t .. uint64_t) with SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND,
+//   BOR, BXOR; MPI_AINT, MPI_OFFSET, MPI_COUNT with all but the logical
+//   ops; float, double, long double with SUM, PROD, MIN, MAX; the three C
+//   complex types with SUM, PROD; MPI_C_BOOL with LAND, LOR, LXOR; MPI_BYTE
+//   with BAND, BOR, BXOR; MINLOC and MAXLOC on the six pair types; user ops
+//   (MPI_Op_create): commutative ones on MPI_UINT32_T, on a contiguous
+//   derived type and on a type with a gap after each element, and a
+//   non-commutative one (affine maps composed) that must fold in rank
+//   order. MPI_CHAR, on which MPI defines no reduction, for the copies.
+// The collectives, each with the lengths of `lengths` (1 element, odd ones,
+// fewer than the rings' pieces, and ~70 KB: above every ring's pieces):
+//   MPI_Allreduce and MPI_Reduce (roots 0, p/2, p - 1 in turn) and
+//   MPI_Reduce_scatter_block over every (type, op); MPI_Allgather and
+//   MPI_Bcast (roots alike) over every type; in place and not.
+// Each check is one call run twice (the second in place where the check
+// says so), and:
+//   - integers, pairs, bools, user ops, MIN/MAX of floats, and the copies
+//     equal a reference computed here from inputs every rank regenerates;
+//     the inputs never overflow (Open MPI 4.1.4's vector kernels saturate
+//     an 8-bit sum where its scalar ones wrap) and of MINLOC/MAXLOC ties
+//     the lowest index wins; floating SUM and PROD, real and complex, come
+//     within a rounding bound of the reference (the rings fold in their own
+//     order);
+//   - the second run's result has the first's bits; where every rank holds
+//     the result (MPI_Allreduce, MPI_Allgather, MPI_Bcast) every rank has
+//     the same bits (an allgather of their digests), so each rank compares
+//     a p-th of an allreduce's result with the reference;
+//   - coll_ina_grid_calls rises, per call, by exactly the calls the grid
+//     takes: the collective is routed to the grid (grid_runs, THE TABLE a
+//     change that routes another collective flips: today MPI_Allreduce
+//     alone) and the call is one the grid can take (grid_count: a
+//     communicator on the grid, a commutative op, a vector that is one
+//     contiguous block; coll_ina_host=grid in the scenarios, so no size
+//     threshold). The pair types with a gap (MPI_DOUBLE_INT, MPI_LONG_INT,
+//     MPI_LONG_DOUBLE_INT beyond one element, MPI_SHORT_INT at any length),
+//     the gapped user type and the non-commutative op go to the previous
+//     algorithm, exact all the same.
+// coll_ina_grid_nodes says how many nodes each communicator covers. Rank 0
+// prints, per communicator, how many calls of each collective the grid ran.
 //
 // usage: test_grid -n NODES [-g RANKS_PER_GROUP]
 //   -n: nodes the world covers (coll_ina_grid_nodes on MPI_COMM_WORLD)
@@ -24,154 +59,837 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <set>
+#include <string>
 
 using namespace inatest;
 
 namespace {
 
 long checks = 0;
-long allreduces = 0; // MPI_Allreduce calls of the communicator under test
 
-template <typename T> MPI_Datatype mpi_type();
-template <> MPI_Datatype mpi_type<int32_t>() { return MPI_INT32_T; }
-template <> MPI_Datatype mpi_type<int64_t>() { return MPI_INT64_T; }
-template <> MPI_Datatype mpi_type<uint8_t>() { return MPI_UINT8_T; }
-template <> MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
-template <> MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+// ============================================================================
+// The collectives under test, and which of them the grid's rings run.
+enum class Coll { Allreduce, Reduce, ReduceScatterBlock, Allgather, Bcast };
+constexpr Coll kColls[] = {Coll::Allreduce, Coll::Reduce, Coll::ReduceScatterBlock,
+                           Coll::Allgather, Coll::Bcast};
+constexpr int kNumColls = sizeof(kColls) / sizeof(kColls[0]);
 
-// Rank r's element i, varied, but never overflowing at 16 ranks: MPI does
-// not say what an overflowing integer reduction gives (Open MPI 4.1.4's
-// vector kernels saturate uint8 sums where its scalar ones wrap).
-template <typename T> T value(int r, size_t i, MPI_Op op)
+const char *coll_name(Coll c)
 {
-    if (op == MPI_PROD) {
-        return static_cast<T>(static_cast<size_t>(r) % 4 == i % 4 ? 2 : 1); // at most 2^4
+    switch (c) {
+    case Coll::Allreduce: return "MPI_Allreduce";
+    case Coll::Reduce: return "MPI_Reduce";
+    case Coll::ReduceScatterBlock: return "MPI_Reduce_scatter_block";
+    case Coll::Allgather: return "MPI_Allgather";
+    case Coll::Bcast: return "MPI_Bcast";
     }
-    if constexpr (std::is_floating_point_v<T>) {
-        return static_cast<T>(1.0 / (3.0 + r + static_cast<double>(i % 17)) +
-                              static_cast<double>(i % 5));
-    } else {
-        return static_cast<T>((r * 37 + i * 11 + 5) % (sizeof(T) == 1 ? 15 : 97));
-    }
+    return "?";
 }
 
-template <typename T> T combine(T a, T b, MPI_Op op)
+bool is_reduction(Coll c) { return c != Coll::Allgather && c != Coll::Bcast; }
+
+// >>> THE TABLE: whether the component routes a call of `c` that the grid
+// can take (grid_count below) to the grid's rings. Each such call raises
+// coll_ina_grid_calls by one on every rank of the communicator; every other
+// call leaves it alone. The change that routes a collective to the grid
+// flips its line here, and every count this test expects follows. <<<
+bool grid_runs(Coll c)
 {
-    if (op == MPI_SUM) return static_cast<T>(a + b);
-    if (op == MPI_PROD) return static_cast<T>(a * b);
-    if (op == MPI_MAX) return std::max(a, b);
-    if (op == MPI_MIN) return std::min(a, b);
-    if constexpr (std::is_integral_v<T>) {
-        if (op == MPI_BAND) return static_cast<T>(a & b);
-        if (op == MPI_BOR) return static_cast<T>(a | b);
-        if (op == MPI_BXOR) return static_cast<T>(a ^ b);
+    switch (c) {
+    case Coll::Allreduce: return true;
+    case Coll::Reduce: return false;             // the previous algorithm, for now
+    case Coll::ReduceScatterBlock: return false; // the previous algorithm, for now
+    case Coll::Allgather: return false;          // the previous algorithm, for now
+    case Coll::Bcast: return false;              // the previous algorithm, for now
     }
-    return a;
+    return false;
 }
+// ============================================================================
 
-const char *op_name(MPI_Op op)
+// Whether `count` elements of `dt` are one contiguous block of memory: no
+// gap inside an element, nor between elements when there are several.
+bool contiguous_block(MPI_Datatype dt, size_t count)
 {
-    return op == MPI_SUM ? "SUM" : op == MPI_PROD ? "PROD" : op == MPI_MAX ? "MAX"
-         : op == MPI_MIN ? "MIN" : op == MPI_BAND ? "BAND" : op == MPI_BOR ? "BOR" : "BXOR";
+    MPI_Aint lb, extent, true_lb, true_extent;
+    int size;
+    MPI_Type_get_extent(dt, &lb, &extent);
+    MPI_Type_get_true_extent(dt, &true_lb, &true_extent);
+    MPI_Type_size(dt, &size);
+    return true_extent == size && (count == 1 || extent == size);
 }
 
-// One allreduce of n elements on `comm` (twice, the second in place when
-// `in_place`), checked as the header says.
+bool commutative(MPI_Op op)
+{
+    int commute = 1;
+    if (op != MPI_OP_NULL) {
+        MPI_Op_commutative(op, &commute);
+    }
+    return commute != 0;
+}
+
+// ---------------------------------------------------------------- elements
+// What the checks need of each kind of element: bitwise equality (x87 long
+// double padding aside), a distance and a size for the rounding bound of
+// floating results, the bits a digest covers, and how to print one.
+template <typename T> constexpr bool kFloating = std::is_floating_point_v<T>;
+template <typename R> constexpr bool kFloating<Cx<R>> = true;
+template <typename T> struct Real { using type = T; };
+template <typename R> struct Real<Cx<R>> { using type = R; };
+
+// The user ops' elements.
+struct Triple { // MPI_Type_contiguous(3, MPI_INT32_T): sum (wrapping), min, xor
+    int32_t s, lo, x;
+};
+struct Gap { // MPI_UINT32_T resized to 8 bytes: a gap after each element
+    uint32_t v, pad;
+};
+struct Aff { // MPI_Type_contiguous(2, MPI_UINT32_T): x -> m x + c, mod 2^32
+    uint32_t m, c;
+};
+
+template <typename T> bool elem_same(const T &a, const T &b) { return same_bits(a, b); }
+template <typename R> bool elem_same(const Cx<R> &a, const Cx<R> &b) { return cx_same(a, b); }
+template <typename V> bool elem_same(const Pair<V> &a, const Pair<V> &b) { return pair_same(a, b); }
+bool elem_same(const CBool &a, const CBool &b) { return cbool_same(a, b); }
+bool elem_same(const Triple &a, const Triple &b) { return a.s == b.s && a.lo == b.lo && a.x == b.x; }
+bool elem_same(const Gap &a, const Gap &b) { return a.v == b.v; }
+bool elem_same(const Aff &a, const Aff &b) { return a.m == b.m && a.c == b.c; }
+
+template <typename T> long double elem_dist(const T &a, const T &b)
+{
+    return std::fabs(static_cast<long double>(a) - static_cast<long double>(b));
+}
+template <typename R> long double elem_dist(const Cx<R> &a, const Cx<R> &b)
+{
+    return std::max(elem_dist(a.re, b.re), elem_dist(a.im, b.im));
+}
+template <typename T> long double elem_size(const T &a) { return std::fabs(static_cast<long double>(a)); }
+template <typename R> long double elem_size(const Cx<R> &a) { return elem_size(a.re) + elem_size(a.im); }
+
+void feed_bytes(uint64_t &h, const void *p, size_t n)
+{
+    const unsigned char *b = static_cast<const unsigned char *>(p);
+    for (size_t i = 0; i < n; ++i) {
+        h = (h ^ b[i]) * 1099511628211ull;
+    }
+}
+template <typename T> void feed(uint64_t &h, const T &v)
+{
+    feed_bytes(h, &v, std::is_same_v<T, long double> ? 10 : sizeof(T));
+}
+template <typename R> void feed(uint64_t &h, const Cx<R> &v) { feed(h, v.re), feed(h, v.im); }
+template <typename V> void feed(uint64_t &h, const Pair<V> &v) { feed(h, v.v), feed(h, v.i); }
+void feed(uint64_t &h, const CBool &v) { feed(h, v.v); }
+void feed(uint64_t &h, const Triple &v) { feed(h, v.s), feed(h, v.lo), feed(h, v.x); }
+void feed(uint64_t &h, const Gap &v) { feed(h, v.v); }
+void feed(uint64_t &h, const Aff &v) { feed(h, v.m), feed(h, v.c); }
+
+template <typename T> std::string elem_show(const T &v) { return show(v); }
+template <typename R> std::string elem_show(const Cx<R> &v)
+{
+    return "(" + show(v.re) + ", " + show(v.im) + ")";
+}
+template <typename V> std::string elem_show(const Pair<V> &v)
+{
+    return "(" + show(v.v) + ", index " + show(v.i) + ")";
+}
+std::string elem_show(const CBool &v) { return v.v ? "true" : "false"; }
+std::string elem_show(const Triple &v)
+{
+    return "(" + show(v.s) + ", " + show(v.lo) + ", " + show(v.x) + ")";
+}
+std::string elem_show(const Gap &v) { return show(v.v); }
+std::string elem_show(const Aff &v) { return "(" + show(v.m) + ", " + show(v.c) + ")"; }
+
+// ---------------------------------------------------------------- cases
+// How close a result must come to the reference: equal, or (floating SUM,
+// PROD) within 8 p eps times the sum (SUM) or the product (PROD) of the
+// inputs' sizes: each side rounds at most p - 1 times.
+enum class Bound { Exact, Sum, Prod };
+
+// One (type, op) of the matrix, its element type erased: rank r's elements
+// [0, n) (element i of a rank's vector depends on r and i alone, so a
+// longer vector extends a shorter one) and the reference of the ranks
+// 0 .. p - 1 folded in rank order, of elements [first, first + n).
+struct Case {
+    std::string type, name; // the type's, and the type's and op's
+    MPI_Datatype dt;
+    MPI_Op op;  // MPI_OP_NULL: the type alone (MPI_Allgather, MPI_Bcast)
+    size_t ext; // bytes per element, MPI's extent of dt
+    bool exact;
+    std::function<void(int r, size_t n, char *buf)> fill;
+    std::function<void(int p, size_t first, size_t n, char *ref, double *bound)> reference;
+    // The first of n elements that differs (beyond bound[i], with a bound),
+    // or n.
+    std::function<size_t(const char *got, const char *want, const double *bound, size_t n)> mismatch;
+    std::function<uint64_t(const char *buf, size_t n)> digest;
+    std::function<std::string(const char *buf, size_t i)> show;
+};
+
+template <typename T> T load(const char *buf, size_t i)
+{
+    T v;
+    std::memcpy(static_cast<void *>(&v), buf + i * sizeof(T), sizeof(T));
+    return v;
+}
+
+template <typename T, typename Input, typename Combine>
+Case make_case(const std::string &type, const char *op_name, MPI_Datatype dt, MPI_Op op, Bound how,
+               Input input, Combine combine)
+{
+    Case k;
+    k.type = type;
+    k.name = op != MPI_OP_NULL ? type + " " + op_name : type;
+    k.dt = dt;
+    k.op = op;
+    k.ext = sizeof(T);
+    k.exact = how == Bound::Exact;
+    k.fill = [input](int r, size_t n, char *buf) {
+        for (size_t i = 0; i < n; ++i) {
+            const T v = input(r, i);
+            std::memcpy(buf + i * sizeof(T), static_cast<const void *>(&v), sizeof(T));
+        }
+    };
+    k.reference = [input, combine, how](int p, size_t first, size_t n, char *ref, double *bound) {
+        for (size_t i = 0; i < n; ++i) {
+            T acc = input(0, first + i);
+            [[maybe_unused]] long double size = 0;
+            if constexpr (kFloating<T>) {
+                size = elem_size(acc);
+            }
+            for (int r = 1; r < p; ++r) {
+                const T v = input(r, first + i);
+                acc = combine(acc, v);
+                if constexpr (kFloating<T>) {
+                    size = how == Bound::Prod ? size * elem_size(v) : size + elem_size(v);
+                }
+            }
+            std::memcpy(ref + i * sizeof(T), static_cast<const void *>(&acc), sizeof(T));
+            if constexpr (kFloating<T>) {
+                if (bound != nullptr) {
+                    using R = typename Real<T>::type;
+                    bound[i] = static_cast<double>(8.0L * p * std::numeric_limits<R>::epsilon() * size);
+                }
+            }
+        }
+    };
+    k.mismatch = [](const char *got, const char *want, const double *bound, size_t n) {
+        for (size_t i = 0; i < n; ++i) {
+            const T a = load<T>(got, i), b = load<T>(want, i);
+            if constexpr (kFloating<T>) {
+                if (bound != nullptr) {
+                    if (!(elem_dist(a, b) <= bound[i])) {
+                        return i;
+                    }
+                    continue;
+                }
+            }
+            if (!elem_same(a, b)) {
+                return i;
+            }
+        }
+        return n;
+    };
+    k.digest = [](const char *buf, size_t n) {
+        uint64_t h = 1469598103934665603ull;
+        for (size_t i = 0; i < n; ++i) {
+            feed(h, load<T>(buf, i));
+        }
+        return h;
+    };
+    k.show = [](const char *buf, size_t i) { return elem_show(load<T>(buf, i)); };
+    MPI_Aint lb, extent;
+    MPI_Type_get_extent(dt, &lb, &extent);
+    ++checks;
+    INA_CHECK(static_cast<size_t>(extent) == sizeof(T), "%s: extent %ld, the test's element %zu",
+              type.c_str(), static_cast<long>(extent), sizeof(T));
+    return k;
+}
+
+// ---------------------------------------------------------------- inputs
+// Rank r's element i of the case with `seed`. Never overflowing at 16
+// ranks: MPI does not say what an overflowing reduction gives.
+uint64_t hash(uint64_t seed, int r, size_t i)
+{
+    return mix(seed * 1000003u + static_cast<uint64_t>(r) * 7919u + i * 104729u);
+}
+
+// Whether this MPI's MIN and MAX order `dt` as T: Open MPI 4.1.4 compares
+// MPI_UNSIGNED_LONG as signed (open-mpi/ompi#10525, #10648) and MPI_OFFSET
+// as unsigned, in its own kernels (MPI_Reduce_local): on the host, whatever
+// algorithm runs the call.
+template <typename T> bool host_orders(MPI_Datatype dt)
+{
+    const T lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+    T min[2] = {lo, hi}, max[2] = {lo, hi};
+    const T a[2] = {hi, lo};
+    MPI_Reduce_local(a, min, 2, dt, MPI_MIN);
+    MPI_Reduce_local(a, max, 2, dt, MPI_MAX);
+    return min[0] == lo && min[1] == lo && max[0] == hi && max[1] == hi;
+}
+
+// `whole`: MIN and MAX take the type's whole range, else (a library that
+// orders the type wrongly) the values signed and unsigned order alike.
+template <typename T> T int_input(Op op, int r, size_t i, uint64_t seed, bool whole = true)
+{
+    using U = std::make_unsigned_t<T>;
+    const uint64_t h = hash(seed, r, i), h2 = mix(h), h3 = mix(h2);
+    const bool sign = std::is_signed_v<T>;
+    const uint64_t max = static_cast<uint64_t>(std::numeric_limits<T>::max());
+    const T nonzero = static_cast<T>(sign && (h >> 20) % 2 ? -static_cast<int>(1 + (h >> 8) % 5)
+                                                              : static_cast<int>(1 + (h >> 8) % 5));
+    switch (op) {
+    case Op::Sum: { // 16 of them stay in range
+        const uint64_t lim = max / 16;
+        return sign ? static_cast<T>(static_cast<int64_t>((h >> 4) % (2 * lim + 1)) - static_cast<int64_t>(lim))
+                    : static_cast<T>((h >> 4) % (lim + 1));
+    }
+    case Op::Prod: { // 2 or 3 at a quarter of the ranks at most: 3^4 < 127
+        const int f = r < 16 && (static_cast<size_t>(r) + i) % 4 == 0 ? 2 + static_cast<int>(h % 2) : 1;
+        return static_cast<T>(sign && (h >> 9) % 3 == 0 ? -f : f);
+    }
+    case Op::Min:
+    case Op::Max: // the whole range, its ends included
+        if (!whole) {
+            return static_cast<T>(static_cast<U>(h >> 7) & (static_cast<U>(~U(0)) >> 1));
+        }
+        return h % 17 == 0 ? std::numeric_limits<T>::min()
+             : h % 17 == 1 ? std::numeric_limits<T>::max()
+                           : static_cast<T>(static_cast<U>(h >> 7));
+    case Op::Land: return h % 20 == 0 ? T(0) : nonzero; // mostly true
+    case Op::Lor: return h % 20 == 0 ? nonzero : T(0);  // mostly false
+    case Op::Lxor: return h % 2 == 0 ? nonzero : T(0);
+    case Op::Band: return static_cast<T>(static_cast<U>(~(h & h2 & h3))); // bits mostly set
+    case Op::Bor: return static_cast<T>(static_cast<U>(h & h2 & h3));     // bits mostly clear
+    case Op::Bxor: return static_cast<T>(static_cast<U>(h >> 3));
+    }
+    return T(0);
+}
+
+template <typename T> T float_input(Op op, int r, size_t i, uint64_t seed)
+{
+    const uint64_t h = hash(seed, r, i);
+    const long double u = static_cast<long double>(h >> 11) / 9007199254740992.0L; // [0, 1)
+    if (op == Op::Prod) { // near 1, either sign
+        return static_cast<T>((0.75L + 0.5L * u) * ((h & 1) != 0 ? -1 : 1));
+    }
+    return static_cast<T>((u - 0.5L) * 2000.0L + 1.0L / 3.0L);
+}
+
+// ---------------------------------------------------------------- the matrix
 template <typename T>
-void check_allreduce(MPI_Comm comm, size_t n, MPI_Op op, bool in_place, const char *what)
+void add_integer(std::vector<Case> &cases, MPI_Datatype dt, const char *tname, bool logical = true)
 {
-    int r, p;
-    MPI_Comm_rank(comm, &r);
-    MPI_Comm_size(comm, &p);
-    std::vector<T> in(n), out(n), again(n);
-    for (size_t i = 0; i < n; ++i) {
-        in[i] = value<T>(r, i, op);
+    const bool whole = host_orders<T>(dt);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (!whole && rank == 0) {
+        std::printf("test_grid: note: this MPI's MIN and MAX order %s wrongly (Open MPI "
+                    "4.1.4): their inputs keep the top bit clear\n", tname);
     }
-    MPI_Allreduce(in.data(), out.data(), static_cast<int>(n), mpi_type<T>(), op, comm);
-    allreduces += 2; // and the second run, below
-    again = in;
-    if (in_place) {
-        MPI_Allreduce(MPI_IN_PLACE, again.data(), static_cast<int>(n), mpi_type<T>(), op, comm);
-    } else {
-        std::vector<T> src = in;
-        MPI_Allreduce(src.data(), again.data(), static_cast<int>(n), mpi_type<T>(), op, comm);
-    }
-    ++checks;
-    INA_CHECK(std::memcmp(out.data(), again.data(), n * sizeof(T)) == 0,
-              "%s: %s of %zu elements: a second run gave other bits", what, op_name(op), n);
-    // Every rank's bits alike: rank 0's result to all, compared.
-    std::vector<T> first = out;
-    MPI_Bcast(first.data(), static_cast<int>(n * sizeof(T)), MPI_BYTE, 0, comm);
-    ++checks;
-    INA_CHECK(std::memcmp(out.data(), first.data(), n * sizeof(T)) == 0,
-              "%s: %s of %zu elements: rank %d's bits differ from rank 0's", what, op_name(op),
-              n, r);
-    for (size_t i = 0; i < n; ++i) {
-        T ref = value<T>(0, i, op);
-        double mag = std::fabs(static_cast<double>(ref));
-        for (int q = 1; q < p; ++q) {
-            ref = combine<T>(ref, value<T>(q, i, op), op);
-            mag += std::fabs(static_cast<double>(value<T>(q, i, op)));
+    for (const OpInfo &o : all_ops()) {
+        const bool is_logical = o.op == Op::Land || o.op == Op::Lor || o.op == Op::Lxor;
+        if (is_logical && !logical) {
+            continue;
         }
-        bool ok;
-        if constexpr (std::is_floating_point_v<T>) {
-            const double tol = 4.0 * p * std::numeric_limits<T>::epsilon() * (mag + 1.0);
-            ok = std::fabs(static_cast<double>(out[i]) - static_cast<double>(ref)) <= tol;
+        const uint64_t seed = cases.size() + 1;
+        const Op op = o.op;
+        cases.push_back(make_case<T>(tname, o.name, dt, o.mpi, Bound::Exact,
+                                     [op, seed, whole](int r, size_t i) {
+                                         return int_input<T>(op, r, i, seed, whole);
+                                     },
+                                     [op](T a, T b) { return apply<T>(op, a, b); }));
+    }
+}
+
+template <typename T> void add_floating(std::vector<Case> &cases, MPI_Datatype dt, const char *tname)
+{
+    for (const OpInfo &o : all_ops()) {
+        if (!op_defined<T>(o.op)) {
+            continue;
+        }
+        const uint64_t seed = cases.size() + 1;
+        const Op op = o.op;
+        const Bound how = op == Op::Sum ? Bound::Sum : op == Op::Prod ? Bound::Prod : Bound::Exact;
+        cases.push_back(make_case<T>(tname, o.name, dt, o.mpi, how,
+                                     [op, seed](int r, size_t i) { return float_input<T>(op, r, i, seed); },
+                                     [op](T a, T b) { return apply<T>(op, a, b); }));
+    }
+}
+
+template <typename R> void add_complex(std::vector<Case> &cases, MPI_Datatype dt, const char *tname)
+{
+    const uint64_t seed = cases.size() + 1;
+    cases.push_back(make_case<Cx<R>>(
+        tname, "SUM", dt, MPI_SUM, Bound::Sum,
+        [seed](int r, size_t i) {
+            return Cx<R>{float_input<R>(Op::Sum, r, i, seed), float_input<R>(Op::Sum, r, i, seed + 7)};
+        },
+        cx_sum<R>));
+    cases.push_back(make_case<Cx<R>>(
+        tname, "PROD", dt, MPI_PROD, Bound::Prod,
+        [seed](int r, size_t i) {
+            return Cx<R>{float_input<R>(Op::Prod, r, i, seed),
+                         static_cast<R>(float_input<R>(Op::Sum, r, i, seed + 7) / 4000)};
+        },
+        cx_prod<R>));
+}
+
+template <typename V> void add_pair(std::vector<Case> &cases, MPI_Datatype dt, const char *tname)
+{
+    // Few distinct values: many ties, so the index rule matters.
+    const uint64_t seed = cases.size() + 1;
+    auto in = [seed](int r, size_t i) {
+        const uint64_t h = hash(seed, r, i);
+        return Pair<V>{static_cast<V>(static_cast<int>(h % 4)), static_cast<int>((h >> 8) % 1000)};
+    };
+    cases.push_back(make_case<Pair<V>>(tname, "MINLOC", dt, MPI_MINLOC, Bound::Exact,
+                                       in, minloc<V>));
+    cases.push_back(make_case<Pair<V>>(tname, "MAXLOC", dt, MPI_MAXLOC, Bound::Exact,
+                                       in, maxloc<V>));
+}
+
+void add_bool(std::vector<Case> &cases)
+{
+    for (const OpInfo &o : all_ops()) {
+        if (o.op != Op::Land && o.op != Op::Lor && o.op != Op::Lxor) {
+            continue;
+        }
+        const uint64_t seed = cases.size() + 1;
+        const Op op = o.op;
+        cases.push_back(make_case<CBool>(
+            "MPI_C_BOOL", o.name, MPI_C_BOOL, o.mpi, Bound::Exact,
+            [op, seed](int r, size_t i) { return CBool{int_input<uint8_t>(op, r, i, seed) != 0}; },
+            [op](CBool a, CBool b) { return CBool{apply<uint8_t>(op, a.v, b.v) != 0}; }));
+    }
+}
+
+void add_byte(std::vector<Case> &cases)
+{
+    for (const OpInfo &o : all_ops()) {
+        if (o.op != Op::Band && o.op != Op::Bor && o.op != Op::Bxor) {
+            continue;
+        }
+        const uint64_t seed = cases.size() + 1;
+        const Op op = o.op;
+        cases.push_back(make_case<uint8_t>(
+            "MPI_BYTE", o.name, MPI_BYTE, o.mpi, Bound::Exact,
+            [op, seed](int r, size_t i) { return int_input<uint8_t>(op, r, i, seed); },
+            [op](uint8_t a, uint8_t b) { return apply<uint8_t>(op, a, b); }));
+    }
+}
+
+// A type for the copies alone: MPI defines no reduction on MPI_CHAR.
+void add_char(std::vector<Case> &cases)
+{
+    const uint64_t seed = cases.size() + 1;
+    cases.push_back(make_case<char>(
+        "MPI_CHAR", "", MPI_CHAR, MPI_OP_NULL, Bound::Exact,
+        [seed](int r, size_t i) { return static_cast<char>(hash(seed, r, i)); },
+        [](char a, char) { return a; }));
+}
+
+// ---- user ops: MPI's in-out convention, inout[i] = in[i] op inout[i],
+// `in` holding the lower ranks' part.
+uint32_t oplus(uint32_t a, uint32_t b) { return a + b + a * b; } // (a+1)(b+1) - 1: commutative
+void user_oplus(void *in, void *inout, int *len, MPI_Datatype *)
+{
+    const uint32_t *a = static_cast<const uint32_t *>(in);
+    uint32_t *b = static_cast<uint32_t *>(inout);
+    for (int i = 0; i < *len; ++i) {
+        b[i] = oplus(a[i], b[i]);
+    }
+}
+Triple triple(Triple a, Triple b)
+{
+    return {static_cast<int32_t>(static_cast<uint32_t>(a.s) + static_cast<uint32_t>(b.s)),
+            std::min(a.lo, b.lo), a.x ^ b.x};
+}
+void user_triple(void *in, void *inout, int *len, MPI_Datatype *)
+{
+    const Triple *a = static_cast<const Triple *>(in);
+    Triple *b = static_cast<Triple *>(inout);
+    for (int i = 0; i < *len; ++i) {
+        b[i] = triple(a[i], b[i]);
+    }
+}
+Gap gap_sum(Gap a, Gap b) { return {a.v + b.v, a.pad}; }
+void user_gap(void *in, void *inout, int *len, MPI_Datatype *)
+{
+    const Gap *a = static_cast<const Gap *>(in);
+    Gap *b = static_cast<Gap *>(inout);
+    for (int i = 0; i < *len; ++i) {
+        b[i].v += a[i].v; // the gap is not the type's: left alone
+    }
+}
+// a then b: x -> b.m (a.m x + a.c) + b.c. Associative, not commutative.
+Aff compose(Aff a, Aff b) { return {b.m * a.m, b.m * a.c + b.c}; }
+void user_affine(void *in, void *inout, int *len, MPI_Datatype *)
+{
+    const Aff *a = static_cast<const Aff *>(in);
+    Aff *b = static_cast<Aff *>(inout);
+    for (int i = 0; i < *len; ++i) {
+        b[i] = compose(a[i], b[i]);
+    }
+}
+
+struct UserOps {
+    MPI_Op oplus, triple, gap, affine;
+    MPI_Datatype triple_t, gap_t, affine_t;
+    UserOps()
+    {
+        MPI_Op_create(user_oplus, 1, &oplus);
+        MPI_Op_create(user_triple, 1, &triple);
+        MPI_Op_create(user_gap, 1, &gap);
+        MPI_Op_create(user_affine, 0, &affine);
+        MPI_Type_contiguous(3, MPI_INT32_T, &triple_t);
+        MPI_Type_create_resized(MPI_UINT32_T, 0, sizeof(Gap), &gap_t);
+        MPI_Type_contiguous(2, MPI_UINT32_T, &affine_t);
+        for (MPI_Datatype *t : {&triple_t, &gap_t, &affine_t}) {
+            MPI_Type_commit(t);
+        }
+    }
+    ~UserOps()
+    {
+        for (MPI_Op *o : {&oplus, &triple, &gap, &affine}) {
+            MPI_Op_free(o);
+        }
+        for (MPI_Datatype *t : {&triple_t, &gap_t, &affine_t}) {
+            MPI_Type_free(t);
+        }
+    }
+};
+
+void add_user(std::vector<Case> &cases, const UserOps &u)
+{
+    uint64_t seed = cases.size() + 1;
+    cases.push_back(make_case<uint32_t>(
+        "MPI_UINT32_T", "user op (commutative)", MPI_UINT32_T, u.oplus, Bound::Exact,
+        [seed](int r, size_t i) { return static_cast<uint32_t>(hash(seed, r, i)); }, oplus));
+    seed = cases.size() + 1;
+    cases.push_back(make_case<Triple>(
+        "3 x MPI_INT32_T (contiguous)", "user op (commutative)", u.triple_t, u.triple, Bound::Exact,
+        [seed](int r, size_t i) {
+            const uint64_t h = hash(seed, r, i);
+            return Triple{static_cast<int32_t>(h), static_cast<int32_t>(h >> 16),
+                          static_cast<int32_t>(h >> 32)};
+        },
+        triple));
+    seed = cases.size() + 1;
+    cases.push_back(make_case<Gap>(
+        "MPI_UINT32_T resized to 8 bytes", "user op (commutative)", u.gap_t, u.gap, Bound::Exact,
+        [seed](int r, size_t i) { return Gap{static_cast<uint32_t>(hash(seed, r, i)), 0}; },
+        gap_sum));
+    seed = cases.size() + 1;
+    cases.push_back(make_case<Aff>(
+        "2 x MPI_UINT32_T (contiguous)", "user op (not commutative)", u.affine_t, u.affine,
+        Bound::Exact,
+        [seed](int r, size_t i) {
+            const uint64_t h = hash(seed, r, i);
+            return Aff{static_cast<uint32_t>(h) | 1u, static_cast<uint32_t>(h >> 32)};
+        },
+        compose));
+}
+
+std::vector<Case> all_cases(const UserOps &u)
+{
+    std::vector<Case> c;
+    add_integer<signed char>(c, MPI_SIGNED_CHAR, "MPI_SIGNED_CHAR");
+    add_integer<unsigned char>(c, MPI_UNSIGNED_CHAR, "MPI_UNSIGNED_CHAR");
+    add_integer<short>(c, MPI_SHORT, "MPI_SHORT");
+    add_integer<unsigned short>(c, MPI_UNSIGNED_SHORT, "MPI_UNSIGNED_SHORT");
+    add_integer<int>(c, MPI_INT, "MPI_INT");
+    add_integer<unsigned>(c, MPI_UNSIGNED, "MPI_UNSIGNED");
+    add_integer<long>(c, MPI_LONG, "MPI_LONG");
+    add_integer<unsigned long>(c, MPI_UNSIGNED_LONG, "MPI_UNSIGNED_LONG");
+    add_integer<long long>(c, MPI_LONG_LONG, "MPI_LONG_LONG");
+    add_integer<unsigned long long>(c, MPI_UNSIGNED_LONG_LONG, "MPI_UNSIGNED_LONG_LONG");
+    add_integer<int8_t>(c, MPI_INT8_T, "MPI_INT8_T");
+    add_integer<uint8_t>(c, MPI_UINT8_T, "MPI_UINT8_T");
+    add_integer<int16_t>(c, MPI_INT16_T, "MPI_INT16_T");
+    add_integer<uint16_t>(c, MPI_UINT16_T, "MPI_UINT16_T");
+    add_integer<int32_t>(c, MPI_INT32_T, "MPI_INT32_T");
+    add_integer<uint32_t>(c, MPI_UINT32_T, "MPI_UINT32_T");
+    add_integer<int64_t>(c, MPI_INT64_T, "MPI_INT64_T");
+    add_integer<uint64_t>(c, MPI_UINT64_T, "MPI_UINT64_T");
+    // MPI's multi-language types: no logical ops.
+    add_integer<MPI_Aint>(c, MPI_AINT, "MPI_AINT", false);
+    add_integer<MPI_Offset>(c, MPI_OFFSET, "MPI_OFFSET", false);
+    add_integer<MPI_Count>(c, MPI_COUNT, "MPI_COUNT", false);
+    add_floating<float>(c, MPI_FLOAT, "MPI_FLOAT");
+    add_floating<double>(c, MPI_DOUBLE, "MPI_DOUBLE");
+    add_floating<long double>(c, MPI_LONG_DOUBLE, "MPI_LONG_DOUBLE");
+    add_complex<float>(c, MPI_C_FLOAT_COMPLEX, "MPI_C_FLOAT_COMPLEX");
+    add_complex<double>(c, MPI_C_DOUBLE_COMPLEX, "MPI_C_DOUBLE_COMPLEX");
+    add_complex<long double>(c, MPI_C_LONG_DOUBLE_COMPLEX, "MPI_C_LONG_DOUBLE_COMPLEX");
+    add_bool(c);
+    add_byte(c);
+    add_char(c);
+    add_pair<float>(c, MPI_FLOAT_INT, "MPI_FLOAT_INT");
+    add_pair<double>(c, MPI_DOUBLE_INT, "MPI_DOUBLE_INT");
+    add_pair<long>(c, MPI_LONG_INT, "MPI_LONG_INT");
+    add_pair<int>(c, MPI_2INT, "MPI_2INT");
+    add_pair<short>(c, MPI_SHORT_INT, "MPI_SHORT_INT");
+    add_pair<long double>(c, MPI_LONG_DOUBLE_INT, "MPI_LONG_DOUBLE_INT");
+    add_user(c, u);
+    return c;
+}
+
+// ---------------------------------------------------------------- the checks
+// The communicator under test.
+struct Target {
+    MPI_Comm comm;
+    int rank, size;
+    bool on_grid; // covers whole groups of the grid: the rings can run its calls
+    const char *what;
+    long long calls[kNumColls] = {}, grid[kNumColls] = {}; // what ran, for the summary
+};
+
+// Elements each rank gives to, and gets from, a call of `c` with count n.
+size_t send_elems(Coll c, size_t n, int p) { return c == Coll::ReduceScatterBlock ? n * p : n; }
+size_t recv_elems(Coll c, size_t n, int p) { return c == Coll::Allgather ? n * p : n; }
+
+// The coll_ina_grid_calls one call of `c` (count n) adds on every rank: one
+// where the component routes `c` to the grid (grid_runs) and the grid takes
+// the call: a communicator on the grid, a commutative op (a reduction's), the
+// vector the rings would carry (each rank's whole input to a
+// reduce-scatter, every rank's part of an allgather) one contiguous block.
+long long grid_count(Coll c, const Target &t, const Case &k, size_t n)
+{
+    const size_t vector = c == Coll::ReduceScatterBlock || c == Coll::Allgather
+                              ? n * static_cast<size_t>(t.size) : n;
+    return grid_runs(c) && t.on_grid && n > 0 && (!is_reduction(c) || commutative(k.op)) &&
+                   contiguous_block(k.dt, vector)
+               ? 1 : 0;
+}
+
+constexpr unsigned char kJunk = 0xa5; // what a receive buffer holds before the call
+
+std::vector<char> inputs(const Case &k, int r, size_t n)
+{
+    std::vector<char> v(n * k.ext, static_cast<char>(kJunk));
+    k.fill(r, n, v.data());
+    return v;
+}
+
+// One call of `c`: this rank's inputs, the call, and in `res` what it left
+// where its result goes (nothing on a rank without one). Returns the calls
+// coll_ina_grid_calls counted meanwhile.
+long long call_once(Coll c, const Target &t, Counters &ctr, const Case &k, size_t n, bool in_place,
+                    int root, std::vector<char> &res)
+{
+    const int p = t.size, r = t.rank, count = static_cast<int>(n);
+    const size_t e = k.ext;
+    std::vector<char> in = inputs(k, r, send_elems(c, n, p));
+    std::vector<char> out(recv_elems(c, n, p) * e, static_cast<char>(kJunk));
+    const long long before = ctr.read("coll_ina_grid_calls", t.comm);
+    switch (c) {
+    case Coll::Allreduce:
+        if (in_place) {
+            MPI_Allreduce(MPI_IN_PLACE, in.data(), count, k.dt, k.op, t.comm);
+            out = in;
         } else {
-            ok = out[i] == ref;
+            MPI_Allreduce(in.data(), out.data(), count, k.dt, k.op, t.comm);
         }
-        if (!ok) {
-            ++checks;
-            INA_CHECK(ok, "%s: %s of %zu elements, element %zu: %g, want %g", what, op_name(op),
-                      n, i, static_cast<double>(out[i]), static_cast<double>(ref));
-            return;
+        break;
+    case Coll::Reduce:
+        if (in_place && r == root) {
+            MPI_Reduce(MPI_IN_PLACE, in.data(), count, k.dt, k.op, root, t.comm);
+            out = in;
+        } else {
+            MPI_Reduce(in.data(), r == root ? out.data() : nullptr, count, k.dt, k.op, root, t.comm);
         }
+        if (r != root) {
+            out.clear();
+        }
+        break;
+    case Coll::ReduceScatterBlock:
+        if (in_place) { // the whole input in, this rank's block out at the front
+            MPI_Reduce_scatter_block(MPI_IN_PLACE, in.data(), count, k.dt, k.op, t.comm);
+            out.assign(in.begin(), in.begin() + static_cast<ptrdiff_t>(n * e));
+        } else {
+            MPI_Reduce_scatter_block(in.data(), out.data(), count, k.dt, k.op, t.comm);
+        }
+        break;
+    case Coll::Allgather:
+        if (in_place) { // this rank's part in its place
+            std::memcpy(out.data() + static_cast<size_t>(r) * n * e, in.data(), n * e);
+            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out.data(), count, k.dt, t.comm);
+        } else {
+            MPI_Allgather(in.data(), count, k.dt, out.data(), count, k.dt, t.comm);
+        }
+        break;
+    case Coll::Bcast:
+        if (r == root) {
+            out = in;
+        }
+        MPI_Bcast(out.data(), count, k.dt, root, t.comm);
+        break;
     }
+    res = std::move(out);
+    return ctr.read("coll_ina_grid_calls", t.comm) - before;
+}
+
+// One check: `c` with count n on `t`, run twice (the second in place when
+// `in_place`), both results compared as the header says.
+void check(Coll c, Target &t, Counters &ctr, const Case &k, size_t n, bool in_place, int root,
+           std::vector<uint64_t> &digests, std::vector<std::string> &labels)
+{
+    const int p = t.size, r = t.rank;
+    const size_t e = k.ext;
+    char what[256];
+    std::snprintf(what, sizeof(what), "%s: %s %s of %zu element%s%s", t.what, coll_name(c),
+                  (is_reduction(c) ? k.name : k.type).c_str(), n, n == 1 ? "" : "s", in_place ? " (again in place)" : "");
+    if (c == Coll::Reduce || c == Coll::Bcast) {
+        const size_t len = std::strlen(what);
+        std::snprintf(what + len, sizeof(what) - len, ", root %d", root);
+    }
+    std::vector<char> first, second;
+    const long long want = grid_count(c, t, k, n);
+    const long long got1 = call_once(c, t, ctr, k, n, false, root, first);
+    const long long got2 = call_once(c, t, ctr, k, n, in_place, root, second);
+    const int ci = static_cast<int>(c);
+    t.calls[ci] += 2;
+    t.grid[ci] += got1 + got2;
     ++checks;
-}
-
-template <typename T> void matrix(MPI_Comm comm, const char *what, bool bits)
-{
-    int p;
-    MPI_Comm_size(comm, &p);
-    std::vector<MPI_Op> ops = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD};
-    if (bits) {
-        ops.insert(ops.end(), {MPI_BAND, MPI_BOR, MPI_BXOR});
+    INA_CHECK(got1 == want && got2 == want,
+              "%s: coll_ina_grid_calls rose by %lld and %lld, want %lld each", what, got1, got2,
+              want);
+    if (first.empty()) { // MPI_Reduce off the root
+        return;
     }
-    // 1 element (most pieces empty), fewer than the ring's pieces, uneven,
-    // and more than 64 KiB (the grid's default threshold).
-    const size_t sizes[] = {1, 3, static_cast<size_t>(p) + 1, 1000, 70000 / sizeof(T) + 13};
-    for (MPI_Op op : ops) {
-        for (size_t n : sizes) {
-            check_allreduce<T>(comm, n, op, n % 2 == 1, what);
-        }
+    if (c == Coll::Allreduce || c == Coll::Allgather || c == Coll::Bcast) { // alike everywhere
+        digests.push_back(k.digest(first.data(), recv_elems(c, n, p)));
+        labels.push_back(what);
     }
-}
-
-void all_types(MPI_Comm comm, const char *what)
-{
-    matrix<int32_t>(comm, what, true);
-    matrix<int64_t>(comm, what, true);
-    matrix<uint8_t>(comm, what, true);
-    matrix<float>(comm, what, false);
-    matrix<double>(comm, what, false);
-}
-
-// The grid's nodes under `comm`, and the calls it ran since `before`: every
-// MPI_Allreduce made since (allreduces, reset by the caller), or none.
-void expect_grid(Counters &k, MPI_Comm comm, long long nodes, long long before, bool ran,
-                 const char *what)
-{
-    const long long got_nodes = k.read("coll_ina_grid_nodes", comm, MPI_T_PVAR_CLASS_SIZE);
-    const long long calls = k.read("coll_ina_grid_calls", comm);
-    const long long want = ran ? allreduces : 0;
+    // The second run's bits are the first's.
+    const size_t elems = recv_elems(c, n, p);
     ++checks;
-    INA_CHECK(got_nodes == nodes, "%s: coll_ina_grid_nodes %lld, want %lld", what, got_nodes,
+    const size_t twice = k.mismatch(second.data(), first.data(), nullptr, elems);
+    INA_CHECK(twice == elems, "%s: element %zu: %s, then %s: another run gave other bits", what,
+              twice, k.show(first.data(), twice).c_str(), k.show(second.data(), twice).c_str());
+    // The part of the result this rank compares with what it should be: all
+    // of it, but a p-th each of an allreduce's, which every rank holds alike
+    // (check_alike), so that the ranks share the reference's cost.
+    size_t lo = 0, hi = elems;
+    if (c == Coll::Allreduce) {
+        lo = elems * static_cast<size_t>(r) / static_cast<size_t>(p);
+        hi = elems * static_cast<size_t>(r + 1) / static_cast<size_t>(p);
+    }
+    std::vector<char> expect;
+    std::vector<double> bound;
+    if (is_reduction(c)) { // of the reduced vector's elements [at, at + hi - lo)
+        const size_t at = (c == Coll::ReduceScatterBlock ? static_cast<size_t>(r) * n : 0) + lo;
+        expect.resize((hi - lo) * e);
+        bound.resize(k.exact ? 0 : hi - lo);
+        k.reference(p, at, hi - lo, expect.data(), k.exact ? nullptr : bound.data());
+    } else if (c == Coll::Allgather) {
+        expect.resize(elems * e);
+        for (int q = 0; q < p; ++q) {
+            k.fill(q, n, expect.data() + static_cast<size_t>(q) * n * e);
+        }
+    } else {
+        expect = inputs(k, root, n);
+    }
+    const double *bounds = k.exact || !is_reduction(c) ? nullptr : bound.data();
+    ++checks;
+    const size_t bad = k.mismatch(first.data() + lo * e, expect.data(), bounds, hi - lo);
+    INA_CHECK(bad == hi - lo, "%s: element %zu: %s, want %s (within %g)", what, lo + bad,
+              k.show(first.data(), lo + bad).c_str(), k.show(expect.data(), bad).c_str(),
+              bounds != nullptr && bad < hi - lo ? bounds[bad] : 0.0);
+}
+
+// The results every rank of `t` holds alike (of MPI_Allreduce, MPI_Allgather,
+// MPI_Bcast) have the same bits on every rank: their digests, `labels` saying
+// which check each is, in one allgather after the calls of a case.
+void check_alike(Target &t, const std::vector<uint64_t> &mine, const std::vector<std::string> &labels)
+{
+    std::vector<uint64_t> all(mine.size() * static_cast<size_t>(t.size));
+    MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(),
+                  static_cast<int>(mine.size()), MPI_UINT64_T, t.comm);
+    for (size_t j = 0; j < mine.size(); ++j) {
+        int differ = -1;
+        for (int q = 0; q < t.size && differ < 0; ++q) {
+            differ = all[static_cast<size_t>(q) * mine.size() + j] != all[j] ? q : -1;
+        }
+        ++checks;
+        INA_CHECK(differ < 0, "%s: rank %d's bits differ from rank 0's", labels[j].c_str(), differ);
+    }
+}
+
+// The lengths each collective runs at: 1 element (most pieces empty), a
+// few, fewer than the rings' pieces and uneven, and more than 64 KiB (above
+// every ring's pieces; a reduce-scatter's and an allgather's whole vector).
+std::vector<size_t> lengths(Coll c, int p, size_t ext)
+{
+    const size_t big = 70000 / ext + 13;
+    switch (c) {
+    case Coll::Allreduce: return {1, 3, static_cast<size_t>(p) + 1, 1000, big};
+    case Coll::Reduce:
+    case Coll::Bcast: return {1, static_cast<size_t>(2 * p + 1), big};
+    case Coll::ReduceScatterBlock:
+    case Coll::Allgather: return {1, 3, big / static_cast<size_t>(p) + 1};
+    }
+    return {};
+}
+
+// The whole matrix on `t`: every case through every collective it applies
+// to (the reductions where it has an op, the copies once per type), at
+// every length, in place every other time, at roots 0, p/2 and p - 1 in
+// turn.
+void matrix(Target &t, Counters &ctr, const std::vector<Case> &cases)
+{
+    std::set<MPI_Datatype> copied;
+    const int roots[3] = {0, t.size / 2, t.size - 1};
+    for (size_t ci = 0; ci < cases.size(); ++ci) {
+        const Case &k = cases[ci];
+        std::vector<uint64_t> digests;
+        std::vector<std::string> labels;
+        const bool copies = copied.insert(k.dt).second;
+        for (Coll c : kColls) {
+            if (is_reduction(c) ? k.op == MPI_OP_NULL : !copies) {
+                continue;
+            }
+            const std::vector<size_t> ns = lengths(c, t.size, k.ext);
+            for (size_t si = 0; si < ns.size(); ++si) {
+                const bool in_place = c != Coll::Bcast && (ci + si) % 2 == 1;
+                const int root = roots[(ci + si) % 3];
+                check(c, t, ctr, k, ns[si], in_place, root, digests, labels);
+            }
+        }
+        check_alike(t, digests, labels);
+    }
+}
+
+void summary(const Target &t)
+{
+    int world_rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    if (world_rank != 0) {
+        return;
+    }
+    std::printf("test_grid: %s (%d ranks):", t.what, t.size);
+    for (Coll c : kColls) {
+        const int ci = static_cast<int>(c);
+        std::printf(" %s %lld calls, %lld by the grid;", coll_name(c), t.calls[ci], t.grid[ci]);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+}
+
+void run_target(Target &t, Counters &ctr, const std::vector<Case> &cases, long long nodes)
+{
+    MPI_Comm_rank(t.comm, &t.rank);
+    MPI_Comm_size(t.comm, &t.size);
+    const long long got_nodes = ctr.read("coll_ina_grid_nodes", t.comm, MPI_T_PVAR_CLASS_SIZE);
+    ++checks;
+    INA_CHECK(got_nodes == nodes, "%s: coll_ina_grid_nodes %lld, want %lld", t.what, got_nodes,
               nodes);
-    ++checks;
-    INA_CHECK(calls - before == want, "%s: the grid ran %lld calls, want %lld", what,
-              calls - before, want);
+    matrix(t, ctr, cases);
+    summary(t);
 }
 
 } // namespace
@@ -187,34 +905,29 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    INA_CHECK(size <= 16, "the inputs stay in range for 16 ranks at most, not %d", size);
     Counters k;
+    {
+        UserOps user;
+        const std::vector<Case> cases = all_cases(user);
 
-    long long before = k.read("coll_ina_grid_calls", MPI_COMM_WORLD);
-    allreduces = 0;
-    all_types(MPI_COMM_WORLD, "MPI_COMM_WORLD");
-    expect_grid(k, MPI_COMM_WORLD, nodes, before, nodes > 0, "MPI_COMM_WORLD");
+        Target world{MPI_COMM_WORLD, 0, 0, nodes > 0, "MPI_COMM_WORLD"};
+        run_target(world, k, cases, nodes);
 
-    if (per_group > 0 && size > per_group) {
-        MPI_Comm group;
-        MPI_Comm_split(MPI_COMM_WORLD, rank / per_group, rank, &group);
-        before = k.read("coll_ina_grid_calls", group);
-        allreduces = 0;
-        all_types(group, "one group");
-        expect_grid(k, group, 4, before, true, "one group");
-        MPI_Comm_free(&group);
+        if (per_group > 0 && size > per_group) {
+            Target group{MPI_COMM_NULL, 0, 0, true, "one group"};
+            MPI_Comm_split(MPI_COMM_WORLD, rank / per_group, rank, &group.comm);
+            run_target(group, k, cases, 4);
+            MPI_Comm_free(&group.comm);
+        }
+        // The even ranks cover no whole group: the algorithm ina replaced.
+        Target even{MPI_COMM_NULL, 0, 0, false, "the even ranks"};
+        MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &even.comm);
+        if (rank % 2 == 0) {
+            run_target(even, k, cases, 0);
+        }
+        MPI_Comm_free(&even.comm);
     }
-    // The even ranks cover no whole group: the algorithm ina replaced.
-    MPI_Comm even;
-    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &even);
-    if (rank % 2 == 0) {
-        before = k.read("coll_ina_grid_calls", even);
-        allreduces = 0;
-        matrix<int32_t>(even, "the even ranks", true);
-        matrix<double>(even, "the even ranks", false);
-        expect_grid(k, even, 0, before, false, "the even ranks");
-    }
-    MPI_Comm_free(&even);
-
     k.close();
     const int code = finish("test_grid", checks);
     MPI_Finalize();

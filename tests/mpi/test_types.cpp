@@ -69,24 +69,10 @@ template <typename T> void scalar_type(MPI_Datatype dt, const char *tname)
 }
 
 // ---------------------------------------------------------------- complex
-template <typename R> struct Cx {
-    R re, im;
-};
 template <typename R> Cx<R> cx_input(int r, size_t i, bool prod)
 {
     R a = input<R>(prod ? Op::Prod : Op::Sum, r, i, 77), b = input<R>(prod ? Op::Prod : Op::Sum, r, i, 78);
     return {a, prod ? b - R(1) : b};
-}
-template <typename R> Cx<R> cx_sum(Cx<R> a, Cx<R> b) { return {a.re + b.re, a.im + b.im}; }
-template <typename R> Cx<R> cx_prod(Cx<R> a, Cx<R> b)
-{
-    // Written as separate statements so no fused multiply-add can form.
-    volatile R ac = a.re * b.re, bd = a.im * b.im, ad = a.re * b.im, bc = a.im * b.re;
-    return {ac - bd, ad + bc};
-}
-template <typename R> bool cx_same(const Cx<R> &a, const Cx<R> &b)
-{
-    return same_bits(a.re, b.re) && same_bits(a.im, b.im);
 }
 template <typename R> void complex_type(MPI_Datatype dt, const char *tname)
 {
@@ -100,28 +86,10 @@ template <typename R> void complex_type(MPI_Datatype dt, const char *tname)
 }
 
 // ---------------------------------------------------------------- pairs
-template <typename V> struct Pair {
-    V v;
-    int i;
-};
 template <typename V> Pair<V> pair_input(int r, size_t i)
 {
     // Few distinct values: many ties, so the index rule matters.
     return {static_cast<V>(static_cast<int>(mix(r * 131 + i) % 4)), static_cast<int>(mix(r + 7 * i) % 1000)};
-}
-template <typename V> Pair<V> minloc(Pair<V> a, Pair<V> b)
-{
-    if (b.v < a.v || (b.v == a.v && b.i < a.i)) return b;
-    return a;
-}
-template <typename V> Pair<V> maxloc(Pair<V> a, Pair<V> b)
-{
-    if (b.v > a.v || (b.v == a.v && b.i < a.i)) return b;
-    return a;
-}
-template <typename V> bool pair_same(const Pair<V> &a, const Pair<V> &b)
-{
-    return same_bits(a.v, b.v) && a.i == b.i;
 }
 template <typename V> void pair_type(MPI_Datatype dt, const char *tname)
 {
@@ -133,13 +101,6 @@ template <typename V> void pair_type(MPI_Datatype dt, const char *tname)
 }
 
 // ---------------------------------------------------------------- bool, byte
-// std::vector<bool> packs bits, so C _Bool elements travel in a one-byte struct.
-struct CBool {
-    bool v;
-};
-static_assert(sizeof(CBool) == 1, "MPI_C_BOOL is one byte");
-bool cbool_same(const CBool &a, const CBool &b) { return a.v == b.v; }
-
 void bool_type()
 {
     auto in = [](int r, size_t i) { return CBool{mix(r * 17 + i) % 3 != 0}; };
