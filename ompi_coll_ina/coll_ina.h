@@ -414,16 +414,22 @@ mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *
  * coll_ina_host, a commutative op, a contiguous vector, the size). */
 void mca_coll_ina_grid_setup(mca_coll_ina_module_t *m);
 void mca_coll_ina_grid_fini(mca_coll_ina_module_t *m);
-bool mca_coll_ina_grid_takes(const mca_coll_ina_module_t *m, const void *sbuf, const void *rbuf,
-                             int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op);
-bool mca_coll_ina_grid_takes_blocks(const mca_coll_ina_module_t *m, int count,
-                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+/* Whether the grid's rings run a call the agents do not take: `elems`
+ * elements in all (of every rank's blocks for the per-rank collectives,
+ * which need every node to hold as many ranks: `blocks`), a reduction's op
+ * (NULL: none). */
+bool mca_coll_ina_grid_takes(const mca_coll_ina_module_t *m, int64_t elems,
+                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, bool blocks);
 int mca_coll_ina_grid_allgather(mca_coll_ina_module_t *m, const void *sbuf, int scount,
                                 struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
                                 struct ompi_datatype_t *rdtype);
 int mca_coll_ina_grid_reduce_scatter_block(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf,
                                            int rcount, struct ompi_datatype_t *dtype,
                                            struct ompi_op_t *op);
+int mca_coll_ina_grid_bcast(mca_coll_ina_module_t *m, void *buf, int count,
+                            struct ompi_datatype_t *dtype, int root);
+int mca_coll_ina_grid_reduce(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf, int count,
+                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root);
 int mca_coll_ina_grid_allreduce(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf, int count,
                                 struct ompi_datatype_t *dtype, struct ompi_op_t *op);
 

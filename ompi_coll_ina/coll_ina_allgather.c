@@ -83,7 +83,7 @@ int mca_coll_ina_allgather(const void *sbuf, int scount, struct ompi_datatype_t 
         return rc;
     }
     /* On the host: the hyper-square's rings where they serve the call. */
-    if (0 == m->in_fallback && mca_coll_ina_grid_takes_blocks(m, rcount, rdtype, NULL)) {
+    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, (int64_t) rcount * m->size, rdtype, NULL, true)) {
         return mca_coll_ina_grid_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype);
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, allgather, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm);

@@ -53,7 +53,7 @@ int mca_coll_ina_allreduce(const void *sbuf, void *rbuf, int count,
     }
     /* On the host: the hyper-square's rings where they serve the call (not
      * inside a saved collective, which runs its own algorithm). */
-    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, sbuf, rbuf, count, dtype, op)) {
+    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, count, dtype, op, false)) {
         return mca_coll_ina_grid_allreduce(m, sbuf, rbuf, count, dtype, op);
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, allreduce, sbuf, rbuf, count, dtype, op, comm);

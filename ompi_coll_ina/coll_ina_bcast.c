@@ -54,6 +54,10 @@ int mca_coll_ina_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int 
     if (!fallback) {
         return rc;
     }
+    /* On the host: the hyper-square's rings where they serve the call. */
+    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, count, dtype, NULL, true)) {
+        return mca_coll_ina_grid_bcast(m, buf, count, dtype, root);
+    }
     MCA_COLL_INA_RETURN_PREVIOUS(m, bcast, buf, count, dtype, root, comm);
 }
 

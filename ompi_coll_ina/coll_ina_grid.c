@@ -219,14 +219,22 @@ int mca_coll_ina_grid_lanes(void)
 ina_lane_t mca_coll_ina_grid_lane_split(char *buf, size_t count, const int *ring, uint32_t n,
                                         uint32_t pos, bool backward, char *tmp)
 {
-    ina_lane_t l = {buf, ring, n, backward ? (n - pos) % n : pos, backward, tmp, count, 0, 0};
+    ina_lane_t l = {buf, ring, n, backward ? (n - pos) % n : pos, backward, tmp, count, 0, 0, 0};
+    return l;
+}
+
+ina_lane_t mca_coll_ina_grid_lane_chain(char *buf, size_t count, const int *ring, uint32_t n,
+                                        uint32_t pos, uint32_t root, bool backward, char *tmp)
+{
+    ina_lane_t l = mca_coll_ina_grid_lane_split(buf, count, ring, n, pos, backward, tmp);
+    l.root = backward ? (n - root) % n : root;
     return l;
 }
 
 ina_lane_t mca_coll_ina_grid_lane_slots(char *buf, size_t stride, size_t plen, const int *ring,
                                         uint32_t n, uint32_t pos, bool backward, char *tmp)
 {
-    ina_lane_t l = {buf, ring, n, backward ? (n - pos) % n : pos, backward, tmp, 0, stride, plen};
+    ina_lane_t l = {buf, ring, n, backward ? (n - pos) % n : pos, backward, tmp, 0, stride, plen, 0};
     return l;
 }
 
@@ -250,27 +258,58 @@ static int ina_lane_member(const ina_lane_t *l, uint32_t k)
     return l->ring[l->backward ? (l->n - k % l->n) % l->n : k % l->n];
 }
 
-/* One step of one lane: send piece `send` of its vector to the next member,
- * receive piece `recv` from the previous one into `into` (NULL: in place). */
+/* One step of one lane: send slen elements at sbuf to the next member (none
+ * where slen is 0), receive rlen into rbuf from the previous one, and for a
+ * reduction fold what came into `fold` once the tick is over. */
 typedef struct ina_move {
-    const ina_lane_t *lane;
-    uint32_t send, recv;
-    char *into;
+    char *sbuf, *rbuf, *fold;
+    size_t slen, rlen;
+    int to, from;
 } ina_move_t;
 
-/* Step s of a ring reduce-scatter (afterwards this rank holds piece
- * (pos + 1) mod n reduced over every member) and of a ring allgather
- * (starting from that piece, afterwards every piece). */
-static ina_move_t ina_step_move(const ina_lane_t *l, ina_grid_pass_t kind, uint32_t s)
+/* Step s of a pass over the lane. A reduce-scatter: afterwards this rank
+ * holds piece (pos + 1) mod n reduced over every member. An allgather:
+ * from that piece to every piece. A bcast chain: the whole lane from the
+ * member at lane position `root` to each next one, one link a step. A
+ * reduce chain: the whole lane folded on its way from the member after
+ * `root` round to `root`. */
+static ina_move_t ina_step_move(const ina_lane_t *l, ina_grid_pass_t kind, uint32_t s,
+                                ptrdiff_t extent)
 {
-    ina_move_t mv = {l, 0, 0, NULL};
-    if (INA_GRID_RS == kind) {
-        mv.send = (l->pos + l->n - s) % l->n;
-        mv.recv = (l->pos + 2 * l->n - s - 1) % l->n;
-        mv.into = l->tmp;
-    } else {
-        mv.send = (l->pos + 1 + l->n - s) % l->n;
-        mv.recv = (l->pos + l->n - s) % l->n;
+    ina_move_t mv = {NULL, NULL, NULL, 0, 0, ina_lane_member(l, l->pos + 1),
+                     ina_lane_member(l, l->pos + l->n - 1)};
+    const uint32_t d = (l->pos + l->n - l->root) % l->n; /* from the root, the lane's way */
+    size_t first, len;
+    uint32_t send = 0, recv = 0;
+
+    switch (kind) {
+    case INA_GRID_RS:
+    case INA_GRID_AG:
+        send = INA_GRID_RS == kind ? (l->pos + l->n - s) % l->n : (l->pos + 1 + l->n - s) % l->n;
+        recv = INA_GRID_RS == kind ? (l->pos + 2 * l->n - s - 1) % l->n : (l->pos + l->n - s) % l->n;
+        ina_lane_piece(l, send, &first, &len);
+        mv.sbuf = l->buf + (ptrdiff_t) first * extent;
+        mv.slen = len;
+        ina_lane_piece(l, recv, &first, &len);
+        mv.rbuf = l->buf + (ptrdiff_t) first * extent;
+        mv.rlen = len;
+        if (INA_GRID_RS == kind) {
+            mv.fold = mv.rbuf;
+            mv.rbuf = l->tmp;
+        }
+        break;
+    case INA_GRID_BCAST:
+        mv.sbuf = mv.rbuf = l->buf;
+        mv.slen = d == s && s + 1 < l->n ? l->count : 0;
+        mv.rlen = d == s + 1 ? l->count : 0;
+        break;
+    case INA_GRID_REDUCE:
+        mv.sbuf = l->buf;
+        mv.slen = d == s + 1 ? l->count : 0;
+        mv.rbuf = l->tmp;
+        mv.rlen = (d == s + 2 || (0 == d && s + 2 == l->n)) ? l->count : 0;
+        mv.fold = 0 != mv.rlen ? l->buf : NULL;
+        break;
     }
     return mv;
 }
@@ -301,25 +340,21 @@ static int ina_reqs_room(ina_reqs_t *q, size_t more)
 static int ina_move_post(const ina_move_t *mv, struct ompi_datatype_t *dtype, ptrdiff_t extent,
                          struct ompi_communicator_t *comm, int tag, ina_reqs_t *q)
 {
-    const ina_lane_t *l = mv->lane;
     const size_t frag_bytes = mca_coll_ina_component.grid_frag_bytes;
     const size_t frag = frag_bytes >= (size_t) extent ? frag_bytes / (size_t) extent : 1;
-    size_t sfirst, slen, rfirst, rlen, k;
+    size_t k;
     int rc;
 
-    ina_lane_piece(l, mv->send, &sfirst, &slen);
-    ina_lane_piece(l, mv->recv, &rfirst, &rlen);
-    rc = ina_reqs_room(q, (slen + frag - 1) / frag + (rlen + frag - 1) / frag);
-    char *rbase = NULL != mv->into ? mv->into : l->buf + (ptrdiff_t) rfirst * extent;
-    const int from = ina_lane_member(l, l->pos + l->n - 1), to = ina_lane_member(l, l->pos + 1);
-    for (k = 0; OMPI_SUCCESS == rc && k < rlen; k += frag) {
-        rc = MCA_PML_CALL(irecv(rbase + (ptrdiff_t) k * extent, rlen - k < frag ? rlen - k : frag,
-                                dtype, from, tag, comm, &q->r[q->n]));
+    rc = ina_reqs_room(q, (mv->slen + frag - 1) / frag + (mv->rlen + frag - 1) / frag);
+    for (k = 0; OMPI_SUCCESS == rc && k < mv->rlen; k += frag) {
+        rc = MCA_PML_CALL(irecv(mv->rbuf + (ptrdiff_t) k * extent,
+                                mv->rlen - k < frag ? mv->rlen - k : frag, dtype, mv->from, tag,
+                                comm, &q->r[q->n]));
         q->n += OMPI_SUCCESS == rc ? 1 : 0;
     }
-    for (k = 0; OMPI_SUCCESS == rc && k < slen; k += frag) {
-        rc = MCA_PML_CALL(isend(l->buf + (ptrdiff_t) (sfirst + k) * extent,
-                                slen - k < frag ? slen - k : frag, dtype, to, tag,
+    for (k = 0; OMPI_SUCCESS == rc && k < mv->slen; k += frag) {
+        rc = MCA_PML_CALL(isend(mv->sbuf + (ptrdiff_t) k * extent,
+                                mv->slen - k < frag ? mv->slen - k : frag, dtype, mv->to, tag,
                                 MCA_PML_BASE_SEND_STANDARD, comm, &q->r[q->n]));
         q->n += OMPI_SUCCESS == rc ? 1 : 0;
     }
@@ -340,17 +375,6 @@ static int ina_reqs_wait(ina_reqs_t *q, int rc)
                               : OMPI_SUCCESS;
     q->n = 0;
     return OMPI_SUCCESS != rc ? rc : wrc;
-}
-
-/* A reduce-scatter move's received piece, folded into the lane's own. */
-static int ina_move_fold(const ina_move_t *mv, struct ompi_datatype_t *dtype,
-                         struct ompi_op_t *op, ptrdiff_t extent)
-{
-    size_t first, len;
-
-    ina_lane_piece(mv->lane, mv->recv, &first, &len);
-    return mca_coll_ina_grid_fold(mv->into, mv->lane->buf + (ptrdiff_t) first * extent, len, dtype,
-                                  op);
 }
 
 void mca_coll_ina_grid_stream_add(ina_stream_t *st, ina_grid_pass_t kind, const ina_lane_t *lanes)
@@ -395,10 +419,9 @@ size_t mca_coll_ina_grid_chunks(size_t count, size_t elem_size)
 
 int mca_coll_ina_grid_run(mca_coll_ina_module_t *m, ina_stream_t *st, size_t nst,
                           struct ompi_datatype_t *dtype, struct ompi_op_t *op, ptrdiff_t extent,
-                          int tag)
+                          int tag, uint32_t gap)
 {
     size_t c, first_live = 0, started = 0, i, nm;
-    uint32_t gap;
     ina_move_t *mv = malloc(2 * nst * sizeof(*mv));
     ina_reqs_t q = {NULL, 0, 0};
     uint64_t tick;
@@ -412,8 +435,9 @@ int mca_coll_ina_grid_run(mca_coll_ina_module_t *m, ina_stream_t *st, size_t nst
         st[c].step = 0;
         ina_stream_settle(&st[c]);
     }
-    /* Ticks between two streams' starts: the first pass's steps. */
-    gap = 0 != nst && st[0].npasses > 0 ? st[0].lane[0][0].n - 1 : 1;
+    if (0 == gap) {
+        gap = 0 != nst && st[0].npasses > 0 ? st[0].lane[0][0].n - 1 : 1;
+    }
     gap = gap < 1 ? 1 : gap;
     for (tick = 0; OMPI_SUCCESS == rc && first_live < nst; ++tick) {
         if (0 == tick % gap && started < nst) {
@@ -422,7 +446,7 @@ int mca_coll_ina_grid_run(mca_coll_ina_module_t *m, ina_stream_t *st, size_t nst
         for (nm = 0, c = first_live; c < started; ++c) {
             for (i = 0; st[c].pass < st[c].npasses && i < (size_t) st[c].nl; ++i) {
                 mv[nm++] = ina_step_move(&st[c].lane[st[c].pass][i], st[c].kind[st[c].pass],
-                                         st[c].step);
+                                         st[c].step, extent);
             }
         }
         for (i = 0; OMPI_SUCCESS == rc && i < nm; ++i) {
@@ -430,8 +454,8 @@ int mca_coll_ina_grid_run(mca_coll_ina_module_t *m, ina_stream_t *st, size_t nst
         }
         rc = ina_reqs_wait(&q, rc);
         for (i = 0; OMPI_SUCCESS == rc && i < nm; ++i) {
-            if (NULL != mv[i].into) {
-                rc = ina_move_fold(&mv[i], dtype, op, extent);
+            if (NULL != mv[i].fold) {
+                rc = mca_coll_ina_grid_fold(mv[i].rbuf, mv[i].fold, mv[i].rlen, dtype, op);
             }
         }
         for (c = first_live; c < started; ++c) {
@@ -454,22 +478,27 @@ int mca_coll_ina_grid_run(mca_coll_ina_module_t *m, ina_stream_t *st, size_t nst
 
 /* ---- allreduce -------------------------------------------------------------- */
 
-bool mca_coll_ina_grid_takes(const mca_coll_ina_module_t *m, const void *sbuf, const void *rbuf,
-                             int count, struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+bool mca_coll_ina_grid_takes(const mca_coll_ina_module_t *m, int64_t elems,
+                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, bool blocks)
 {
     const mca_coll_ina_component_t *c = &mca_coll_ina_component;
+    ptrdiff_t lb = 0, extent = 0, true_lb = 0, true_extent = 0;
     size_t size = 0;
     int commute = 0;
 
-    if (0 == m->grid_cols || count <= 0 || MPI_SUCCESS != PMPI_Op_commutative(op, &commute) ||
-        !commute ||
-        !ompi_datatype_is_contiguous_memory_layout(dtype, count)) {
+    if (0 == m->grid_cols || (blocks && NULL == m->grid_slot) || elems <= 0 ||
+        elems > INT32_MAX ||
+        (NULL != op && (MPI_SUCCESS != PMPI_Op_commutative(op, &commute) || !commute)) ||
+        !ompi_datatype_is_contiguous_memory_layout(dtype, (int32_t) elems)) {
         return false;
     }
-    (void) sbuf;
-    (void) rbuf;
+    ompi_datatype_get_extent(dtype, &lb, &extent);
+    ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
     ompi_datatype_type_size(dtype, &size);
-    return MCA_COLL_INA_HOST_GRID == c->host || size * (size_t) count >= c->grid_min_bytes;
+    if (0 != lb || 0 != true_lb || (size_t) extent != size || (size_t) true_extent != size) {
+        return false; /* the rings cut the vector at element boundaries from its start */
+    }
+    return MCA_COLL_INA_HOST_GRID == c->host || size * (size_t) elems >= c->grid_min_bytes;
 }
 
 /* Steps 2 to 4 on a leader, chunk by chunk: each chunk's first half one
@@ -515,7 +544,7 @@ static int ina_grid_allreduce_rings(mca_coll_ina_module_t *m, char *buf, char *t
         mca_coll_ina_grid_stream_add(&st[c], INA_GRID_AG, col);
         mca_coll_ina_grid_stream_add(&st[c], INA_GRID_AG, row);
     }
-    rc = mca_coll_ina_grid_run(m, st, nst, dtype, op, extent, INA_GRID_TAG);
+    rc = mca_coll_ina_grid_run(m, st, nst, dtype, op, extent, INA_GRID_TAG, 0);
     free(st);
     return rc;
 }

@@ -35,16 +35,26 @@ typedef struct ina_lane {
      * member at ring position k (the one it holds after a reduce-scatter,
      * and before an allgather). */
     size_t count, stride, plen;
+    uint32_t root;   /* a chain's end (bcast: its start), as a lane position */
 } ina_lane_t;
 
 /* A lane of `count` elements cut evenly. */
 ina_lane_t mca_coll_ina_grid_lane_split(char *buf, size_t count, const int *ring, uint32_t n,
                                         uint32_t pos, bool backward, char *tmp);
+/* A lane of `count` elements that a chain carries whole, from (bcast) or to
+ * (reduce) the member at ring position root. */
+ina_lane_t mca_coll_ina_grid_lane_chain(char *buf, size_t count, const int *ring, uint32_t n,
+                                        uint32_t pos, uint32_t root, bool backward, char *tmp);
 /* A lane of n slots of plen elements, stride apart (ring position order). */
 ina_lane_t mca_coll_ina_grid_lane_slots(char *buf, size_t stride, size_t plen, const int *ring,
                                         uint32_t n, uint32_t pos, bool backward, char *tmp);
 
-typedef enum { INA_GRID_RS, INA_GRID_AG } ina_grid_pass_t;
+typedef enum {
+    INA_GRID_RS,    /* ring reduce-scatter */
+    INA_GRID_AG,    /* ring allgather */
+    INA_GRID_BCAST, /* chain from the root round the ring */
+    INA_GRID_REDUCE /* chain round the ring to the root, folding */
+} ina_grid_pass_t;
 
 #define INA_GRID_PASSES 4
 
@@ -73,9 +83,12 @@ size_t mca_coll_ina_grid_chunks(size_t count, size_t elem_size);
 int mca_coll_ina_grid_fold(const void *in, void *into, size_t len, struct ompi_datatype_t *dtype,
                            struct ompi_op_t *op);
 
-/* Run the streams to their end, on the communicator with `tag`. */
+/* Run the streams to their end, on the communicator with `tag`, stream c
+ * starting c x gap ticks after the first (0: the first pass's steps: a
+ * ring pass keeps its links for that long; a chain moves off a link after
+ * one tick, so chains pipeline with a gap of 1). */
 int mca_coll_ina_grid_run(mca_coll_ina_module_t *m, ina_stream_t *st, size_t nst,
                           struct ompi_datatype_t *dtype, struct ompi_op_t *op, ptrdiff_t extent,
-                          int tag);
+                          int tag, uint32_t gap);
 
 #endif /* MCA_COLL_INA_GRID_H */

@@ -43,29 +43,6 @@
 #include "coll_ina.h"
 #include "coll_ina_grid.h"
 
-bool mca_coll_ina_grid_takes_blocks(const mca_coll_ina_module_t *m, int count,
-                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op)
-{
-    const mca_coll_ina_component_t *c = &mca_coll_ina_component;
-    ptrdiff_t lb = 0, extent = 0;
-    size_t size = 0;
-    int commute = 0;
-
-    if (0 == m->grid_cols || NULL == m->grid_slot || count <= 0 ||
-        (int64_t) count * m->size > INT32_MAX ||
-        (NULL != op && (MPI_SUCCESS != PMPI_Op_commutative(op, &commute) || !commute)) ||
-        !ompi_datatype_is_contiguous_memory_layout(dtype, count * m->size)) {
-        return false;
-    }
-    ompi_datatype_get_extent(dtype, &lb, &extent);
-    ompi_datatype_type_size(dtype, &size);
-    if (0 != lb || (size_t) extent != size) {
-        return false; /* the blocks are copied as plain runs of bytes */
-    }
-    return MCA_COLL_INA_HOST_GRID == c->host ||
-           size * (size_t) count * (size_t) m->size >= c->grid_min_bytes;
-}
-
 /* A call's layout on a leader: blocks of `count` elements of `extent`
  * bytes, cut in chunks; chunk c is elements [first(c), first(c) + len(c))
  * of every block, and its region of the work buffer holds those runs of
@@ -164,7 +141,7 @@ static int ina_blocks_run_rings(mca_coll_ina_module_t *m, const ina_blocks_t *b,
         mca_coll_ina_grid_stream_add(&st[c], kind, columns_first ? col : row);
         mca_coll_ina_grid_stream_add(&st[c], kind, columns_first ? row : col);
     }
-    rc = mca_coll_ina_grid_run(m, st, b->nchunks, dtype, op, b->extent, tag);
+    rc = mca_coll_ina_grid_run(m, st, b->nchunks, dtype, op, b->extent, tag, 0);
     free(st);
     return rc;
 }

@@ -53,6 +53,10 @@ int mca_coll_ina_reduce(const void *sbuf, void *rbuf, int count,
     if (!fallback) {
         return rc;
     }
+    /* On the host: the hyper-square's rings where they serve the call. */
+    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, count, dtype, op, true)) {
+        return mca_coll_ina_grid_reduce(m, sbuf, rbuf, count, dtype, op, root);
+    }
     MCA_COLL_INA_RETURN_PREVIOUS(m, reduce, sbuf, rbuf, count, dtype, op, root, comm);
 }
 

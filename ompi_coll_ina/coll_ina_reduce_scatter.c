@@ -118,7 +118,7 @@ int mca_coll_ina_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
         return rc;
     }
     /* On the host: the hyper-square's rings where they serve the call. */
-    if (0 == m->in_fallback && mca_coll_ina_grid_takes_blocks(m, rcount, dtype, op)) {
+    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, (int64_t) rcount * m->size, dtype, op, true)) {
         return mca_coll_ina_grid_reduce_scatter_block(m, sbuf, rbuf, rcount, dtype, op);
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, reduce_scatter_block, sbuf, rbuf, rcount, dtype, op, comm);

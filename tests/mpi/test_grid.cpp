@@ -38,22 +38,23 @@
 //     the same bits (an allgather of their digests), so each rank compares
 //     a p-th of an allreduce's result with the reference;
 //   - coll_ina_grid_calls rises, per call, by exactly the calls the grid
-//     takes: the collective is routed to the grid (grid_runs, THE TABLE a
-//     change that routes another collective flips: today MPI_Allreduce
-//     alone) and the call is one the grid can take (grid_count: a
-//     communicator on the grid, a commutative op, a vector that is one
-//     contiguous block; coll_ina_host=grid in the scenarios, so no size
-//     threshold). The pair types with a gap (MPI_DOUBLE_INT, MPI_LONG_INT,
-//     MPI_LONG_DOUBLE_INT beyond one element, MPI_SHORT_INT at any length),
-//     the gapped user type and the non-commutative op go to the previous
-//     algorithm, exact all the same.
+//     takes: the collective is routed to the grid (grid_runs, THE TABLE:
+//     all five are) and the call is one the grid can take (grid_count: a
+//     communicator on the grid, a commutative op, elements back to back;
+//     coll_ina_host=grid in the scenarios, so no size threshold). The pair
+//     types with a gap (MPI_DOUBLE_INT, MPI_LONG_INT, MPI_LONG_DOUBLE_INT,
+//     MPI_SHORT_INT), the gapped user type and the non-commutative op go to
+//     the previous algorithm, exact all the same.
 // coll_ina_grid_nodes says how many nodes each communicator covers. Rank 0
 // prints, per communicator, how many calls of each collective the grid ran.
 //
-// usage: test_grid -n NODES [-g RANKS_PER_GROUP]
+// usage: test_grid -n NODES [-g RANKS_PER_GROUP] [-u]
 //   -n: nodes the world covers (coll_ina_grid_nodes on MPI_COMM_WORLD)
 //   -g: world ranks [k*G, (k+1)*G) fill group k: the split by group covers
 //       one group (4 nodes) each
+//   -u: the world's nodes hold unequal numbers of ranks: only its
+//       MPI_Allreduce runs on the grid, its other collectives on the
+//       algorithm ina replaced
 #include "ina_mpi_test.h"
 
 #include <unistd.h>
@@ -100,25 +101,26 @@ bool grid_runs(Coll c)
 {
     switch (c) {
     case Coll::Allreduce: return true;
-    case Coll::Reduce: return false;             // the previous algorithm, for now
-    case Coll::ReduceScatterBlock: return false; // the previous algorithm, for now
-    case Coll::Allgather: return false;          // the previous algorithm, for now
-    case Coll::Bcast: return false;              // the previous algorithm, for now
+    case Coll::Reduce: return true;
+    case Coll::ReduceScatterBlock: return true;
+    case Coll::Allgather: return true;
+    case Coll::Bcast: return true;
     }
     return false;
 }
 // ============================================================================
 
-// Whether `count` elements of `dt` are one contiguous block of memory: no
-// gap inside an element, nor between elements when there are several.
-bool contiguous_block(MPI_Datatype dt, size_t count)
+// Whether elements of `dt` lie back to back from the buffer's start, as
+// the grid's rings cut vectors: no gap inside an element nor between two,
+// no offset (the rings take no type with a gap, even for one element).
+bool contiguous_block(MPI_Datatype dt)
 {
     MPI_Aint lb, extent, true_lb, true_extent;
     int size;
     MPI_Type_get_extent(dt, &lb, &extent);
     MPI_Type_get_true_extent(dt, &true_lb, &true_extent);
     MPI_Type_size(dt, &size);
-    return true_extent == size && (count == 1 || extent == size);
+    return lb == 0 && true_lb == 0 && extent == size && true_extent == size;
 }
 
 bool commutative(MPI_Op op)
@@ -645,6 +647,9 @@ struct Target {
     int rank, size;
     bool on_grid; // covers whole groups of the grid: the rings can run its calls
     const char *what;
+    // Every node holds as many of its ranks: the per-rank and rooted
+    // collectives need it; with unequal nodes only MPI_Allreduce runs there.
+    bool even = true;
     long long calls[kNumColls] = {}, grid[kNumColls] = {}; // what ran, for the summary
 };
 
@@ -654,15 +659,13 @@ size_t recv_elems(Coll c, size_t n, int p) { return c == Coll::Allgather ? n * p
 
 // The coll_ina_grid_calls one call of `c` (count n) adds on every rank: one
 // where the component routes `c` to the grid (grid_runs) and the grid takes
-// the call: a communicator on the grid, a commutative op (a reduction's), the
-// vector the rings would carry (each rank's whole input to a
-// reduce-scatter, every rank's part of an allgather) one contiguous block.
+// the call: a communicator on the grid, a commutative op (a reduction's),
+// elements back to back (every scenario puts as many ranks on every node,
+// which the per-rank and rooted collectives need too).
 long long grid_count(Coll c, const Target &t, const Case &k, size_t n)
 {
-    const size_t vector = c == Coll::ReduceScatterBlock || c == Coll::Allgather
-                              ? n * static_cast<size_t>(t.size) : n;
-    return grid_runs(c) && t.on_grid && n > 0 && (!is_reduction(c) || commutative(k.op)) &&
-                   contiguous_block(k.dt, vector)
+    return grid_runs(c) && t.on_grid && (t.even || c == Coll::Allreduce) && n > 0 &&
+                   (!is_reduction(c) || commutative(k.op)) && contiguous_block(k.dt)
                ? 1 : 0;
 }
 
@@ -898,9 +901,11 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int nodes = 0, per_group = 0, c;
-    while ((c = getopt(argc, argv, "n:g:")) != -1) {
+    bool uneven = false;
+    while ((c = getopt(argc, argv, "n:g:u")) != -1) {
         if (c == 'n') nodes = std::atoi(optarg);
         if (c == 'g') per_group = std::atoi(optarg);
+        if (c == 'u') uneven = true;
     }
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -912,6 +917,7 @@ int main(int argc, char **argv)
         const std::vector<Case> cases = all_cases(user);
 
         Target world{MPI_COMM_WORLD, 0, 0, nodes > 0, "MPI_COMM_WORLD"};
+        world.even = !uneven;
         run_target(world, k, cases, nodes);
 
         if (per_group > 0 && size > per_group) {
