@@ -22,6 +22,9 @@
  * reduce_scatter_block x (n-1)/n, reduce and bcast x 1), in MB/s.
  * With -c every iteration's result is verified (values are small integers, so
  * float sums are exact in any order) and a wrong value fails the run.
+ * Where the ina component maps MPI_COMM_WORLD onto the hosts' grid (MPI_T:
+ * coll_ina_grid_nodes), each size adds a line "# coll_ina grid of N nodes: K
+ * of this size's C calls ran on its rings" (coll_ina_grid_calls, rank 0's).
  */
 #include <mpi.h>
 
@@ -109,6 +112,23 @@ static long combine(const char *op, long a, long b, const dtype_t *dt)
     return dt->type == MPI_UINT8_T ? (long)(uint8_t)v : v;
 }
 
+/* The ina component's MPI_T counters on MPI_COMM_WORLD, read as
+ * tests/mpi/ina_mpi_test.h does: -1 where it has not registered `name`. */
+static long long ina_pvar(MPI_T_pvar_session session, const char *name, int cls)
+{
+    MPI_Comm comm = MPI_COMM_WORLD;
+    MPI_T_pvar_handle handle;
+    unsigned long long value = 0;
+    int index, n = 0, rc;
+    if (MPI_SUCCESS != MPI_T_pvar_get_index(name, cls, &index) ||
+        MPI_SUCCESS != MPI_T_pvar_handle_alloc(session, index, &comm, &handle, &n)) {
+        return -1;
+    }
+    rc = MPI_T_pvar_read(session, handle, &value);
+    MPI_T_pvar_handle_free(session, &handle);
+    return MPI_SUCCESS == rc ? (long long)value : -1;
+}
+
 #define INA_BENCH_USAGE                                                                        \
     "usage: ina_bench [-b allreduce|reduce|allgather|reduce_scatter_block|bcast|barrier]\n"    \
     "                 [-m MIN:MAX] [-i ITERS] [-w WARMUP] [-d int|float|double|int64|uint8]\n" \
@@ -174,6 +194,12 @@ int main(int argc, char **argv)
         default: if (0 == rank) usage(); MPI_Finalize(); return 'h' == c ? 0 : 2;
         }
     }
+    /* Which calls ina's host algorithm for the grid ran (none without it). */
+    int provided;
+    MPI_T_pvar_session session;
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_T_pvar_session_create(&session);
+    long long grid_nodes = ina_pvar(session, "coll_ina_grid_nodes", MPI_T_PVAR_CLASS_SIZE);
     if (min_bytes < dt->size) min_bytes = dt->size;
     if (B_BARRIER == bench) min_bytes = max_bytes = 0;
 
@@ -208,6 +234,10 @@ int main(int argc, char **argv)
         double t_sum = 0.0;
         const void *src = in_place ? MPI_IN_PLACE : sbuf;
         MPI_Request preq = MPI_REQUEST_NULL;
+        long long grid_before = -1;
+        if (grid_nodes > 0) {
+            grid_before = ina_pvar(session, "coll_ina_grid_calls", MPI_T_PVAR_CLASS_COUNTER);
+        }
         if (persistent) {
             /* Planned once per size; the buffers' contents change per start. */
             switch (bench) {
@@ -299,6 +329,11 @@ int main(int argc, char **argv)
         if (persistent) {
             MPI_Request_free(&preq);
         }
+        if (grid_before >= 0 && 0 == rank) {
+            long long after = ina_pvar(session, "coll_ina_grid_calls", MPI_T_PVAR_CLASS_COUNTER);
+            printf("# coll_ina grid of %lld nodes: %lld of this size's %d calls ran on its rings\n",
+                   grid_nodes, after - grid_before, iters + warmup);
+        }
         double avg = t_sum / (iters > 0 ? iters : 1), tmin, tmax, tsum;
         MPI_Reduce(&avg, &tmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
         MPI_Reduce(&avg, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -330,6 +365,8 @@ int main(int argc, char **argv)
     }
     free(sbuf);
     free(rbuf);
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize(); /* before MPI_Finalize tears the component down */
     MPI_Finalize();
     return all_errors ? 1 : 0;
 }
