@@ -6,19 +6,25 @@
  * script can run it through ina and through Open MPI's own collectives and
  * compare. It never asserts on time.
  *
- * usage: ina_bench [-b allreduce|reduce|allgather|bcast|barrier] [-m MIN:MAX]
- *                  [-i ITERS] [-w WARMUP] [-d int|float|double|int64|uint8]
+ * usage: ina_bench [-b allreduce|reduce|allgather|reduce_scatter_block|bcast|barrier]
+ *                  [-m MIN:MAX] [-i ITERS] [-w WARMUP] [-d int|float|double|int64|uint8]
  *                  [-o sum|prod|min|max|band|bor|bxor] [-p] (in place) [-c] (check)
  *                  [-s SEC] (sleep SEC seconds after each size: idle CPU measurements)
  *                  [-P] (persistent: MPI_*_init once per size, then MPI_Start and
  *                  MPI_Wait each iteration; Open MPI 4.1: its MPIX_*_init)
  *
- * Columns: bytes (per rank's buffer), min/avg/max latency in microseconds
- * over ranks (each rank's average over ITERS), algorithm bandwidth (bytes /
- * avg time) and bus bandwidth (nccl-tests convention: allreduce x 2(n-1)/n,
- * allgather x (n-1)/n of the gathered size, reduce and bcast x 1), in MB/s.
+ * Columns: bytes (per rank's buffer; allgather and reduce_scatter_block:
+ * each rank's block, one of the n blocks of the gathered or reduced vector),
+ * min/avg/max latency in microseconds over ranks (each rank's average over
+ * ITERS), algorithm bandwidth (bytes / avg time; allgather and
+ * reduce_scatter_block: the n blocks' bytes / avg time) and bus bandwidth
+ * (nccl-tests convention: allreduce x 2(n-1)/n, allgather and
+ * reduce_scatter_block x (n-1)/n, reduce and bcast x 1), in MB/s.
  * With -c every iteration's result is verified (values are small integers, so
  * float sums are exact in any order) and a wrong value fails the run.
+ * Where the ina component maps MPI_COMM_WORLD onto the hosts' grid (MPI_T:
+ * coll_ina_grid_nodes), each size adds a line "# coll_ina grid of N nodes: K
+ * of this size's C calls ran on its rings" (coll_ina_grid_calls, rank 0's).
  */
 #include <mpi.h>
 
@@ -35,11 +41,14 @@
 #define MPI_Allreduce_init MPIX_Allreduce_init
 #define MPI_Reduce_init MPIX_Reduce_init
 #define MPI_Allgather_init MPIX_Allgather_init
+#define MPI_Reduce_scatter_block_init MPIX_Reduce_scatter_block_init
 #define MPI_Bcast_init MPIX_Bcast_init
 #define MPI_Barrier_init MPIX_Barrier_init
 #endif
 
-typedef enum { B_ALLREDUCE, B_REDUCE, B_ALLGATHER, B_BCAST, B_BARRIER } bench_t;
+typedef enum {
+    B_ALLREDUCE, B_REDUCE, B_ALLGATHER, B_REDUCE_SCATTER_BLOCK, B_BCAST, B_BARRIER
+} bench_t;
 
 typedef struct {
     const char *name;
@@ -103,9 +112,26 @@ static long combine(const char *op, long a, long b, const dtype_t *dt)
     return dt->type == MPI_UINT8_T ? (long)(uint8_t)v : v;
 }
 
-#define INA_BENCH_USAGE                                                                   \
-    "usage: ina_bench [-b allreduce|reduce|allgather|bcast|barrier] [-m MIN:MAX]\n"           \
-    "                 [-i ITERS] [-w WARMUP] [-d int|float|double|int64|uint8]\n"             \
+/* The ina component's MPI_T counters on MPI_COMM_WORLD, read as
+ * tests/mpi/ina_mpi_test.h does: -1 where it has not registered `name`. */
+static long long ina_pvar(MPI_T_pvar_session session, const char *name, int cls)
+{
+    MPI_Comm comm = MPI_COMM_WORLD;
+    MPI_T_pvar_handle handle;
+    unsigned long long value = 0;
+    int index, n = 0, rc;
+    if (MPI_SUCCESS != MPI_T_pvar_get_index(name, cls, &index) ||
+        MPI_SUCCESS != MPI_T_pvar_handle_alloc(session, index, &comm, &handle, &n)) {
+        return -1;
+    }
+    rc = MPI_T_pvar_read(session, handle, &value);
+    MPI_T_pvar_handle_free(session, &handle);
+    return MPI_SUCCESS == rc ? (long long)value : -1;
+}
+
+#define INA_BENCH_USAGE                                                                        \
+    "usage: ina_bench [-b allreduce|reduce|allgather|reduce_scatter_block|bcast|barrier]\n"    \
+    "                 [-m MIN:MAX] [-i ITERS] [-w WARMUP] [-d int|float|double|int64|uint8]\n" \
     "                 [-o sum|prod|min|max|band|bor|bxor] [-p] [-c] [-s SEC] [-P]\n"
 
 static void usage(void)
@@ -134,6 +160,7 @@ int main(int argc, char **argv)
             if (0 == strcmp(optarg, "allreduce")) bench = B_ALLREDUCE;
             else if (0 == strcmp(optarg, "reduce")) bench = B_REDUCE;
             else if (0 == strcmp(optarg, "allgather")) bench = B_ALLGATHER;
+            else if (0 == strcmp(optarg, "reduce_scatter_block")) bench = B_REDUCE_SCATTER_BLOCK;
             else if (0 == strcmp(optarg, "bcast")) bench = B_BCAST;
             else if (0 == strcmp(optarg, "barrier")) bench = B_BARRIER;
             else { if (0 == rank) usage(); MPI_Finalize(); return 2; }
@@ -167,12 +194,25 @@ int main(int argc, char **argv)
         default: if (0 == rank) usage(); MPI_Finalize(); return 'h' == c ? 0 : 2;
         }
     }
+    /* Which calls ina's host algorithm for the grid ran (none without it). */
+    int provided;
+    MPI_T_pvar_session session;
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_T_pvar_session_create(&session);
+    long long grid_nodes = ina_pvar(session, "coll_ina_grid_nodes", MPI_T_PVAR_CLASS_SIZE);
     if (min_bytes < dt->size) min_bytes = dt->size;
     if (B_BARRIER == bench) min_bytes = max_bytes = 0;
 
+    /* allgather: rbuf holds the n blocks; reduce_scatter_block: sbuf does (and
+     * rbuf too in place, where the n blocks go in and this rank's comes out). */
+    const int blocks = B_ALLGATHER == bench || B_REDUCE_SCATTER_BLOCK == bench;
     size_t max_count = max_bytes / dt->size;
-    size_t rbuf_elems = (B_ALLGATHER == bench ? (size_t)size : 1) * (max_count ? max_count : 1);
-    char *sbuf = calloc(max_count ? max_count : 1, dt->size);
+    size_t one = max_count ? max_count : 1;
+    size_t sbuf_elems = (B_REDUCE_SCATTER_BLOCK == bench ? (size_t)size : 1) * one;
+    size_t rbuf_elems =
+        (B_ALLGATHER == bench || (B_REDUCE_SCATTER_BLOCK == bench && in_place) ? (size_t)size : 1) *
+        one;
+    char *sbuf = calloc(sbuf_elems, dt->size);
     char *rbuf = calloc(rbuf_elems, dt->size);
     if (NULL == sbuf || NULL == rbuf) {
         fprintf(stderr, "ina_bench: out of memory\n");
@@ -188,10 +228,16 @@ int main(int argc, char **argv)
 
     for (size_t bytes = min_bytes;; bytes = bytes ? bytes * 2 : 1) {
         size_t count = bytes / dt->size;
+        /* Elements of each rank's input: n blocks for reduce_scatter_block. */
+        size_t scount = (B_REDUCE_SCATTER_BLOCK == bench ? (size_t)size : 1) * count;
         int root = 0;
         double t_sum = 0.0;
         const void *src = in_place ? MPI_IN_PLACE : sbuf;
         MPI_Request preq = MPI_REQUEST_NULL;
+        long long grid_before = -1;
+        if (grid_nodes > 0) {
+            grid_before = ina_pvar(session, "coll_ina_grid_calls", MPI_T_PVAR_CLASS_COUNTER);
+        }
         if (persistent) {
             /* Planned once per size; the buffers' contents change per start. */
             switch (bench) {
@@ -207,6 +253,10 @@ int main(int argc, char **argv)
                 MPI_Allgather_init(src, (int)count, dt->type, rbuf, (int)count, dt->type,
                                    MPI_COMM_WORLD, MPI_INFO_NULL, &preq);
                 break;
+            case B_REDUCE_SCATTER_BLOCK:
+                MPI_Reduce_scatter_block_init(src, rbuf, (int)count, dt->type, op->op,
+                                              MPI_COMM_WORLD, MPI_INFO_NULL, &preq);
+                break;
             case B_BCAST:
                 MPI_Bcast_init(sbuf, (int)count, dt->type, root, MPI_COMM_WORLD, MPI_INFO_NULL,
                                &preq);
@@ -217,9 +267,10 @@ int main(int argc, char **argv)
             }
         }
         for (int it = -warmup; it < iters; ++it) {
-            for (size_t i = 0; i < count; ++i) store(sbuf, i, dt, input(rank, i, op->name));
-            if (in_place && (B_ALLREDUCE == bench || B_REDUCE == bench)) {
-                memcpy(rbuf, sbuf, count * dt->size);
+            for (size_t i = 0; i < scount; ++i) store(sbuf, i, dt, input(rank, i, op->name));
+            if (in_place && (B_ALLREDUCE == bench || B_REDUCE == bench ||
+                             B_REDUCE_SCATTER_BLOCK == bench)) {
+                memcpy(rbuf, sbuf, scount * dt->size);
             }
             if (in_place && B_ALLGATHER == bench) {
                 memcpy(rbuf + (size_t)rank * count * dt->size, sbuf, count * dt->size);
@@ -240,6 +291,9 @@ int main(int argc, char **argv)
             case B_ALLGATHER:
                 MPI_Allgather(src, (int)count, dt->type, rbuf, (int)count, dt->type, MPI_COMM_WORLD);
                 break;
+            case B_REDUCE_SCATTER_BLOCK:
+                MPI_Reduce_scatter_block(src, rbuf, (int)count, dt->type, op->op, MPI_COMM_WORLD);
+                break;
             case B_BCAST:
                 MPI_Bcast(sbuf, (int)count, dt->type, root, MPI_COMM_WORLD);
                 break;
@@ -252,10 +306,14 @@ int main(int argc, char **argv)
 
             if (check && count > 0) {
                 for (size_t i = 0; i < count; ++i) {
-                    if (B_ALLREDUCE == bench || (B_REDUCE == bench && rank == root)) {
-                        long want = input(0, i, op->name);
+                    if (B_ALLREDUCE == bench || (B_REDUCE == bench && rank == root) ||
+                        B_REDUCE_SCATTER_BLOCK == bench) {
+                        /* reduce_scatter_block: this rank's block of the vectors */
+                        size_t at =
+                            (B_REDUCE_SCATTER_BLOCK == bench ? (size_t)rank * count : 0) + i;
+                        long want = input(0, at, op->name);
                         for (int r = 1; r < size; ++r)
-                            want = combine(op->name, want, input(r, i, op->name), dt);
+                            want = combine(op->name, want, input(r, at, op->name), dt);
                         errors += load(rbuf, i, dt) != want;
                     } else if (B_ALLGATHER == bench) {
                         for (int r = 0; r < size; ++r)
@@ -271,15 +329,20 @@ int main(int argc, char **argv)
         if (persistent) {
             MPI_Request_free(&preq);
         }
+        if (grid_before >= 0 && 0 == rank) {
+            long long after = ina_pvar(session, "coll_ina_grid_calls", MPI_T_PVAR_CLASS_COUNTER);
+            printf("# coll_ina grid of %lld nodes: %lld of this size's %d calls ran on its rings\n",
+                   grid_nodes, after - grid_before, iters + warmup);
+        }
         double avg = t_sum / (iters > 0 ? iters : 1), tmin, tmax, tsum;
         MPI_Reduce(&avg, &tmin, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
         MPI_Reduce(&avg, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         MPI_Reduce(&avg, &tsum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
         if (0 == rank) {
             double tavg = tsum / size;
-            double data = (double)count * dt->size * (B_ALLGATHER == bench ? size : 1);
+            double data = (double)count * dt->size * (blocks ? size : 1);
             double factor = B_ALLREDUCE == bench ? 2.0 * (size - 1) / size
-                            : B_ALLGATHER == bench ? (double)(size - 1) / size : 1.0;
+                            : blocks ? (double)(size - 1) / size : 1.0;
             double algbw = tavg > 0 ? data / tavg / 1e6 : 0.0;
             printf("  %12zu %12.2f %12.2f %12.2f %14.1f %14.1f\n", count * dt->size, tmin * 1e6,
                    tavg * 1e6, tmax * 1e6, algbw, algbw * factor);
@@ -302,6 +365,8 @@ int main(int argc, char **argv)
     }
     free(sbuf);
     free(rbuf);
+    MPI_T_pvar_session_free(&session);
+    MPI_T_finalize(); /* before MPI_Finalize tears the component down */
     MPI_Finalize();
     return all_errors ? 1 : 0;
 }

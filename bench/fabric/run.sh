@@ -1,8 +1,9 @@
 #!/bin/bash
 # Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
-# Emulated-fabric benchmark: MPI_Allreduce through ina vs Open MPI's own
-# collectives, over real kernel networking between emulated hosts on this
-# machine (network namespaces, a bridge, rate-limited veth links).
+# Emulated-fabric benchmark: MPI_Allreduce (or, with --coll, another
+# collective) through ina vs Open MPI's own collectives, over real kernel
+# networking between emulated hosts on this machine (network namespaces, a
+# bridge, rate-limited veth links).
 # See bench/fabric/README.md. Run as root.
 set -euo pipefail
 
@@ -16,6 +17,12 @@ repo=$(cd "$here/../.." && pwd)
 usage() {
     cat <<EOF
 usage: $0 [options]
+  --coll NAME      the collective every system runs: allreduce (default),
+                   reduce, allgather, bcast or reduce_scatter_block (float sum
+                   where it reduces, root rank 0 where it has one; results
+                   checked); results in NAME.csv, NAME.md and NAME.png;
+                   other than allreduce's, the logs are NAME-SYSTEM.log,
+                   NAME-link.log, NAME-agent.log ...
   --hosts N        emulated hosts (network namespaces), default 4
   --ppn P          MPI ranks per host, default 1
   --leaves L       L >= 2: a tree of agents: the hosts split in blocks over L
@@ -39,17 +46,26 @@ usage: $0 [options]
   --burst B        token bucket of every link (tc size syntax), default 1 ms at
                    the link rate (at least 2 frames)
   --queue T        tbf latency: how long a packet may wait in a port, default 20ms
-  --sizes MIN:MAX  allreduce sizes in bytes (doubling), default 8:67108864
+  --sizes MIN:MAX  sizes in bytes (doubling), default 8:67108864: each rank's
+                   vector (allreduce, reduce), the root's (bcast), each rank's
+                   block (allgather: the gathered vector is ranks x that;
+                   reduce_scatter_block: each rank's input vector is)
   --iters K        iterations for sizes up to 64 KiB (fewer for larger), default 100
   --repeat R       run the whole sweep R times, report the median, default 1
   --systems LIST   comma-separated, in this order: tuned (Open MPI's default
-                   choice), ring (tuned forced to its ring algorithm: the best
-                   host algorithm for big messages), ina1 (with --agents: ina
-                   over agent 0 alone), ina_P (ina, each size's allreduce a
-                   persistent request made once with MPI_Allreduce_init and
-                   started per call), ina; with --grid also grid (ina's host
-                   algorithm for the grid, no agent) and ina_denied (ina with
-                   the agent denying every call, so every call takes the grid
+                   choice), ring (tuned forced to its bandwidth-optimal
+                   algorithm for --coll, the best host algorithm for big
+                   messages: coll_tuned_<coll>_algorithm allreduce 4 ring,
+                   allgather 4 ring, bcast 3 and reduce 3 pipeline (a chain
+                   in rank order, $ring_seg-byte segments),
+                   reduce_scatter_block 3 recursive halving: tuned has no
+                   ring for it, and it sends what a ring does, (n-1)/n of the
+                   vector per rank), ina1 (with --agents: ina over agent 0
+                   alone), ina_P (ina, each size's call a persistent request
+                   made once with MPI_<Coll>_init and started per call),
+                   ina; with --grid also grid (ina's host algorithm for the
+                   grid, no agent) and ina_denied (ina with the agent
+                   denying every call, so every call takes the grid
                    algorithm); default tuned,ring,ina
   --builddir DIR   build tree with examples/ina_bench, switch_agent/ina-switchd
                    and ompi_coll_ina/.libs (default: $repo/build)
@@ -61,10 +77,14 @@ usage: $0 [options]
 EOF
 }
 
-hosts=4 hosts_given=0 grid='' ppn=1 leaves=0 spines=0 agents=0 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100 repeat=1
+# tuned's pipelined bcast and reduce (system ring): segments below the tcp
+# btl's eager limit (64 KiB), so a chain of 16 hosts fills in 14 x 32 KiB.
+ring_seg=32768
+coll=allreduce hosts=4 hosts_given=0 grid='' ppn=1 leaves=0 spines=0 agents=0 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100 repeat=1
 systems=tuned,ring,ina builddir='' out=$here/results limit=900 cleanup_only=0 agent_args=()
 while (($#)); do
     case $1 in
+    --coll) coll=${2:?}; shift 2 ;;
     --hosts) hosts=${2:?} hosts_given=1; shift 2 ;;
     --grid) grid=${2:?}; shift 2 ;;
     --ppn) ppn=${2:?}; shift 2 ;;
@@ -88,6 +108,10 @@ while (($#)); do
     esac
 done
 
+case $coll in
+allreduce | reduce | allgather | bcast | reduce_scatter_block) ;;
+*) die "--coll wants allreduce, reduce, allgather, bcast or reduce_scatter_block, not '$coll'" ;;
+esac
 fab_in_range "$hosts" 2 250 || die "--hosts wants 2..250"
 fab_in_range "$ppn" 1 64 || die "--ppn wants 1..64"
 if ! fab_in_range "$leaves" 0 "$hosts" || ((leaves == 1)); then die "--leaves wants 0 or 2..hosts"; fi
@@ -160,6 +184,8 @@ agent=$builddir/switch_agent/ina-switchd
 switchctl=$builddir/switch_agent/ina-switchctl
 compdir=$builddir/ompi_coll_ina/.libs
 [[ -x $bench ]] || die "$bench not found: build ina or pass --builddir"
+"$bench" --help 2>/dev/null | grep -q "[[| ]${coll}[]|]" ||
+    die "$bench has no -b $coll: build examples/ina_bench of this tree"
 if ((run_ina)); then
     [[ -x $agent ]] || die "$agent not found (or leave ina out of --systems)"
 fi
@@ -174,6 +200,65 @@ fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 ranks=$((hosts * ppn))
+# allgather, reduce_scatter_block: every rank holds ranks blocks of the
+# size (and the component a copy): keep all ranks within half the memory.
+if [[ $coll == allgather || $coll == reduce_scatter_block ]]; then
+    need_mb=$((2 * ranks * ranks * max_bytes >> 20))
+    avail_mb=$(awk '$1 == "MemAvailable:" { print int($2 / 1024) }' /proc/meminfo)
+    ((need_mb <= avail_mb / 2)) ||
+        die "--coll $coll: $ranks ranks x $ranks blocks of $max_bytes bytes, twice, are $need_mb MiB; $avail_mb MiB available: lower --sizes' MAX"
+fi
+# What the collective is: its MPI name and operation for the title, what
+# the size means and busbw for the table and the plot, what the ring system
+# forces tuned to, and the least bytes a host algorithm puts on the grid's
+# links per call of S bytes (every byte over one link: a one-hop ring or
+# chain; bytes_per_s x S) and what that is.
+case $coll in
+allreduce)
+    coll_title="MPI_Allreduce (float sum)" size_col=bytes
+    coll_note="busbw = bytes / time x 2(n-1)/n (n = $ranks ranks). tuned: Open MPI's default algorithm choice; ring: tuned's ring allreduce. A time ratio above 1 means ina is faster."
+    plot_bw="bus bandwidth = bytes / time x 2(n-1)/n" plot_x="message size (bytes per rank)" plot_ina=1
+    plot_ring="Open MPI tuned, ring algorithm"
+    ring_args=(--mca coll_tuned_allreduce_algorithm 4)
+    bytes_per_s=$((2 * (hosts - 1)))
+    bytes_what="a one-hop ring (2(H-1) x S per call, H = $hosts hosts)" ;;
+reduce)
+    coll_title="MPI_Reduce (float sum, root 0)" size_col=bytes
+    coll_note="bytes: each rank's vector; busbw = bytes / time (n = $ranks ranks). tuned: Open MPI's default algorithm choice; ring: tuned's pipelined reduce (algorithm 3: a chain in rank order, $ring_seg-byte segments). A time ratio above 1 means ina is faster."
+    plot_bw="bus bandwidth = bytes / time" plot_x="message size (bytes per rank)" plot_ina=0
+    plot_ring="Open MPI tuned, pipelined chain (reduce 3)"
+    ring_args=(--mca coll_tuned_reduce_algorithm 3 --mca coll_tuned_reduce_algorithm_segmentsize "$ring_seg")
+    bytes_per_s=$((hosts - 1))
+    bytes_what="a one-hop chain ((H-1) x S per call: S out of every host but the root's over one link, H = $hosts hosts)" ;;
+bcast)
+    coll_title="MPI_Bcast (float, root 0)" size_col=bytes
+    coll_note="bytes: the root's vector; busbw = bytes / time (n = $ranks ranks). tuned: Open MPI's default algorithm choice; ring: tuned's pipelined bcast (algorithm 3: a chain in rank order, $ring_seg-byte segments). A time ratio above 1 means ina is faster."
+    plot_bw="bus bandwidth = bytes / time" plot_x="message size (bytes, at the root)" plot_ina=0
+    plot_ring="Open MPI tuned, pipelined chain (bcast 3)"
+    ring_args=(--mca coll_tuned_bcast_algorithm 3 --mca coll_tuned_bcast_algorithm_segmentsize "$ring_seg")
+    bytes_per_s=$((hosts - 1))
+    bytes_what="a one-hop chain ((H-1) x S per call: S into every host but the root's over one link, H = $hosts hosts)" ;;
+allgather)
+    coll_title="MPI_Allgather (float)" size_col="block bytes"
+    coll_note="block bytes: each rank's block (the gathered vector is n blocks); busbw = n x bytes / time x (n-1)/n (n = $ranks ranks). tuned: Open MPI's default algorithm choice; ring: tuned's ring allgather (algorithm 4). A time ratio above 1 means ina is faster."
+    plot_bw="bus bandwidth = n x bytes / time x (n-1)/n" plot_x="block size (bytes per rank; n blocks gathered)" plot_ina=0
+    plot_ring="Open MPI tuned, ring algorithm (allgather 4)"
+    ring_args=(--mca coll_tuned_allgather_algorithm 4)
+    bytes_per_s=$(((hosts - 1) * ranks))
+    bytes_what="a one-hop ring ((H-1) x N x S per call: into every host the other hosts' blocks over one link, H = $hosts hosts, N = $ranks ranks)" ;;
+reduce_scatter_block)
+    coll_title="MPI_Reduce_scatter_block (float sum)" size_col="block bytes"
+    coll_note="block bytes: each rank's block of the result (each rank's input is n blocks); busbw = n x bytes / time x (n-1)/n (n = $ranks ranks). tuned: Open MPI's default algorithm choice; ring: tuned's recursive-halving reduce_scatter_block (algorithm 3; tuned has none called ring for it). A time ratio above 1 means ina is faster."
+    plot_bw="bus bandwidth = n x bytes / time x (n-1)/n" plot_x="block size (bytes per rank; n blocks reduced)" plot_ina=0
+    plot_ring="Open MPI tuned, recursive halving (reduce_scatter_block 3)"
+    ring_args=(--mca coll_tuned_reduce_scatter_block_algorithm 3)
+    bytes_per_s=$(((hosts - 1) * ranks))
+    bytes_what="a one-hop ring ((H-1) x N x S per call: out of every host the other hosts' blocks of its vector over one link, H = $hosts hosts, N = $ranks ranks)" ;;
+esac
+# allreduce's files keep their names; another collective's logs are
+# prefixed with it, so that runs of several collectives can share --out.
+pfx=
+[[ $coll == allreduce ]] || pfx=$coll-
 
 cleanup() {
     local rc=$?
@@ -237,7 +322,7 @@ if ((cols)); then
         END { printf "run.sh: grid of %d x %d hosts (h<i> at column i mod %d, row i div %d; address %s.ROW.(COLUMN+1) on %s);", c, r, c, c, net, ifn
               printf " a rank-order ring of the hosts crosses %d links per round, %d..%d per step, %.2f on average\n", s, mn, mx, s / n }'
 fi
-link_log=$out/link.log
+link_log=$out/${pfx}link.log
 : >"$link_log"
 # About half a second of data per broadcast, 1..32 MiB.
 link_bytes=$((rate_bps / 16))
@@ -264,7 +349,8 @@ band_warmup=($((iters / 10 > 2 ? iters / 10 : 2)) 2 1)
 # MPI arguments of each system. tuned: Open MPI's own collectives as they
 # come (tuned picks the algorithm per size). ring: tuned forced to its ring
 # allreduce (algorithm 4), which moves the fewest bytes per link of the host
-# algorithms and is what a link-bound fabric favours. ina: ina alone (other
+# algorithms and is what a link-bound fabric favours (or, with --coll, the
+# algorithm of that collective that does: ring_args). ina: ina alone (other
 # collectives from basic/libnbc), offload required so that a refused offload
 # fails instead of silently measuring the fallback; verbose 1 prints the
 # offload counters at the end.
@@ -272,8 +358,7 @@ sys_args() {
     bench_args=()
     case $1 in
     tuned) args=(--mca coll ^ina) ;;
-    ring) args=(--mca coll ^ina --mca coll_tuned_use_dynamic_rules 1
-        --mca coll_tuned_allreduce_algorithm 4) ;;
+    ring) args=(--mca coll ^ina --mca coll_tuned_use_dynamic_rules 1 "${ring_args[@]}") ;;
     # The emulated hosts are network namespaces of one machine, which Open
     # MPI's runtime reports as one node: coll_ina_test_node_size tells ina the
     # emulated layout (ranks in blocks of ppn per host, as rank.sh places
@@ -358,27 +443,28 @@ else
     ina_agent_args=(--mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT")
 fi
 
-# Allreduce float sum, results checked; the systems take turns band by band,
+# The collective (float sum where it reduces), results checked; the systems
+# take turns band by band,
 # so that a change of load on the machine hits all of them alike.
 # The emulated switch shares this machine's cores with the hosts' ranks (a
 # real one has its own): where they outnumber the cores, its agent yields
 # between polls, as ina's embedded agent and ranks do on an oversubscribed node.
 nagents=$((leaves >= 2 ? leaves + spines + 1 : agents >= 1 ? agents : 1))
 if ((hosts * ppn + nagents > $(nproc))); then agent_args=(--spin-yield "${agent_args[@]}"); fi
-rm -f "$out"/agent*.log
+rm -f "$out/$pfx"agent*.log
 if ((run_ina)); then
     if ((leaves >= 2)); then
         # Parents first: an agent with --parent connects to it as it starts.
         if ((spines >= 2)); then
-            fab_agent_up core "$(fab_ns_core)" "$FAB_AGENT_ADDR" "$agent" "$out/agent-core.log" \
+            fab_agent_up core "$(fab_ns_core)" "$FAB_AGENT_ADDR" "$agent" "$out/${pfx}agent-core.log" \
                 "${agent_args[@]}"
             for ((sp = 0; sp < spines; sp++)); do
                 fab_agent_up "spine$sp" "$(fab_ns_spine_n "$sp")" "$(fab_spine_agent_addr "$sp")" \
-                    "$agent" "$out/agent-spine$sp.log" --parent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" \
+                    "$agent" "$out/${pfx}agent-spine$sp.log" --parent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" \
                     "${agent_args[@]}"
             done
         else
-            fab_agent_up spine "$(fab_ns_spine)" "$FAB_AGENT_ADDR" "$agent" "$out/agent-spine.log" \
+            fab_agent_up spine "$(fab_ns_spine)" "$FAB_AGENT_ADDR" "$agent" "$out/${pfx}agent-spine.log" \
                 "${agent_args[@]}"
         fi
         for ((l = 0; l < leaves; l++)); do
@@ -388,18 +474,18 @@ if ((run_ina)); then
                 up=$FAB_AGENT_ADDR
             fi
             fab_agent_up "leaf$l" "$(fab_ns_leaf "$l")" "$(fab_leaf_agent_addr "$l")" "$agent" \
-                "$out/agent-leaf$l.log" --parent "$up:$FAB_AGENT_PORT" "${agent_args[@]}"
+                "$out/${pfx}agent-leaf$l.log" --parent "$up:$FAB_AGENT_PORT" "${agent_args[@]}"
         done
     elif ((agents >= 1)); then
         for ((k = 0; k < agents; k++)); do
             fab_agent_up "a$k" "$(fab_ns_agent "$k")" "$(fab_stripe_agent_addr "$k")" "$agent" \
-                "$out/agent-a$k.log" "${agent_args[@]}"
+                "$out/${pfx}agent-a$k.log" "${agent_args[@]}"
         done
     else
         # ina_denied drains the agent through its control socket.
         control=()
         ((run_denied)) && control=(--control "$FAB_STATE/agent-switch.sock")
-        fab_agent_up switch "$(fab_ns_switch)" "$FAB_AGENT_ADDR" "$agent" "$out/agent.log" \
+        fab_agent_up switch "$(fab_ns_switch)" "$FAB_AGENT_ADDR" "$agent" "$out/${pfx}agent.log" \
             "${control[@]}" "${agent_args[@]}"
     fi
 fi
@@ -407,22 +493,22 @@ fi
 # (drain) during its sweeps and serves again (resume) during the others'.
 agent_drain() {
     ((run_denied)) || return 0
-    "$switchctl" --socket "$FAB_STATE/agent-switch.sock" "$1" >>"$out/agent.log" 2>&1 ||
-        die "ina-switchctl $1 failed (see $out/agent.log)"
+    "$switchctl" --socket "$FAB_STATE/agent-switch.sock" "$1" >>"$out/${pfx}agent.log" 2>&1 ||
+        die "ina-switchctl $1 failed (see $out/${pfx}agent.log)"
 }
-for sys in tuned ring ina1 ina_P ina grid ina_denied; do rm -f "$out/$sys.log"; done
+for sys in tuned ring ina1 ina_P ina grid ina_denied; do rm -f "$out/$pfx$sys.log"; done
 declare -A drops=() # "SYSTEM NS/DEV" -> packets dropped
 declare -A grid_bytes=() call_bytes=() # with a grid, per system: bytes its links carried, bytes of the calls
 for ((rep = 1; rep <= repeat; rep++)); do
     for band in "${bands[@]}"; do
         read -r cls lo hi <<<"$band"
         for sys in "${active[@]}"; do
-            echo "run.sh: [$rep/$repeat] $sys allreduce $lo..$hi bytes, ${band_iters[cls]} iterations"
+            echo "run.sh: [$rep/$repeat] $sys $coll $lo..$hi bytes, ${band_iters[cls]} iterations"
             sys_args "$sys"
             if [[ $sys == ina_denied ]]; then agent_drain drain; else agent_drain resume; fi
             before=$(fab_port_drops)
             ((cols)) && gb=$(fab_grid_bytes)
-            mpi "$ranks" "$out/$sys.log" "${args[@]}" -- "${bench_args[@]}" -b allreduce -d float -o sum -c \
+            mpi "$ranks" "$out/$pfx$sys.log" "${args[@]}" -- "${bench_args[@]}" -b "$coll" -d float -o sum -c \
                 -m "$lo:$hi" -i "${band_iters[cls]}" -w "${band_warmup[cls]}"
             if ((cols)); then
                 grid_bytes[$sys]=$((${grid_bytes[$sys]:-0} + $(fab_grid_bytes) - gb))
@@ -448,24 +534,30 @@ for sys in "${active[@]}"; do
     echo "run.sh: $sys: packets dropped at rate-limited ports:${line:- none}"
 done
 # With a grid: what its links carried per system (every byte once per link
-# it crossed), against what a ring whose every step is one link would send
-# (2(H-1) x S per call over H hosts): a rank-order ring shows its steps'
-# mean length, ina's agent traffic does not cross the grid.
+# it crossed), against the least a host algorithm sends, every step over one
+# link (allreduce: a ring, 2(H-1) x S per call over H hosts; the others:
+# bytes_what above): a rank-order ring or chain shows its steps' mean
+# length, ina's agent traffic does not cross the grid.
 if ((cols)); then
     for sys in "${active[@]}"; do
-        awk -v s="$sys" -v b="${grid_bytes[$sys]}" -v c="${call_bytes[$sys]}" -v h="$hosts" 'BEGIN {
-            r = c > 0 ? b / (2 * (h - 1) * c) : 0
-            printf "run.sh: %s: grid links carried %.1f MB, %.2f x a one-hop ring", s, b / 1e6, r
-            printf " (2(H-1) x S per call, H = %d hosts)\n", h }'
+        awk -v s="$sys" -v b="${grid_bytes[$sys]}" -v c="${call_bytes[$sys]}" -v k="$bytes_per_s" \
+            -v what="$bytes_what" 'BEGIN {
+            r = c > 0 ? b / (k * c) : 0
+            printf "run.sh: %s: grid links carried %.1f MB, %.2f x %s\n", s, b / 1e6, r, what }'
     done
 fi
 # The component's counters (coll_ina_verbose 1), summed over its reports.
-# Each report reads "offloaded N (per collective...), fallback M (...)".
+# Each report reads "offloaded N (per collective...), fallback M (...)";
+# a call ina's grid algorithm ran counts as a fallback there. Where
+# ina_bench reports the grid's calls ("# coll_ina grid of N nodes: K of this
+# size's C calls ran on its rings"), their sums are added.
 for sys in ina1 ina_P ina grid ina_denied; do
-    [[ -r $out/$sys.log ]] || continue
-    off=$({ grep -o 'offloaded [0-9]*' "$out/$sys.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
-    fb=$({ grep -o 'fallback [0-9]*' "$out/$sys.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
-    echo "run.sh: $sys counters: $off calls offloaded, $fb fell back"
+    [[ -r $out/$pfx$sys.log ]] || continue
+    off=$({ grep -o 'offloaded [0-9]*' "$out/$pfx$sys.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
+    fb=$({ grep -o 'fallback [0-9]*' "$out/$pfx$sys.log" || true; } | awk '{ s += $2 } END { print s + 0 }')
+    on_grid=$(awk '/^# coll_ina grid of / { k += $7; c += $11; n++ }
+        END { if (n) printf ", %d of the %d timed and warm-up calls ran on the grid'"'"'s rings", k, c }' "$out/$pfx$sys.log")
+    echo "run.sh: $sys counters: $off calls offloaded, $fb fell back$on_grid"
 done
 if ((run_ina)); then
     fab_agent_down
@@ -477,7 +569,7 @@ if ((run_ina)); then
     # With spines, each spine's uplink likewise, one level up, and the core's
     # blocks_in = the spines' partials.
     # With striped agents, each agent's share (agent a0's includes ina1's).
-    for log in "$out"/agent*.log; do
+    for log in "$out/$pfx"agent*.log; do
         name=$(basename "$log" .log)
         grep -o 'block bytes in: .*' "$log" | sed "s/^/run.sh: $name: /" || true
         grep -o ' blocks_in=[0-9]*' "$log" | sed "s/^ /run.sh: $name: /" || true
@@ -490,31 +582,31 @@ fi
 
 # Results: CSV, Markdown table (printed too), PNG plot. With --repeat, the
 # run with the median time per system and size (the lower median for an even
-# count); every run stays in allreduce-runs.csv.
-csv=$out/allreduce.csv md=$out/allreduce.md png=$out/allreduce.png
+# count); every run stays in COLL-runs.csv (allreduce-runs.csv ...).
+csv=$out/$coll.csv md=$out/$coll.md png=$out/$coll.png runs=$out/$coll-runs.csv
 {
     echo "system,bytes,avg_usec,busbw_MBps"
     for sys in "${active[@]}"; do
-        awk -v s="$sys" '$1 ~ /^[0-9]+$/ && NF == 6 { printf "%s,%s,%s,%s\n", s, $1, $3, $6 }' "$out/$sys.log"
+        awk -v s="$sys" '$1 ~ /^[0-9]+$/ && NF == 6 { printf "%s,%s,%s,%s\n", s, $1, $3, $6 }' "$out/$pfx$sys.log"
     done
-} >"$out/allreduce-runs.csv"
+} >"$runs"
 {
     echo "system,bytes,avg_usec,busbw_MBps"
     for sys in "${active[@]}"; do
-        grep "^$sys," "$out/allreduce-runs.csv" | sort -t, -k2,2n -k3,3g |
+        grep "^$sys," "$runs" | sort -t, -k2,2n -k3,3g |
             awk -F, '$2 != b { if (n) print r[int((n + 1) / 2)]; b = $2; n = 0 }
                 { r[++n] = $0 } END { if (n) print r[int((n + 1) / 2)] }'
     done
 } >"$csv"
 
-title="MPI_Allreduce (float sum), $shape, links $rate per direction (measured ${link_mbit} Mbit/s)"
+title="$coll_title, $shape, links $rate per direction (measured ${link_mbit} Mbit/s)"
 # Columns: time and busbw per system, then each host system's time over ina's.
-awk -F, -v title="$title" -v n="$ranks" -v systems="${active[*]}" '
+awk -F, -v title="$title" -v systems="${active[*]}" -v size_col="$size_col" -v note="$coll_note" '
     NR > 1 { t[$1, $2] = $3; b[$1, $2] = $4; if (!($2 in seen)) { seen[$2] = 1; size[k++] = $2 } }
     function f(v) { return v == "" ? "-" : v }
     END {
         ns = split(systems, sys, " "); has_ina = systems ~ /(^| )ina( |$)/
-        printf "### %s\n\n| bytes |", title
+        printf "### %s\n\n| %s |", title, size_col
         for (j = 1; j <= ns; j++) printf " %s avg us |", sys[j]
         for (j = 1; j <= ns; j++) printf " %s busbw MB/s |", sys[j]
         for (j = 1; j <= ns; j++) if (has_ina && sys[j] != "ina") printf " %s/ina time |", sys[j]
@@ -534,11 +626,10 @@ awk -F, -v title="$title" -v n="$ranks" -v systems="${active[*]}" '
             }
             printf "\n"
         }
-        printf "\nbusbw = bytes / time x 2(n-1)/n (n = %d ranks). tuned: Open MPI'"'"'s default algorithm choice;", n
-        printf " ring: tuned'"'"'s ring allreduce. A time ratio above 1 means ina is faster.\n"
+        printf "\n%s\n", note
     }' "$csv" >"$md"
 
-gnuplot -e "csv='$csv'; png='$png'; systems='${active[*]}'; link_MBps=$link_mbit/8.0; nranks=$ranks; ppn=$ppn; plot_title='$title'" \
+gnuplot -e "csv='$csv'; png='$png'; systems='${active[*]}'; link_MBps=$link_mbit/8.0; nranks=$ranks; ppn=$ppn; plot_title='$title'; bw_title='$plot_bw'; x_title='$plot_x'; ina_bound=$plot_ina; ring_title='$plot_ring'" \
     "$here/plot.gp" || die "gnuplot failed"
 
 echo
