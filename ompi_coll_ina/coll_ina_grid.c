@@ -417,6 +417,23 @@ size_t mca_coll_ina_grid_chunks(size_t count, size_t elem_size)
     return k < most ? k : most;
 }
 
+ina_stream_t *mca_coll_ina_grid_streams(size_t count, struct ompi_datatype_t *dtype, size_t most,
+                                        size_t *nst)
+{
+    size_t elem_size = 0, c;
+    ina_stream_t *st;
+
+    ompi_datatype_type_size(dtype, &elem_size);
+    *nst = mca_coll_ina_grid_chunks(count, elem_size);
+    *nst = *nst < most ? *nst : most;
+    *nst = *nst < 1 ? 1 : *nst;
+    st = calloc(*nst, sizeof(*st));
+    for (c = 0; NULL != st && c < *nst; ++c) {
+        st[c].nl = mca_coll_ina_grid_lanes();
+    }
+    return st;
+}
+
 int mca_coll_ina_grid_run(mca_coll_ina_module_t *m, ina_stream_t *st, size_t nst,
                           struct ompi_datatype_t *dtype, struct ompi_op_t *op, ptrdiff_t extent,
                           int tag, uint32_t gap)
@@ -509,13 +526,10 @@ static int ina_grid_allreduce_rings(mca_coll_ina_module_t *m, char *buf, char *t
                                     struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                     ptrdiff_t extent)
 {
-    size_t elem_size = 0, nst, c;
-    ina_stream_t *st;
+    size_t nst, c;
+    ina_stream_t *st = mca_coll_ina_grid_streams(count, dtype, count, &nst);
     int rc, i;
 
-    ompi_datatype_type_size(dtype, &elem_size);
-    nst = mca_coll_ina_grid_chunks(count, elem_size);
-    st = calloc(nst, sizeof(*st));
     if (NULL == st) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
@@ -524,7 +538,6 @@ static int ina_grid_allreduce_rings(mca_coll_ina_module_t *m, char *buf, char *t
         ina_lane_t row[2], col[2];
         mca_coll_ina_grid_piece(count, (uint32_t) nst, (uint32_t) c, &first, &len);
         char *b = buf + (ptrdiff_t) first * extent, *t = tmp + (ptrdiff_t) first * extent;
-        st[c].nl = mca_coll_ina_grid_lanes();
         half = 2 == st[c].nl ? len / 2 : len;
         row[0] = mca_coll_ina_grid_lane_split(b, half, m->grid_row, m->grid_cols, m->grid_row_pos,
                                               false, t);

@@ -79,6 +79,11 @@ void mca_coll_ina_grid_piece(size_t count, uint32_t n, uint32_t i, size_t *first
 /* How many chunks (streams) a call of `count` elements pipelines in. */
 size_t mca_coll_ina_grid_chunks(size_t count, size_t elem_size);
 
+/* A call's streams, empty, one per chunk (*nst of them, at most `most`):
+ * free() them after the run. NULL: out of memory. */
+ina_stream_t *mca_coll_ina_grid_streams(size_t count, struct ompi_datatype_t *dtype, size_t most,
+                                        size_t *nst);
+
 /* into = in OP into, over len elements. */
 int mca_coll_ina_grid_fold(const void *in, void *into, size_t len, struct ompi_datatype_t *dtype,
                            struct ompi_op_t *op);

@@ -47,22 +47,18 @@ static int ina_rooted_rings(mca_coll_ina_module_t *m, char *buf, char *tmp, size
     const uint32_t i0 = node / m->grid_rows, j0 = node % m->grid_rows; /* ring positions */
     const bool in_row = m->grid_col_pos == j0;
     ptrdiff_t lb, extent;
-    size_t elem_size = 0, nst, c;
-    ina_stream_t *st;
+    size_t nst, c;
+    ina_stream_t *st = mca_coll_ina_grid_streams(count, dtype, count, &nst);
     int rc, i;
 
-    ompi_datatype_get_extent(dtype, &lb, &extent);
-    ompi_datatype_type_size(dtype, &elem_size);
-    nst = mca_coll_ina_grid_chunks(count, elem_size);
-    st = calloc(nst, sizeof(*st));
     if (NULL == st) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    ompi_datatype_get_extent(dtype, &lb, &extent);
     for (c = 0; c < nst; ++c) {
         size_t first, len, half;
         ina_lane_t row[2], col[2];
         mca_coll_ina_grid_piece(count, (uint32_t) nst, (uint32_t) c, &first, &len);
-        st[c].nl = mca_coll_ina_grid_lanes();
         half = 2 == st[c].nl ? len / 2 : len;
         for (i = 0; i < st[c].nl; ++i) {
             const size_t at = first + (0 == i ? 0 : half), n = 0 == i ? half : len - half;
