@@ -213,7 +213,7 @@ int mca_coll_ina_register_params(void)
         MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6,
         MCA_BASE_VAR_SCOPE_READONLY, &c->grid_frag_bytes);
 
-    c->grid_chunks = 32;
+    c->grid_chunks = 128;
     (void) mca_base_component_var_register(v, "grid_chunks",
         "The grid's rings pipeline a call in up to this many chunks: one chunk's "
         "column phases run on the column links while the next chunks' row phases use "
