@@ -22,6 +22,7 @@
 
 #include "mpi.h"
 #include "ompi/communicator/communicator.h"
+#include "ompi/mca/coll/base/coll_base_util.h"
 #include "ompi/mca/coll/coll.h"
 #include "opal/mca/mca.h"
 #include "ompi/request/request.h"
@@ -381,7 +382,11 @@ struct mca_coll_ina_plan;
  * While in flight it is on the component's outstanding list (through
  * super's list item, as libnbc does). */
 typedef struct mca_coll_ina_req_t {
-    ompi_request_t super;
+    /* Open MPI's non-blocking collective request: MPI's bindings keep the
+     * application's datatypes and op for the call in its fields
+     * (ompi_coll_base_retain_op and _datatypes, which cast every coll
+     * component's request to it), so ina's requests extend it. */
+    ompi_coll_base_nbc_request_t super;
     /* A persistent request's plan, completed with each offloaded start
      * (mca_coll_ina_plan_complete); NULL for a request of the free list. */
     const struct mca_coll_ina_plan *plan;
@@ -502,6 +507,11 @@ int mca_coll_ina_reduce_scatter_block_plan(mca_coll_ina_plan_t *plan,
 int mca_coll_ina_progress(void);
 /* Release the request machinery (component close). */
 void mca_coll_ina_requests_fini(void);
+/* Clear what MPI's bindings keep in a request taken from a free list (its
+ * constructor ran when the list grew, not at each use). */
+void mca_coll_ina_nbc_reset(ompi_coll_base_nbc_request_t *nbc);
+/* coll_ina_persistent.c: release its requests' free list. */
+void mca_coll_ina_persistent_fini(void);
 
 /* coll_ina_team.c: the communicator's team, made once the layout is
  * known (the node stage's shape from it), at enable or at the job's setup. */

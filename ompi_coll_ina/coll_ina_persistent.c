@@ -42,6 +42,43 @@ typedef struct mca_coll_ina_preq {
 
 static OBJ_CLASS_INSTANCE(mca_coll_ina_preq_t, mca_coll_ina_req_t, NULL, NULL);
 
+/* The persistent requests come from a free list, as libnbc's do: when an
+ * application's datatype or op is kept for one, MPI_Request_free runs
+ * ina_preq_free and then reads the request to release them, so its memory
+ * must outlive ina_preq_free. */
+static opal_free_list_t ina_preqs;
+static bool ina_preqs_ready = false;
+
+static mca_coll_ina_preq_t *ina_preq_get(void)
+{
+    mca_coll_ina_preq_t *p;
+
+    if (!ina_preqs_ready) {
+        OBJ_CONSTRUCT(&ina_preqs, opal_free_list_t);
+        if (OPAL_SUCCESS != opal_free_list_init(&ina_preqs, sizeof(mca_coll_ina_preq_t),
+                                                opal_cache_line_size,
+                                                OBJ_CLASS(mca_coll_ina_preq_t), 0, 0, 4, -1, 4,
+                                                NULL, 0, NULL, NULL, NULL)) {
+            OBJ_DESTRUCT(&ina_preqs);
+            return NULL;
+        }
+        ina_preqs_ready = true;
+    }
+    p = (mca_coll_ina_preq_t *) opal_free_list_get(&ina_preqs);
+    if (NULL != p) {
+        mca_coll_ina_nbc_reset(&p->super.super);
+    }
+    return p;
+}
+
+void mca_coll_ina_persistent_fini(void)
+{
+    if (ina_preqs_ready) {
+        OBJ_DESTRUCT(&ina_preqs);
+        ina_preqs_ready = false;
+    }
+}
+
 /* A start on the host completed: so does the persistent request (its
  * status the host call's). Returns 0: the host request completes as usual,
  * and is freed at the next start or with the persistent request. */
@@ -49,8 +86,8 @@ static int ina_preq_host_done(ompi_request_t *host)
 {
     mca_coll_ina_preq_t *p = (mca_coll_ina_preq_t *) host->req_complete_cb_data;
 
-    p->super.super.req_status.MPI_ERROR = host->req_status.MPI_ERROR;
-    ompi_request_complete(&p->super.super, true);
+    p->super.super.super.req_status.MPI_ERROR = host->req_status.MPI_ERROR;
+    ompi_request_complete(&p->super.super.super, true);
     return 0;
 }
 
@@ -63,8 +100,8 @@ static int ina_preq_host(mca_coll_ina_preq_t *p)
 
     switch (p->plan.kind) {
     case MCA_COLL_INA_ALLREDUCE:
-        MCA_COLL_INA_CALL_PREVIOUS(rc, m, iallreduce, p->sbuf, p->rbuf, p->count, p->dtype,
-                                   p->op, comm, &p->host);
+        MCA_COLL_INA_CALL_PREVIOUS(rc, m, iallreduce, p->sbuf, p->rbuf, p->count, p->dtype, p->op,
+                                   comm, &p->host);
         break;
     case MCA_COLL_INA_REDUCE:
         MCA_COLL_INA_CALL_PREVIOUS(rc, m, ireduce, p->sbuf, p->rbuf, p->count, p->dtype, p->op,
@@ -102,9 +139,9 @@ static int ina_preq_post(mca_coll_ina_preq_t *p)
     if (!fallback) {
         return rc; /* p->super is the start's request, or rc the failure */
     }
-    p->super.super.req_complete = REQUEST_PENDING;
-    p->super.super.req_state = OMPI_REQUEST_ACTIVE;
-    p->super.super.req_status = ompi_status_empty;
+    p->super.super.super.req_complete = REQUEST_PENDING;
+    p->super.super.super.req_state = OMPI_REQUEST_ACTIVE;
+    p->super.super.super.req_status = ompi_status_empty;
     rc = ina_preq_host(p);
     if (OMPI_SUCCESS == rc) {
         (void) ompi_request_set_callback(p->host, ina_preq_host_done, p);
@@ -126,8 +163,8 @@ static int ina_preq_start(size_t count, ompi_request_t **requests)
         rc = ina_preq_post(p);
         if (OMPI_SUCCESS != rc) {
             p->host = NULL;
-            p->super.super.req_state = OMPI_REQUEST_INACTIVE;
-            p->super.super.req_complete = REQUEST_COMPLETED;
+            p->super.super.super.req_state = OMPI_REQUEST_INACTIVE;
+            p->super.super.super.req_complete = REQUEST_COMPLETED;
             return rc;
         }
     }
@@ -138,7 +175,8 @@ static int ina_preq_free(ompi_request_t **request)
 {
     mca_coll_ina_preq_t *p = (mca_coll_ina_preq_t *) *request;
 
-    if (OMPI_REQUEST_ACTIVE == p->super.super.req_state && !REQUEST_COMPLETE(&p->super.super)) {
+    if (OMPI_REQUEST_ACTIVE == p->super.super.super.req_state &&
+        !REQUEST_COMPLETE(&p->super.super.super)) {
         return MPI_ERR_REQUEST; /* MPI-4: freeing an active persistent collective */
     }
     if (NULL != p->host) {
@@ -155,8 +193,8 @@ static int ina_preq_free(ompi_request_t **request)
         OBJ_RELEASE(p->op);
     }
     OBJ_RELEASE(p->module);
-    OMPI_REQUEST_FINI(&p->super.super);
-    OBJ_RELEASE(p);
+    OMPI_REQUEST_FINI(&p->super.super.super);
+    opal_free_list_return(&ina_preqs, &p->super.super.super.super);
     *request = MPI_REQUEST_NULL;
     return OMPI_SUCCESS;
 }
@@ -175,21 +213,21 @@ static int ina_preq_cancel(ompi_request_t *request, int complete)
  * its handles before). */
 static int ina_preq_new(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, int rc,
                         const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
-                        int rcount, struct ompi_datatype_t *rdtype, struct ompi_op_t *op,
-                        int root, ompi_request_t **request)
+                        int rcount, struct ompi_datatype_t *rdtype, struct ompi_op_t *op, int root,
+                        ompi_request_t **request)
 {
-    mca_coll_ina_preq_t *p = OMPI_SUCCESS == rc ? OBJ_NEW(mca_coll_ina_preq_t) : NULL;
+    mca_coll_ina_preq_t *p = OMPI_SUCCESS == rc ? ina_preq_get() : NULL;
 
     if (NULL == p) {
         mca_coll_ina_plan_fini(plan);
         return OMPI_SUCCESS != rc ? rc : OMPI_ERR_OUT_OF_RESOURCE;
     }
-    OMPI_REQUEST_INIT(&p->super.super, true);
-    p->super.super.req_type = OMPI_REQUEST_COLL;
-    p->super.super.req_start = ina_preq_start;
-    p->super.super.req_free = ina_preq_free;
-    p->super.super.req_cancel = ina_preq_cancel;
-    p->super.super.req_mpi_object.comm = m->comm;
+    OMPI_REQUEST_INIT(&p->super.super.super, true);
+    p->super.super.super.req_type = OMPI_REQUEST_COLL;
+    p->super.super.super.req_start = ina_preq_start;
+    p->super.super.super.req_free = ina_preq_free;
+    p->super.super.super.req_cancel = ina_preq_cancel;
+    p->super.super.super.req_mpi_object.comm = m->comm;
     p->super.plan = &p->plan;
     p->super.module = NULL; /* each offloaded start's */
     p->super.freed = false;
@@ -216,7 +254,7 @@ static int ina_preq_new(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, int
     if (NULL != op) {
         OBJ_RETAIN(op);
     }
-    *request = &p->super.super;
+    *request = &p->super.super.super;
     return OMPI_SUCCESS;
 }
 
@@ -230,14 +268,14 @@ int mca_coll_ina_allreduce_init(const void *sbuf, void *rbuf, int count,
 
     (void) comm;
     (void) info;
-    return ina_preq_new((mca_coll_ina_module_t *) module, &plan, rc, sbuf, rbuf, count, dtype,
-                        0, NULL, op, 0, request);
+    return ina_preq_new((mca_coll_ina_module_t *) module, &plan, rc, sbuf, rbuf, count, dtype, 0,
+                        NULL, op, 0, request);
 }
 
-int mca_coll_ina_reduce_init(const void *sbuf, void *rbuf, int count,
-                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
-                             struct ompi_communicator_t *comm, struct ompi_info_t *info,
-                             ompi_request_t **request, mca_coll_base_module_t *module)
+int mca_coll_ina_reduce_init(const void *sbuf, void *rbuf, int count, struct ompi_datatype_t *dtype,
+                             struct ompi_op_t *op, int root, struct ompi_communicator_t *comm,
+                             struct ompi_info_t *info, ompi_request_t **request,
+                             mca_coll_base_module_t *module)
 {
     mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
     mca_coll_ina_plan_t plan;
@@ -269,8 +307,8 @@ int mca_coll_ina_barrier_init(struct ompi_communicator_t *comm, struct ompi_info
 
     (void) comm;
     (void) info;
-    return ina_preq_new((mca_coll_ina_module_t *) module, &plan, rc, NULL, NULL, 0, NULL, 0,
-                        NULL, NULL, 0, request);
+    return ina_preq_new((mca_coll_ina_module_t *) module, &plan, rc, NULL, NULL, 0, NULL, 0, NULL,
+                        NULL, 0, request);
 }
 
 int mca_coll_ina_allgather_init(const void *sbuf, int scount, struct ompi_datatype_t *sdtype,
@@ -289,8 +327,7 @@ int mca_coll_ina_allgather_init(const void *sbuf, int scount, struct ompi_dataty
 }
 
 int mca_coll_ina_reduce_scatter_block_init(const void *sbuf, void *rbuf, int rcount,
-                                           struct ompi_datatype_t *dtype,
-                                           struct ompi_op_t *op,
+                                           struct ompi_datatype_t *dtype, struct ompi_op_t *op,
                                            struct ompi_communicator_t *comm,
                                            struct ompi_info_t *info, ompi_request_t **request,
                                            mca_coll_base_module_t *module)

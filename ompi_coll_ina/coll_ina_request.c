@@ -35,14 +35,14 @@
 static int ina_req_free(ompi_request_t **request);
 static int ina_req_cancel(ompi_request_t *request, int complete);
 
-OBJ_CLASS_INSTANCE(mca_coll_ina_req_t, ompi_request_t, NULL, NULL);
+OBJ_CLASS_INSTANCE(mca_coll_ina_req_t, ompi_coll_base_nbc_request_t, NULL, NULL);
 
 /* coll_ina_required: an offloadable call that cannot be offloaded is an
  * error rather than a silent slowdown. */
 static int ina_required_error(mca_coll_ina_module_t *m, const char *why)
 {
-    opal_show_help("help-coll-ina.txt", "offload-required", true,
-                   opal_process_info.nodename, m->rank, m->cid, why);
+    opal_show_help("help-coll-ina.txt", "offload-required", true, opal_process_info.nodename,
+                   m->rank, m->cid, why);
     return OMPI_ERROR; /* MPI_ERR_OTHER for the application */
 }
 
@@ -57,9 +57,8 @@ static int ina_failed_error(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
      * help file must still match them. */
     INA_VERBOSE(1, "cid %d: offloaded %s (mid %llu) failed: engine code %d", m->cid,
                 mca_coll_ina_kind_name(kind), (unsigned long long) r->mid, rc);
-    opal_show_help("help-coll-ina.txt", "offload-failed", true,
-                   opal_process_info.nodename, m->rank, m->cid,
-                   (unsigned long long) r->mid, rc, ina_proto_status_name(r->status));
+    opal_show_help("help-coll-ina.txt", "offload-failed", true, opal_process_info.nodename, m->rank,
+                   m->cid, (unsigned long long) r->mid, rc, ina_proto_status_name(r->status));
     return OMPI_ERROR; /* MPI_ERR_OTHER for the application */
 }
 
@@ -75,8 +74,8 @@ static int ina_requests_init(void)
     }
     OBJ_CONSTRUCT(&c->requests, opal_free_list_t);
     rc = opal_free_list_init(&c->requests, sizeof(mca_coll_ina_req_t), opal_cache_line_size,
-                             OBJ_CLASS(mca_coll_ina_req_t), 0, 0, 8, -1, 8, NULL, 0, NULL,
-                             NULL, NULL);
+                             OBJ_CLASS(mca_coll_ina_req_t), 0, 0, 8, -1, 8, NULL, 0, NULL, NULL,
+                             NULL);
     if (OPAL_SUCCESS != rc) {
         OBJ_DESTRUCT(&c->requests);
         return rc;
@@ -97,6 +96,7 @@ void mca_coll_ina_requests_fini(void)
         OBJ_DESTRUCT(&c->requests);
         c->requests_ready = false;
     }
+    mca_coll_ina_persistent_fini();
 }
 
 /* The request of one offloaded non-blocking call of `m`: the plan's
@@ -116,16 +116,17 @@ static mca_coll_ina_req_t *ina_req_get(mca_coll_ina_module_t *m, const mca_coll_
         if (NULL == req) {
             return NULL;
         }
-        OMPI_REQUEST_INIT(&req->super, false);
-        req->super.req_type = OMPI_REQUEST_COLL;
-        req->super.req_free = ina_req_free;
-        req->super.req_cancel = ina_req_cancel;
-        req->super.req_mpi_object.comm = m->comm;
+        OMPI_REQUEST_INIT(&req->super.super, false);
+        req->super.super.req_type = OMPI_REQUEST_COLL;
+        req->super.super.req_free = ina_req_free;
+        req->super.super.req_cancel = ina_req_cancel;
+        req->super.super.req_mpi_object.comm = m->comm;
         req->plan = NULL;
+        mca_coll_ina_nbc_reset(&req->super);
     }
-    req->super.req_complete = REQUEST_PENDING;
-    req->super.req_state = OMPI_REQUEST_ACTIVE;
-    req->super.req_status = ompi_status_empty; /* not cancelled, no error */
+    req->super.super.req_complete = REQUEST_PENDING;
+    req->super.super.req_state = OMPI_REQUEST_ACTIVE;
+    req->super.super.req_status = ompi_status_empty; /* not cancelled, no error */
     req->task = NULL;
     req->module = m;
     req->kind = plan->kind;
@@ -134,10 +135,17 @@ static mca_coll_ina_req_t *ina_req_get(mca_coll_ina_module_t *m, const mca_coll_
     return req;
 }
 
+void mca_coll_ina_nbc_reset(ompi_coll_base_nbc_request_t *nbc)
+{
+    nbc->cb.req_complete_cb = NULL;
+    nbc->req_complete_cb_data = NULL;
+    memset(&nbc->data, 0, sizeof(nbc->data));
+}
+
 static void ina_req_return(mca_coll_ina_req_t *req)
 {
-    OMPI_REQUEST_FINI(&req->super);
-    opal_free_list_return(&mca_coll_ina_component.requests, &req->super.super);
+    OMPI_REQUEST_FINI(&req->super.super);
+    opal_free_list_return(&mca_coll_ina_component.requests, &req->super.super.super);
 }
 
 /* A request taken for a call that did not start (fallback or error). A
@@ -159,14 +167,14 @@ static void ina_req_complete(mca_coll_ina_req_t *req, int mpi_error)
     mca_coll_ina_module_t *m = req->module;
 
     req->module = NULL;
-    req->super.req_status.MPI_ERROR = mpi_error;
+    req->super.super.req_status.MPI_ERROR = mpi_error;
     if (NULL != req->plan) {
         mca_coll_ina_plan_complete(req->plan); /* a persistent start's part, in place */
     }
     if (req->freed) {
         ina_req_return(req); /* nobody waits for it any more */
     } else {
-        ompi_request_complete(&req->super, true);
+        ompi_request_complete(&req->super.super, true);
     }
     OBJ_RELEASE(m);
 }
@@ -175,7 +183,7 @@ static int ina_req_free(ompi_request_t **request)
 {
     mca_coll_ina_req_t *req = (mca_coll_ina_req_t *) *request;
 
-    if (!REQUEST_COMPLETE(&req->super)) {
+    if (!REQUEST_COMPLETE(&req->super.super)) {
         /* Erroneous for a collective, but keep the call's buffers and MID
          * order intact: it is returned when it completes. */
         req->freed = true;
@@ -204,7 +212,7 @@ static int ina_request_done(mca_coll_ina_module_t *m, const mca_coll_ina_plan_t 
     if (NULL == req) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    *request = &req->super;
+    *request = &req->super.super;
     ina_req_complete(req, MPI_SUCCESS);
     return MPI_SUCCESS;
 }
@@ -275,13 +283,13 @@ int mca_coll_ina_progress(void)
         ina_count_recovery(req->module, &r);
         ina_task_done(req->plan, req->task);
         req->task = NULL;
-        req->super.req_status.MPI_ERROR = ina_result_to_mpi(req->module, req->kind, &r);
-        opal_list_remove_item(&c->outstanding, &req->super.super.super);
-        opal_list_append(done, &req->super.super.super);
+        req->super.super.req_status.MPI_ERROR = ina_result_to_mpi(req->module, req->kind, &r);
+        opal_list_remove_item(&c->outstanding, &req->super.super.super.super);
+        opal_list_append(done, &req->super.super.super.super);
     }
     /* Then complete them, outside the walk of the outstanding list. */
     while (NULL != (req = (mca_coll_ina_req_t *) opal_list_remove_first(done))) {
-        ina_req_complete(req, req->super.req_status.MPI_ERROR);
+        ina_req_complete(req, req->super.super.req_status.MPI_ERROR);
         ++completed;
     }
     busy = false;
@@ -295,7 +303,7 @@ static int ina_req_start(mca_coll_ina_req_t *req, ina_task_t *task)
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
 
     req->task = task;
-    opal_list_append(&c->outstanding, &req->super.super.super);
+    opal_list_append(&c->outstanding, &req->super.super.super.super);
     /* Registered at the first non-blocking call and kept until the
      * component closes (as coll/ucc does): with nothing outstanding the
      * callback returns at once, cheaper than registering per call. */
@@ -312,8 +320,7 @@ static int ina_req_start(mca_coll_ina_req_t *req, ina_task_t *task)
 /* ---- one call ------------------------------------------------------------ */
 
 static int ina_fallback(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
-                        mca_coll_ina_fallback_reason_t reason, const char *detail,
-                        bool *fallback)
+                        mca_coll_ina_fallback_reason_t reason, const char *detail, bool *fallback)
 {
     mca_coll_ina_count_fallback(m, kind, reason, detail);
     *fallback = true;
@@ -325,8 +332,7 @@ static int ina_fallback(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
  * coll_ina_required fail if no agent could be asked. `who`: which agent,
  * for the messages. */
 static int ina_not_offloaded(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
-                             ina_outcome_t outcome, uint8_t status, const char *who,
-                             bool *fallback)
+                             ina_outcome_t outcome, uint8_t status, const char *who, bool *fallback)
 {
     const bool denied = INA_FALLBACK_DENIED == outcome;
     char why[128];
@@ -343,8 +349,8 @@ static int ina_not_offloaded(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
     if (!denied && mca_coll_ina_component.required) {
         return ina_required_error(m, why);
     }
-    return ina_fallback(m, kind, denied ? MCA_COLL_INA_FB_DENIED : MCA_COLL_INA_FB_UNREACHABLE,
-                        why, fallback);
+    return ina_fallback(m, kind, denied ? MCA_COLL_INA_FB_DENIED : MCA_COLL_INA_FB_UNREACHABLE, why,
+                        fallback);
 }
 
 /* Why a call the engine did not offload falls back: the agent's answer
@@ -373,8 +379,8 @@ static int ina_task_not_offloaded(mca_coll_ina_module_t *m, mca_coll_ina_kind_t 
  * its pending point-to-point transfers, the host (libnbc) schedules of
  * fallen-back non-blocking calls, and a recovery's messages, which another
  * rank may need before it can reach this collective. */
-static int ina_post(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
-                    ompi_request_t **request, bool *fallback)
+static int ina_post(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, ompi_request_t **request,
+                    bool *fallback)
 {
     const mca_coll_ina_kind_t kind = plan->kind;
     mca_coll_ina_req_t *req = NULL;
@@ -389,8 +395,8 @@ static int ina_post(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
     if (NULL == task) {
         ina_task_params_t tp;
         memset(&tp, 0, sizeof(tp));
-        tp.flags = (plan->reuse ? INA_TASK_PERSISTENT : 0) |
-                   (NULL != request ? INA_TASK_NONBLOCKING : 0);
+        tp.flags =
+            (plan->reuse ? INA_TASK_PERSISTENT : 0) | (NULL != request ? INA_TASK_NONBLOCKING : 0);
         tp.desc = plan->desc;
         tp.bytes = plan->bytes;
         if (INA_OK != ina_task_init(m->team, &tp, &task)) {
@@ -436,7 +442,7 @@ static int ina_post(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
         ++m->node_only_calls;
     }
     if (NULL != req) {
-        *request = &req->super;
+        *request = &req->super.super;
         if (m->node_only && ina_task_test(task, &r)) {
             /* Done already (the other local ranks were there first), as a
              * blocking call would find it: complete the request now, not
@@ -465,8 +471,8 @@ static int ina_post(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
     return OMPI_SUCCESS;
 }
 
-static int ina_try(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
-                   ompi_request_t **request, bool *fallback)
+static int ina_try(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, ompi_request_t **request,
+                   bool *fallback)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
     const mca_coll_ina_kind_t kind = plan->kind;
@@ -481,8 +487,7 @@ static int ina_try(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan,
     }
     if (c->thread_multiple) {
         /* The engine serves one caller at a time. */
-        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNSUPPORTED, "MPI_THREAD_MULTIPLE",
-                            fallback);
+        return ina_fallback(m, kind, MCA_COLL_INA_FB_UNSUPPORTED, "MPI_THREAD_MULTIPLE", fallback);
     }
     if (MCA_COLL_INA_BARRIER != kind && plan->bytes < c->min_bytes) {
         return ina_fallback(m, kind, MCA_COLL_INA_FB_THRESHOLD, "coll_ina_min_bytes", fallback);
