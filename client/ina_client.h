@@ -628,11 +628,13 @@ void ina_topology_place(const uint32_t *group_of_rank, uint32_t n, uint32_t leve
  * several ranks may share a node. INA_OK with *cols = *rows = 0 when the
  * file describes no grid or the ranks do not cover whole groups of it
  * exactly (a rectangle of whole groups, every node holding a rank; why in
- * err), when a rank's host is not on the grid, or when they cover one node.
+ * err), when a rank's host is not on the grid, or when they cover one node;
+ * then *partial (unless NULL) is 1 where every host is on the grid but they
+ * cover part of a group or leave a group of their rectangle empty, else 0.
  * INA_ERR_INVALID only for bad arguments. */
 ina_status_t ina_topology_grid(const ina_topology_t *topo, const char *const *hosts, uint32_t n,
-                               uint32_t *cols, uint32_t *rows, uint32_t *node_of_rank, char *err,
-                               size_t errlen);
+                               uint32_t *cols, uint32_t *rows, uint32_t *node_of_rank,
+                               int *partial, char *err, size_t errlen);
 /* The ring through the n positions of a row or a column (n even, >= 2) in
  * the order its links run: out along the odd positions, back along the even
  * ones: ring[k] = 0, 1, 3, ..., n - 1, n - 2, ..., 2. Any other n: nothing

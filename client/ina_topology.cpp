@@ -502,6 +502,7 @@ bool grid_map(const Grid &grid, const std::vector<std::string> &rank_hosts, Grid
                       std::to_string(gx_lo) + ", " + std::to_string(gy_lo) + ") to (" +
                       std::to_string(gx_hi) + ", " + std::to_string(gy_hi) +
                       ") that the ranks span: they must cover a rectangle of groups";
+                out.partial = true;
                 return false;
             }
             if (present < 4) {
@@ -509,6 +510,7 @@ bool grid_map(const Grid &grid, const std::vector<std::string> &rank_hosts, Grid
                 why = group_words(gx, gy) + " is covered in part: its node " +
                       std::string(1, "ABCD"[missing]) + " (host \"" + grid.host_of_node[node] +
                       "\") holds no rank: the ranks must cover whole groups";
+                out.partial = true;
                 return false;
             }
         }
@@ -672,8 +674,8 @@ void ina_topology_place(const uint32_t *group_of_rank, uint32_t n, uint32_t leve
 }
 
 ina_status_t ina_topology_grid(const ina_topology_t *topo, const char *const *hosts, uint32_t n,
-                               uint32_t *cols, uint32_t *rows, uint32_t *node_of_rank, char *err,
-                               size_t errlen)
+                               uint32_t *cols, uint32_t *rows, uint32_t *node_of_rank,
+                               int *partial, char *err, size_t errlen)
 {
     if (topo == nullptr || cols == nullptr || rows == nullptr ||
         (n > 0 && (hosts == nullptr || node_of_rank == nullptr))) {
@@ -681,6 +683,9 @@ ina_status_t ina_topology_grid(const ina_topology_t *topo, const char *const *ho
     }
     *cols = 0;
     *rows = 0;
+    if (partial != nullptr) {
+        *partial = 0;
+    }
     try {
         std::vector<std::string> names;
         if (!host_names(hosts, n, names, err, errlen)) {
@@ -690,6 +695,9 @@ ina_status_t ina_topology_grid(const ina_topology_t *topo, const char *const *ho
         std::string why;
         if (!ina::topo::grid_map(topo->topo.grid(), names, m, why)) {
             // Not an error: the caller runs its other algorithms, and says why.
+            if (partial != nullptr) {
+                *partial = m.partial ? 1 : 0;
+            }
             put_err(err, errlen, why);
             return INA_OK;
         }

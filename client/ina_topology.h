@@ -116,6 +116,9 @@ struct GridMap {
     uint32_t cols = 0, rows = 0;        // nodes of the rectangle; 0 x 0: no grid
     uint32_t group_x = 0, group_y = 0;  // its corner, in groups of the file's grid
     std::vector<uint32_t> node_of_rank; // row * cols + column, from the corner
+    // With no grid: every host is on it, but they cover part of a group or
+    // leave a group of their rectangle empty.
+    bool partial = false;
 };
 
 // False with `why` (the reason, for the caller to fall back and count) when

@@ -250,7 +250,7 @@ START_TEST(test_grid_map)
     for (const std::string &n : names) {
         hosts.push_back(n.c_str());
     }
-    ck_assert_int_eq(ina_topology_grid(t, hosts.data(), 16, &cols, &rows, node, err, sizeof(err)),
+    ck_assert_int_eq(ina_topology_grid(t, hosts.data(), 16, &cols, &rows, node, nullptr, err, sizeof(err)),
                      INA_OK);
     ck_assert_uint_eq(cols, 4);
     ck_assert_uint_eq(rows, 4);
@@ -262,7 +262,7 @@ START_TEST(test_grid_map)
 
     // Eight ranks on one group's four nodes, interleaved.
     const char *shared[] = {"n01", "n02", "n03", "n04", "n04", "n03", "n02", "n01"};
-    ck_assert_int_eq(ina_topology_grid(t, shared, 8, &cols, &rows, node, err, sizeof(err)), INA_OK);
+    ck_assert_int_eq(ina_topology_grid(t, shared, 8, &cols, &rows, node, nullptr, err, sizeof(err)), INA_OK);
     ck_assert_uint_eq(cols, 2);
     ck_assert_uint_eq(rows, 2);
     const uint32_t want_shared[8] = {0, 1, 2, 3, 3, 2, 1, 0};
@@ -273,7 +273,7 @@ START_TEST(test_grid_map)
     // The right column of groups, (1, 0) over (1, 1): 2 across, 4 down,
     // numbered from its own corner (n05 is node 0, n16 node 7).
     const char *right[] = {"n16", "n05", "n06", "n07", "n08", "n13", "n14", "n15"};
-    ck_assert_int_eq(ina_topology_grid(t, right, 8, &cols, &rows, node, err, sizeof(err)), INA_OK);
+    ck_assert_int_eq(ina_topology_grid(t, right, 8, &cols, &rows, node, nullptr, err, sizeof(err)), INA_OK);
     ck_assert_uint_eq(cols, 2);
     ck_assert_uint_eq(rows, 4);
     const uint32_t want_right[8] = {7, 0, 1, 2, 3, 4, 5, 6};
@@ -282,36 +282,42 @@ START_TEST(test_grid_map)
     }
 
     // No grid, and why: INA_OK with 0 x 0.
-    const auto no_grid = [&](const std::vector<const char *> &h, const char *why) {
+    // Partial: every host on the grid, but not whole groups.
+    const auto no_grid = [&](const std::vector<const char *> &h, const char *why,
+                             int want_partial = 0) {
         cols = rows = 9;
+        int partial = 7;
         ck_assert_int_eq(ina_topology_grid(t, h.data(), static_cast<uint32_t>(h.size()), &cols,
-                                           &rows, node, err, sizeof(err)),
+                                           &rows, node, &partial, err, sizeof(err)),
                          INA_OK);
         ck_assert_uint_eq(cols, 0);
         ck_assert_uint_eq(rows, 0);
+        ck_assert_int_eq(partial, want_partial);
         ck_assert_msg(std::strcmp(err, why) == 0, "got:  %s\nwant: %s", err, why);
     };
     no_grid({"n01", "n02", "n03"},
             "group (0, 0) is covered in part: its node D (host \"n04\") holds no rank: the "
-            "ranks must cover whole groups");
+            "ranks must cover whole groups",
+            1);
     // Groups (0, 0) and (1, 0) whole, but (1, 1)'s n13 beside them.
     no_grid({"n01", "n02", "n03", "n04", "n05", "n06", "n07", "n08", "n13"},
             "group (0, 1) holds no rank, inside the rectangle of groups (0, 0) to (1, 1) that the "
-            "ranks span: they must cover a rectangle of groups");
+            "ranks span: they must cover a rectangle of groups",
+            1);
     no_grid({"n01", "n02", "n03", "n04", "login1"},
             "host \"login1\" of rank 4 is not on the grid (in no square line)");
     no_grid({"n06", "n06"}, "every rank is on one node (host \"n06\"): no rings to run");
     no_grid({}, "no ranks");
 
     // Bad arguments.
-    ck_assert_int_eq(ina_topology_grid(nullptr, shared, 8, &cols, &rows, node, err, sizeof(err)),
+    ck_assert_int_eq(ina_topology_grid(nullptr, shared, 8, &cols, &rows, node, nullptr, err, sizeof(err)),
                      INA_ERR_INVALID);
-    ck_assert_int_eq(ina_topology_grid(t, shared, 8, nullptr, &rows, node, err, sizeof(err)),
+    ck_assert_int_eq(ina_topology_grid(t, shared, 8, nullptr, &rows, node, nullptr, err, sizeof(err)),
                      INA_ERR_INVALID);
-    ck_assert_int_eq(ina_topology_grid(t, shared, 8, &cols, &rows, nullptr, err, sizeof(err)),
+    ck_assert_int_eq(ina_topology_grid(t, shared, 8, &cols, &rows, nullptr, nullptr, err, sizeof(err)),
                      INA_ERR_INVALID);
     const char *unknown[] = {"n01", nullptr};
-    ck_assert_int_eq(ina_topology_grid(t, unknown, 2, &cols, &rows, node, err, sizeof(err)),
+    ck_assert_int_eq(ina_topology_grid(t, unknown, 2, &cols, &rows, node, nullptr, err, sizeof(err)),
                      INA_ERR_INVALID);
     ck_assert_str_eq(err, "the host of rank 1 is unknown");
     ina_topology_free(t);
