@@ -57,6 +57,23 @@ typedef enum mca_coll_ina_host_mode {
     MCA_COLL_INA_HOST_PREVIOUS  /* the algorithm ina replaced, always */
 } mca_coll_ina_host_mode_t;
 
+/* Why a call the agents did not take ran the previous component's
+ * algorithm rather than the grid's rings (coll_ina_grid.c); one counter
+ * (and pvar, host_previous_*) each. */
+typedef enum mca_coll_ina_host_reason {
+    MCA_COLL_INA_HP_NO_GRID = 0, /* no grid under the communicator: coll_ina_host=previous,
+                                    none described, a host off it, one node */
+    MCA_COLL_INA_HP_PARTIAL,     /* the ranks cover part of a group of the grid, or leave
+                                    a group of their rectangle empty */
+    MCA_COLL_INA_HP_UNEQUAL,     /* a per-rank or rooted collective, on nodes holding
+                                    unequal numbers of ranks */
+    MCA_COLL_INA_HP_LAYOUT,      /* a datatype not one run of elements from its start, or
+                                    an op that is not commutative */
+    MCA_COLL_INA_HP_SMALL,       /* below coll_ina_grid_min_bytes (coll_ina_host=auto) */
+    MCA_COLL_INA_HP_THREADS,     /* a non-blocking call under MPI_THREAD_MULTIPLE */
+    MCA_COLL_INA_HP_COUNT
+} mca_coll_ina_host_reason_t;
+
 /* The collectives ina offloads, for the per-collective counters; a
  * non-blocking form counts with its blocking one. */
 typedef enum mca_coll_ina_kind {
@@ -315,7 +332,9 @@ typedef struct mca_coll_ina_module_t {
     uint32_t grid_per_node;
     const char *grid_why;
     char grid_reason[256];
+    mca_coll_ina_host_reason_t grid_none; /* with grid_why: why no grid, as counted */
     unsigned long long grid_calls; /* calls the grid's rings ran */
+    unsigned long long host_previous[MCA_COLL_INA_HP_COUNT]; /* calls not on the grid */
     /* Why MPI_Allgather runs the host algorithm on this communicator
      * whatever the call (a leaf's ranks are not consecutive), or NULL. */
     const char *allgather_unsupported;
@@ -394,6 +413,8 @@ typedef struct mca_coll_ina_req_t {
     mca_coll_ina_module_t *module; /* retained until completion */
     mca_coll_ina_kind_t kind;      /* for messages */
     bool freed;                    /* MPI_Request_free before completion */
+    /* A call on the grid's rings instead of a task (coll_ina_grid.h). */
+    struct ina_grid_call *grid;
 } mca_coll_ina_req_t;
 
 OBJ_CLASS_DECLARATION(mca_coll_ina_req_t);
@@ -420,23 +441,33 @@ mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *
 void mca_coll_ina_grid_setup(mca_coll_ina_module_t *m);
 void mca_coll_ina_grid_fini(mca_coll_ina_module_t *m);
 /* Whether the grid's rings run a call the agents do not take: `elems`
- * elements in all (of every rank's blocks for the per-rank collectives,
- * which need every node to hold as many ranks: `blocks`), a reduction's op
- * (NULL: none). */
-bool mca_coll_ina_grid_takes(const mca_coll_ina_module_t *m, int64_t elems,
-                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, bool blocks);
+ * elements in all (of every rank's blocks for the per-rank and rooted
+ * collectives, which need every node to hold as many ranks: `blocks`), a
+ * reduction's op (NULL: none), a non-blocking or persistent call
+ * (`nonblocking`). If not, the reason is counted (host_previous_*). */
+bool mca_coll_ina_grid_takes(mca_coll_ina_module_t *m, int64_t elems,
+                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, bool blocks,
+                             bool nonblocking);
+/* The grid's collectives: blocking where request is NULL, else started,
+ * with *request set (a persistent request's start uses that too). */
 int mca_coll_ina_grid_allgather(mca_coll_ina_module_t *m, const void *sbuf, int scount,
                                 struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                struct ompi_datatype_t *rdtype);
+                                struct ompi_datatype_t *rdtype, ompi_request_t **request);
 int mca_coll_ina_grid_reduce_scatter_block(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf,
                                            int rcount, struct ompi_datatype_t *dtype,
-                                           struct ompi_op_t *op);
+                                           struct ompi_op_t *op, ompi_request_t **request);
 int mca_coll_ina_grid_bcast(mca_coll_ina_module_t *m, void *buf, int count,
-                            struct ompi_datatype_t *dtype, int root);
+                            struct ompi_datatype_t *dtype, int root, ompi_request_t **request);
 int mca_coll_ina_grid_reduce(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf, int count,
-                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root);
+                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                             ompi_request_t **request);
 int mca_coll_ina_grid_allreduce(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf, int count,
-                                struct ompi_datatype_t *dtype, struct ompi_op_t *op);
+                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                ompi_request_t **request);
+/* coll_ina_request.c: a request for a started grid call (coll_ina_grid.h),
+ * which the component's progress callback drives to its end; takes g. */
+struct ina_grid_call;
+int mca_coll_ina_grid_request(struct ina_grid_call *g, ompi_request_t **request);
 
 void mca_coll_ina_count_fallback(mca_coll_ina_module_t *module, mca_coll_ina_kind_t kind,
                                  mca_coll_ina_fallback_reason_t reason, const char *detail);
@@ -605,6 +636,10 @@ int mca_coll_ina_iallgather(const void *sbuf, int scount, struct ompi_datatype_t
                             void *rbuf, int rcount, struct ompi_datatype_t *rdtype,
                             struct ompi_communicator_t *comm, ompi_request_t **request,
                             mca_coll_base_module_t *module);
+int mca_coll_ina_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                       struct ompi_communicator_t *comm,
+                                       ompi_request_t **request, mca_coll_base_module_t *module);
 /* MPI-4 persistent forms: planned once, each start posts the plan
  * (coll_ina_persistent.c). */
 int mca_coll_ina_allreduce_init(const void *sbuf, void *rbuf, int count,

@@ -83,8 +83,9 @@ int mca_coll_ina_allgather(const void *sbuf, int scount, struct ompi_datatype_t 
         return rc;
     }
     /* On the host: the hyper-square's rings where they serve the call. */
-    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, (int64_t) rcount * m->size, rdtype, NULL, true)) {
-        return mca_coll_ina_grid_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype);
+    if (0 == m->in_fallback &&
+        mca_coll_ina_grid_takes(m, (int64_t) rcount * m->size, rdtype, NULL, true, false)) {
+        return mca_coll_ina_grid_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, NULL);
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, allgather, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm);
 }
@@ -103,6 +104,10 @@ int mca_coll_ina_iallgather(const void *sbuf, int scount, struct ompi_datatype_t
     rc = mca_coll_ina_plan_post(m, &plan, request, &fallback);
     if (!fallback) {
         return rc;
+    }
+    if (0 == m->in_fallback &&
+        mca_coll_ina_grid_takes(m, (int64_t) rcount * m->size, rdtype, NULL, true, true)) {
+        return mca_coll_ina_grid_allgather(m, sbuf, scount, sdtype, rbuf, rcount, rdtype, request);
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, iallgather, sbuf, scount, sdtype, rbuf, rcount, rdtype, comm,
                                  request);

@@ -53,8 +53,8 @@ int mca_coll_ina_allreduce(const void *sbuf, void *rbuf, int count,
     }
     /* On the host: the hyper-square's rings where they serve the call (not
      * inside a saved collective, which runs its own algorithm). */
-    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, count, dtype, op, false)) {
-        return mca_coll_ina_grid_allreduce(m, sbuf, rbuf, count, dtype, op);
+    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, count, dtype, op, false, false)) {
+        return mca_coll_ina_grid_allreduce(m, sbuf, rbuf, count, dtype, op, NULL);
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, allreduce, sbuf, rbuf, count, dtype, op, comm);
 }
@@ -99,6 +99,9 @@ int mca_coll_ina_iallreduce(const void *sbuf, void *rbuf, int count,
     rc = mca_coll_ina_plan_post(m, &plan, request, &fallback);
     if (!fallback) {
         return rc;
+    }
+    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, count, dtype, op, false, true)) {
+        return mca_coll_ina_grid_allreduce(m, sbuf, rbuf, count, dtype, op, request);
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, iallreduce, sbuf, rbuf, count, dtype, op, comm, request);
 }

@@ -55,8 +55,8 @@ int mca_coll_ina_bcast(void *buf, int count, struct ompi_datatype_t *dtype, int 
         return rc;
     }
     /* On the host: the hyper-square's rings where they serve the call. */
-    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, count, dtype, NULL, true)) {
-        return mca_coll_ina_grid_bcast(m, buf, count, dtype, root);
+    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, count, dtype, NULL, true, false)) {
+        return mca_coll_ina_grid_bcast(m, buf, count, dtype, root, NULL);
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, bcast, buf, count, dtype, root, comm);
 }
@@ -74,6 +74,9 @@ int mca_coll_ina_ibcast(void *buf, int count, struct ompi_datatype_t *dtype, int
     rc = mca_coll_ina_plan_post(m, &plan, request, &fallback);
     if (!fallback) {
         return rc;
+    }
+    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, count, dtype, NULL, true, true)) {
+        return mca_coll_ina_grid_bcast(m, buf, count, dtype, root, request);
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, ibcast, buf, count, dtype, root, comm, request);
 }

@@ -63,10 +63,11 @@ void mca_coll_ina_grid_setup(mca_coll_ina_module_t *m)
     uint32_t *on_node = NULL;
     const char *const *names = NULL;
     char why[256] = "";
-    int *leader = NULL;
+    int *leader = NULL, partial = 0;
     uint32_t r, k, me_node, x, y;
 
     mca_coll_ina_grid_fini(m);
+    m->grid_none = MCA_COLL_INA_HP_NO_GRID;
     if (MCA_COLL_INA_HOST_PREVIOUS == c->host || NULL == c->topo) {
         m->grid_why = MCA_COLL_INA_HOST_PREVIOUS == c->host ? "coll_ina_host=previous"
                                                              : "no topology file";
@@ -78,11 +79,13 @@ void mca_coll_ina_grid_setup(mca_coll_ina_module_t *m)
         m->grid_why = "out of memory";
         goto out;
     }
-    if (INA_OK != ina_topology_grid(c->topo, names, n, &cols, &rows, node_of, why, sizeof(why)) ||
+    if (INA_OK != ina_topology_grid(c->topo, names, n, &cols, &rows, node_of, &partial, why,
+                                    sizeof(why)) ||
         0 == cols) {
         snprintf(m->grid_reason, sizeof(m->grid_reason), "%s",
                  '\0' != why[0] ? why : "the topology file describes no grid");
         m->grid_why = m->grid_reason;
+        m->grid_none = partial ? MCA_COLL_INA_HP_PARTIAL : MCA_COLL_INA_HP_NO_GRID;
         goto out;
     }
     /* Each node's leader: its lowest rank. */
@@ -258,15 +261,6 @@ static int ina_lane_member(const ina_lane_t *l, uint32_t k)
     return l->ring[l->backward ? (l->n - k % l->n) % l->n : k % l->n];
 }
 
-/* One step of one lane: send slen elements at sbuf to the next member (none
- * where slen is 0), receive rlen into rbuf from the previous one, and for a
- * reduction fold what came into `fold` once the tick is over. */
-typedef struct ina_move {
-    char *sbuf, *rbuf, *fold;
-    size_t slen, rlen;
-    int to, from;
-} ina_move_t;
-
 /* Step s of a pass over the lane. A reduce-scatter: afterwards this rank
  * holds piece (pos + 1) mod n reduced over every member. An allgather:
  * from that piece to every piece. A bcast chain: the whole lane from the
@@ -277,7 +271,7 @@ static ina_move_t ina_step_move(const ina_lane_t *l, ina_grid_pass_t kind, uint3
                                 ptrdiff_t extent)
 {
     ina_move_t mv = {NULL, NULL, NULL, 0, 0, ina_lane_member(l, l->pos + 1),
-                     ina_lane_member(l, l->pos + l->n - 1)};
+                     ina_lane_member(l, l->pos + l->n - 1), false};
     const uint32_t d = (l->pos + l->n - l->root) % l->n; /* from the root, the lane's way */
     size_t first, len;
     uint32_t send = 0, recv = 0;
@@ -314,12 +308,6 @@ static ina_move_t ina_step_move(const ina_lane_t *l, ina_grid_pass_t kind, uint3
     return mv;
 }
 
-/* The requests of one tick, grown as needed. */
-typedef struct ina_reqs {
-    ompi_request_t **r;
-    size_t n, cap;
-} ina_reqs_t;
-
 static int ina_reqs_room(ina_reqs_t *q, size_t more)
 {
     if (q->n + more > q->cap) {
@@ -333,15 +321,19 @@ static int ina_reqs_room(ina_reqs_t *q, size_t more)
     return OMPI_SUCCESS;
 }
 
-/* Post one move. A piece goes as fragments of at most
+/* Post one move. A ring's piece goes as fragments of at most
  * coll_ina_grid_frag_bytes, each below the transport's eager limit: a larger
  * message would first wait for the receiver's go-ahead, which comes back
- * over the link the other lane fills the other way, behind its data. */
+ * over the link the other lane fills the other way, behind its data. A
+ * node move goes whole (shared memory copies it once). */
 static int ina_move_post(const ina_move_t *mv, struct ompi_datatype_t *dtype, ptrdiff_t extent,
                          struct ompi_communicator_t *comm, int tag, ina_reqs_t *q)
 {
     const size_t frag_bytes = mca_coll_ina_component.grid_frag_bytes;
-    const size_t frag = frag_bytes >= (size_t) extent ? frag_bytes / (size_t) extent : 1;
+    const size_t most = mv->slen > mv->rlen ? mv->slen : mv->rlen;
+    const size_t frag = mv->whole ? (0 != most ? most : 1)
+                        : frag_bytes >= (size_t) extent ? frag_bytes / (size_t) extent
+                                                        : 1;
     size_t k;
     int rc;
 
@@ -434,117 +426,347 @@ ina_stream_t *mca_coll_ina_grid_streams(size_t count, struct ompi_datatype_t *dt
     return st;
 }
 
-int mca_coll_ina_grid_run(mca_coll_ina_module_t *m, ina_stream_t *st, size_t nst,
-                          struct ompi_datatype_t *dtype, struct ompi_op_t *op, ptrdiff_t extent,
-                          int tag, uint32_t gap)
+/* ---- one call, tick by tick (coll_ina_grid.h) -------------------------------- */
+
+enum { INA_CALL_PRE, INA_CALL_RINGS, INA_CALL_POST, INA_CALL_DONE };
+
+ina_move_t mca_coll_ina_grid_node_move(const void *sbuf, size_t slen, int to, void *rbuf,
+                                       size_t rlen, int from, void *fold)
 {
-    size_t c, first_live = 0, started = 0, i, nm;
-    ina_move_t *mv = malloc(2 * nst * sizeof(*mv));
-    ina_reqs_t q = {NULL, 0, 0};
-    uint64_t tick;
+    ina_move_t mv = {(char *) sbuf, (char *) rbuf, (char *) fold, slen, rlen, to, from, true};
+    return mv;
+}
+
+ina_grid_call_t *mca_coll_ina_grid_call_new(mca_coll_ina_module_t *m, size_t size,
+                                            mca_coll_ina_kind_t kind,
+                                            struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                            size_t npre, size_t npost, int tag, bool nonblocking)
+{
+    ina_grid_call_t *g = calloc(1, size);
+    ptrdiff_t lb;
+
+    if (NULL == g) {
+        return NULL;
+    }
+    g->pre = calloc(npre + npost + 1, sizeof(*g->pre));
+    if (NULL == g->pre) {
+        free(g);
+        return NULL;
+    }
+    g->post = g->pre + npre;
+    g->m = m;
+    g->kind = kind;
+    g->dtype = dtype;
+    g->op = op;
+    ompi_datatype_get_extent(dtype, &lb, &g->extent);
+    /* Every member reserves in the same order: its calls on the
+     * communicator are in the same order (MPI's rule for collectives). */
+    g->tag = nonblocking ? ompi_coll_base_nbc_reserve_tags(m->comm, 1) : tag;
+    g->rc = OMPI_SUCCESS;
+    return g;
+}
+
+void mca_coll_ina_grid_call_free(ina_grid_call_t *g)
+{
+    size_t k;
+
+    if (NULL == g) {
+        return;
+    }
+    for (k = 0; k < sizeof(g->own) / sizeof(g->own[0]); ++k) {
+        free(g->own[k]);
+    }
+    free(g->pre);
+    free(g->st);
+    free(g->mv);
+    free(g->q.r);
+    free(g);
+}
+
+static void ina_rings_begin(ina_grid_call_t *g)
+{
+    size_t c;
+
+    for (c = 0; c < g->nst; ++c) {
+        g->st[c].pass = 0;
+        g->st[c].step = 0;
+        ina_stream_settle(&g->st[c]);
+    }
+    if (0 == g->gap) {
+        g->gap = 0 != g->nst && g->st[0].npasses > 0 ? g->st[0].lane[0][0].n - 1 : 1;
+    }
+    g->gap = g->gap < 1 ? 1 : g->gap;
+    g->tick = 0;
+    g->started = g->first_live = 0;
+}
+
+/* The rings' next tick: one step of every running stream (false: all over). */
+static bool ina_rings_moves(ina_grid_call_t *g)
+{
+    size_t c, i;
+
+    if (g->first_live >= g->nst) {
+        return false;
+    }
+    if (0 == g->tick % g->gap && g->started < g->nst) {
+        ++g->started;
+    }
+    for (g->nm = 0, c = g->first_live; c < g->started; ++c) {
+        ina_stream_t *st = &g->st[c];
+        for (i = 0; st->pass < st->npasses && i < (size_t) st->nl; ++i) {
+            g->mv[g->nm++] = ina_step_move(&st->lane[st->pass][i], st->kind[st->pass], st->step,
+                                           g->extent);
+        }
+    }
+    return true;
+}
+
+static void ina_rings_advance(ina_grid_call_t *g)
+{
+    size_t c;
+
+    for (c = g->first_live; c < g->started; ++c) {
+        if (g->st[c].pass < g->st[c].npasses) {
+            ++g->st[c].step;
+            ina_stream_settle(&g->st[c]);
+        }
+    }
+    while (g->first_live < g->started && g->st[g->first_live].pass >= g->st[g->first_live].npasses) {
+        ++g->first_live;
+    }
+    if (g->first_live == g->started && g->started < g->nst) {
+        g->tick = (g->tick / g->gap + 1) * g->gap - 1; /* nothing running: start the next now */
+    }
+    ++g->tick;
+}
+
+/* A hook's failure ends the call. */
+static bool ina_call_hook(ina_grid_call_t *g, ina_grid_hook_t hook)
+{
+    if (NULL != hook && OMPI_SUCCESS != (g->rc = hook(g))) {
+        g->phase = INA_CALL_DONE;
+        return false;
+    }
+    return true;
+}
+
+/* The next tick's moves in g->mv (false: the call is over). */
+static bool ina_call_next(ina_grid_call_t *g)
+{
+    for (;;) {
+        switch (g->phase) {
+        case INA_CALL_PRE:
+            if (g->at < g->npre) {
+                g->mv[0] = g->pre[g->at++];
+                g->nm = 1;
+                return true;
+            }
+            g->phase = INA_CALL_RINGS;
+            ina_rings_begin(g);
+            if (!ina_call_hook(g, g->after_pre)) {
+                return false;
+            }
+            break;
+        case INA_CALL_RINGS:
+            if (ina_rings_moves(g)) {
+                return true;
+            }
+            g->phase = INA_CALL_POST;
+            if (!ina_call_hook(g, g->after_rings)) {
+                return false;
+            }
+            break;
+        case INA_CALL_POST:
+            g->phase = INA_CALL_DONE;
+            if (0 != g->npost) {
+                memcpy(g->mv, g->post, g->npost * sizeof(*g->mv));
+                g->nm = g->npost;
+                return true;
+            }
+            break;
+        default:
+            return false;
+        }
+    }
+}
+
+static int ina_call_post(ina_grid_call_t *g)
+{
+    size_t i;
     int rc = OMPI_SUCCESS;
 
-    if (NULL == mv) {
+    for (i = 0; OMPI_SUCCESS == rc && i < g->nm; ++i) {
+        rc = ina_move_post(&g->mv[i], g->dtype, g->extent, g->m->comm, g->tag, &g->q);
+    }
+    return rc;
+}
+
+/* A tick's messages are all in: fold what came, move the rings on. */
+static int ina_call_tick_done(ina_grid_call_t *g)
+{
+    size_t i;
+    int rc = OMPI_SUCCESS;
+
+    for (i = 0; OMPI_SUCCESS == rc && i < g->nm; ++i) {
+        if (NULL != g->mv[i].fold) {
+            rc = mca_coll_ina_grid_fold(g->mv[i].rbuf, g->mv[i].fold, g->mv[i].rlen, g->dtype,
+                                        g->op);
+        }
+    }
+    if (INA_CALL_RINGS == g->phase) {
+        ina_rings_advance(g);
+    }
+    return rc;
+}
+
+static int ina_call_begin(ina_grid_call_t *g)
+{
+    const size_t most = 2 * g->nst > g->npost ? 2 * g->nst : g->npost;
+
+    g->mv = malloc((most > 1 ? most : 1) * sizeof(*g->mv));
+    g->phase = INA_CALL_PRE;
+    return NULL == g->mv ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_SUCCESS;
+}
+
+bool mca_coll_ina_grid_call_test(ina_grid_call_t *g, int *rc)
+{
+    size_t k;
+
+    for (;;) {
+        if (g->posted) {
+            for (k = 0; k < g->q.n; ++k) {
+                if (!REQUEST_COMPLETE(g->q.r[k])) {
+                    return false;
+                }
+            }
+            g->posted = false;
+            g->rc = ina_reqs_wait(&g->q, OMPI_SUCCESS); /* all complete: frees them */
+            if (OMPI_SUCCESS == g->rc) {
+                g->rc = ina_call_tick_done(g);
+            }
+            if (OMPI_SUCCESS != g->rc) {
+                break;
+            }
+        }
+        if (!ina_call_next(g)) {
+            break;
+        }
+        g->rc = ina_call_post(g);
+        if (OMPI_SUCCESS != g->rc) {
+            g->rc = ina_reqs_wait(&g->q, g->rc); /* cancels what was posted */
+            break;
+        }
+        g->posted = true;
+    }
+    *rc = g->rc;
+    return true;
+}
+
+int mca_coll_ina_grid_call_go(ina_grid_call_t *g, ompi_request_t **request)
+{
+    int rc;
+
+    if (NULL == g) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    for (c = 0; c < nst; ++c) {
-        st[c].pass = 0;
-        st[c].step = 0;
-        ina_stream_settle(&st[c]);
+    ++g->m->grid_calls;
+    rc = ina_call_begin(g);
+    if (OMPI_SUCCESS == rc && NULL != request) {
+        return mca_coll_ina_grid_request(g, request); /* takes g */
     }
-    if (0 == gap) {
-        gap = 0 != nst && st[0].npasses > 0 ? st[0].lane[0][0].n - 1 : 1;
-    }
-    gap = gap < 1 ? 1 : gap;
-    for (tick = 0; OMPI_SUCCESS == rc && first_live < nst; ++tick) {
-        if (0 == tick % gap && started < nst) {
-            ++started;
-        }
-        for (nm = 0, c = first_live; c < started; ++c) {
-            for (i = 0; st[c].pass < st[c].npasses && i < (size_t) st[c].nl; ++i) {
-                mv[nm++] = ina_step_move(&st[c].lane[st[c].pass][i], st[c].kind[st[c].pass],
-                                         st[c].step, extent);
-            }
-        }
-        for (i = 0; OMPI_SUCCESS == rc && i < nm; ++i) {
-            rc = ina_move_post(&mv[i], dtype, extent, m->comm, tag, &q);
-        }
-        rc = ina_reqs_wait(&q, rc);
-        for (i = 0; OMPI_SUCCESS == rc && i < nm; ++i) {
-            if (NULL != mv[i].fold) {
-                rc = mca_coll_ina_grid_fold(mv[i].rbuf, mv[i].fold, mv[i].rlen, dtype, op);
-            }
-        }
-        for (c = first_live; c < started; ++c) {
-            if (st[c].pass < st[c].npasses) {
-                ++st[c].step;
-                ina_stream_settle(&st[c]);
-            }
-        }
-        while (first_live < started && st[first_live].pass >= st[first_live].npasses) {
-            ++first_live;
-        }
-        if (first_live == started && started < nst) {
-            tick = (tick / gap + 1) * gap - 1; /* nothing running: start the next now */
+    while (OMPI_SUCCESS == rc && ina_call_next(g)) {
+        rc = ina_reqs_wait(&g->q, ina_call_post(g));
+        if (OMPI_SUCCESS == rc) {
+            rc = ina_call_tick_done(g);
         }
     }
-    free(q.r);
-    free(mv);
+    rc = OMPI_SUCCESS != rc ? rc : g->rc;
+    mca_coll_ina_grid_call_free(g);
     return rc;
 }
 
 /* ---- allreduce -------------------------------------------------------------- */
 
-bool mca_coll_ina_grid_takes(const mca_coll_ina_module_t *m, int64_t elems,
-                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, bool blocks)
+/* Count a call the grid does not take, and say why at verbose level 10. */
+static bool ina_grid_refuses(mca_coll_ina_module_t *m, mca_coll_ina_host_reason_t why,
+                             const char *detail)
+{
+    ++m->host_previous[why];
+    INA_VERBOSE(10, "cid %d: the previous component's algorithm runs the call: %s", m->cid,
+                detail);
+    return false;
+}
+
+bool mca_coll_ina_grid_takes(mca_coll_ina_module_t *m, int64_t elems,
+                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, bool blocks,
+                             bool nonblocking)
 {
     const mca_coll_ina_component_t *c = &mca_coll_ina_component;
     ptrdiff_t lb = 0, extent = 0, true_lb = 0, true_extent = 0;
     size_t size = 0;
     int commute = 0;
 
-    if (0 == m->grid_cols || (blocks && NULL == m->grid_slot) || elems <= 0 ||
-        elems > INT32_MAX ||
-        (NULL != op && (MPI_SUCCESS != PMPI_Op_commutative(op, &commute) || !commute)) ||
-        !ompi_datatype_is_contiguous_memory_layout(dtype, (int32_t) elems)) {
-        return false;
+    if (0 == m->grid_cols) {
+        return ina_grid_refuses(m, m->grid_none, m->grid_why);
+    }
+    if (blocks && NULL == m->grid_slot) {
+        return ina_grid_refuses(m, MCA_COLL_INA_HP_UNEQUAL,
+                                "the grid's nodes hold unequal numbers of ranks");
+    }
+    if (elems <= 0) {
+        return false; /* nothing moves: the previous component's, not counted */
     }
     ompi_datatype_get_extent(dtype, &lb, &extent);
     ompi_datatype_get_true_extent(dtype, &true_lb, &true_extent);
     ompi_datatype_type_size(dtype, &size);
-    if (0 != lb || 0 != true_lb || (size_t) extent != size || (size_t) true_extent != size) {
-        return false; /* the rings cut the vector at element boundaries from its start */
+    /* The rings cut the vector at element boundaries from its start. */
+    if (elems > INT32_MAX || !ompi_datatype_is_contiguous_memory_layout(dtype, (int32_t) elems) ||
+        0 != lb || 0 != true_lb || (size_t) extent != size || (size_t) true_extent != size) {
+        return ina_grid_refuses(m, MCA_COLL_INA_HP_LAYOUT,
+                                "a datatype whose elements are not one run from its start");
     }
-    return MCA_COLL_INA_HOST_GRID == c->host || size * (size_t) elems >= c->grid_min_bytes;
+    if (NULL != op && (MPI_SUCCESS != PMPI_Op_commutative(op, &commute) || !commute)) {
+        return ina_grid_refuses(m, MCA_COLL_INA_HP_LAYOUT, "an op that is not commutative");
+    }
+    if (MCA_COLL_INA_HOST_GRID != c->host && size * (size_t) elems < c->grid_min_bytes) {
+        return ina_grid_refuses(m, MCA_COLL_INA_HP_SMALL, "below coll_ina_grid_min_bytes");
+    }
+    if (nonblocking && c->thread_multiple) {
+        /* The progress callback walks its list unlocked. */
+        return ina_grid_refuses(m, MCA_COLL_INA_HP_THREADS,
+                                "a non-blocking call under MPI_THREAD_MULTIPLE");
+    }
+    return true;
 }
 
 /* Steps 2 to 4 on a leader, chunk by chunk: each chunk's first half one
  * way round the row ring and its second half the other way (reduce-scatter),
  * then of each half the piece the row left here along the column ring
  * (reduce-scatter and allgather), then the row's allgather. */
-static int ina_grid_allreduce_rings(mca_coll_ina_module_t *m, char *buf, char *tmp, size_t count,
-                                    struct ompi_datatype_t *dtype, struct ompi_op_t *op,
-                                    ptrdiff_t extent)
+static int ina_grid_allreduce_rings(ina_grid_call_t *g, char *buf, char *tmp, size_t count)
 {
-    size_t nst, c;
-    ina_stream_t *st = mca_coll_ina_grid_streams(count, dtype, count, &nst);
-    int rc, i;
+    const mca_coll_ina_module_t *m = g->m;
+    const ptrdiff_t extent = g->extent;
+    size_t c;
+    int i;
 
-    if (NULL == st) {
+    g->st = mca_coll_ina_grid_streams(count, g->dtype, count, &g->nst);
+    if (NULL == g->st) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    for (c = 0; c < nst; ++c) {
+    for (c = 0; c < g->nst; ++c) {
+        ina_stream_t *st = &g->st[c];
         size_t first, len, half;
         ina_lane_t row[2], col[2];
-        mca_coll_ina_grid_piece(count, (uint32_t) nst, (uint32_t) c, &first, &len);
+        mca_coll_ina_grid_piece(count, (uint32_t) g->nst, (uint32_t) c, &first, &len);
         char *b = buf + (ptrdiff_t) first * extent, *t = tmp + (ptrdiff_t) first * extent;
-        half = 2 == st[c].nl ? len / 2 : len;
+        half = 2 == st->nl ? len / 2 : len;
         row[0] = mca_coll_ina_grid_lane_split(b, half, m->grid_row, m->grid_cols, m->grid_row_pos,
                                               false, t);
         row[1] = mca_coll_ina_grid_lane_split(b + (ptrdiff_t) half * extent, len - half,
                                               m->grid_row, m->grid_cols, m->grid_row_pos, true,
                                               t + (ptrdiff_t) half * extent);
-        for (i = 0; i < st[c].nl; ++i) {
+        for (i = 0; i < st->nl; ++i) {
             size_t pfirst, plen;
             mca_coll_ina_grid_piece(row[i].count, row[i].n, (row[i].pos + 1) % row[i].n, &pfirst,
                                     &plen);
@@ -552,63 +774,64 @@ static int ina_grid_allreduce_rings(mca_coll_ina_module_t *m, char *buf, char *t
                                                   m->grid_col, m->grid_rows, m->grid_col_pos,
                                                   1 == i, row[i].tmp);
         }
-        mca_coll_ina_grid_stream_add(&st[c], INA_GRID_RS, row);
-        mca_coll_ina_grid_stream_add(&st[c], INA_GRID_RS, col);
-        mca_coll_ina_grid_stream_add(&st[c], INA_GRID_AG, col);
-        mca_coll_ina_grid_stream_add(&st[c], INA_GRID_AG, row);
+        mca_coll_ina_grid_stream_add(st, INA_GRID_RS, row);
+        mca_coll_ina_grid_stream_add(st, INA_GRID_RS, col);
+        mca_coll_ina_grid_stream_add(st, INA_GRID_AG, col);
+        mca_coll_ina_grid_stream_add(st, INA_GRID_AG, row);
     }
-    rc = mca_coll_ina_grid_run(m, st, nst, dtype, op, extent, INA_GRID_TAG, 0);
-    free(st);
-    return rc;
+    return OMPI_SUCCESS;
 }
 
 int mca_coll_ina_grid_allreduce(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf, int count,
-                                struct ompi_datatype_t *dtype, struct ompi_op_t *op)
+                                struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                ompi_request_t **request)
 {
-    struct ompi_communicator_t *comm = m->comm;
-    ptrdiff_t lb, extent;
-    char *buf = (char *) rbuf, *tmp = NULL;
+    const bool leader = m->rank == m->grid_leader;
+    const size_t n = (size_t) count;
+    ina_grid_call_t *g = mca_coll_ina_grid_call_new(m, sizeof(*g), MCA_COLL_INA_ALLREDUCE, dtype,
+                                                    op, leader ? (size_t) m->grid_nlocal : 1,
+                                                    leader ? (size_t) m->grid_nlocal : 1,
+                                                    INA_GRID_TAG, NULL != request);
+    char *buf = (char *) rbuf, *tmp;
     int rc = OMPI_SUCCESS, i;
 
-    ompi_datatype_get_extent(dtype, &lb, &extent);
-    if (MPI_IN_PLACE != sbuf) {
-        rc = ompi_datatype_copy_content_same_ddt(dtype, count, buf, (char *) sbuf);
-        if (OMPI_SUCCESS != rc) {
-            return rc;
-        }
-    }
-    ++m->grid_calls;
-    if (m->rank != m->grid_leader) {
-        /* 1 and 5: this rank's vector to its node's leader, the result back. */
-        rc = MCA_PML_CALL(send(buf, count, dtype, m->grid_leader, INA_GRID_TAG,
-                               MCA_PML_BASE_SEND_STANDARD, comm));
-        if (OMPI_SUCCESS == rc) {
-            rc = MCA_PML_CALL(recv(buf, count, dtype, m->grid_leader, INA_GRID_TAG, comm,
-                                   MPI_STATUS_IGNORE));
-        }
-        return rc;
-    }
-    tmp = malloc((size_t) count * (size_t) extent);
-    if (NULL == tmp) {
+    if (NULL == g) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    if (MPI_IN_PLACE != sbuf) {
+        rc = ompi_datatype_copy_content_same_ddt(dtype, count, buf, (char *) sbuf);
+    }
+    if (OMPI_SUCCESS != rc) {
+        mca_coll_ina_grid_call_free(g);
+        return rc;
+    }
+    if (!leader) {
+        /* 1 and 5: this rank's vector to its node's leader, the result back. */
+        g->pre[g->npre++] = mca_coll_ina_grid_node_move(buf, n, m->grid_leader, NULL, 0, 0, NULL);
+        g->post[g->npost++] = mca_coll_ina_grid_node_move(NULL, 0, 0, buf, n, m->grid_leader,
+                                                          NULL);
+        return mca_coll_ina_grid_call_go(g, request);
+    }
+    tmp = g->own[0] = malloc(n * (size_t) g->extent);
+    if (NULL == tmp) {
+        rc = OMPI_ERR_OUT_OF_RESOURCE;
+    }
     /* 1: the node's other ranks, folded in rank order. */
-    for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {
-        rc = MCA_PML_CALL(recv(tmp, count, dtype, m->grid_local[i], INA_GRID_TAG, comm,
-                               MPI_STATUS_IGNORE));
-        if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_ina_grid_fold(tmp, buf, (size_t) count, dtype, op);
-        }
+    for (i = 0; i < m->grid_nlocal; ++i) {
+        g->pre[g->npre++] = mca_coll_ina_grid_node_move(NULL, 0, 0, tmp, n, m->grid_local[i], buf);
     }
     /* 2 to 4: the rows' and columns' rings, chunk by chunk. */
     if (OMPI_SUCCESS == rc) {
-        rc = ina_grid_allreduce_rings(m, buf, tmp, (size_t) count, dtype, op, extent);
+        rc = ina_grid_allreduce_rings(g, buf, tmp, n);
     }
     /* 5: the result to the node's other ranks. */
-    for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {
-        rc = MCA_PML_CALL(send(buf, count, dtype, m->grid_local[i], INA_GRID_TAG,
-                               MCA_PML_BASE_SEND_STANDARD, comm));
+    for (i = 0; i < m->grid_nlocal; ++i) {
+        g->post[g->npost++] = mca_coll_ina_grid_node_move(buf, n, m->grid_local[i], NULL, 0, 0,
+                                                          NULL);
     }
-    free(tmp);
-    return rc;
+    if (OMPI_SUCCESS != rc) {
+        mca_coll_ina_grid_call_free(g);
+        return rc;
+    }
+    return mca_coll_ina_grid_call_go(g, request);
 }

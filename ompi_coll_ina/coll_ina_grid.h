@@ -3,7 +3,8 @@
  *
  * The hyper-square's ring engine (coll_ina_grid.c), shared by the grid's
  * collectives (coll_ina_grid.c: allreduce; coll_ina_grid_blocks.c:
- * allgather and reduce_scatter_block).
+ * allgather and reduce_scatter_block; coll_ina_grid_rooted.c: bcast and
+ * reduce), blocking or not.
  *
  * A lane is a vector going round one ring (a row or a column of the grid's
  * nodes) in one direction, cut in one piece per member. A pass is a ring
@@ -16,7 +17,10 @@
  * stream's later passes use the other rings' links while the next streams'
  * first passes fill theirs. Each tick posts one step of every running
  * stream, in the same order on every rank (the messages of a pair match in
- * that order), and waits for all of it.
+ * that order), and waits for all of it: a blocking call in a loop, a
+ * non-blocking one from the component's progress callback (each on a tag of
+ * its own, so that calls in flight together never match each other's
+ * messages).
  */
 #ifndef MCA_COLL_INA_GRID_H
 #define MCA_COLL_INA_GRID_H
@@ -88,12 +92,88 @@ ina_stream_t *mca_coll_ina_grid_streams(size_t count, struct ompi_datatype_t *dt
 int mca_coll_ina_grid_fold(const void *in, void *into, size_t len, struct ompi_datatype_t *dtype,
                            struct ompi_op_t *op);
 
-/* Run the streams to their end, on the communicator with `tag`, stream c
- * starting c x gap ticks after the first (0: the first pass's steps: a
- * ring pass keeps its links for that long; a chain moves off a link after
- * one tick, so chains pipeline with a gap of 1). */
-int mca_coll_ina_grid_run(mca_coll_ina_module_t *m, ina_stream_t *st, size_t nst,
-                          struct ompi_datatype_t *dtype, struct ompi_op_t *op, ptrdiff_t extent,
-                          int tag, uint32_t gap);
+/* One message pair of a tick: send slen elements at sbuf to `to` (none
+ * where slen is 0), receive rlen into rbuf from `from`, and for a reduction
+ * fold what came into `fold` once the tick is over. A ring's move goes in
+ * fragments (coll_ina_grid_frag_bytes); a move between a node's ranks and
+ * their leader goes whole. */
+typedef struct ina_move {
+    char *sbuf, *rbuf, *fold;
+    size_t slen, rlen;
+    int to, from;
+    bool whole;
+} ina_move_t;
+
+/* A move between this rank and another of its node, whole. */
+ina_move_t mca_coll_ina_grid_node_move(const void *sbuf, size_t slen, int to, void *rbuf,
+                                       size_t rlen, int from, void *fold);
+
+/* The requests of one tick, grown as needed. */
+typedef struct ina_reqs {
+    ompi_request_t **r;
+    size_t n, cap;
+} ina_reqs_t;
+
+typedef struct ina_grid_call ina_grid_call_t;
+typedef int (*ina_grid_hook_t)(ina_grid_call_t *g);
+
+/* One call on the grid, blocking or not: what it moves, tick by tick.
+ *   pre:   moves of one tick each, in order (a node's ranks to its
+ *          leader, each folded before the next comes: rank order);
+ *   after_pre: local work once they are in (a layout's copies; or NULL);
+ *   rings: the streams, pipelined (stream c starts c x gap ticks after
+ *          the first; gap 0: the first pass's steps, as long as a ring
+ *          pass keeps its links; a chain moves off a link after one tick,
+ *          so chains pipeline with a gap of 1);
+ *   after_rings: local work once the rings are done (or NULL);
+ *   post:  moves of one last tick (the results to the node's ranks).
+ * A collective allocates the call with room for what its hooks need after
+ * it (mca_coll_ina_grid_call_new), fills it in, and gives it to
+ * mca_coll_ina_grid_call_go, which frees it once it is over, with the
+ * buffers put in `own`. */
+struct ina_grid_call {
+    mca_coll_ina_module_t *m;
+    mca_coll_ina_kind_t kind;
+    struct ompi_datatype_t *dtype;
+    struct ompi_op_t *op;
+    ptrdiff_t extent;
+    int tag;
+    ina_move_t *pre, *post;
+    size_t npre, npost;
+    ina_grid_hook_t after_pre, after_rings;
+    ina_stream_t *st;
+    size_t nst;
+    uint32_t gap;
+    void *own[4];
+    /* The engine's: where the call is. */
+    int phase;
+    size_t at;                                 /* pre moves done */
+    uint64_t tick;                             /* the rings' */
+    size_t started, first_live;                /* streams started, streams over */
+    ina_move_t *mv;                            /* this tick's moves */
+    size_t nm;
+    ina_reqs_t q;                              /* their requests */
+    bool posted;                               /* a tick is in flight */
+    int rc;
+};
+
+/* A call of kind `kind` on the module's communicator, of `size` bytes
+ * (sizeof the collective's struct that starts with an ina_grid_call_t), with
+ * room for npre + npost node moves; for a non-blocking call (`nonblocking`)
+ * its own tag, reserved as libnbc reserves its, else `tag`. NULL: out of
+ * memory. */
+ina_grid_call_t *mca_coll_ina_grid_call_new(mca_coll_ina_module_t *m, size_t size,
+                                            mca_coll_ina_kind_t kind,
+                                            struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                            size_t npre, size_t npost, int tag,
+                                            bool nonblocking);
+/* Run the call: to its end where request is NULL (the call's result), else
+ * start it and set *request, which the component's progress completes. The
+ * call is freed either way (g NULL: out of memory). */
+int mca_coll_ina_grid_call_go(ina_grid_call_t *g, ompi_request_t **request);
+/* Progress a started call without blocking: true once it is over (*rc its
+ * result); then free it with mca_coll_ina_grid_call_free. */
+bool mca_coll_ina_grid_call_test(ina_grid_call_t *g, int *rc);
+void mca_coll_ina_grid_call_free(ina_grid_call_t *g);
 
 #endif /* MCA_COLL_INA_GRID_H */

@@ -105,19 +105,20 @@ static char *ina_after(char *p, size_t n, ptrdiff_t extent)
 /* One stream per chunk: passes over a node's pieces along the column ring
  * (slots of a node's blocks) and along the row ring (slots of a column of
  * nodes' blocks), in the order given, each both ways round. */
-static int ina_blocks_run_rings(mca_coll_ina_module_t *m, const ina_blocks_t *b, char *work,
-                                char *tmp, bool columns_first, ina_grid_pass_t kind,
-                                struct ompi_datatype_t *dtype, struct ompi_op_t *op, int tag)
+static int ina_blocks_rings(ina_grid_call_t *g, const ina_blocks_t *b, char *work, char *tmp,
+                            bool columns_first, ina_grid_pass_t kind)
 {
+    const mca_coll_ina_module_t *m = g->m;
     const size_t per_node = m->grid_per_node, rows = m->grid_rows;
-    ina_stream_t *st = calloc(b->nchunks, sizeof(*st));
     size_t c;
-    int rc;
 
-    if (NULL == st) {
+    g->st = calloc(b->nchunks, sizeof(*g->st));
+    if (NULL == g->st) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
+    g->nst = b->nchunks;
     for (c = 0; c < b->nchunks; ++c) {
+        ina_stream_t *st = &g->st[c];
         size_t first, len;
         ina_blocks_chunk(b, c, &first, &len);
         const ptrdiff_t at = (ptrdiff_t) (b->ranks * first) * b->extent;
@@ -125,8 +126,8 @@ static int ina_blocks_run_rings(mca_coll_ina_module_t *m, const ina_blocks_t *b,
         const size_t node = per_node * len, column = rows * node; /* elements */
         char *mine = region + (ptrdiff_t) ((size_t) m->grid_row_pos * column) * b->extent;
         ina_lane_t col[2], row[2];
-        st[c].nl = mca_coll_ina_grid_lanes();
-        const size_t nh = 2 == st[c].nl ? node / 2 : node, ch = 2 == st[c].nl ? column / 2 : column;
+        st->nl = mca_coll_ina_grid_lanes();
+        const size_t nh = 2 == st->nl ? node / 2 : node, ch = 2 == st->nl ? column / 2 : column;
         col[0] = mca_coll_ina_grid_lane_slots(mine, node, nh, m->grid_col, m->grid_rows,
                                               m->grid_col_pos, false, scratch);
         col[1] = mca_coll_ina_grid_lane_slots(mine + (ptrdiff_t) nh * b->extent, node, node - nh,
@@ -138,134 +139,185 @@ static int ina_blocks_run_rings(mca_coll_ina_module_t *m, const ina_blocks_t *b,
                                               column - ch, m->grid_row, m->grid_cols,
                                               m->grid_row_pos, true,
                                               ina_after(scratch, ch, b->extent));
-        mca_coll_ina_grid_stream_add(&st[c], kind, columns_first ? col : row);
-        mca_coll_ina_grid_stream_add(&st[c], kind, columns_first ? row : col);
+        mca_coll_ina_grid_stream_add(st, kind, columns_first ? col : row);
+        mca_coll_ina_grid_stream_add(st, kind, columns_first ? row : col);
     }
-    rc = mca_coll_ina_grid_run(m, st, b->nchunks, dtype, op, b->extent, tag, 0);
-    free(st);
-    return rc;
+    return OMPI_SUCCESS;
+}
+
+/* A per-rank collective's call on a leader: the layout, the buffer in rank
+ * order (the call's receive buffer, or the node's folded vectors), the work
+ * buffer in node-major order, and this rank's part of a reduce-scatter. */
+typedef struct ina_blocks_call {
+    ina_grid_call_t g;
+    ina_blocks_t b;
+    char *ranked, *work, *part;
+} ina_blocks_call_t;
+
+/* The blocks of this node's ranks into the work buffer (allgather). */
+static int ina_blocks_node_in(ina_grid_call_t *g)
+{
+    ina_blocks_call_t *k = (ina_blocks_call_t *) g;
+    const mca_coll_ina_module_t *m = g->m;
+    int i;
+
+    ina_blocks_copy(&k->b, m, k->work, k->ranked, m->rank, true);
+    for (i = 0; i < m->grid_nlocal; ++i) {
+        ina_blocks_copy(&k->b, m, k->work, k->ranked, m->grid_local[i], true);
+    }
+    return OMPI_SUCCESS;
+}
+
+/* Every rank's block into the work buffer (reduce-scatter), or back out of
+ * it (allgather). */
+static int ina_blocks_all_in(ina_grid_call_t *g)
+{
+    ina_blocks_call_t *k = (ina_blocks_call_t *) g;
+    int i;
+
+    for (i = 0; i < g->m->size; ++i) {
+        ina_blocks_copy(&k->b, g->m, k->work, k->ranked, i, true);
+    }
+    return OMPI_SUCCESS;
+}
+
+static int ina_blocks_all_out(ina_grid_call_t *g)
+{
+    ina_blocks_call_t *k = (ina_blocks_call_t *) g;
+    int i;
+
+    for (i = 0; i < g->m->size; ++i) {
+        ina_blocks_copy(&k->b, g->m, k->work, k->ranked, i, false);
+    }
+    return OMPI_SUCCESS;
+}
+
+/* The node's ranks' blocks out of the work buffer (reduce-scatter): this
+ * rank's into its receive buffer, the others' to be sent from `ranked`. */
+static int ina_blocks_node_out(ina_grid_call_t *g)
+{
+    ina_blocks_call_t *k = (ina_blocks_call_t *) g;
+    const mca_coll_ina_module_t *m = g->m;
+    int i;
+
+    ina_blocks_copy(&k->b, m, k->work, k->ranked, m->rank, false);
+    memcpy(k->part, k->ranked + (ptrdiff_t) m->rank * (ptrdiff_t) k->b.count * k->b.extent,
+           k->b.count * (size_t) k->b.extent);
+    for (i = 0; i < m->grid_nlocal; ++i) {
+        ina_blocks_copy(&k->b, m, k->work, k->ranked, m->grid_local[i], false);
+    }
+    return OMPI_SUCCESS;
 }
 
 /* ---- allgather --------------------------------------------------------------- */
 
 int mca_coll_ina_grid_allgather(mca_coll_ina_module_t *m, const void *sbuf, int scount,
                                 struct ompi_datatype_t *sdtype, void *rbuf, int rcount,
-                                struct ompi_datatype_t *rdtype)
+                                struct ompi_datatype_t *rdtype, ompi_request_t **request)
 {
-    const int tag = MCA_COLL_BASE_TAG_ALLGATHER;
-    struct ompi_communicator_t *comm = m->comm;
-    const ina_blocks_t b = ina_blocks(m, (size_t) rcount, rdtype);
-    const size_t bytes = (size_t) rcount * b.ranks * (size_t) b.extent;
-    char *all = (char *) rbuf, *work = NULL, *own = all + (ptrdiff_t) m->rank * rcount * b.extent;
+    const bool leader = m->rank == m->grid_leader;
+    const size_t n = (size_t) rcount, nl = leader ? (size_t) m->grid_nlocal : 1;
+    ina_blocks_call_t *k = (ina_blocks_call_t *) mca_coll_ina_grid_call_new(
+        m, sizeof(*k), MCA_COLL_INA_ALLGATHER, rdtype, NULL, nl, nl, MCA_COLL_BASE_TAG_ALLGATHER,
+        NULL != request);
+    ina_grid_call_t *g = &k->g;
+    char *all = (char *) rbuf, *own;
     int rc = OMPI_SUCCESS, i;
 
+    if (NULL == k) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    k->b = ina_blocks(m, n, rdtype);
+    own = all + (ptrdiff_t) m->rank * rcount * k->b.extent;
     if (MPI_IN_PLACE != sbuf) {
         rc = ompi_datatype_sndrcv(sbuf, scount, sdtype, own, rcount, rdtype);
-        if (OMPI_SUCCESS != rc) {
-            return rc;
-        }
     }
-    ++m->grid_calls;
-    if (m->rank != m->grid_leader) {
-        /* This rank's block to its node's leader, every block back. */
-        rc = MCA_PML_CALL(send(own, rcount, rdtype, m->grid_leader, tag,
-                               MCA_PML_BASE_SEND_STANDARD, comm));
-        if (OMPI_SUCCESS == rc) {
-            rc = MCA_PML_CALL(recv(all, rcount * m->size, rdtype, m->grid_leader, tag, comm,
-                                   MPI_STATUS_IGNORE));
-        }
+    if (OMPI_SUCCESS != rc) {
+        mca_coll_ina_grid_call_free(g);
         return rc;
     }
-    for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {
-        rc = MCA_PML_CALL(recv(all + (ptrdiff_t) m->grid_local[i] * rcount * b.extent, rcount,
-                               rdtype, m->grid_local[i], tag, comm, MPI_STATUS_IGNORE));
+    if (!leader) {
+        /* This rank's block to its node's leader, every block back. */
+        g->pre[g->npre++] = mca_coll_ina_grid_node_move(own, n, m->grid_leader, NULL, 0, 0, NULL);
+        g->post[g->npost++] = mca_coll_ina_grid_node_move(NULL, 0, 0, all, n * k->b.ranks,
+                                                          m->grid_leader, NULL);
+        return mca_coll_ina_grid_call_go(g, request);
     }
-    work = malloc(bytes);
-    if (OMPI_SUCCESS == rc && NULL == work) {
-        rc = OMPI_ERR_OUT_OF_RESOURCE;
+    for (i = 0; i < m->grid_nlocal; ++i) {
+        const int r = m->grid_local[i];
+        g->pre[g->npre++] = mca_coll_ina_grid_node_move(
+            NULL, 0, 0, all + (ptrdiff_t) r * rcount * k->b.extent, n, r, NULL);
+        g->post[g->npost++] = mca_coll_ina_grid_node_move(all, n * k->b.ranks, r, NULL, 0, 0,
+                                                          NULL);
     }
-    if (OMPI_SUCCESS == rc) {
-        ina_blocks_copy(&b, m, work, all, m->rank, true);
-        for (i = 0; i < m->grid_nlocal; ++i) {
-            ina_blocks_copy(&b, m, work, all, m->grid_local[i], true);
-        }
-        rc = ina_blocks_run_rings(m, &b, work, NULL, true, INA_GRID_AG, rdtype, NULL, tag);
+    k->ranked = all;
+    k->work = g->own[0] = malloc(n * k->b.ranks * (size_t) k->b.extent);
+    rc = NULL == k->work ? OMPI_ERR_OUT_OF_RESOURCE
+                         : ina_blocks_rings(g, &k->b, k->work, NULL, true, INA_GRID_AG);
+    if (OMPI_SUCCESS != rc) {
+        mca_coll_ina_grid_call_free(g);
+        return rc;
     }
-    if (OMPI_SUCCESS == rc) {
-        for (i = 0; i < m->size; ++i) {
-            ina_blocks_copy(&b, m, work, all, i, false);
-        }
-    }
-    for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {
-        rc = MCA_PML_CALL(send(all, rcount * m->size, rdtype, m->grid_local[i], tag,
-                               MCA_PML_BASE_SEND_STANDARD, comm));
-    }
-    free(work);
-    return rc;
+    g->after_pre = ina_blocks_node_in;
+    g->after_rings = ina_blocks_all_out;
+    return mca_coll_ina_grid_call_go(g, request);
 }
 
 /* ---- reduce_scatter_block ---------------------------------------------------- */
 
 int mca_coll_ina_grid_reduce_scatter_block(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf,
                                            int rcount, struct ompi_datatype_t *dtype,
-                                           struct ompi_op_t *op)
+                                           struct ompi_op_t *op, ompi_request_t **request)
 {
-    const int tag = MCA_COLL_BASE_TAG_REDUCE_SCATTER_BLOCK;
-    struct ompi_communicator_t *comm = m->comm;
-    const ina_blocks_t b = ina_blocks(m, (size_t) rcount, dtype);
-    const size_t total = (size_t) rcount * b.ranks, bytes = total * (size_t) b.extent;
+    const bool leader = m->rank == m->grid_leader;
+    const size_t n = (size_t) rcount, nl = leader ? (size_t) m->grid_nlocal : 1;
+    ina_blocks_call_t *k = (ina_blocks_call_t *) mca_coll_ina_grid_call_new(
+        m, sizeof(*k), MCA_COLL_INA_REDUCE_SCATTER, dtype, op, nl, nl,
+        MCA_COLL_BASE_TAG_REDUCE_SCATTER_BLOCK, NULL != request);
+    ina_grid_call_t *g = &k->g;
     const char *in = MPI_IN_PLACE == sbuf ? (const char *) rbuf : (const char *) sbuf;
-    char *acc = NULL, *tmp = NULL, *work = NULL;
+    size_t total, bytes;
+    char *acc, *tmp;
     int rc = OMPI_SUCCESS, i;
 
-    ++m->grid_calls;
-    if (m->rank != m->grid_leader) {
+    if (NULL == k) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    k->b = ina_blocks(m, n, dtype);
+    total = n * k->b.ranks;
+    bytes = total * (size_t) k->b.extent;
+    if (!leader) {
         /* This rank's vector to its node's leader, its block back. */
-        rc = MCA_PML_CALL(send(in, (int) total, dtype, m->grid_leader, tag,
-                               MCA_PML_BASE_SEND_STANDARD, comm));
-        if (OMPI_SUCCESS == rc) {
-            rc = MCA_PML_CALL(recv(rbuf, rcount, dtype, m->grid_leader, tag, comm,
-                                   MPI_STATUS_IGNORE));
-        }
+        g->pre[g->npre++] = mca_coll_ina_grid_node_move(in, total, m->grid_leader, NULL, 0, 0,
+                                                        NULL);
+        g->post[g->npost++] = mca_coll_ina_grid_node_move(NULL, 0, 0, rbuf, n, m->grid_leader,
+                                                          NULL);
+        return mca_coll_ina_grid_call_go(g, request);
+    }
+    acc = g->own[0] = malloc(bytes);
+    tmp = g->own[1] = malloc(bytes);
+    k->work = g->own[2] = malloc(bytes);
+    if (NULL == acc || NULL == tmp || NULL == k->work) {
+        mca_coll_ina_grid_call_free(g);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    /* The node's vectors, folded in rank order; each of the node's ranks
+     * its block (acc, in rank order, as the room). */
+    memcpy(acc, in, bytes);
+    for (i = 0; i < m->grid_nlocal; ++i) {
+        const int r = m->grid_local[i];
+        g->pre[g->npre++] = mca_coll_ina_grid_node_move(NULL, 0, 0, tmp, total, r, acc);
+        g->post[g->npost++] = mca_coll_ina_grid_node_move(
+            acc + (ptrdiff_t) r * rcount * k->b.extent, n, r, NULL, 0, 0, NULL);
+    }
+    k->ranked = acc;
+    k->part = (char *) rbuf;
+    rc = ina_blocks_rings(g, &k->b, k->work, tmp, false, INA_GRID_RS);
+    if (OMPI_SUCCESS != rc) {
+        mca_coll_ina_grid_call_free(g);
         return rc;
     }
-    acc = malloc(bytes);
-    tmp = malloc(bytes);
-    work = malloc(bytes);
-    if (NULL == acc || NULL == tmp || NULL == work) {
-        rc = OMPI_ERR_OUT_OF_RESOURCE;
-        goto out;
-    }
-    /* The node's vectors, folded in rank order. */
-    memcpy(acc, in, bytes);
-    for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {
-        rc = MCA_PML_CALL(recv(tmp, (int) total, dtype, m->grid_local[i], tag, comm,
-                               MPI_STATUS_IGNORE));
-        if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_ina_grid_fold(tmp, acc, total, dtype, op);
-        }
-    }
-    if (OMPI_SUCCESS != rc) {
-        goto out;
-    }
-    for (i = 0; i < m->size; ++i) {
-        ina_blocks_copy(&b, m, work, acc, i, true);
-    }
-    rc = ina_blocks_run_rings(m, &b, work, tmp, false, INA_GRID_RS, dtype, op, tag);
-    /* Each of the node's ranks its block (acc, in rank order, as the room). */
-    if (OMPI_SUCCESS == rc) {
-        ina_blocks_copy(&b, m, work, acc, m->rank, false);
-        memcpy(rbuf, acc + (ptrdiff_t) m->rank * rcount * b.extent, (size_t) rcount * b.extent);
-    }
-    for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {
-        const int r = m->grid_local[i];
-        ina_blocks_copy(&b, m, work, acc, r, false);
-        rc = MCA_PML_CALL(send(acc + (ptrdiff_t) r * rcount * b.extent, rcount, dtype, r, tag,
-                               MCA_PML_BASE_SEND_STANDARD, comm));
-    }
-out:
-    free(acc);
-    free(tmp);
-    free(work);
-    return rc;
+    g->after_pre = ina_blocks_all_in;
+    g->after_rings = ina_blocks_node_out;
+    return mca_coll_ina_grid_call_go(g, request);
 }

@@ -39,28 +39,29 @@
 /* The two chain passes of every chunk of buf (scratch at tmp, or NULL):
  * along the rows (only the root's row takes part) and along the columns,
  * rows first for a bcast, columns first for a reduce. */
-static int ina_rooted_rings(mca_coll_ina_module_t *m, char *buf, char *tmp, size_t count,
-                            struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
-                            ina_grid_pass_t kind, int tag)
+static int ina_rooted_rings(ina_grid_call_t *g, char *buf, char *tmp, size_t count, int root,
+                            ina_grid_pass_t kind)
 {
+    const mca_coll_ina_module_t *m = g->m;
     const uint32_t node = (uint32_t) m->grid_slot[root] / m->grid_per_node;
     const uint32_t i0 = node / m->grid_rows, j0 = node % m->grid_rows; /* ring positions */
     const bool in_row = m->grid_col_pos == j0;
-    ptrdiff_t lb, extent;
-    size_t nst, c;
-    ina_stream_t *st = mca_coll_ina_grid_streams(count, dtype, count, &nst);
-    int rc, i;
+    const ptrdiff_t extent = g->extent;
+    size_t c;
+    int i;
 
-    if (NULL == st) {
+    g->st = mca_coll_ina_grid_streams(count, g->dtype, count, &g->nst);
+    if (NULL == g->st) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    ompi_datatype_get_extent(dtype, &lb, &extent);
-    for (c = 0; c < nst; ++c) {
+    g->gap = 1;
+    for (c = 0; c < g->nst; ++c) {
+        ina_stream_t *st = &g->st[c];
         size_t first, len, half;
         ina_lane_t row[2], col[2];
-        mca_coll_ina_grid_piece(count, (uint32_t) nst, (uint32_t) c, &first, &len);
-        half = 2 == st[c].nl ? len / 2 : len;
-        for (i = 0; i < st[c].nl; ++i) {
+        mca_coll_ina_grid_piece(count, (uint32_t) g->nst, (uint32_t) c, &first, &len);
+        half = 2 == st->nl ? len / 2 : len;
+        for (i = 0; i < st->nl; ++i) {
             const size_t at = first + (0 == i ? 0 : half), n = 0 == i ? half : len - half;
             char *b = buf + (ptrdiff_t) at * extent;
             char *t = NULL != tmp ? tmp + (ptrdiff_t) at * extent : NULL;
@@ -69,107 +70,111 @@ static int ina_rooted_rings(mca_coll_ina_module_t *m, char *buf, char *tmp, size
             col[i] = mca_coll_ina_grid_lane_chain(b, n, m->grid_col, m->grid_rows,
                                                   m->grid_col_pos, j0, 1 == i, t);
         }
-        mca_coll_ina_grid_stream_add(&st[c], kind, INA_GRID_BCAST == kind ? row : col);
-        mca_coll_ina_grid_stream_add(&st[c], kind, INA_GRID_BCAST == kind ? col : row);
+        mca_coll_ina_grid_stream_add(st, kind, INA_GRID_BCAST == kind ? row : col);
+        mca_coll_ina_grid_stream_add(st, kind, INA_GRID_BCAST == kind ? col : row);
     }
-    rc = mca_coll_ina_grid_run(m, st, nst, dtype, op, extent, tag, 1);
-    free(st);
-    return rc;
+    return OMPI_SUCCESS;
+}
+
+/* Whether the root sits on this rank's node. */
+static bool ina_root_here(const mca_coll_ina_module_t *m, int root)
+{
+    return m->grid_slot[root] / (int) m->grid_per_node ==
+           m->grid_slot[m->rank] / (int) m->grid_per_node;
 }
 
 /* ---- bcast ------------------------------------------------------------------- */
 
 int mca_coll_ina_grid_bcast(mca_coll_ina_module_t *m, void *buf, int count,
-                            struct ompi_datatype_t *dtype, int root)
+                            struct ompi_datatype_t *dtype, int root, ompi_request_t **request)
 {
-    const int tag = MCA_COLL_BASE_TAG_BCAST;
-    struct ompi_communicator_t *comm = m->comm;
-    const bool root_here = m->grid_slot[root] / (int) m->grid_per_node ==
-                           m->grid_slot[m->rank] / (int) m->grid_per_node;
-    int rc = OMPI_SUCCESS, i;
+    const bool leader = m->rank == m->grid_leader;
+    const size_t n = (size_t) count;
+    ina_grid_call_t *g = mca_coll_ina_grid_call_new(
+        m, sizeof(*g), MCA_COLL_INA_BCAST, dtype, NULL, 1, leader ? (size_t) m->grid_nlocal : 1,
+        MCA_COLL_BASE_TAG_BCAST, NULL != request);
+    int rc, i;
 
-    ++m->grid_calls;
-    if (m->rank != m->grid_leader) {
+    if (NULL == g) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    if (!leader) {
         /* The root to its node's leader; every other rank from its leader. */
         if (m->rank == root) {
-            return MCA_PML_CALL(send(buf, count, dtype, m->grid_leader, tag,
-                                     MCA_PML_BASE_SEND_STANDARD, comm));
+            g->pre[g->npre++] = mca_coll_ina_grid_node_move(buf, n, m->grid_leader, NULL, 0, 0,
+                                                            NULL);
+        } else {
+            g->post[g->npost++] = mca_coll_ina_grid_node_move(NULL, 0, 0, buf, n, m->grid_leader,
+                                                              NULL);
         }
-        return MCA_PML_CALL(recv(buf, count, dtype, m->grid_leader, tag, comm,
-                                 MPI_STATUS_IGNORE));
+        return mca_coll_ina_grid_call_go(g, request);
     }
-    if (root_here && root != m->rank) {
-        rc = MCA_PML_CALL(recv(buf, count, dtype, root, tag, comm, MPI_STATUS_IGNORE));
+    if (ina_root_here(m, root) && root != m->rank) {
+        g->pre[g->npre++] = mca_coll_ina_grid_node_move(NULL, 0, 0, buf, n, root, NULL);
     }
-    if (OMPI_SUCCESS == rc) {
-        rc = ina_rooted_rings(m, buf, NULL, (size_t) count, dtype, NULL, root, INA_GRID_BCAST,
-                              tag);
-    }
-    for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {
+    for (i = 0; i < m->grid_nlocal; ++i) {
         if (m->grid_local[i] != root) {
-            rc = MCA_PML_CALL(send(buf, count, dtype, m->grid_local[i], tag,
-                                   MCA_PML_BASE_SEND_STANDARD, comm));
+            g->post[g->npost++] = mca_coll_ina_grid_node_move(buf, n, m->grid_local[i], NULL, 0,
+                                                              0, NULL);
         }
     }
-    return rc;
+    rc = ina_rooted_rings(g, (char *) buf, NULL, n, root, INA_GRID_BCAST);
+    if (OMPI_SUCCESS != rc) {
+        mca_coll_ina_grid_call_free(g);
+        return rc;
+    }
+    return mca_coll_ina_grid_call_go(g, request);
 }
 
 /* ---- reduce ------------------------------------------------------------------ */
 
 int mca_coll_ina_grid_reduce(mca_coll_ina_module_t *m, const void *sbuf, void *rbuf, int count,
-                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root)
+                             struct ompi_datatype_t *dtype, struct ompi_op_t *op, int root,
+                             ompi_request_t **request)
 {
-    const int tag = MCA_COLL_BASE_TAG_REDUCE;
-    struct ompi_communicator_t *comm = m->comm;
-    const bool root_here = m->grid_slot[root] / (int) m->grid_per_node ==
-                           m->grid_slot[m->rank] / (int) m->grid_per_node;
+    const bool leader = m->rank == m->grid_leader;
+    const size_t n = (size_t) count;
+    ina_grid_call_t *g = mca_coll_ina_grid_call_new(
+        m, sizeof(*g), MCA_COLL_INA_REDUCE, dtype, op, leader ? (size_t) m->grid_nlocal : 1, 1,
+        MCA_COLL_BASE_TAG_REDUCE, NULL != request);
     const char *in = MPI_IN_PLACE == sbuf ? (const char *) rbuf : (const char *) sbuf;
-    char *acc = NULL, *tmp = NULL;
-    ptrdiff_t lb, extent;
+    char *acc, *tmp;
     size_t bytes;
-    int rc = OMPI_SUCCESS, i;
+    int rc, i;
 
-    ompi_datatype_get_extent(dtype, &lb, &extent);
-    bytes = (size_t) count * (size_t) extent;
-
-    ++m->grid_calls;
-    if (m->rank != m->grid_leader) {
-        /* This rank's vector to its node's leader; the root the result back. */
-        rc = MCA_PML_CALL(send(in, count, dtype, m->grid_leader, tag, MCA_PML_BASE_SEND_STANDARD,
-                               comm));
-        if (OMPI_SUCCESS == rc && m->rank == root) {
-            rc = MCA_PML_CALL(recv(rbuf, count, dtype, m->grid_leader, tag, comm,
-                                   MPI_STATUS_IGNORE));
-        }
-        return rc;
+    if (NULL == g) {
+        return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    acc = m->rank == root ? (char *) rbuf : malloc(bytes);
-    tmp = malloc(bytes);
+    if (!leader) {
+        /* This rank's vector to its node's leader; the root the result back. */
+        g->pre[g->npre++] = mca_coll_ina_grid_node_move(in, n, m->grid_leader, NULL, 0, 0, NULL);
+        if (m->rank == root) {
+            g->post[g->npost++] = mca_coll_ina_grid_node_move(NULL, 0, 0, rbuf, n, m->grid_leader,
+                                                              NULL);
+        }
+        return mca_coll_ina_grid_call_go(g, request);
+    }
+    bytes = n * (size_t) g->extent;
+    acc = m->rank == root ? (char *) rbuf : (g->own[0] = malloc(bytes));
+    tmp = g->own[1] = malloc(bytes);
     if (NULL == acc || NULL == tmp) {
-        rc = OMPI_ERR_OUT_OF_RESOURCE;
-        goto out;
+        mca_coll_ina_grid_call_free(g);
+        return OMPI_ERR_OUT_OF_RESOURCE;
     }
     if (acc != in) {
         memcpy(acc, in, bytes);
     }
     /* The node's vectors, folded in rank order. */
-    for (i = 0; OMPI_SUCCESS == rc && i < m->grid_nlocal; ++i) {
-        rc = MCA_PML_CALL(recv(tmp, count, dtype, m->grid_local[i], tag, comm,
-                               MPI_STATUS_IGNORE));
-        if (OMPI_SUCCESS == rc) {
-            rc = mca_coll_ina_grid_fold(tmp, acc, (size_t) count, dtype, op);
-        }
+    for (i = 0; i < m->grid_nlocal; ++i) {
+        g->pre[g->npre++] = mca_coll_ina_grid_node_move(NULL, 0, 0, tmp, n, m->grid_local[i], acc);
     }
-    if (OMPI_SUCCESS == rc) {
-        rc = ina_rooted_rings(m, acc, tmp, (size_t) count, dtype, op, root, INA_GRID_REDUCE, tag);
+    if (ina_root_here(m, root) && root != m->rank) {
+        g->post[g->npost++] = mca_coll_ina_grid_node_move(acc, n, root, NULL, 0, 0, NULL);
     }
-    if (OMPI_SUCCESS == rc && root_here && root != m->rank) {
-        rc = MCA_PML_CALL(send(acc, count, dtype, root, tag, MCA_PML_BASE_SEND_STANDARD, comm));
+    rc = ina_rooted_rings(g, acc, tmp, n, root, INA_GRID_REDUCE);
+    if (OMPI_SUCCESS != rc) {
+        mca_coll_ina_grid_call_free(g);
+        return rc;
     }
-out:
-    if (acc != rbuf) {
-        free(acc);
-    }
-    free(tmp);
-    return rc;
+    return mca_coll_ina_grid_call_go(g, request);
 }

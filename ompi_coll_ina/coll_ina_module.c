@@ -97,6 +97,8 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->grid_why = "not set up";
     m->grid_reason[0] = '\0';
     m->grid_calls = 0;
+    m->grid_none = MCA_COLL_INA_HP_NO_GRID;
+    memset(m->host_previous, 0, sizeof(m->host_previous));
     m->peer_sends = m->peer_recvs = NULL;
     m->recovered_calls = 0;
     m->recovered_offloaded = 0;
@@ -331,6 +333,7 @@ mca_coll_base_module_t *mca_coll_ina_comm_query(ompi_communicator_t *comm, int *
     m->super.coll_ibcast = mca_coll_ina_ibcast;
     m->super.coll_ibarrier = mca_coll_ina_ibarrier;
     m->super.coll_iallgather = mca_coll_ina_iallgather;
+    m->super.coll_ireduce_scatter_block = mca_coll_ina_ireduce_scatter_block;
     m->super.coll_allreduce_init = mca_coll_ina_allreduce_init;
     m->super.coll_reduce_init = mca_coll_ina_reduce_init;
     m->super.coll_bcast_init = mca_coll_ina_bcast_init;

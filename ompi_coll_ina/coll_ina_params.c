@@ -177,10 +177,11 @@ int mca_coll_ina_register_params(void)
         c->host = MCA_COLL_INA_HOST_AUTO;
         (void) mca_base_var_enum_create("coll_ina_host_modes", modes, &e);
         (void) mca_base_component_var_register(v, "host",
-            "What runs a blocking call the agents do not take (denied, below "
-            "coll_ina_min_bytes, no agent, an unsupported type): \"auto\" the rows and "
-            "columns of the hyper-square the topology file describes (MPI_Allreduce, "
-            "MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast, MPI_Reduce) (coll_ina_topology, \"square\" lines) where the "
+            "What runs a call the agents do not take (denied, below coll_ina_min_bytes, "
+            "no agent, an unsupported type): \"auto\" the rows and columns of the "
+            "hyper-square the topology file describes (coll_ina_topology, \"square\" lines) "
+            "for MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast and "
+            "MPI_Reduce, blocking, non-blocking and persistent, where the "
             "communicator covers whole groups of it and the call has at least "
             "coll_ina_grid_min_bytes, else the algorithm ina replaced; \"grid\" the grid for "
             "every call it can take; \"previous\" the algorithm ina replaced",

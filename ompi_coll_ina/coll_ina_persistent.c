@@ -96,8 +96,43 @@ static int ina_preq_host(mca_coll_ina_preq_t *p)
 {
     mca_coll_ina_module_t *m = p->module;
     ompi_communicator_t *comm = m->comm;
+    const int64_t blocks = (int64_t) p->rcount * m->size;
     int rc;
 
+    /* The grid's rings where they serve the start (coll_ina_grid.c). */
+    switch (p->plan.kind) {
+    case MCA_COLL_INA_ALLREDUCE:
+        if (mca_coll_ina_grid_takes(m, p->count, p->dtype, p->op, false, true)) {
+            return mca_coll_ina_grid_allreduce(m, p->sbuf, p->rbuf, p->count, p->dtype, p->op,
+                                               &p->host);
+        }
+        break;
+    case MCA_COLL_INA_REDUCE:
+        if (mca_coll_ina_grid_takes(m, p->count, p->dtype, p->op, true, true)) {
+            return mca_coll_ina_grid_reduce(m, p->sbuf, p->rbuf, p->count, p->dtype, p->op,
+                                            p->root, &p->host);
+        }
+        break;
+    case MCA_COLL_INA_BCAST:
+        if (mca_coll_ina_grid_takes(m, p->count, p->dtype, NULL, true, true)) {
+            return mca_coll_ina_grid_bcast(m, p->rbuf, p->count, p->dtype, p->root, &p->host);
+        }
+        break;
+    case MCA_COLL_INA_ALLGATHER:
+        if (mca_coll_ina_grid_takes(m, blocks, p->rdtype, NULL, true, true)) {
+            return mca_coll_ina_grid_allgather(m, p->sbuf, p->count, p->dtype, p->rbuf, p->rcount,
+                                               p->rdtype, &p->host);
+        }
+        break;
+    case MCA_COLL_INA_REDUCE_SCATTER:
+        if (mca_coll_ina_grid_takes(m, blocks, p->dtype, p->op, true, true)) {
+            return mca_coll_ina_grid_reduce_scatter_block(m, p->sbuf, p->rbuf, p->rcount,
+                                                          p->dtype, p->op, &p->host);
+        }
+        break;
+    default:
+        break;
+    }
     switch (p->plan.kind) {
     case MCA_COLL_INA_ALLREDUCE:
         MCA_COLL_INA_CALL_PREVIOUS(rc, m, iallreduce, p->sbuf, p->rbuf, p->count, p->dtype, p->op,

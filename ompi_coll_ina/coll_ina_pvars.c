@@ -102,7 +102,8 @@ typedef struct ina_pvar_def {
     int reason; /* -1: offloaded, -2: fallback total, -3: node only, -4: denied by the
                    agent's reason, -5: verdict wait, -6: denied calls' host time,
                    -7: recovered calls (kind 0: all, 1: offloaded, 2: resumed),
-                   -8: calls the grid's rings ran,
+                   -8: calls the grid's rings ran, -9: calls the previous
+                   component ran instead (kind: the reason, or -1 for all),
                    else a fallback reason */
     int kind;   /* with -1: a collective's offloaded counter, or -1 for all; with -4:
                    the DENY status, or -1 for every other one */
@@ -154,6 +155,25 @@ static const ina_pvar_def_t ina_pvar_defs[] = {
                                  "offloaded", -1, MCA_COLL_INA_REDUCE_SCATTER},
     {"grid_calls", "Calls the agents did not take that the hyper-square's rings ran on the "
                    "hosts (coll_ina_host)", -8, -1},
+    {"host_previous_calls", "Calls of the grid's five collectives the agents did not take "
+                            "that the previous component ran instead of the grid's rings "
+                            "(all reasons)", -9, -1},
+    {"host_previous_no_grid", "Not on the grid: no grid under this communicator (none "
+                              "described, a host off it, every rank on one node, or "
+                              "coll_ina_host previous)", -9, MCA_COLL_INA_HP_NO_GRID},
+    {"host_previous_partial", "Not on the grid: the ranks cover part of a group of the grid, "
+                              "or leave a group of their rectangle empty", -9,
+     MCA_COLL_INA_HP_PARTIAL},
+    {"host_previous_unequal", "Not on the grid: an allgather, reduce-scatter, bcast or reduce "
+                              "on nodes holding unequal numbers of ranks", -9,
+     MCA_COLL_INA_HP_UNEQUAL},
+    {"host_previous_layout", "Not on the grid: a datatype whose elements are not one run from "
+                             "its start, or an op that is not commutative", -9,
+     MCA_COLL_INA_HP_LAYOUT},
+    {"host_previous_small", "Not on the grid: below coll_ina_grid_min_bytes (coll_ina_host "
+                            "auto)", -9, MCA_COLL_INA_HP_SMALL},
+    {"host_previous_threads", "Not on the grid: a non-blocking call under "
+                              "MPI_THREAD_MULTIPLE", -9, MCA_COLL_INA_HP_THREADS},
 };
 
 /* A continuous COUNTER handle reports the increase since its allocation:
@@ -206,6 +226,13 @@ static int ina_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *o
                               : 1 == def->kind ? m->recovered_offloaded : m->resumed;
     } else if (-8 == def->reason) {
         *out = m->grid_calls;
+    } else if (-9 == def->reason && def->kind >= 0) {
+        *out = m->host_previous[def->kind];
+    } else if (-9 == def->reason) {
+        int k;
+        for (k = 0; k < MCA_COLL_INA_HP_COUNT; ++k) {
+            *out += m->host_previous[k];
+        }
     } else {
         *out = m->fallback_by_reason[def->reason];
     }

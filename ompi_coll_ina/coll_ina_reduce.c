@@ -54,8 +54,8 @@ int mca_coll_ina_reduce(const void *sbuf, void *rbuf, int count,
         return rc;
     }
     /* On the host: the hyper-square's rings where they serve the call. */
-    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, count, dtype, op, true)) {
-        return mca_coll_ina_grid_reduce(m, sbuf, rbuf, count, dtype, op, root);
+    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, count, dtype, op, true, false)) {
+        return mca_coll_ina_grid_reduce(m, sbuf, rbuf, count, dtype, op, root, NULL);
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, reduce, sbuf, rbuf, count, dtype, op, root, comm);
 }
@@ -74,6 +74,9 @@ int mca_coll_ina_ireduce(const void *sbuf, void *rbuf, int count,
     rc = mca_coll_ina_plan_post(m, &plan, request, &fallback);
     if (!fallback) {
         return rc;
+    }
+    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, count, dtype, op, true, true)) {
+        return mca_coll_ina_grid_reduce(m, sbuf, rbuf, count, dtype, op, root, request);
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, ireduce, sbuf, rbuf, count, dtype, op, root, comm, request);
 }

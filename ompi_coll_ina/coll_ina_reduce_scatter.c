@@ -118,10 +118,29 @@ int mca_coll_ina_reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
         return rc;
     }
     /* On the host: the hyper-square's rings where they serve the call. */
-    if (0 == m->in_fallback && mca_coll_ina_grid_takes(m, (int64_t) rcount * m->size, dtype, op, true)) {
-        return mca_coll_ina_grid_reduce_scatter_block(m, sbuf, rbuf, rcount, dtype, op);
+    if (0 == m->in_fallback &&
+        mca_coll_ina_grid_takes(m, (int64_t) rcount * m->size, dtype, op, true, false)) {
+        return mca_coll_ina_grid_reduce_scatter_block(m, sbuf, rbuf, rcount, dtype, op, NULL);
     }
     MCA_COLL_INA_RETURN_PREVIOUS(m, reduce_scatter_block, sbuf, rbuf, rcount, dtype, op, comm);
+}
+
+/* The agents do not take a non-blocking reduce-scatter (its persistent
+ * form they do): the grid's rings where they serve it, else the previous
+ * component's. */
+int mca_coll_ina_ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+                                       struct ompi_datatype_t *dtype, struct ompi_op_t *op,
+                                       struct ompi_communicator_t *comm,
+                                       ompi_request_t **request, mca_coll_base_module_t *module)
+{
+    mca_coll_ina_module_t *m = (mca_coll_ina_module_t *) module;
+
+    if (0 == m->in_fallback &&
+        mca_coll_ina_grid_takes(m, (int64_t) rcount * m->size, dtype, op, true, true)) {
+        return mca_coll_ina_grid_reduce_scatter_block(m, sbuf, rbuf, rcount, dtype, op, request);
+    }
+    MCA_COLL_INA_RETURN_PREVIOUS(m, ireduce_scatter_block, sbuf, rbuf, rcount, dtype, op, comm,
+                                 request);
 }
 
 int mca_coll_ina_reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts,

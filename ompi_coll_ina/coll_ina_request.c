@@ -31,6 +31,7 @@
 #include "opal/util/show_help.h"
 
 #include "coll_ina.h"
+#include "coll_ina_grid.h"
 
 static int ina_req_free(ompi_request_t **request);
 static int ina_req_cancel(ompi_request_t *request, int complete);
@@ -104,9 +105,10 @@ void mca_coll_ina_requests_fini(void)
  * here; the module is retained until the call completes (MPI lets the
  * communicator be freed with calls in flight: the module, its job and
  * saved fallbacks live until they completed). */
-static mca_coll_ina_req_t *ina_req_get(mca_coll_ina_module_t *m, const mca_coll_ina_plan_t *plan)
+static mca_coll_ina_req_t *ina_req_take(mca_coll_ina_module_t *m, mca_coll_ina_req_t *persistent,
+                                        mca_coll_ina_kind_t kind)
 {
-    mca_coll_ina_req_t *req = plan->persistent;
+    mca_coll_ina_req_t *req = persistent;
 
     if (NULL == req) {
         if (OMPI_SUCCESS != ina_requests_init()) {
@@ -128,11 +130,17 @@ static mca_coll_ina_req_t *ina_req_get(mca_coll_ina_module_t *m, const mca_coll_
     req->super.super.req_state = OMPI_REQUEST_ACTIVE;
     req->super.super.req_status = ompi_status_empty; /* not cancelled, no error */
     req->task = NULL;
+    req->grid = NULL;
     req->module = m;
-    req->kind = plan->kind;
+    req->kind = kind;
     req->freed = false;
     OBJ_RETAIN(m);
     return req;
+}
+
+static mca_coll_ina_req_t *ina_req_get(mca_coll_ina_module_t *m, const mca_coll_ina_plan_t *plan)
+{
+    return ina_req_take(m, plan->persistent, plan->kind);
 }
 
 void mca_coll_ina_nbc_reset(ompi_coll_base_nbc_request_t *nbc)
@@ -260,6 +268,17 @@ static void ina_task_done(const mca_coll_ina_plan_t *plan, ina_task_t *task)
     }
 }
 
+/* A grid call's result as the request's status. */
+static int ina_grid_result_to_mpi(mca_coll_ina_req_t *req, int rc)
+{
+    if (OMPI_SUCCESS == rc) {
+        return MPI_SUCCESS;
+    }
+    INA_VERBOSE(1, "cid %d: %s on the grid's rings failed: %d", req->module->cid,
+                mca_coll_ina_kind_name(req->kind), rc);
+    return MPI_ERR_OTHER;
+}
+
 int mca_coll_ina_progress(void)
 {
     mca_coll_ina_component_t *c = &mca_coll_ina_component;
@@ -277,6 +296,18 @@ int mca_coll_ina_progress(void)
     busy = true;
     /* First collect what finished (each test also progresses the engine). */
     OPAL_LIST_FOREACH_SAFE(req, next, &c->outstanding, mca_coll_ina_req_t) {
+        if (NULL != req->grid) {
+            int rc;
+            if (!mca_coll_ina_grid_call_test(req->grid, &rc)) {
+                continue;
+            }
+            mca_coll_ina_grid_call_free(req->grid);
+            req->grid = NULL;
+            req->super.super.req_status.MPI_ERROR = ina_grid_result_to_mpi(req, rc);
+            opal_list_remove_item(&c->outstanding, &req->super.super.super.super);
+            opal_list_append(done, &req->super.super.super.super);
+            continue;
+        }
         if (!ina_task_test(req->task, &r)) {
             continue;
         }
@@ -315,6 +346,26 @@ static int ina_req_start(mca_coll_ina_req_t *req, ina_task_t *task)
         c->progress_registered = true;
     }
     return OMPI_SUCCESS;
+}
+
+int mca_coll_ina_grid_request(struct ina_grid_call *g, ompi_request_t **request)
+{
+    mca_coll_ina_req_t *req = ina_req_take(g->m, NULL, g->kind);
+    int rc;
+
+    if (NULL == req) {
+        mca_coll_ina_grid_call_free(g);
+        return OMPI_ERR_OUT_OF_RESOURCE;
+    }
+    *request = &req->super.super;
+    if (mca_coll_ina_grid_call_test(g, &rc)) {
+        /* Over already (its messages were all in): complete it now. */
+        mca_coll_ina_grid_call_free(g);
+        ina_req_complete(req, ina_grid_result_to_mpi(req, rc));
+        return OMPI_SUCCESS;
+    }
+    req->grid = g;
+    return ina_req_start(req, NULL);
 }
 
 /* ---- one call ------------------------------------------------------------ */

@@ -24,8 +24,9 @@
 //   MPI_Allreduce and MPI_Reduce (roots 0, p/2, p - 1 in turn) and
 //   MPI_Reduce_scatter_block over every (type, op); MPI_Allgather and
 //   MPI_Bcast (roots alike) over every type; in place and not.
-// Each check is one call run twice (the second in place where the check
-// says so), and:
+// Each check is one call run twice: blocking, then (the checks take turns)
+// blocking, non-blocking (MPI_I*) or persistent (MPI_*_init, one start),
+// the second in place where the check says so; and:
 //   - integers, pairs, bools, user ops, MIN/MAX of floats, and the copies
 //     equal a reference computed here from inputs every rank regenerates;
 //     the inputs never overflow (Open MPI 4.1.4's vector kernels saturate
@@ -33,7 +34,9 @@
 //     the lowest index wins; floating SUM and PROD, real and complex, come
 //     within a rounding bound of the reference (the rings fold in their own
 //     order);
-//   - the second run's result has the first's bits; where every rank holds
+//   - the second run's result has the first's bits (off the grid, where
+//     Open MPI's own blocking and non-blocking algorithms differ, for exact
+//     results only); where every rank holds
 //     the result (MPI_Allreduce, MPI_Allgather, MPI_Bcast) every rank has
 //     the same bits (an allgather of their digests), so each rank compares
 //     a p-th of an allreduce's result with the reference;
@@ -45,6 +48,13 @@
 //     types with a gap (MPI_DOUBLE_INT, MPI_LONG_INT, MPI_LONG_DOUBLE_INT,
 //     MPI_SHORT_INT), the gapped user type and the non-commutative op go to
 //     the previous algorithm, exact all the same.
+//   - coll_ina_host_previous_calls rises by one for every other call, and
+//     so does the counter of its reason (off the grid: no_grid or partial;
+//     unequal nodes; a datatype or op the rings do not take), except
+//     Open MPI's own context-id shape (MPI_Iallreduce of one MPI_INT, MAX or
+//     MIN), which the component leaves to the previous component uncounted.
+// Then on each communicator the grid serves whole, six non-blocking calls
+// and a blocking one in flight together (tags of their own), exact.
 // coll_ina_grid_nodes says how many nodes each communicator covers. Rank 0
 // prints, per communicator, how many calls of each collective the grid ran.
 //
@@ -58,6 +68,15 @@
 #include "ina_mpi_test.h"
 
 #include <unistd.h>
+
+#if OMPI_MAJOR_VERSION < 5
+#include <mpi-ext.h>
+#define MPI_Allreduce_init MPIX_Allreduce_init
+#define MPI_Reduce_init MPIX_Reduce_init
+#define MPI_Bcast_init MPIX_Bcast_init
+#define MPI_Allgather_init MPIX_Allgather_init
+#define MPI_Reduce_scatter_block_init MPIX_Reduce_scatter_block_init
+#endif
 
 #include <cmath>
 #include <functional>
@@ -91,6 +110,20 @@ const char *coll_name(Coll c)
 }
 
 bool is_reduction(Coll c) { return c != Coll::Allgather && c != Coll::Bcast; }
+
+// How a call is made: MPI_Allreduce, MPI_Iallreduce and MPI_Wait, or
+// MPI_Allreduce_init, MPI_Start, MPI_Wait and MPI_Request_free.
+enum class Form { Blocking, Nonblocking, Persistent };
+
+const char *form_name(Form f)
+{
+    switch (f) {
+    case Form::Blocking: return "blocking";
+    case Form::Nonblocking: return "non-blocking";
+    case Form::Persistent: return "persistent";
+    }
+    return "?";
+}
 
 // >>> THE TABLE: whether the component routes a call of `c` that the grid
 // can take (grid_count below) to the grid's rings. Each such call raises
@@ -662,11 +695,36 @@ size_t recv_elems(Coll c, size_t n, int p) { return c == Coll::Allgather ? n * p
 // the call: a communicator on the grid, a commutative op (a reduction's),
 // elements back to back (every scenario puts as many ranks on every node,
 // which the per-rank and rooted collectives need too).
-long long grid_count(Coll c, const Target &t, const Case &k, size_t n)
+// Open MPI makes a new communicator's context id with MPI_Iallreduce of one
+// MPI_INT (MAX, then MIN): the component leaves every such call to the
+// previous component, uncounted (coll_ina_allreduce.c).
+bool context_id_shape(Coll c, Form f, const Case &k, size_t n)
+{
+    return c == Coll::Allreduce && f == Form::Nonblocking && n == 1 && k.dt == MPI_INT &&
+           (k.op == MPI_MAX || k.op == MPI_MIN);
+}
+
+long long grid_count(Coll c, Form f, const Target &t, const Case &k, size_t n)
 {
     return grid_runs(c) && t.on_grid && (t.even || c == Coll::Allreduce) && n > 0 &&
-                   (!is_reduction(c) || commutative(k.op)) && contiguous_block(k.dt)
+                   (!is_reduction(c) || commutative(k.op)) && contiguous_block(k.dt) &&
+                   !context_id_shape(c, f, k, n)
                ? 1 : 0;
+}
+
+// The counter of the reason a call the grid does not take is counted under
+// (coll_ina_host_previous_*): off the grid, no grid or part of one (which
+// of the two the scenario decides: both are read); on it, unequal nodes
+// for all but MPI_Allreduce, else the datatype or the op.
+std::vector<const char *> previous_reasons(Coll c, const Target &t)
+{
+    if (!t.on_grid) {
+        return {"coll_ina_host_previous_no_grid", "coll_ina_host_previous_partial"};
+    }
+    if (!t.even && c != Coll::Allreduce) {
+        return {"coll_ina_host_previous_unequal"};
+    }
+    return {"coll_ina_host_previous_layout"};
 }
 
 constexpr unsigned char kJunk = 0xa5; // what a receive buffer holds before the call
@@ -678,32 +736,72 @@ std::vector<char> inputs(const Case &k, int r, size_t n)
     return v;
 }
 
-// One call of `c`: this rank's inputs, the call, and in `res` what it left
-// where its result goes (nothing on a rank without one). Returns the calls
-// coll_ina_grid_calls counted meanwhile.
-long long call_once(Coll c, const Target &t, Counters &ctr, const Case &k, size_t n, bool in_place,
-                    int root, std::vector<char> &res)
+// The sum of the named counters on `t`.
+long long read_sum(Counters &ctr, const Target &t, const std::vector<const char *> &names)
+{
+    long long sum = 0;
+    for (const char *name : names) {
+        sum += ctr.read(name, t.comm);
+    }
+    return sum;
+}
+
+// The call of `c` on `comm` in form f: each collective's three forms, one
+// argument list.
+#define INA_GRID_CALL(f, blocking, nonblocking, persistent, ...)                   \
+    do {                                                                          \
+        MPI_Request req_;                                                         \
+        if ((f) == Form::Blocking) {                                              \
+            blocking(__VA_ARGS__);                                                \
+        } else if ((f) == Form::Nonblocking) {                                    \
+            nonblocking(__VA_ARGS__, &req_);                                      \
+            MPI_Wait(&req_, MPI_STATUS_IGNORE);                                   \
+        } else {                                                                  \
+            persistent(__VA_ARGS__, MPI_INFO_NULL, &req_);                        \
+            MPI_Start(&req_);                                                     \
+            MPI_Wait(&req_, MPI_STATUS_IGNORE);                                   \
+            MPI_Request_free(&req_);                                              \
+        }                                                                         \
+    } while (0)
+
+// What one call raised: coll_ina_grid_calls, coll_ina_host_previous_calls
+// and the counters of the reason it is expected under.
+struct Rise {
+    long long grid, previous, reason;
+};
+
+// One call of `c` in form f: this rank's inputs, the call, and in `res`
+// what it left where its result goes (nothing on a rank without one).
+Rise call_once(Coll c, Form f, const Target &t, Counters &ctr, const Case &k, size_t n,
+               bool in_place, int root, std::vector<char> &res)
 {
     const int p = t.size, r = t.rank, count = static_cast<int>(n);
     const size_t e = k.ext;
     std::vector<char> in = inputs(k, r, send_elems(c, n, p));
     std::vector<char> out(recv_elems(c, n, p) * e, static_cast<char>(kJunk));
-    const long long before = ctr.read("coll_ina_grid_calls", t.comm);
+    const std::vector<const char *> reasons = previous_reasons(c, t);
+    const Rise before{ctr.read("coll_ina_grid_calls", t.comm),
+                      ctr.read("coll_ina_host_previous_calls", t.comm),
+                      read_sum(ctr, t, reasons)};
     switch (c) {
     case Coll::Allreduce:
         if (in_place) {
-            MPI_Allreduce(MPI_IN_PLACE, in.data(), count, k.dt, k.op, t.comm);
+            INA_GRID_CALL(f, MPI_Allreduce, MPI_Iallreduce, MPI_Allreduce_init, MPI_IN_PLACE,
+                          in.data(), count, k.dt, k.op, t.comm);
             out = in;
         } else {
-            MPI_Allreduce(in.data(), out.data(), count, k.dt, k.op, t.comm);
+            INA_GRID_CALL(f, MPI_Allreduce, MPI_Iallreduce, MPI_Allreduce_init, in.data(),
+                          out.data(), count, k.dt, k.op, t.comm);
         }
         break;
     case Coll::Reduce:
         if (in_place && r == root) {
-            MPI_Reduce(MPI_IN_PLACE, in.data(), count, k.dt, k.op, root, t.comm);
+            INA_GRID_CALL(f, MPI_Reduce, MPI_Ireduce, MPI_Reduce_init, MPI_IN_PLACE, in.data(),
+                          count, k.dt, k.op, root, t.comm);
             out = in;
         } else {
-            MPI_Reduce(in.data(), r == root ? out.data() : nullptr, count, k.dt, k.op, root, t.comm);
+            INA_GRID_CALL(f, MPI_Reduce, MPI_Ireduce, MPI_Reduce_init, in.data(),
+                          r == root ? out.data() : nullptr, count, k.dt, k.op, root, t.comm);
         }
         if (r != root) {
             out.clear();
@@ -711,35 +809,44 @@ long long call_once(Coll c, const Target &t, Counters &ctr, const Case &k, size_
         break;
     case Coll::ReduceScatterBlock:
         if (in_place) { // the whole input in, this rank's block out at the front
-            MPI_Reduce_scatter_block(MPI_IN_PLACE, in.data(), count, k.dt, k.op, t.comm);
+            INA_GRID_CALL(f, MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block,
+                          MPI_Reduce_scatter_block_init, MPI_IN_PLACE, in.data(), count, k.dt,
+                          k.op, t.comm);
             out.assign(in.begin(), in.begin() + static_cast<ptrdiff_t>(n * e));
         } else {
-            MPI_Reduce_scatter_block(in.data(), out.data(), count, k.dt, k.op, t.comm);
+            INA_GRID_CALL(f, MPI_Reduce_scatter_block, MPI_Ireduce_scatter_block,
+                          MPI_Reduce_scatter_block_init, in.data(), out.data(), count, k.dt,
+                          k.op, t.comm);
         }
         break;
     case Coll::Allgather:
         if (in_place) { // this rank's part in its place
             std::memcpy(out.data() + static_cast<size_t>(r) * n * e, in.data(), n * e);
-            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out.data(), count, k.dt, t.comm);
+            INA_GRID_CALL(f, MPI_Allgather, MPI_Iallgather, MPI_Allgather_init, MPI_IN_PLACE, 0,
+                          MPI_DATATYPE_NULL, out.data(), count, k.dt, t.comm);
         } else {
-            MPI_Allgather(in.data(), count, k.dt, out.data(), count, k.dt, t.comm);
+            INA_GRID_CALL(f, MPI_Allgather, MPI_Iallgather, MPI_Allgather_init, in.data(), count,
+                          k.dt, out.data(), count, k.dt, t.comm);
         }
         break;
     case Coll::Bcast:
         if (r == root) {
             out = in;
         }
-        MPI_Bcast(out.data(), count, k.dt, root, t.comm);
+        INA_GRID_CALL(f, MPI_Bcast, MPI_Ibcast, MPI_Bcast_init, out.data(), count, k.dt, root,
+                      t.comm);
         break;
     }
     res = std::move(out);
-    return ctr.read("coll_ina_grid_calls", t.comm) - before;
+    return Rise{ctr.read("coll_ina_grid_calls", t.comm) - before.grid,
+                ctr.read("coll_ina_host_previous_calls", t.comm) - before.previous,
+                read_sum(ctr, t, reasons) - before.reason};
 }
 
 // One check: `c` with count n on `t`, run twice (the second in place when
-// `in_place`), both results compared as the header says.
-void check(Coll c, Target &t, Counters &ctr, const Case &k, size_t n, bool in_place, int root,
-           std::vector<uint64_t> &digests, std::vector<std::string> &labels)
+// `in_place`, and in form f), both results compared as the header says.
+void check(Coll c, Form f, Target &t, Counters &ctr, const Case &k, size_t n, bool in_place,
+           int root, std::vector<uint64_t> &digests, std::vector<std::string> &labels)
 {
     const int p = t.size, r = t.rank;
     const size_t e = k.ext;
@@ -750,17 +857,30 @@ void check(Coll c, Target &t, Counters &ctr, const Case &k, size_t n, bool in_pl
         const size_t len = std::strlen(what);
         std::snprintf(what + len, sizeof(what) - len, ", root %d", root);
     }
+    {
+        const size_t len = std::strlen(what);
+        std::snprintf(what + len, sizeof(what) - len, ", then %s", form_name(f));
+    }
     std::vector<char> first, second;
-    const long long want = grid_count(c, t, k, n);
-    const long long got1 = call_once(c, t, ctr, k, n, false, root, first);
-    const long long got2 = call_once(c, t, ctr, k, n, in_place, root, second);
+    const long long want1 = grid_count(c, Form::Blocking, t, k, n);
+    const long long want2 = grid_count(c, f, t, k, n);
+    const Rise got1 = call_once(c, Form::Blocking, t, ctr, k, n, false, root, first);
+    const Rise got2 = call_once(c, f, t, ctr, k, n, in_place, root, second);
     const int ci = static_cast<int>(c);
     t.calls[ci] += 2;
-    t.grid[ci] += got1 + got2;
+    t.grid[ci] += got1.grid + got2.grid;
     ++checks;
-    INA_CHECK(got1 == want && got2 == want,
-              "%s: coll_ina_grid_calls rose by %lld and %lld, want %lld each", what, got1, got2,
-              want);
+    INA_CHECK(got1.grid == want1 && got2.grid == want2,
+              "%s: coll_ina_grid_calls rose by %lld and %lld, want %lld and %lld", what,
+              got1.grid, got2.grid, want1, want2);
+    // Every other call is counted once, under its reason.
+    const long long prev2 = want2 == 0 && !context_id_shape(c, f, k, n) ? 1 : 0;
+    ++checks;
+    INA_CHECK(got1.previous == 1 - want1 && got1.reason == 1 - want1 &&
+                  got2.previous == prev2 && got2.reason == prev2,
+              "%s: coll_ina_host_previous_calls rose by %lld and %lld (its reason's counter by "
+              "%lld and %lld), want %lld and %lld",
+              what, got1.previous, got2.previous, got1.reason, got2.reason, 1 - want1, prev2);
     if (first.empty()) { // MPI_Reduce off the root
         return;
     }
@@ -768,12 +888,18 @@ void check(Coll c, Target &t, Counters &ctr, const Case &k, size_t n, bool in_pl
         digests.push_back(k.digest(first.data(), recv_elems(c, n, p)));
         labels.push_back(what);
     }
-    // The second run's bits are the first's.
+    // The second run's bits are the first's: always where the grid ran both
+    // (its fold order is the layout's, whatever the form) or both were
+    // blocking; off the grid only for exact results, as Open MPI's own
+    // blocking and non-blocking algorithms fold in different orders.
     const size_t elems = recv_elems(c, n, p);
-    ++checks;
-    const size_t twice = k.mismatch(second.data(), first.data(), nullptr, elems);
-    INA_CHECK(twice == elems, "%s: element %zu: %s, then %s: another run gave other bits", what,
-              twice, k.show(first.data(), twice).c_str(), k.show(second.data(), twice).c_str());
+    if (k.exact || f == Form::Blocking || (want1 == 1 && want2 == 1)) {
+        ++checks;
+        const size_t twice = k.mismatch(second.data(), first.data(), nullptr, elems);
+        INA_CHECK(twice == elems, "%s: element %zu: %s, then %s: another run gave other bits",
+                  what, twice, k.show(first.data(), twice).c_str(),
+                  k.show(second.data(), twice).c_str());
+    }
     // The part of the result this rank compares with what it should be: all
     // of it, but a p-th each of an allreduce's, which every rank holds alike
     // (check_alike), so that the ranks share the reference's cost.
@@ -845,6 +971,7 @@ std::vector<size_t> lengths(Coll c, int p, size_t ext)
 // turn.
 void matrix(Target &t, Counters &ctr, const std::vector<Case> &cases)
 {
+    constexpr Form kForms[] = {Form::Blocking, Form::Nonblocking, Form::Persistent};
     std::set<MPI_Datatype> copied;
     const int roots[3] = {0, t.size / 2, t.size - 1};
     for (size_t ci = 0; ci < cases.size(); ++ci) {
@@ -860,11 +987,73 @@ void matrix(Target &t, Counters &ctr, const std::vector<Case> &cases)
             for (size_t si = 0; si < ns.size(); ++si) {
                 const bool in_place = c != Coll::Bcast && (ci + si) % 2 == 1;
                 const int root = roots[(ci + si) % 3];
-                check(c, t, ctr, k, ns[si], in_place, root, digests, labels);
+                const Form f = kForms[(ci + 2 * si + static_cast<size_t>(c)) % 3];
+                check(c, f, t, ctr, k, ns[si], in_place, root, digests, labels);
             }
         }
         check_alike(t, digests, labels);
     }
+}
+
+// Grid calls in flight together on one communicator, with a blocking one
+// among them: each non-blocking call has a tag of its own, so none matches
+// another's messages. Every collective once (MPI_Iallreduce twice), waited
+// in reverse order; the doubles' bits equal a blocking run's, the integers
+// their closed form. Only where the grid takes them all.
+void in_flight(Target &t, Counters &ctr)
+{
+    if (!t.on_grid || !t.even) {
+        return;
+    }
+    const int p = t.size, r = t.rank, root = p / 2;
+    const size_t n = 9001, np = n * static_cast<size_t>(p);
+    std::vector<double> a(n), a_out(n), a_ref(n), rs(np), rs_out(n), rs_ref(n);
+    std::vector<int> b(n), b_out(n), g(np), bc(n), rd(n, -1);
+    for (size_t i = 0; i < np; ++i) {
+        rs[i] = 1.0 / static_cast<double>(1 + i + static_cast<size_t>(r) * 7);
+    }
+    for (size_t i = 0; i < n; ++i) {
+        a[i] = std::sin(static_cast<double>(i + 1) * (r + 1));
+        b[i] = r * 7 + static_cast<int>(i);
+        bc[i] = r == root ? static_cast<int>(i) * 3 + 1 : -1;
+    }
+    MPI_Allreduce(a.data(), a_ref.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, t.comm);
+    MPI_Reduce_scatter_block(rs.data(), rs_ref.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM,
+                             t.comm);
+    const long long before = ctr.read("coll_ina_grid_calls", t.comm);
+    MPI_Request req[6];
+    const int cnt = static_cast<int>(n);
+    MPI_Iallreduce(a.data(), a_out.data(), cnt, MPI_DOUBLE, MPI_SUM, t.comm, &req[0]);
+    MPI_Ireduce_scatter_block(rs.data(), rs_out.data(), cnt, MPI_DOUBLE, MPI_SUM, t.comm,
+                              &req[1]);
+    MPI_Iallgather(b.data(), cnt, MPI_INT, g.data(), cnt, MPI_INT, t.comm, &req[2]);
+    MPI_Ibcast(bc.data(), cnt, MPI_INT, root, t.comm, &req[3]);
+    MPI_Ireduce(b.data(), rd.data(), cnt, MPI_INT, MPI_SUM, root, t.comm, &req[4]);
+    std::vector<int> b_blocking(n);
+    MPI_Allreduce(b.data(), b_blocking.data(), cnt, MPI_INT, MPI_MAX, t.comm);
+    MPI_Iallreduce(b.data(), b_out.data(), cnt, MPI_INT, MPI_SUM, t.comm, &req[5]);
+    for (int k = 5; k >= 0; --k) {
+        MPI_Wait(&req[k], MPI_STATUS_IGNORE);
+    }
+    const long long rose = ctr.read("coll_ina_grid_calls", t.comm) - before;
+    size_t bad = 0;
+    const int sum7 = 7 * p * (p - 1) / 2;
+    for (size_t i = 0; i < n; ++i) {
+        const int ii = static_cast<int>(i);
+        bad += std::memcmp(&a_out[i], &a_ref[i], sizeof(double)) != 0;
+        bad += std::memcmp(&rs_out[i], &rs_ref[i], sizeof(double)) != 0;
+        bad += b_out[i] != sum7 + p * ii;
+        bad += b_blocking[i] != (p - 1) * 7 + ii;
+        bad += bc[i] != ii * 3 + 1;
+        bad += r == root && rd[i] != sum7 + p * ii;
+        for (int q = 0; q < p; ++q) {
+            bad += g[static_cast<size_t>(q) * n + i] != q * 7 + ii;
+        }
+    }
+    checks += 2;
+    INA_CHECK(bad == 0, "%s: calls in flight together: %zu wrong elements", t.what, bad);
+    INA_CHECK(rose == 7, "%s: calls in flight together: coll_ina_grid_calls rose by %lld, "
+              "want 7", t.what, rose);
 }
 
 void summary(const Target &t)
@@ -892,6 +1081,7 @@ void run_target(Target &t, Counters &ctr, const std::vector<Case> &cases, long l
     INA_CHECK(got_nodes == nodes, "%s: coll_ina_grid_nodes %lld, want %lld", t.what, got_nodes,
               nodes);
     matrix(t, ctr, cases);
+    in_flight(t, ctr);
     summary(t);
 }
 
