@@ -235,6 +235,12 @@ int Agent::run(int signal_fd)
                 timeout = timeout < 0 ? w : std::min(timeout, w);
             }
         }
+        if (!outbox_.empty()) { // held (--bench-delay-us): the first one's due time
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(outbox_.front()->due -
+                                                                           agg::Clock::now());
+            const int d = static_cast<int>(std::max<std::chrono::milliseconds::rep>(left.count(), 0));
+            timeout = timeout < 0 ? d : std::min(timeout, d);
+        }
         struct epoll_event evs[8];
         int n = epoll_wait(ep.get(), evs, 8, timeout);
         if (n < 0 && errno != EINTR) {
@@ -297,6 +303,7 @@ std::map<std::string, uint32_t> Agent::peers_by_host() const
 bool Agent::work_outstanding() const
 {
     return agg_.pool().free_segs() < agg_.pool().size() || sends_in_flight_ > 0 ||
+           !outbox_.empty() ||
            (parent_ && parent_->sending());
 }
 
@@ -578,9 +585,18 @@ bool Agent::service()
         for (SendCtx *ctx : outbox_) {
             ctx->peer->grant_at = SIZE_MAX;
         }
+        // --bench-delay-us: messages not due yet stay, in order (a dead
+        // peer's go now: it is closed at the end of this round).
+        const agg::Clock::time_point now =
+            cfg_.bench_delay.count() > 0 ? agg::Clock::now() : agg::Clock::time_point{};
+        size_t held = 0;
         for (SendCtx *ctx : outbox_) {
             if (ctx->peer->dead) {
                 finish_send(ctx, UCS_ERR_CANCELED);
+                continue;
+            }
+            if (ctx->due > now) {
+                outbox_[held++] = ctx;
                 continue;
             }
             if (ctx->implied) {
@@ -599,7 +615,8 @@ bool Agent::service()
             counters_.results_rndv += prm.flags == UCP_AM_SEND_FLAG_RNDV ? 1 : 0;
             ucs_status_ptr_t r =
                 ucp_am_send_nbx(ctx->peer->ep, INA_PROTO_AM_TO_CLIENT, &ctx->hdr, sizeof(ctx->hdr),
-                                ctx->payload.data(), ctx->len, &prm);
+                                ctx->held.empty() ? ctx->payload.data() : ctx->held.data(),
+                                ctx->len, &prm);
             if (r == nullptr) {
                 finish_send(ctx, UCS_OK); // sent at once
             } else if (UCS_PTR_IS_ERR(r)) {
@@ -608,8 +625,8 @@ bool Agent::service()
                 ++sends_in_flight_;
             }
         }
-        outbox_.clear();
-        did = true;
+        did = did || outbox_.size() != held;
+        outbox_.resize(held);
     }
     // A refused HELLO's ERROR went out above: the connection is closed
     // (flushed first) in the next round. (Still in peers_: only peers in
@@ -770,6 +787,11 @@ void Agent::send(agg::Member &to, const ina_proto_hdr_t &h, agg::BufRef payload,
     if (h.type == INA_PROTO_RESULT && test_faults()) {
         test_fault(h);
     }
+    std::vector<std::byte> held;
+    if (cfg_.bench_delay.count() > 0 && payload) {
+        held.assign(payload.data(), payload.data() + len); // may throw: nothing taken yet
+        payload.reset();
+    }
     if (send_free_.empty()) {
         send_store_.push_back(std::make_unique<SendCtx>());
         send_free_.push_back(send_store_.back().get());
@@ -783,8 +805,12 @@ void Agent::send(agg::Member &to, const ina_proto_hdr_t &h, agg::BufRef payload,
     ctx->hdr = h;
     ctx->hdr.version = ctx->peer->version; // the connection's (HELLO_ACK: the one chosen)
     ctx->payload = std::move(payload);
+    ctx->held.swap(held);
     ctx->len = len;
     ctx->implied = false;
+    if (cfg_.bench_delay.count() > 0) {
+        ctx->due = agg::Clock::now() + cfg_.bench_delay;
+    }
     // A RESULT is also the GRANT of its call (the client takes it so): a
     // GRANT still waiting in the outbox for this call need not go. Where
     // the decision and the RESULT come in one round (a call of one member, a
@@ -874,6 +900,7 @@ void Agent::finish_send(SendCtx *ctx, ucs_status_t status)
 void Agent::recycle(SendCtx *ctx)
 {
     ctx->payload.reset();
+    ctx->held.clear();
     ctx->peer = nullptr;
     send_free_.push_back(ctx);
 }

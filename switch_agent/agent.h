@@ -67,6 +67,14 @@ struct AgentConfig {
     // connections stay open; it goes on where it stopped once continued
     // (SIGCONT).
     uint64_t test_freeze_after_results = 0;
+    // Benchmarks only (--bench-delay-us N): every message to a client
+    // leaves N us after the agent made it, in order, as if the link to the
+    // clients were that much longer (an emulated propagation delay, which
+    // the kernel here cannot add: no netem). It lengthens the round trip a
+    // window of Segs must cover, so a job needs more Segs to reach line rate
+    // (bench/tenancy, the scarce-buffer regime). Host algorithms do not see
+    // it. 0: none.
+    std::chrono::microseconds bench_delay{0};
 };
 
 // What the transport counts (the core counts the rest: agg::Counters).
@@ -167,6 +175,11 @@ private:
         agg::BufRef payload; // a reference on a result buffer, or none
         size_t len = 0;
         bool implied = false; // a GRANT that a RESULT behind it in the outbox implies
+        agg::Clock::time_point due{}; // --bench-delay-us: not sent before then
+        // --bench-delay-us: the payload, copied, so that a held RESULT does
+        // not keep its Seg's buffer (a switch's result leaves its buffer
+        // when it is sent; only the wire delays it).
+        std::vector<std::byte> held;
     };
 
     static void on_conn_request(ucp_conn_request_h req, void *arg);

@@ -119,7 +119,12 @@ void usage(FILE *out)
                  "  --max-conn-keep-bytes N  bytes of one connection's blocks kept for\n"
                  "                       calls waiting for a lease (default %zu)\n"
                  "  --help               this text\n"
-                 "  --version            the version, and the protocol spoken\n",
+                 "  --version            the version, and the protocol spoken\n"
+                 "Benchmarks only (command line):\n"
+                 "  --bench-delay-us N   send every message to a client N us after making\n"
+                 "                       it, in order: an emulated propagation delay that\n"
+                 "                       lengthens the round trip a job's window must\n"
+                 "                       cover (bench/tenancy); never in production\n",
                  kDefaultConfig, kDefaultControl, INA_PROTO_MAX_SEG_BYTES, INA_PROTO_MAX_WINDOW, ina::kDefaultSpinUs,
                  static_cast<unsigned long long>(ina::AgentConfig::kDefaultRndvBytes),
                  static_cast<long long>(ina::agg::AggregatorConfig{}.open_wait.count()),
@@ -174,6 +179,7 @@ enum Opt {
     kMetrics,
     kTestDieAfterResults,
     kTestFreezeAfterResults,
+    kBenchDelayUs,
     kConfig,
     kNoConfig,
     kHelp,
@@ -210,6 +216,7 @@ const struct option kOpts[] = {
     {"metrics", required_argument, nullptr, kMetrics},
     {"test-die-after-results", required_argument, nullptr, kTestDieAfterResults},
     {"test-freeze-after-results", required_argument, nullptr, kTestFreezeAfterResults},
+    {"bench-delay-us", required_argument, nullptr, kBenchDelayUs},
     {"config", required_argument, nullptr, kConfig},
     {"no-config", no_argument, nullptr, kNoConfig},
     {"help", no_argument, nullptr, kHelp},
@@ -220,6 +227,7 @@ const struct option kOpts[] = {
 bool command_line_only(int id)
 {
     return id == kReadyFd || id == kTestDieAfterResults || id == kTestFreezeAfterResults ||
+           id == kBenchDelayUs ||
            id == kConfig || id == kNoConfig ||
            id == kHelp || id == kVersion;
 }
@@ -355,6 +363,10 @@ void apply(Settings &st, int id, const char *arg)
         break;
     case kTestFreezeAfterResults: // tests only: not in --help
         cfg.test_freeze_after_results = want_uint(arg, 1, ULONG_MAX, "a count >= 1");
+        break;
+    case kBenchDelayUs:
+        cfg.bench_delay = std::chrono::microseconds(
+            want_uint(arg, 0, 10000000, "0..10000000 microseconds"));
         break;
     case kMaxConns:
         cfg.max_conns = static_cast<uint32_t>(want_uint(arg, 1, 1u << 20, "1..1048576 connections"));

@@ -5,6 +5,7 @@
 // sliding window, blocks sent in random interleavings across ranks and SIDs.
 // Every rank gets the call's GRANT, then every RESULT must equal, bit for bit,
 // the rank-order reference computed with ina_reduce, on every rank.
+#include <chrono>
 #include <cstdio>
 #include <iterator>
 #include <random>
@@ -138,6 +139,39 @@ int main()
                   d.counter("acks_out"));
     CHECK_OR_FAIL(d.counter("jobs_live") == 0, "jobs left at exit: %ld", d.counter("jobs_live"));
     std::printf("checked: SIGTERM -> exit 0, agent results_out=%ld matches, jobs_live=0\n", out);
+
+    // --bench-delay-us (benchmarks: an emulated propagation delay): every
+    // message to a client leaves at least that late, in order, and the
+    // results are as exact. Only the lower bound is checked: a loaded
+    // machine may make them later still, never earlier.
+    {
+        const auto kDelay = std::chrono::milliseconds(300);
+        Daemon slow({"--bench-delay-us", "300000"});
+        Client sc;
+        const uint32_t n = 3;
+        std::vector<size_t> eps;
+        for (uint32_t r = 0; r < n; ++r) {
+            eps.push_back(sc.connect(slow.address()));
+            const auto t0 = std::chrono::steady_clock::now();
+            uint32_t maxw = 0;
+            uint64_t segb = 0;
+            sc.hello(eps.back(), &maxw, &segb);
+            CHECK_OR_FAIL(std::chrono::steady_clock::now() - t0 >= kDelay,
+                          "HELLO_ACK came before the agent's delay");
+        }
+        uint32_t window = 0;
+        const uint32_t jid = sc.open_all(eps, {1, 2, 3}, 4, &window);
+        const auto t0 = std::chrono::steady_clock::now();
+        const RunStats st = run_calls(
+            sc, eps, jid, window, 0, {allreduce_plan({INA_DT_DOUBLE, INA_OP_SUM, 300, 100}, n, 7)},
+            7);
+        CHECK_OR_FAIL(st.results == 3 * n, "delayed agent: %lu RESULTs, want %u",
+                      (unsigned long)st.results, 3 * n);
+        CHECK_OR_FAIL(std::chrono::steady_clock::now() - t0 >= kDelay,
+                      "a call of 3 blocks finished before the agent's delay");
+        std::printf("checked: --bench-delay-us 300000: HELLO_ACKs and a 3-block call's RESULTs "
+                    "no earlier than 300 ms, every RESULT equal to the rank-order reference\n");
+    }
     std::printf("PASS agent_allreduce\n");
     return 0;
 }
