@@ -27,10 +27,21 @@ usage: $0 [options]
                    comparison in docs/perf-history/sharing-an-agent.md), default $jobs_default
   --hosts-per-job H  emulated hosts (one rank each) per job, default 4
   --rate R         link rate per direction, default 100mbit
+  --queue T        how long a packet may wait in a port (tbf latency), default
+                   20ms; a window of many Segs sent at once needs more room
   --iters K        iterations per job, default 20
+  --repeat R       rounds of every system, one after the other; the table has
+                   each figure's mean over the rounds and its spread
+                   (max/min), default 1
   --window W       every job's window (Segs per lease: coll_ina_window and the
                    agent's --max-window), default 8
   --pool-x LIST    agent pool sizes in windows, default 1,4
+  --delay-us N     the agent sends every message N us late (ina-switchd
+                   --bench-delay-us: an emulated propagation delay), default 0
+  --seg-size B     bytes per Seg (ina-switchd --seg-size), default the agent's
+  --regime-bytes B the regime check's allreduce (one job alone, the whole pool,
+                   then a third of it), default 8388608
+  --regime-only    run the regime check alone
   --policies LIST  agent policies, default fcfs,exclusive,partition,tdm
   --builddir DIR   build tree (default: $repo/build)
   --out DIR        results directory, default $here/results
@@ -44,16 +55,22 @@ die() { # not lib.sh's: the messages start with "tenancy", not "run.sh"
 }
 
 jobs_default=1048576:300,524288:150,2097152:900
-jobs_list=$jobs_default hpj=4 rate=100mbit iters=20 window=8 poolx=1,4 policies=fcfs,exclusive,partition,tdm
-builddir=$repo/build out=$here/results limit=600
+jobs_list=$jobs_default hpj=4 rate=100mbit queue=20ms repeat=1 iters=20 window=8 poolx=1,4 policies=fcfs,exclusive,partition,tdm
+builddir=$repo/build out=$here/results limit=600 delay_us=0 seg_size='' regime_bytes=8388608 regime_only=0
 while (($#)); do
     case $1 in
     --jobs) jobs_list=${2:?}; shift 2 ;;
     --hosts-per-job) hpj=${2:?}; shift 2 ;;
     --rate) rate=${2:?}; shift 2 ;;
+    --queue) queue=${2:?}; shift 2 ;;
     --iters) iters=${2:?}; shift 2 ;;
+    --repeat) repeat=${2:?}; shift 2 ;;
     --window) window=${2:?}; shift 2 ;;
     --pool-x) poolx=${2:?}; shift 2 ;;
+    --delay-us) delay_us=${2:?}; shift 2 ;;
+    --seg-size) seg_size=${2:?}; shift 2 ;;
+    --regime-bytes) regime_bytes=${2:?}; shift 2 ;;
+    --regime-only) regime_only=1; shift ;;
     --policies) policies=${2:?}; shift 2 ;;
     --builddir) builddir=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
@@ -103,7 +120,7 @@ for ((p = 43000 + RANDOM % 2000; p < 65000 && ${#ports[@]} < njobs; p += 7)); do
 done
 ((${#ports[@]} == njobs)) || die "no free TCP ports for the PMIx relays"
 fab_down
-fab_up "$hosts" "$rate" "$burst" 20ms 0 0
+fab_up "$hosts" "$rate" "$burst" "$queue" 0 0
 for ((j = 0; j < njobs; j++)); do fab_relay_up "$hpj" "${ports[j]}" $((j * hpj)); done
 
 allow_root
@@ -112,11 +129,18 @@ export INAFAB_PPN=1 INAFAB_PREFIX=$FAB_PREFIX
 mpi_common=(--oversubscribe --bind-to none --mca mpi_yield_when_idle 1
     --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$FAB_HOST_IF" -x UCX_TLS=tcp)
 export_component "$builddir" # for the ina jobs (the others say coll ^ina)
-ina_args=(--mca coll ina
-    --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" --mca coll_ina_test_node_size 1
-    --mca coll_ina_window "$window")
+# ina_args_for LEASE: the ina jobs' arguments, their calls' window LEASE.
+ina_args_for() {
+    ina_args=(--mca coll ina
+        --mca coll_ina_agent "$FAB_AGENT_ADDR:$FAB_AGENT_PORT" --mca coll_ina_test_node_size 1
+        --mca coll_ina_window "$1")
+}
+ina_args_for "$window"
 agent_args=(--max-window "$window")
 ((hosts + 1 > $(nproc))) && agent_args+=(--spin-yield)
+((delay_us > 0)) && agent_args+=(--bench-delay-us "$delay_us")
+[[ -n $seg_size ]] && agent_args+=(--seg-size "$seg_size")
+override='' # run_jobs: BYTES:COMPUTE_MS of every job, instead of its own
 
 # run_jobs LABEL SYSTEM [JOB...]: the given jobs (indices; default all) at
 # once, each its own mpirun on its own hosts; SYSTEM host or ina. Appends
@@ -127,7 +151,7 @@ run_jobs() {
     local -a which=("$@")
     ((${#which[@]})) || which=($(seq 0 $((njobs - 1))))
     for j in "${which[@]}"; do
-        IFS=: read -r bytes ms <<<"${jobs[j]}"
+        IFS=: read -r bytes ms <<<"${override:-${jobs[j]}}"
         log=$out/$label-job$j.log
         local -a sa=(--mca coll ^ina)
         [[ $sys == ina ]] && sa=("${ina_args[@]}")
@@ -141,7 +165,7 @@ run_jobs() {
     for j in "${which[@]}"; do
         grep -q '^train .* check ok$' "$out/$label-job$j.log" ||
             { tail -n 20 "$out/$label-job$j.log" >&2; die "$label: job $j failed (exit $rc)"; }
-        sed -n "s/^train /$label /p" "$out/$label-job$j.log" >>"$out/runs.txt"
+        sed -n "s/^train /$label /p" "$out/$label-job$j.log" | sed "s/\$/ round $round/" >>"$out/runs.txt"
     done
 }
 
@@ -151,45 +175,100 @@ with_agent() { # POLICY SEGS LOG: start the agent
 }
 
 : >"$out/runs.txt"
-echo "tenancy: $njobs jobs x $hpj hosts, links $rate, window $window, $iters iterations"
-echo "tenancy: hosts only"
-run_jobs host host
-for ((j = 0; j < njobs; j++)); do
-    echo "tenancy: job $j alone with the agent"
-    with_agent tdm "$window" "$out/agent-solo$j.log"
-    run_jobs "solo" ina "$j"
-    fab_agent_down
-done
-for x in "${pools[@]}"; do
-    for pol in "${pols[@]}"; do
-        echo "tenancy: policy $pol, pool $x window(s)"
-        with_agent "$pol" $((x * window)) "$out/agent-$pol-x$x.log"
-        run_jobs "$pol-x$x" ina
+echo "tenancy: $njobs jobs x $hpj hosts, links $rate, window $window, $iters iterations," \
+    "agent delay ${delay_us} us${seg_size:+, Segs of $seg_size bytes}"
+
+# The regime: one job's allreduces of --regime-bytes alone, back to back
+# (no compute), with the whole pool of one window and with a third of it
+# (pool and window), and on the hosts; its rate against the links'. Where
+# the pool is scarce (the round trip a window must cover is long:
+# --delay-us) the whole pool reaches about line rate and a third about a
+# third; where it is plentiful a third streams at line rate too.
+third=$(((window + 2) / 3))
+override=$regime_bytes:0
+round=0
+: >"$out/regime-runs.txt"
+for cfg in "whole:$window" "third:$third" "host:0"; do
+    IFS=: read -r name lease <<<"$cfg"
+    echo "tenancy: regime: job 0 alone, ${name}"
+    if [[ $name == host ]]; then
+        run_jobs "regime-$name" host 0
+    else
+        ina_args_for "$lease"
+        fab_agent_up switch "$(fab_ns_switch)" "$FAB_AGENT_ADDR" "$agent" "$out/agent-regime-$name.log" \
+            --policy tdm --segs "$lease" "${agent_args[@]}"
+        run_jobs "regime-$name" ina 0
         fab_agent_down
-        grep -h "decisions:" "$out/agent-$pol-x$x.log" | sed "s/^/    $pol-x$x /" || true
+    fi
+done
+override=''
+ina_args_for "$window"
+grep '^regime-' "$out/runs.txt" >"$out/regime-runs.txt"
+sed -i '/^regime-/d' "$out/runs.txt"
+awk -v bps="$rate_bps" -v w="$window" -v t="$third" '
+{ sys = $1; bytes = $6; ms = $12; mbs = bytes / (ms / 1000) / 1e6; how = ""
+  if (sys == "regime-whole") how = " (pool and window " w " Segs)"
+  if (sys == "regime-third") how = " (pool and window " t " Segs)"
+  printf "%-14s allreduce of %d bytes: %8.2f ms, %6.2f MB/s, %3.0f%% of a link (%.2f MB/s)%s\n",
+         sys, bytes, ms, mbs, 100 * mbs / (bps / 8 / 1e6), bps / 8 / 1e6, how }' \
+    "$out/regime-runs.txt" | tee "$out/regime.txt"
+((regime_only)) && exit 0
+echo "tenancy: hosts only"
+# Every system once per round, rounds one after the other (--repeat), so
+# that a slow spell of the machine spreads over all of them and the spread
+# of each shows the noise.
+for ((round = 1; round <= repeat; round++)); do
+    echo "tenancy: round $round of $repeat: hosts only"
+    run_jobs host host
+    for ((j = 0; j < njobs; j++)); do
+        echo "tenancy: job $j alone with the agent"
+        with_agent tdm "$window" "$out/agent-solo$j-r$round.log"
+        run_jobs "solo" ina "$j"
+        fab_agent_down
+    done
+    for x in "${pools[@]}"; do
+        for pol in "${pols[@]}"; do
+            echo "tenancy: policy $pol, pool $x window(s)"
+            with_agent "$pol" $((x * window)) "$out/agent-$pol-x$x-r$round.log"
+            run_jobs "$pol-x$x" ina
+            fab_agent_down
+            grep -h "decisions:" "$out/agent-$pol-x$x-r$round.log" | sed "s/^/    $pol-x$x /" || true
+        done
     done
 done
 
 # The table: per system and job, iteration time, its ratio to the job alone
-# with the agent, JCT, offloaded share; then mean JCT and the ratios.
+# with the agent and to the hosts alone, JCT, offloaded share (each the mean
+# over the rounds); then each system's mean JCT, its spread over the rounds
+# (min..max of the rounds' means), the slowest job against the hosts alone,
+# and the mean-JCT ratios to tdm.
 awk -v njobs="$njobs" '
-{ sys = $1; j = substr($2, 2); it[sys, j] = $10; jct[sys, j] = $14; off[sys, j] = $16
-  den[sys, j] = $18; if (!(sys in seen)) { seen[sys] = 1; order[++n] = sys } }
+{ sys = $1; j = substr($2, 2); r = $NF
+  it[sys, j] += $10; jct[sys, j] += $14; off[sys, j] += $16; den[sys, j] += $18; cnt[sys, j]++
+  rj[sys, r] += $14; rn[sys, r]++; if (!((sys, r) in rseen)) { rseen[sys, r] = 1; rounds[sys] = rounds[sys] " " r }
+  if (!(sys in seen)) { seen[sys] = 1; order[++n] = sys } }
 END {
-  printf "%-14s", "system"; for (j = 0; j < njobs; j++) printf " | job%d iter_ms (x solo) jct_s offl%%", j
-  printf " | mean jct_s\n"
+  for (k = 1; k <= n; k++) for (j = 0; j < njobs; j++) {
+    s = order[k]; c = cnt[s, j]; it[s, j] /= c; jct[s, j] /= c }
+  printf "%-14s", "system"
+  for (j = 0; j < njobs; j++) printf " | job%d iter_ms (x solo, x host) jct_s offl%%", j
+  printf " | mean jct_s (rounds min..max) | slowest job x host\n"
   for (k = 1; k <= n; k++) {
-    s = order[k]; if (s == "solo") continue; sum = 0
+    s = order[k]; if (s == "solo") continue; sum = 0; worst = 0
     printf "%-14s", s
     for (j = 0; j < njobs; j++) {
       calls = off[s, j] + den[s, j]; share = calls > 0 ? 100 * off[s, j] / calls : 0
-      printf " | %8.1f (%4.2f) %6.2f %4.0f", it[s, j], it[s, j] / it["solo", j], jct[s, j], share
+      xh = it[s, j] / it["host", j]; worst = xh > worst ? xh : worst
+      printf " | %8.1f (%4.2f, %4.2f) %6.2f %4.0f", it[s, j], it[s, j] / it["solo", j], xh, jct[s, j], share
       sum += jct[s, j]
     }
-    mean[s] = sum / njobs; printf " | %6.2f\n", mean[s]
+    mean[s] = sum / njobs; lo = 1e30; hi = 0
+    m = split(rounds[s], rs, " ")
+    for (q = 1; q <= m; q++) { v = rj[s, rs[q]] / rn[s, rs[q]]; lo = v < lo ? v : lo; hi = v > hi ? v : hi }
+    printf " | %6.2f (%.2f..%.2f) | %4.2f\n", mean[s], lo, hi, worst
   }
   printf "%-14s", "solo"
-  for (j = 0; j < njobs; j++) printf " | %8.1f (1.00) %6.2f  100", it["solo", j], jct["solo", j]
+  for (j = 0; j < njobs; j++) printf " | %8.1f (1.00, %4.2f) %6.2f  100", it["solo", j], it["solo", j] / it["host", j], jct["solo", j]
   printf "\n\nmean JCT ratios (higher: tdm better):\n"
   for (k = 1; k <= n; k++) {
     s = order[k]; if (s ~ /^tdm/ || s == "solo") continue
@@ -197,9 +276,11 @@ END {
     if ((t in mean) && mean[t] > 0) printf "  %s / %s = %.2f\n", s, t, mean[s] / mean[t]
   }
 }' "$out/runs.txt" | tee "$out/tenancy.txt"
+cat "$out/regime.txt" >>"$out/tenancy.txt"
 
 # The plot: mean iteration time of each job per system.
-awk '{ print $1, substr($2, 2), $10 }' "$out/runs.txt" >"$out/tenancy.dat"
+awk '{ k = $1 " " substr($2, 2); sum[k] += $10; c[k]++; if (!(k in o)) { o[k] = 1; ord[++n] = k } }
+END { for (i = 1; i <= n; i++) print ord[i], sum[ord[i]] / c[ord[i]] }' "$out/runs.txt" >"$out/tenancy.dat"
 gnuplot <<EOF2 || echo "tenancy: gnuplot failed (the table stands)"
 set terminal svg size 900,480
 set output "$out/tenancy.svg"
