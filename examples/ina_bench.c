@@ -12,6 +12,7 @@
  *                  [-s SEC] (sleep SEC seconds after each size: idle CPU measurements)
  *                  [-P] (persistent: MPI_*_init once per size, then MPI_Start and
  *                  MPI_Wait each iteration; Open MPI 4.1: its MPIX_*_init)
+ *                  [-N] (non-blocking: MPI_I<coll>, then MPI_Wait)
  *
  * Columns: bytes (per rank's buffer; allgather and reduce_scatter_block:
  * each rank's block, one of the n blocks of the gathered or reduced vector),
@@ -132,7 +133,7 @@ static long long ina_pvar(MPI_T_pvar_session session, const char *name, int cls)
 #define INA_BENCH_USAGE                                                                        \
     "usage: ina_bench [-b allreduce|reduce|allgather|reduce_scatter_block|bcast|barrier]\n"    \
     "                 [-m MIN:MAX] [-i ITERS] [-w WARMUP] [-d int|float|double|int64|uint8]\n" \
-    "                 [-o sum|prod|min|max|band|bor|bxor] [-p] [-c] [-s SEC] [-P]\n"
+    "                 [-o sum|prod|min|max|band|bor|bxor] [-p] [-c] [-s SEC] [-P] [-N]\n"
 
 static void usage(void)
 {
@@ -144,7 +145,7 @@ int main(int argc, char **argv)
     bench_t bench = B_ALLREDUCE;
     const char *bench_name = "allreduce";
     size_t min_bytes = 8, max_bytes = 4u << 20;
-    int iters = 100, warmup = 10, in_place = 0, check = 0, pause = 0, persistent = 0, c, rank,
+    int iters = 100, warmup = 10, in_place = 0, check = 0, pause = 0, persistent = 0, nonblocking = 0, c, rank,
         size, errors = 0;
     const dtype_t *dt = &dtypes[1];
     const op_t *op = &ops[0];
@@ -153,7 +154,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((c = getopt(argc, argv, "b:m:i:w:d:o:pcs:Ph")) != -1) {
+    while ((c = getopt(argc, argv, "b:m:i:w:d:o:pcs:PNh")) != -1) {
         switch (c) {
         case 'b':
             bench_name = optarg;
@@ -191,6 +192,7 @@ int main(int argc, char **argv)
         case 'c': check = 1; break;
         case 's': pause = atoi(optarg); break;
         case 'P': persistent = 1; break;
+        case 'N': nonblocking = 1; break;
         default: if (0 == rank) usage(); MPI_Finalize(); return 'h' == c ? 0 : 2;
         }
     }
@@ -220,7 +222,9 @@ int main(int argc, char **argv)
     }
     if (0 == rank) {
         printf("# ina_bench %s%s: %d ranks, %s %s%s, %d iterations (+%d warm-up)%s\n",
-               bench_name, persistent ? " (persistent: started)" : "", size, dt->name, op->name,
+               bench_name,
+               persistent ? " (persistent: started)" : nonblocking ? " (non-blocking: waited)" : "",
+               size, dt->name, op->name,
                in_place ? ", in place" : "", iters, warmup, check ? ", results checked" : "");
         printf("# %12s %12s %12s %12s %14s %14s\n", "bytes", "min_usec", "avg_usec", "max_usec",
                "algbw_MB/s", "busbw_MB/s");
@@ -280,6 +284,32 @@ int main(int argc, char **argv)
             if (persistent) {
                 MPI_Start(&preq);
                 MPI_Wait(&preq, MPI_STATUS_IGNORE);
+            } else if (nonblocking) {
+                MPI_Request req = MPI_REQUEST_NULL;
+                switch (bench) {
+                case B_ALLREDUCE:
+                    MPI_Iallreduce(src, rbuf, (int)count, dt->type, op->op, MPI_COMM_WORLD, &req);
+                    break;
+                case B_REDUCE:
+                    MPI_Ireduce(in_place && rank != root ? sbuf : src, rbuf, (int)count, dt->type,
+                                op->op, root, MPI_COMM_WORLD, &req);
+                    break;
+                case B_ALLGATHER:
+                    MPI_Iallgather(src, (int)count, dt->type, rbuf, (int)count, dt->type,
+                                   MPI_COMM_WORLD, &req);
+                    break;
+                case B_REDUCE_SCATTER_BLOCK:
+                    MPI_Ireduce_scatter_block(src, rbuf, (int)count, dt->type, op->op,
+                                              MPI_COMM_WORLD, &req);
+                    break;
+                case B_BCAST:
+                    MPI_Ibcast(sbuf, (int)count, dt->type, root, MPI_COMM_WORLD, &req);
+                    break;
+                case B_BARRIER:
+                    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+                    break;
+                }
+                MPI_Wait(&req, MPI_STATUS_IGNORE);
             } else switch (bench) {
             case B_ALLREDUCE:
                 MPI_Allreduce(src, rbuf, (int)count, dt->type, op->op, MPI_COMM_WORLD);

@@ -50,6 +50,11 @@ usage: $0 [options]
                    vector (allreduce, reduce), the root's (bcast), each rank's
                    block (allgather: the gathered vector is ranks x that;
                    reduce_scatter_block: each rank's input vector is)
+  --form F         how every system makes its calls: blocking (default),
+                   nonblocking (MPI_I<coll> then MPI_Wait: Open MPI's libnbc for
+                   tuned and ring, the grid's rings driven by ina's progress
+                   callback for grid), persistent (MPI_<coll>_init once per
+                   size, then MPI_Start and MPI_Wait)
   --iters K        iterations for sizes up to 64 KiB (fewer for larger), default 100
   --repeat R       run the whole sweep R times, report the median, default 1
   --systems LIST   comma-separated, in this order: tuned (Open MPI's default
@@ -81,7 +86,7 @@ EOF
 # btl's eager limit (64 KiB), so a chain of 16 hosts fills in 14 x 32 KiB.
 ring_seg=32768
 coll=allreduce hosts=4 hosts_given=0 grid='' ppn=1 leaves=0 spines=0 agents=0 rate=500mbit burst='' queue=20ms sizes=8:67108864 iters=100 repeat=1
-systems=tuned,ring,ina builddir='' out=$here/results limit=900 cleanup_only=0 agent_args=()
+systems=tuned,ring,ina form=blocking builddir='' out=$here/results limit=900 cleanup_only=0 agent_args=()
 while (($#)); do
     case $1 in
     --coll) coll=${2:?}; shift 2 ;;
@@ -98,6 +103,7 @@ while (($#)); do
     --iters) iters=${2:?}; shift 2 ;;
     --repeat) repeat=${2:?}; shift 2 ;;
     --systems) systems=${2:?}; shift 2 ;;
+    --form) form=${2:?}; shift 2 ;;
     --builddir) builddir=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
     --timeout) limit=${2:?}; shift 2 ;;
@@ -111,6 +117,12 @@ done
 case $coll in
 allreduce | reduce | allgather | bcast | reduce_scatter_block) ;;
 *) die "--coll wants allreduce, reduce, allgather, bcast or reduce_scatter_block, not '$coll'" ;;
+esac
+case $form in
+blocking) form_args=() ;;
+nonblocking) form_args=(-N) ;;
+persistent) form_args=(-P) ;;
+*) die "--form wants blocking, nonblocking or persistent, not '$form'" ;;
 esac
 fab_in_range "$hosts" 2 250 || die "--hosts wants 2..250"
 fab_in_range "$ppn" 1 64 || die "--ppn wants 1..64"
@@ -383,6 +395,7 @@ sys_args() {
         --mca coll_ina_host grid --mca coll_ina_topology "$out/topology-grid"
         --mca coll_ina_test_hosts "$rank_hosts_list") ;;
     esac
+    bench_args+=("${form_args[@]}")
 }
 
 # Which agent the ranks talk to: the one agent, or with leaves a topology
