@@ -7,7 +7,8 @@
 // has had no call open for `idle` (then the next job to ask takes the agent
 // over). The holder's own calls get leases from the pool as under the
 // free-Seg policy. It never defers; idleness is judged when a call asks, so
-// it needs no clock ticks.
+// it needs no clock ticks. A decision and `ahead` are O(log jobs), and so is
+// freeing a job (its tenant's jobs are counted).
 #ifndef INA_SCHED_EXCLUSIVE_H
 #define INA_SCHED_EXCLUSIVE_H
 
@@ -49,7 +50,11 @@ private:
     agg::SegPool &pool_;
     std::chrono::milliseconds idle_;
     Now now_;
+    // A job's tenant is `key` (counted in jobs_of_).
+    void set_job(uint32_t jid, uint64_t key);
+
     std::map<uint32_t, uint64_t> tenants_; // jid -> agg::tenant_key
+    std::map<uint64_t, uint32_t> jobs_of_; // agg::tenant_key -> its jobs
     uint64_t holder_ = 0;
     uint32_t open_ = 0;          // the holder's granted calls not done yet
     agg::Clock::time_point last_{}; // the holder's last grant or completion

@@ -14,12 +14,54 @@ uint64_t PartitionScheduler::tenant_of(uint32_t jid) const
     return it != jobs_.end() ? it->second : agg::tenant_key(0, jid);
 }
 
+void PartitionScheduler::set_job(uint32_t jid, uint64_t key)
+{
+    const auto [it, fresh] = jobs_.try_emplace(jid, key);
+    if (!fresh && it->second == key) {
+        return;
+    }
+    try {
+        ++jobs_of_[key];
+    } catch (...) {
+        if (fresh) {
+            jobs_.erase(it);
+        }
+        throw;
+    }
+    if (!fresh) {
+        auto was = jobs_of_.find(it->second);
+        if (--was->second == 0) {
+            jobs_of_.erase(was);
+        }
+        it->second = key;
+    }
+}
+
+void PartitionScheduler::update(uint64_t key, Tenant &t, agg::Clock::time_point last,
+                                uint32_t open) noexcept
+{
+    auto node = by_last_.extract(order(key, t));
+    t.last = last;
+    t.open = open;
+    node.value() = order(key, t);
+    by_last_.insert(std::move(node));
+}
+
+uint32_t PartitionScheduler::active_at(agg::Clock::time_point now) const
+{
+    // Idle: no call open (the front of by_last_) and the last one idle_ ago;
+    // the later a tenant's last call, the later it goes idle.
+    size_t idle = 0;
+    for (auto it = by_last_.begin();
+         it != by_last_.end() && !std::get<0>(*it) && !(now - std::get<1>(*it) < idle_); ++it) {
+        ++idle;
+    }
+    return static_cast<uint32_t>(tenants_.size() - idle);
+}
+
 uint32_t PartitionScheduler::active() const
 {
-    const agg::Clock::time_point now = now_();
-    return static_cast<uint32_t>(std::count_if(tenants_.begin(), tenants_.end(), [&](const auto &t) {
-        return is_active(t.second, now);
-    }));
+    return active_at(now_());
 }
 
 uint32_t PartitionScheduler::share() const
@@ -31,13 +73,31 @@ agg::Verdict PartitionScheduler::decide(const agg::CallRequest &req)
 {
     const agg::Clock::time_point now = now_();
     const uint64_t key = agg::tenant_key(req);
-    jobs_[req.jid] = key;
-    // Tenants gone idle give their share back (nothing of theirs is open).
-    for (auto it = tenants_.begin(); it != tenants_.end();) {
-        it = it->first != key && !is_active(it->second, now) ? tenants_.erase(it) : std::next(it);
+    set_job(req.jid, key);
+    // Tenants gone idle give their share back (nothing of theirs is open):
+    // the front of by_last_, up to the first still active.
+    for (auto it = by_last_.begin();
+         it != by_last_.end() && !std::get<0>(*it) && !(now - std::get<1>(*it) < idle_);) {
+        if (std::get<2>(*it) == key) {
+            ++it; // the asking tenant stays
+            continue;
+        }
+        tenants_.erase(std::get<2>(*it));
+        it = by_last_.erase(it);
     }
-    Tenant &t = tenants_[key];
-    t.last = now;
+    const auto [at, fresh] = tenants_.try_emplace(key);
+    Tenant &t = at->second;
+    if (fresh) {
+        t.last = now;
+        try {
+            by_last_.insert(order(key, t));
+        } catch (...) {
+            tenants_.erase(at);
+            throw;
+        }
+    } else {
+        update(key, t, now, t.open);
+    }
     const uint32_t mine = share();
     const uint32_t room = mine > t.held ? mine - t.held : 0;
     const uint32_t lease_size = std::min({req.window, room, pool_.free_segs()});
@@ -46,7 +106,7 @@ agg::Verdict PartitionScheduler::decide(const agg::CallRequest &req)
         return agg::Verdict::deny(INA_PROTO_ERR_NO_RESOURCES);
     }
     t.held += lease_size;
-    ++t.open;
+    update(key, t, t.last, t.open + 1);
     return agg::Verdict::grant(std::move(lease));
 }
 
@@ -57,8 +117,7 @@ void PartitionScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<ui
     if (it != tenants_.end() && !lease.empty()) {
         Tenant &t = it->second;
         t.held -= std::min<uint32_t>(t.held, static_cast<uint32_t>(lease.size()));
-        t.open = t.open > 0 ? t.open - 1 : 0;
-        t.last = now_();
+        update(it->first, t, now_(), t.open > 0 ? t.open - 1 : 0);
     }
     pool_.release(lease);
     lease.clear();
@@ -66,17 +125,24 @@ void PartitionScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<ui
 
 void PartitionScheduler::on_job_created(const agg::JobInfo &job)
 {
-    jobs_[job.jid] = agg::tenant_key(job);
+    set_job(job.jid, agg::tenant_key(job));
 }
 
 void PartitionScheduler::on_job_freed(uint32_t jid)
 {
     const uint64_t key = tenant_of(jid);
-    jobs_.erase(jid);
-    const bool more = std::any_of(jobs_.begin(), jobs_.end(),
-                                  [&](const auto &j) { return j.second == key; });
+    auto job = jobs_.find(jid);
+    if (job != jobs_.end()) {
+        auto count = jobs_of_.find(job->second);
+        if (--count->second == 0) {
+            jobs_of_.erase(count);
+        }
+        jobs_.erase(job);
+    }
+    const bool more = jobs_of_.count(key) > 0;
     auto it = tenants_.find(key);
     if (!more && it != tenants_.end() && it->second.open == 0) {
+        by_last_.erase(order(key, it->second));
         tenants_.erase(it); // its share goes back at once
     }
 }
@@ -87,9 +153,9 @@ uint32_t PartitionScheduler::ahead(uint32_t jid, uint32_t window) const
     // a word told now must still fit then.
     const agg::Clock::time_point now = now_();
     const uint64_t key = tenant_of(jid);
-    const auto others = static_cast<uint32_t>(std::count_if(
-        tenants_.begin(), tenants_.end(),
-        [&](const auto &t) { return t.first != key && is_active(t.second, now); }));
+    auto me = tenants_.find(key);
+    const uint32_t others =
+        active_at(now) - (me != tenants_.end() && is_active(me->second, now) ? 1 : 0);
     return std::clamp<uint32_t>(pool_.size() / (others + 2), 1, window);
 }
 

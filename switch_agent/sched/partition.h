@@ -13,6 +13,14 @@
 // have with one more tenant, pool / (others + 2), so a word told before a
 // newcomer came still fits after. It never defers; idleness is judged when
 // asked, so it needs no clock ticks.
+//
+// What a decision costs: the tenants are kept in the order they go idle in
+// (those with a call open last), so a decision gives back the shares of
+// those gone idle from the front of that order, and counts the active
+// tenants as all but the idle ones still there, which a decision has just
+// removed: O(log tenants) plus the tenants that went idle since the last
+// decision. The verdicts are those of a loop over every tenant
+// (tests/unit/test_sched_reference.cpp keeps it).
 #ifndef INA_SCHED_PARTITION_H
 #define INA_SCHED_PARTITION_H
 
@@ -20,6 +28,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include "scheduler.h"
@@ -56,17 +66,34 @@ private:
         agg::Clock::time_point last{};
     };
 
+    // A tenant's place in by_last_: those with no call open first, by their
+    // last call (the first to go idle first), then those with calls open.
+    using Order = std::tuple<bool, agg::Clock::time_point, uint64_t>;
+
     bool is_active(const Tenant &t, agg::Clock::time_point now) const
     {
         return t.open > 0 || now - t.last < idle_;
     }
     uint64_t tenant_of(uint32_t jid) const;
+    static Order order(uint64_t key, const Tenant &t)
+    {
+        return {t.open > 0, t.open > 0 ? agg::Clock::time_point{} : t.last, key};
+    }
+    // Set a tenant's last call and open calls, moving its place in by_last_
+    // (allocates nothing).
+    void update(uint64_t key, Tenant &t, agg::Clock::time_point last, uint32_t open) noexcept;
+    // Tenants active at `now`: all but those at the front of by_last_ gone idle.
+    uint32_t active_at(agg::Clock::time_point now) const;
+    // A job's tenant is `key` (counted in jobs_of_).
+    void set_job(uint32_t jid, uint64_t key);
 
     agg::SegPool &pool_;
     std::chrono::milliseconds idle_;
     Now now_;
     std::map<uint32_t, uint64_t> jobs_;   // jid -> agg::tenant_key
+    std::map<uint64_t, uint32_t> jobs_of_; // agg::tenant_key -> its jobs
     std::map<uint64_t, Tenant> tenants_;  // by agg::tenant_key
+    std::set<Order> by_last_;             // every tenant of tenants_, once
 };
 
 } // namespace ina::sched

@@ -5,8 +5,60 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 namespace ina::sched {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Doubles as unsigned integers in the same order (negatives reversed below
+// the positives), so that a bisection can walk them.
+uint64_t ordered(double x)
+{
+    uint64_t b;
+    std::memcpy(&b, &x, sizeof b);
+    return b >> 63 ? ~b : b | uint64_t{1} << 63;
+}
+
+double from_ordered(uint64_t u)
+{
+    const uint64_t b = u >> 63 ? u & ~(uint64_t{1} << 63) : ~u;
+    double x;
+    std::memcpy(&x, &b, sizeof x);
+    return x;
+}
+
+// The last `now` at which now - last < quiet holds as doubles compute it.
+// now - last grows with now, so those instants end at one double: last +
+// quiet or its neighbour (the sum may round either way) when the times are
+// of one sign, else found by bisection over all doubles (64 steps at most,
+// whatever the values).
+double quiet_until(double last, double quiet)
+{
+    if (std::isnan(quiet) || quiet == -kInf) {
+        return -kInf; // never
+    }
+    if (quiet == kInf) {
+        return kInf; // always
+    }
+    const auto holds = [&](double now) { return now - last < quiet; };
+    const double x = last + quiet;
+    for (const double y : {x, std::nextafter(x, -kInf)}) {
+        if (holds(y) && !holds(std::nextafter(y, kInf))) {
+            return y;
+        }
+    }
+    uint64_t lo = ordered(-kInf); // holds (last is finite)
+    uint64_t hi = ordered(kInf);  // does not
+    while (hi - lo > 1) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        (holds(from_ordered(mid)) ? lo : hi) = mid;
+    }
+    return from_ordered(lo);
+}
+} // namespace
 
 double Estimate::band() const { return 4 * dev_ + std::fabs(mean_) / 8; }
 
@@ -68,6 +120,28 @@ double CallPattern::hold_for(double bytes) const
     }
     const double ref = std::max(hold_bytes_.mean(), 1.0);
     return hold_.mean() * std::max(bytes, 1.0) / ref;
+}
+
+double CallPattern::expected_until(double quiet) const
+{
+    if (arrivals_ == 0) {
+        return -kInf;
+    }
+    if (predictable()) {
+        return next_arrival() + lateness(); // expected(): now <= this
+    }
+    return quiet_until(last_, quiet);
+}
+
+double earliest_expected_arrival(double now, double lateness)
+{
+    // t + lateness (lateness <= the bound) rounds up by half a unit in the
+    // last place of the magnitudes at most, and computing the result costs
+    // three more roundings: a margin of 4 epsilon (8 such units) and the
+    // least normal double (below it additions are exact) covers them all.
+    constexpr double kEps = std::numeric_limits<double>::epsilon();
+    return (now - lateness) -
+           (4 * kEps * (std::fabs(now) + std::fabs(lateness)) + std::numeric_limits<double>::min());
 }
 
 } // namespace ina::sched

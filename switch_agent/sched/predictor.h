@@ -78,6 +78,11 @@ public:
         }
         return predictable() ? now <= next_arrival() + lateness() : now - last_ < quiet;
     }
+    // The last instant at which expected(now, quiet) holds: for every now,
+    // expected(now, quiet) == (now <= expected_until(quiet)), in the same
+    // double arithmetic (-inf: never, as before the first call). A deadline
+    // that an index can order jobs by.
+    double expected_until(double quiet) const;
 
 private:
     Estimate gap_;
@@ -88,6 +93,13 @@ private:
     uint64_t arrivals_ = 0;
     uint8_t coll_ = 0;
 };
+
+// A bound for an index of patterns by next_arrival(): no pattern whose
+// lateness() is at most `lateness` and whose next_arrival() lies below the
+// result has next_arrival() + lateness() >= now, as doubles compute it. It is
+// now - lateness less a margin of a few units in the last place (that sum
+// may round up), so it costs a search by arrival nothing noticeable.
+double earliest_expected_arrival(double now, double lateness);
 
 } // namespace ina::sched
 

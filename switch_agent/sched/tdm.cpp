@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <utility>
 
 namespace ina::sched {
@@ -13,6 +15,8 @@ namespace {
 // Calls from this size on teach the agent its rate (smaller ones measure
 // latency, not bytes per second).
 constexpr double kRateMinBytes = 64 * 1024;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
 } // namespace
 
 TdmScheduler::TdmScheduler(agg::SegPool &pool, const TdmConfig &cfg, Now now)
@@ -64,41 +68,63 @@ agg::Verdict TdmScheduler::decide(const agg::CallRequest &req)
 {
     const double now = now_s();
     JobState &me = job(req.jid, req.nmembers);
+    const uint64_t tenant = agg::tenant_key(req);
+    // Same tenant and window (every call but the first): its entries move.
+    const bool moved = !me.in.counted || me.in.tenant != tenant || me.in.window != req.window;
+    if (moved) {
+        unindex(me);
+    }
     me.window = req.window;
-    me.tenant = agg::tenant_key(req);
+    me.tenant = tenant;
     const double bytes = static_cast<double>(req.total) * ina_proto_dtype_size(req.dtype);
     me.pattern.arrived(now, bytes, req.coll);
+    try {
+        if (moved) {
+            index(req.jid, me);
+        } else {
+            refresh(req.jid, me);
+        }
+    } catch (...) {
+        unindex(me); // out of all of them until its next call, not half in
+        throw;
+    }
 
     // The resource is the pool: what is left of it once this call has its
     // lease. Only a tenant that would not fit beside this call competes.
     const uint32_t free = pool_.free_segs();
     const uint32_t left = free >= req.window ? free - req.window : 0;
-    // 1. Another tenant's call holds the agent (this one does not fit beside it).
-    for (const auto &[jid, other] : jobs_) {
-        if (other.tenant != me.tenant && other.open > 0 && free < req.window) {
-            return deny(me, INA_PROTO_ERR_BUSY);
-        }
+    // 1. Another tenant's call holds the agent (this one does not fit beside
+    //    it): the open calls of all tenants but this one's.
+    if (free < req.window && open_total_ > me.in.load->open) {
+        return deny(me, INA_PROTO_ERR_BUSY);
     }
     // 2./3. Calls of other tenants predicted while this one would run, that
     // would not fit beside it: the first in score order takes the agent.
+    // This call loses if any of them goes before it (whichever is first of
+    // all of them, it is not this one), so the first found decides. A job is
+    // predicted here if its next arrival t lies in [now - its lateness,
+    // until]: none before now - the largest lateness of all (less the
+    // rounding, predictor.h).
     const double until = now + hold(me, bytes);
-    Contender best{req.jid, score(me, req.coll, bytes), me.denied, true};
-    for (const auto &[jid, other] : jobs_) {
-        const CallPattern &p = other.pattern;
-        if (other.tenant == me.tenant || !p.predictable() || other.window <= left) {
-            continue;
+    const Contender mine{req.jid, score(me, req.coll, bytes), me.denied, true};
+    if (!lateness_.empty()) {
+        const double from = earliest_expected_arrival(now, *lateness_.rbegin());
+        for (auto it = by_arrival_.lower_bound({from, 0}); it != by_arrival_.end(); ++it) {
+            const double t = it->first.first;
+            if (t > until) {
+                break; // not during this call, nor any after it in the index
+            }
+            const JobState &other = *it->second;
+            const CallPattern &p = other.pattern;
+            if (other.tenant == me.tenant || other.window <= left || t + p.lateness() < now) {
+                continue; // one application's, fits beside it, or too late to be expected
+            }
+            const Contender c{it->first.second, score(other, p.last_coll(), p.next_bytes()),
+                              other.denied, false};
+            if (before(c, mine)) {
+                return deny(me, INA_PROTO_ERR_OUTSCORED);
+            }
         }
-        const double t = p.next_arrival();
-        if (t > until || t + p.lateness() < now) {
-            continue; // not during this call, or too late to be expected
-        }
-        const Contender c{jid, score(other, p.last_coll(), p.next_bytes()), other.denied, false};
-        if (before(c, best)) {
-            best = c;
-        }
-    }
-    if (best.jid != req.jid) {
-        return deny(me, INA_PROTO_ERR_OUTSCORED);
     }
     // The grant's record first: once the lease is taken nothing may throw,
     // or a std::bad_alloc (which the agent survives) would lose its Segs.
@@ -110,7 +136,7 @@ agg::Verdict TdmScheduler::decide(const agg::CallRequest &req)
         }
         return deny(me, INA_PROTO_ERR_NO_RESOURCES); // its own calls fill the pool
     }
-    ++me.open;
+    set_open(me, me.open + 1);
     me.denied = 0;
     rec->second = {now, bytes};
     return agg::Verdict::grant(std::move(lease));
@@ -130,7 +156,7 @@ void TdmScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t
                 rate_.add(secs / bytes);
             }
             j.granted.erase(g);
-            j.open = j.open > 0 ? j.open - 1 : 0;
+            set_open(j, j.open > 0 ? j.open - 1 : 0);
         }
     }
     pool_.release(lease);
@@ -140,8 +166,10 @@ void TdmScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t
 void TdmScheduler::on_job_created(const agg::JobInfo &info)
 {
     JobState &j = job(info.jid, info.nmembers);
+    unindex(j);
     j.window = info.window;
     j.tenant = agg::tenant_key(info);
+    index(info.jid, j);
 }
 
 uint32_t TdmScheduler::ahead(uint32_t jid, uint32_t window) const
@@ -149,18 +177,219 @@ uint32_t TdmScheduler::ahead(uint32_t jid, uint32_t window) const
     auto me = jobs_.find(jid);
     const uint64_t tenant = me != jobs_.end() ? me->second.tenant : agg::tenant_key(0, jid);
     const double now = now_s();
-    for (const auto &[other_jid, other] : jobs_) {
-        if (other.tenant == tenant || other.window + window <= pool_.size()) {
-            continue; // one application's, or fits beside it
+    // Another tenant's job that would not fit beside this one, open or
+    // expected: per window that does not fit, the tenant whose jobs count
+    // the longest, or the next one if that is this job's own.
+    for (auto g = expected_.rbegin(); g != expected_.rend(); ++g) {
+        const uint32_t other = g->first;
+        if (uint64_t{other} + window <= pool_.size()) {
+            break; // this window fits beside it, and so do all smaller ones
         }
-        if (other.open > 0 || other.pattern.expected(now, cfg_.quiet)) {
+        if (other + window <= pool_.size()) {
+            continue; // the 32-bit sum wraps: it counts as fitting, as it always did
+        }
+        const auto &latest = g->second.latest;
+        auto top = latest.rbegin();
+        if (top != latest.rend() && top->second == tenant) {
+            ++top;
+        }
+        if (top != latest.rend() && now <= top->first) {
             return 1;
         }
     }
     return window;
 }
 
-void TdmScheduler::on_job_freed(uint32_t jid) { jobs_.erase(jid); }
+void TdmScheduler::on_job_freed(uint32_t jid)
+{
+    auto it = jobs_.find(jid);
+    if (it != jobs_.end()) {
+        unindex(it->second);
+        jobs_.erase(it);
+    }
+}
+
+double TdmScheduler::expected_until(const JobState &j) const
+{
+    return j.open > 0 ? kInf : j.pattern.expected_until(cfg_.quiet);
+}
+
+void TdmScheduler::index(uint32_t jid, JobState &j)
+{
+    Entries &in = j.in;
+    try {
+        TenantLoad &load = tenants_[j.tenant];
+        ++load.jobs;
+        load.open += j.open;
+        open_total_ += j.open;
+        in.counted = true;
+        in.tenant = j.tenant;
+        in.window = j.window;
+        in.load = &load;
+        if (j.pattern.predictable()) {
+            add_arrival(jid, j);
+        }
+        add_expected(j);
+    } catch (...) {
+        unindex(j);
+        throw;
+    }
+}
+
+void TdmScheduler::unindex(JobState &j) noexcept
+{
+    Entries &in = j.in;
+    remove_arrival(j);
+    remove_expected(j);
+    if (in.counted) {
+        in.load->open -= j.open;
+        open_total_ -= j.open;
+        if (--in.load->jobs == 0) {
+            tenants_.erase(in.tenant);
+        }
+        in.counted = false;
+        in.load = nullptr;
+    }
+}
+
+void TdmScheduler::refresh(uint32_t jid, JobState &j)
+{
+    Entries &in = j.in;
+    const CallPattern &p = j.pattern;
+    if (in.arriving && p.predictable()) {
+        // Re-key the nodes it has: no allocation.
+        auto a = by_arrival_.extract(in.arrival);
+        a.key() = {p.next_arrival(), jid};
+        in.arrival = by_arrival_.insert(std::move(a)).position;
+        auto l = lateness_.extract(in.lateness);
+        l.value() = p.lateness();
+        in.lateness = lateness_.insert(std::move(l));
+    } else if (p.predictable()) {
+        add_arrival(jid, j);
+    } else {
+        remove_arrival(j);
+    }
+    move_expected(j);
+}
+
+void TdmScheduler::set_open(JobState &j, uint32_t open) noexcept
+{
+    if (j.in.counted) {
+        j.in.load->open = j.in.load->open - j.open + open;
+        open_total_ = open_total_ - j.open + open;
+    }
+    j.open = open;
+    move_expected(j);
+}
+
+void TdmScheduler::add_arrival(uint32_t jid, JobState &j)
+{
+    const CallPattern &p = j.pattern;
+    const auto a = by_arrival_.emplace(std::make_pair(p.next_arrival(), jid), &j).first;
+    try {
+        j.in.lateness = lateness_.insert(p.lateness());
+    } catch (...) {
+        by_arrival_.erase(a);
+        throw;
+    }
+    j.in.arrival = a;
+    j.in.arriving = true;
+}
+
+void TdmScheduler::remove_arrival(JobState &j) noexcept
+{
+    if (j.in.arriving) {
+        by_arrival_.erase(j.in.arrival);
+        lateness_.erase(j.in.lateness);
+        j.in.arriving = false;
+    }
+}
+
+void TdmScheduler::add_expected(JobState &j)
+{
+    Entries &in = j.in;
+    const double until = expected_until(j);
+    const auto g = expected_.try_emplace(j.window).first;
+    ExpectedWindow &group = g->second;
+    try {
+        const auto [m, fresh] = group.until.try_emplace(j.tenant);
+        std::multiset<double> &mine = m->second;
+        try {
+            const double latest = fresh ? -kInf : *mine.rbegin();
+            const auto u = mine.insert(until);
+            if (fresh) {
+                try {
+                    group.latest.emplace(until, j.tenant);
+                } catch (...) {
+                    mine.erase(u);
+                    throw;
+                }
+            } else if (until > latest) {
+                auto n = group.latest.extract({latest, j.tenant});
+                n.value().first = until;
+                group.latest.insert(std::move(n));
+            }
+            in.until = u;
+        } catch (...) {
+            if (mine.empty()) {
+                group.until.erase(m);
+            }
+            throw;
+        }
+        in.mine = &mine;
+    } catch (...) {
+        if (group.until.empty()) {
+            expected_.erase(g);
+        }
+        throw;
+    }
+    in.group = &group;
+    in.expecting = true;
+}
+
+void TdmScheduler::remove_expected(JobState &j) noexcept
+{
+    Entries &in = j.in;
+    if (!in.expecting) {
+        return;
+    }
+    in.expecting = false;
+    ExpectedWindow &group = *in.group;
+    std::multiset<double> &mine = *in.mine;
+    const double latest = *mine.rbegin();
+    mine.erase(in.until);
+    if (mine.empty()) {
+        group.latest.erase({latest, in.tenant});
+        group.until.erase(in.tenant);
+        if (group.until.empty()) {
+            expected_.erase(in.window);
+        }
+    } else if (*mine.rbegin() != latest) {
+        auto n = group.latest.extract({latest, in.tenant});
+        n.value().first = *mine.rbegin();
+        group.latest.insert(std::move(n));
+    }
+    in.group = nullptr;
+    in.mine = nullptr;
+}
+
+void TdmScheduler::move_expected(JobState &j) noexcept
+{
+    Entries &in = j.in;
+    if (!in.expecting) {
+        return;
+    }
+    std::multiset<double> &mine = *in.mine;
+    const double latest = *mine.rbegin();
+    auto u = mine.extract(in.until);
+    u.value() = expected_until(j);
+    in.until = mine.insert(std::move(u));
+    if (*mine.rbegin() != latest) {
+        auto n = in.group->latest.extract({latest, in.tenant});
+        n.value().first = *mine.rbegin();
+        in.group->latest.insert(std::move(n));
+    }
+}
 
 std::vector<uint32_t> TdmScheduler::priority() const
 {

@@ -20,12 +20,24 @@
 // the pool has one (else NO_RESOURCES). What it knows of each job comes from
 // the calls themselves (predictor.h): arrivals, sizes, and how long granted
 // calls held the agent; a call's host cost comes from the host model.
+//
+// What a decision costs: it does not visit every job. The policy keeps, as
+// calls come and go, the open calls of each tenant (rule 1 is then a
+// subtraction), the jobs by predicted arrival (rules 2/3 visit only those
+// predicted from now - the largest lateness of any job up to the end of the
+// asking call, and stop at the first that goes before it), and for `ahead`
+// the latest instant each tenant's jobs of each window are still expected
+// (a look at the two latest per window). A decision is O(log jobs) plus the
+// calls predicted around it; the verdicts are the same as a loop over every
+// job would give (tests/unit/test_sched_reference.cpp keeps that loop).
 #ifndef INA_SCHED_TDM_H
 #define INA_SCHED_TDM_H
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "scheduler.h"
@@ -70,14 +82,45 @@ public:
     const CallPattern *pattern(uint32_t jid) const;
 
 private:
+    struct JobState;
+    // A tenant's jobs and their granted calls not done (rule 1).
+    struct TenantLoad {
+        uint32_t jobs = 0;
+        uint32_t open = 0;
+    };
+    // Predictable jobs by (next arrival, JID) (rules 2/3).
+    using ByArrival = std::map<std::pair<double, uint32_t>, const JobState *>;
+    // The jobs of one window, for `ahead`: per tenant, the instants until
+    // which each of its jobs counts (open: forever; else until it is no
+    // longer expected, CallPattern::expected), and the latest of them.
+    struct ExpectedWindow {
+        std::map<uint64_t, std::multiset<double>> until; // by tenant
+        std::set<std::pair<double, uint64_t>> latest;    // (latest until, tenant)
+    };
+    // Where a job sits in the indexes, as index() put it there: every change
+    // of its tenant, window, pattern or open calls moves it.
+    struct Entries {
+        bool counted = false; // in tenants_ (its open calls counted there)
+        uint64_t tenant = 0;
+        uint32_t window = 0;
+        TenantLoad *load = nullptr;
+        bool arriving = false; // in by_arrival_ and lateness_ (predictable)
+        ByArrival::iterator arrival;
+        std::multiset<double>::iterator lateness;
+        bool expecting = false; // in expected_[window].until[tenant]
+        ExpectedWindow *group = nullptr;
+        std::multiset<double> *mine = nullptr;
+        std::multiset<double>::iterator until;
+    };
     struct JobState {
         uint32_t nmembers = 1;
         uint64_t tenant = 0; // agg::tenant_key, as of its last call
         uint32_t window = 0; // the lease its calls take
         CallPattern pattern;
-        uint32_t open = 0;   // granted calls not done
+        uint32_t open = 0;   // granted calls not done (change it with set_open)
         uint32_t denied = 0; // calls denied in a row since the last grant
         std::map<uint64_t, std::pair<double, double>> granted; // mid -> (start, bytes)
+        Entries in;
     };
 
     double now_s() const;
@@ -88,12 +131,36 @@ private:
     double score(const JobState &j, uint8_t coll, double bytes) const;
     agg::Verdict deny(JobState &j, ina_proto_status_t why);
 
+    // The indexes. index() puts a job that is in none into all (or, if an
+    // allocation fails, into none: a std::bad_alloc leaves a job out of the
+    // indexes until its next call, never half in); unindex() takes it out
+    // of all; refresh() moves it after its pattern changed (same tenant and
+    // window); set_open() changes its open calls, allocating nothing.
+    void index(uint32_t jid, JobState &j);
+    void unindex(JobState &j) noexcept;
+    void refresh(uint32_t jid, JobState &j);
+    void set_open(JobState &j, uint32_t open) noexcept;
+    void add_arrival(uint32_t jid, JobState &j);
+    void remove_arrival(JobState &j) noexcept;
+    void add_expected(JobState &j);
+    void remove_expected(JobState &j) noexcept;
+    void move_expected(JobState &j) noexcept;
+    // The last instant at which `ahead` counts the job (CallPattern::expected
+    // as a deadline; +inf while a call is open, -inf before any).
+    double expected_until(const JobState &j) const;
+
     agg::SegPool &pool_;
     TdmConfig cfg_;
     Now now_;
     agg::Clock::time_point epoch_;
-    std::map<uint32_t, JobState> jobs_; // ordered: decisions never depend on hash order
-    Estimate rate_;                     // seconds per byte of large granted calls
+    // Ordered containers throughout: decisions never depend on hash order.
+    std::map<uint32_t, JobState> jobs_;
+    std::map<uint64_t, TenantLoad> tenants_; // by agg::tenant_key, while it has jobs
+    uint64_t open_total_ = 0;                // granted calls not done, all tenants
+    ByArrival by_arrival_;
+    std::multiset<double> lateness_;              // of the jobs in by_arrival_
+    std::map<uint32_t, ExpectedWindow> expected_; // by window
+    Estimate rate_;                               // seconds per byte of large granted calls
 };
 
 } // namespace ina::sched

@@ -1,9 +1,10 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
 // Unit tests of the time-division policy (switch_agent/sched/tdm.h) as pure
-// logic: its estimator of a job's call pattern (predictor.h), CalcScore and
-// the host model (score.h), and the decisions tdm.h describes on arrival
-// traces driven by a simulated clock: periodic jobs that fit side by side,
+// logic: its estimator of a job's call pattern and the deadlines its indexes
+// order jobs by (predictor.h), CalcScore and the host model (score.h), and
+// the decisions tdm.h describes on arrival traces driven by a simulated
+// clock: periodic jobs that fit side by side,
 // a call that loses to a better predicted one, ageing that ends every
 // losing streak, bursty jobs, a job changing its period, and the same trace
 // giving the same decisions twice.
@@ -13,8 +14,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <queue>
+#include <random>
 #include <tuple>
 #include <vector>
 
@@ -214,6 +217,99 @@ START_TEST(test_estimate_follows_phases)
         e.add(31);
     }
     ck_assert(std::fabs(e.mean() - 31) < 0.5);
+}
+END_TEST
+
+// The deadline form of "is a call of this job expected": for any instant,
+// expected(now, quiet) == (now <= expected_until(quiet)), at the boundary
+// too, where last + quiet and now - last round differently; in every state
+// of the pattern (no call yet, too few to predict, predictable, after a
+// phase change) and for any quiet (0, tiny, infinite, NaN).
+START_TEST(test_expected_until_is_expected)
+{
+    std::mt19937_64 rng(11);
+    const double inf = std::numeric_limits<double>::infinity();
+    // Times as the scheduler makes them (nanoseconds of its clock as
+    // seconds), and arbitrary doubles.
+    auto instant = [&] {
+        return rng() % 2 ? static_cast<double>(rng() % 20000000000) / 1e9
+                         : std::ldexp(static_cast<double>(rng() % (1 << 30)),
+                                      -static_cast<int>(rng() % 40));
+    };
+    auto check = [&](const ina::sched::CallPattern &p, double quiet, double probe) {
+        const double e = p.expected_until(quiet);
+        for (double x : {e, std::nextafter(e, inf), std::nextafter(e, -inf), probe,
+                         std::nextafter(probe, inf), std::nextafter(probe, -inf)}) {
+            if (std::isfinite(x)) {
+                ck_assert_msg(p.expected(x, quiet) == (x <= e),
+                              "expected(%a, %a) = %d, expected_until %a", x, quiet,
+                              p.expected(x, quiet), e);
+            }
+        }
+    };
+    const double quiets[] = {
+        0.0, 1e-9, 0.004, 0.05, 1.0, 1e-300, inf, -1.0, std::numeric_limits<double>::quiet_NaN()};
+    for (int trial = 0; trial < 20000; ++trial) {
+        ina::sched::CallPattern p;
+        const double quiet = trial % 3 ? quiets[rng() % 9] : instant();
+        check(p, quiet, instant()); // no call yet: never expected
+        double t = instant();
+        const unsigned calls = 1 + rng() % 8;
+        const double period = instant();
+        for (unsigned i = 0; i < calls; ++i) {
+            p.arrived(t, 1024, INA_COLL_ALLREDUCE);
+            // At the instant where each form's rounding could differ.
+            check(p, quiet, t + quiet);
+            check(p, quiet, p.next_arrival() + p.lateness());
+            check(p, quiet, instant());
+            t += i == 4 ? 40 * period : period; // and a phase change
+        }
+    }
+}
+END_TEST
+
+// The bound an index by next arrival starts from: no next arrival below it
+// plus a lateness up to the bound reaches now in double arithmetic, even
+// where now - lateness cancels almost to nothing; and it is not far below.
+START_TEST(test_earliest_expected_arrival)
+{
+    std::mt19937_64 rng(12);
+    const double inf = std::numeric_limits<double>::infinity();
+    auto value = [&] {
+        switch (rng() % 5) {
+        case 0:
+            return static_cast<double>(rng() % 20000000000) / 1e9;
+        case 1:
+            return std::ldexp(static_cast<double>(rng() % (1 << 20)),
+                              -static_cast<int>(rng() % 60));
+        case 2:
+            return static_cast<double>(rng() % 1000) * 1e-3;
+        case 3:
+            return 0.0;
+        default:
+            return std::ldexp(1.0, -static_cast<int>(rng() % 1075));
+        }
+    };
+    for (int trial = 0; trial < 200000; ++trial) {
+        const double now = value();
+        double bound = value();
+        if (trial % 3 == 0) {
+            bound = now; // now - bound is 0
+        } else if (trial % 3 == 1) {
+            bound = std::nextafter(now, 0.0); // a unit in the last place apart
+        }
+        const double from = ina::sched::earliest_expected_arrival(now, bound);
+        ck_assert(from <= now - bound);
+        ck_assert(from >= (now - bound) - 1e-12 * (now + bound) - 1e-300);
+        const double lateness[] = {bound, bound / 3, 0.0};
+        double t = std::nextafter(from, -inf);
+        for (int k = 0; k < 64; ++k, t = std::nextafter(t, -inf)) {
+            for (double l : lateness) {
+                ck_assert_msg(t + l < now, "now %a, lateness %a <= %a: %a + it reaches now", now, l,
+                              bound, t);
+            }
+        }
+    }
 }
 END_TEST
 
@@ -567,13 +663,12 @@ END_TEST
 
 int main()
 {
-    return ina_test::run_suite("sched_tdm", "tdm",
-                               {test_estimate_follows_phases, test_host_model,
-                                test_calc_score_properties, test_tdm_busy_and_free,
-                                test_tdm_periodic_jobs_interleave,
-                                test_tdm_score_decides_and_ageing_ends_streaks,
-                                test_tdm_priority_order,
-                                test_tdm_bursty_three_jobs_fair_and_deterministic,
-                                test_tdm_follows_a_phase_change,
-                                test_tdm_tenants_in_the_aggregator, test_tdm_ahead});
+    return ina_test::run_suite(
+        "sched_tdm", "tdm",
+        {test_estimate_follows_phases, test_expected_until_is_expected,
+         test_earliest_expected_arrival, test_host_model, test_calc_score_properties,
+         test_tdm_busy_and_free, test_tdm_periodic_jobs_interleave,
+         test_tdm_score_decides_and_ageing_ends_streaks, test_tdm_priority_order,
+         test_tdm_bursty_three_jobs_fair_and_deterministic, test_tdm_follows_a_phase_change,
+         test_tdm_tenants_in_the_aggregator, test_tdm_ahead});
 }
