@@ -7,34 +7,11 @@
 
 namespace ina::sched {
 
-void ExclusiveScheduler::set_job(uint32_t jid, uint64_t key)
-{
-    const auto [it, fresh] = tenants_.try_emplace(jid, key);
-    if (!fresh && it->second == key) {
-        return;
-    }
-    try {
-        ++jobs_of_[key];
-    } catch (...) {
-        if (fresh) {
-            tenants_.erase(it);
-        }
-        throw;
-    }
-    if (!fresh) {
-        auto was = jobs_of_.find(it->second);
-        if (--was->second == 0) {
-            jobs_of_.erase(was);
-        }
-        it->second = key;
-    }
-}
-
 agg::Verdict ExclusiveScheduler::decide(const agg::CallRequest &req)
 {
     const agg::Clock::time_point now = now_();
     const uint64_t tenant = agg::tenant_key(req);
-    set_job(req.jid, tenant);
+    jobs_.set(req.jid, tenant);
     if (holder_ != 0 && holder_ != tenant) {
         if (open_ > 0 || now - last_ < idle_) {
             return agg::Verdict::deny(INA_PROTO_ERR_BUSY);
@@ -66,23 +43,15 @@ void ExclusiveScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<ui
 
 void ExclusiveScheduler::on_job_created(const agg::JobInfo &job)
 {
-    set_job(job.jid, agg::tenant_key(job));
+    jobs_.set(job.jid, agg::tenant_key(job));
 }
 
 void ExclusiveScheduler::on_job_freed(uint32_t jid)
 {
-    auto it = tenants_.find(jid);
-    const uint64_t tenant = it != tenants_.end() ? it->second : agg::tenant_key(0, jid);
-    if (it != tenants_.end()) {
-        auto count = jobs_of_.find(tenant);
-        if (--count->second == 0) {
-            jobs_of_.erase(count);
-        }
-        tenants_.erase(it);
-    }
+    const uint64_t tenant = jobs_.of(jid);
+    jobs_.erase(jid);
     // The holder's last job is gone: the agent is free at once.
-    const bool more = jobs_of_.count(tenant) > 0;
-    if (tenant == holder_ && !more) {
+    if (tenant == holder_ && !jobs_.has_jobs(tenant)) {
         holder_ = 0;
         open_ = 0;
     }
@@ -90,8 +59,7 @@ void ExclusiveScheduler::on_job_freed(uint32_t jid)
 
 uint32_t ExclusiveScheduler::ahead(uint32_t jid, uint32_t window) const
 {
-    auto it = tenants_.find(jid);
-    const uint64_t tenant = it != tenants_.end() ? it->second : agg::tenant_key(0, jid);
+    const uint64_t tenant = jobs_.of(jid);
     const bool held = holder_ != 0 && (open_ > 0 || now_() - last_ < idle_);
     return held && holder_ != tenant ? 1 : window;
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "scheduler.h"
+#include "sched/job_tenants.h"
 #include "seg_pool.h"
 
 namespace ina::sched {
@@ -50,11 +51,7 @@ private:
     agg::SegPool &pool_;
     std::chrono::milliseconds idle_;
     Now now_;
-    // A job's tenant is `key` (counted in jobs_of_).
-    void set_job(uint32_t jid, uint64_t key);
-
-    std::map<uint32_t, uint64_t> tenants_; // jid -> agg::tenant_key
-    std::map<uint64_t, uint32_t> jobs_of_; // agg::tenant_key -> its jobs
+    JobTenants jobs_;
     uint64_t holder_ = 0;
     uint32_t open_ = 0;          // the holder's granted calls not done yet
     agg::Clock::time_point last_{}; // the holder's last grant or completion

@@ -8,34 +8,7 @@
 
 namespace ina::sched {
 
-uint64_t PartitionScheduler::tenant_of(uint32_t jid) const
-{
-    auto it = jobs_.find(jid);
-    return it != jobs_.end() ? it->second : agg::tenant_key(0, jid);
-}
-
-void PartitionScheduler::set_job(uint32_t jid, uint64_t key)
-{
-    const auto [it, fresh] = jobs_.try_emplace(jid, key);
-    if (!fresh && it->second == key) {
-        return;
-    }
-    try {
-        ++jobs_of_[key];
-    } catch (...) {
-        if (fresh) {
-            jobs_.erase(it);
-        }
-        throw;
-    }
-    if (!fresh) {
-        auto was = jobs_of_.find(it->second);
-        if (--was->second == 0) {
-            jobs_of_.erase(was);
-        }
-        it->second = key;
-    }
-}
+uint64_t PartitionScheduler::tenant_of(uint32_t jid) const { return jobs_.of(jid); }
 
 void PartitionScheduler::update(uint64_t key, Tenant &t, agg::Clock::time_point last,
                                 uint32_t open) noexcept
@@ -73,7 +46,7 @@ agg::Verdict PartitionScheduler::decide(const agg::CallRequest &req)
 {
     const agg::Clock::time_point now = now_();
     const uint64_t key = agg::tenant_key(req);
-    set_job(req.jid, key);
+    jobs_.set(req.jid, key);
     // Tenants gone idle give their share back (nothing of theirs is open):
     // the front of by_last_, up to the first still active.
     for (auto it = by_last_.begin();
@@ -125,21 +98,14 @@ void PartitionScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<ui
 
 void PartitionScheduler::on_job_created(const agg::JobInfo &job)
 {
-    set_job(job.jid, agg::tenant_key(job));
+    jobs_.set(job.jid, agg::tenant_key(job));
 }
 
 void PartitionScheduler::on_job_freed(uint32_t jid)
 {
     const uint64_t key = tenant_of(jid);
-    auto job = jobs_.find(jid);
-    if (job != jobs_.end()) {
-        auto count = jobs_of_.find(job->second);
-        if (--count->second == 0) {
-            jobs_of_.erase(count);
-        }
-        jobs_.erase(job);
-    }
-    const bool more = jobs_of_.count(key) > 0;
+    jobs_.erase(jid);
+    const bool more = jobs_.has_jobs(key);
     auto it = tenants_.find(key);
     if (!more && it != tenants_.end() && it->second.open == 0) {
         by_last_.erase(order(key, it->second));

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "scheduler.h"
+#include "sched/job_tenants.h"
 #include "seg_pool.h"
 
 namespace ina::sched {
@@ -84,14 +85,11 @@ private:
     void update(uint64_t key, Tenant &t, agg::Clock::time_point last, uint32_t open) noexcept;
     // Tenants active at `now`: all but those at the front of by_last_ gone idle.
     uint32_t active_at(agg::Clock::time_point now) const;
-    // A job's tenant is `key` (counted in jobs_of_).
-    void set_job(uint32_t jid, uint64_t key);
 
     agg::SegPool &pool_;
     std::chrono::milliseconds idle_;
     Now now_;
-    std::map<uint32_t, uint64_t> jobs_;   // jid -> agg::tenant_key
-    std::map<uint64_t, uint32_t> jobs_of_; // agg::tenant_key -> its jobs
+    JobTenants jobs_;
     std::map<uint64_t, Tenant> tenants_;  // by agg::tenant_key
     std::set<Order> by_last_;             // every tenant of tenants_, once
 };
