@@ -96,9 +96,12 @@ void usage(FILE *out)
                  "                       fcfs (a call is granted when a lease is free),\n"
                  "                       exclusive (the first job to offload holds the\n"
                  "                       agent; the others are denied until it ends or\n"
-                 "                       is idle --exclusive-idle-ms) or partition (the\n"
+                 "                       is idle --exclusive-idle-ms), partition (the\n"
                  "                       pool split evenly among the jobs active within\n"
-                 "                       --partition-idle-ms) (default tdm)\n"
+                 "                       --partition-idle-ms) or auto (the pool split by\n"
+                 "                       what each job needs to stream at line rate while\n"
+                 "                       the needs fit in it, else time divided as tdm)\n"
+                 "                       (default tdm)\n"
                  "  --exclusive-idle-ms N  see --policy exclusive (default 1000)\n"
                  "  --partition-idle-ms N  see --policy partition (default 1000)\n"
                  "  --tdm-ageing X       tdm: score a job gains per call denied in a row\n"
@@ -402,8 +405,8 @@ void apply(Settings &st, int id, const char *arg)
     case kPolicy:
         st.policy = arg;
         if (st.policy != "tdm" && st.policy != "fcfs" && st.policy != "exclusive" &&
-            st.policy != "partition") {
-            bad_value("tdm, fcfs, exclusive or partition", arg);
+            st.policy != "partition" && st.policy != "auto") {
+            bad_value("tdm, fcfs, exclusive, partition or auto", arg);
         }
         break;
     case kExclusiveIdleMs:
@@ -689,8 +692,10 @@ int main(int argc, char **argv)
             if (policy == "exclusive") {
                 return std::make_unique<ina::sched::ExclusiveScheduler>(pool, st.exclusive_idle);
             }
-            if (policy == "tdm") {
-                return std::make_unique<ina::sched::TdmScheduler>(pool, st.tdm);
+            if (policy == "tdm" || policy == "auto") {
+                ina::sched::TdmConfig tdm = st.tdm;
+                tdm.by_need = policy == "auto";
+                return std::make_unique<ina::sched::TdmScheduler>(pool, tdm);
             }
             if (policy == "partition") {
                 return std::make_unique<ina::sched::PartitionScheduler>(pool, st.partition_idle);

@@ -19,7 +19,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 } // namespace
 
 TdmScheduler::TdmScheduler(agg::SegPool &pool, const TdmConfig &cfg, Now now)
-    : pool_(pool), cfg_(cfg), now_(std::move(now)), epoch_(now_())
+    : pool_(pool), cfg_(cfg), now_(std::move(now)), epoch_(now_()), need_(pool.seg_bytes())
 {
 }
 
@@ -63,17 +63,59 @@ agg::Verdict TdmScheduler::deny(JobState &j, ina_proto_status_t why)
     return agg::Verdict::deny(why);
 }
 
+uint32_t TdmScheduler::divided_lease(uint32_t jid, uint64_t tenant, uint32_t extra) const
+{
+    // Tenants with a job open, this one's counted whether or not it is yet.
+    const uint64_t tenants = tenants_.size() + (tenants_.count(tenant) == 0 ? 1 : 0) + extra;
+    const uint64_t spare = (pool_.size() - need_.total()) / tenants;
+    return static_cast<uint32_t>(std::min<uint64_t>(need_.need(jid) + spare, pool_.size()));
+}
+
+uint32_t TdmScheduler::lease_size(uint32_t jid, JobState &j, const agg::CallRequest &req,
+                                  uint64_t tenant)
+{
+    if (!cfg_.by_need) {
+        return req.window;
+    }
+    if (!dividing()) {
+        // Time divided: the whole window, but every `probe_every`-th call
+        // half of it: does the job need all of it (a probe down)?
+        const uint32_t half = std::max(req.min_window, req.window / 2);
+        if (half < req.window && ++j.since_probe >= cfg_.probe_every) {
+            j.since_probe = 0;
+            return half;
+        }
+        return req.window;
+    }
+    const uint32_t lease = std::clamp(divided_lease(jid, tenant, 0), req.min_window, req.window);
+    if (lease >= req.window) {
+        j.since_probe = 0;
+        return lease;
+    }
+    // A probe: would a longer lease stream faster?
+    const uint32_t free = pool_.free_segs();
+    const uint32_t longer = std::min(req.window, 2 * lease);
+    if (need_.longest(jid) < longer && ++j.since_probe >= cfg_.probe_every && free >= longer) {
+        j.since_probe = 0;
+        return std::min(req.window, free);
+    }
+    return lease;
+}
+
 agg::Verdict TdmScheduler::decide(const agg::CallRequest &req)
 {
     const double now = now_s();
     JobState &me = job(req.jid, req.nmembers);
     const uint64_t tenant = agg::tenant_key(req);
-    // Same tenant and window (every call but the first): its entries move.
-    const bool moved = !me.in.counted || me.in.tenant != tenant || me.in.window != req.window;
+    const uint32_t want = lease_size(req.jid, me, req, tenant);
+    // Same tenant and lease (every call but the first, and auto's when the
+    // lease changes): its entries move.
+    const bool moved = !me.in.counted || me.in.tenant != tenant || me.in.window != want;
     if (moved) {
         unindex(me);
     }
-    me.window = req.window;
+    me.window = want;
+    me.asked = req.window;
     me.tenant = tenant;
     const double bytes = static_cast<double>(req.total) * ina_proto_dtype_size(req.dtype);
     me.pattern.arrived(now, bytes, req.coll);
@@ -91,10 +133,10 @@ agg::Verdict TdmScheduler::decide(const agg::CallRequest &req)
     // The resource is the pool: what is left of it once this call has its
     // lease. Only a tenant that would not fit beside this call competes.
     const uint32_t free = pool_.free_segs();
-    const uint32_t left = free >= req.window ? free - req.window : 0;
+    const uint32_t left = free >= want ? free - want : 0;
     // 1. Another tenant's call holds the agent (this one does not fit beside
     //    it): the open calls of all tenants but this one's.
-    if (free < req.window && open_total_ > me.in.load->open) {
+    if (free < want && open_total_ > me.in.load->open) {
         return deny(me, INA_PROTO_ERR_BUSY);
     }
     // 2./3. Calls of other tenants predicted while this one would run, that
@@ -129,7 +171,7 @@ agg::Verdict TdmScheduler::decide(const agg::CallRequest &req)
     // or a std::bad_alloc (which the agent survives) would lose its Segs.
     const auto [rec, fresh] = me.granted.try_emplace(req.mid);
     std::vector<uint32_t> lease;
-    if (!pool_.acquire(req.window, lease)) {
+    if (!pool_.acquire(want, lease)) {
         if (fresh) {
             me.granted.erase(rec);
         }
@@ -154,6 +196,9 @@ void TdmScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t
             if (bytes >= kRateMinBytes) {
                 rate_.add(secs / bytes);
             }
+            if (cfg_.by_need) {
+                need_.observe(jid, j.asked, static_cast<uint32_t>(lease.size()), bytes, secs);
+            }
             j.granted.erase(g);
             set_open(j, j.open > 0 ? j.open - 1 : 0);
         }
@@ -167,6 +212,7 @@ void TdmScheduler::on_job_created(const agg::JobInfo &info)
     JobState &j = job(info.jid, info.nmembers);
     unindex(j);
     j.window = info.window;
+    j.asked = info.window;
     j.tenant = agg::tenant_key(info);
     index(info.jid, j);
 }
@@ -175,6 +221,11 @@ uint32_t TdmScheduler::ahead(uint32_t jid, uint32_t window) const
 {
     auto me = jobs_.find(jid);
     const uint64_t tenant = me != jobs_.end() ? me->second.tenant : agg::tenant_key(0, jid);
+    if (cfg_.by_need && dividing()) {
+        // The lease it would get with one tenant more: what a word told now
+        // still fits when the next call comes. The rest as for any lease.
+        window = std::clamp<uint32_t>(divided_lease(jid, tenant, 1), 1, window);
+    }
     const double now = now_s();
     // Another tenant's job that would not fit beside this one, open or
     // expected: per window that does not fit, the tenant whose jobs count
@@ -206,6 +257,7 @@ void TdmScheduler::on_job_freed(uint32_t jid)
         unindex(it->second);
         jobs_.erase(it);
     }
+    need_.forget(jid);
 }
 
 double TdmScheduler::expected_until(const JobState &j) const

@@ -21,6 +21,25 @@
 // the calls themselves (predictor.h): arrivals, sizes, and how long granted
 // calls held the agent; a call's host cost comes from the host model.
 //
+// Auto (`ina-switchd --policy auto`, TdmConfig::by_need): the same rules,
+// with each call's lease sized by what its job needs (need.h) instead of its
+// whole window. While the needs of all jobs fit in the pool, the pool is
+// divided: a call's lease is its job's need plus an equal part of what the
+// needs leave over (every tenant with a job open counts), the leases fit
+// side by side, and no call competes (as partition, but by need rather than
+// in equal parts). When they do not fit, each call asks for its whole
+// window, and time is divided as above. A job whose need is not known yet
+// counts for nothing and gets an equal part. What the policy learns a
+// need from is a call's rate, so a job that never streamed with its whole
+// window cannot tell that a longer lease would have been faster: while no
+// large call of a job had twice the lease it gets now (or its window), every
+// `probe_every`-th call takes all the pool has free, up to its window, if
+// that is at least as much (a probe up; other tenants'
+// calls that do not fit beside it meanwhile are denied as under tdm). And
+// while time is divided, every `probe_every`-th call of a job has half its
+// window (a probe down): a job that streams as fast on it needs no more,
+// and the needs may fit in the pool again.
+//
 // What a decision costs: it does not visit every job. The policy keeps, as
 // calls come and go, the open calls of each tenant (rule 1 is then a
 // subtraction), the jobs by predicted arrival (rules 2/3 visit only those
@@ -41,6 +60,7 @@
 #include <vector>
 
 #include "scheduler.h"
+#include "sched/need.h"
 #include "sched/predictor.h"
 #include "sched/score.h"
 #include "seg_pool.h"
@@ -55,11 +75,14 @@ struct TdmConfig {
     // A job seen only once is expected again for this long (seconds): what
     // `ahead` assumes of a job too new to predict.
     double quiet = 1.0;
+    // Auto: size leases by need (see above).
+    bool by_need = false;
+    uint32_t probe_every = 32;
 };
 
 class TdmScheduler final : public agg::Scheduler {
 public:
-    const char *name() const override { return "tdm"; }
+    const char *name() const override { return cfg_.by_need ? "auto" : "tdm"; }
     using Now = std::function<agg::Clock::time_point()>;
 
     TdmScheduler(agg::SegPool &pool, const TdmConfig &cfg, Now now = agg::Clock::now);
@@ -70,7 +93,9 @@ public:
     void on_job_freed(uint32_t jid) override;
     // `window` while no call of another tenant that would not fit beside
     // this job's is open or expected; else 1: a call then denied cost the
-    // link one block, not a window (ina_proto.h "Leases").
+    // link one block, not a window (ina_proto.h "Leases"). Auto, while the
+    // pool is divided: at most the lease the job would get with one tenant
+    // more.
     uint32_t ahead(uint32_t jid, uint32_t window) const override;
 
     // The jobs whose next call is predicted, in the order they would get the
@@ -80,6 +105,10 @@ public:
     double rate() const;
     // What the policy knows of a job (null: nothing).
     const CallPattern *pattern(uint32_t jid) const;
+    // Auto: what each job needs, and whether the pool is divided now (the
+    // known needs fit in it).
+    const NeedEstimate &needs() const { return need_; }
+    bool dividing() const { return need_.total() <= pool_.size(); }
 
 private:
     struct JobState;
@@ -115,7 +144,9 @@ private:
     struct JobState {
         uint32_t nmembers = 1;
         uint64_t tenant = 0; // agg::tenant_key, as of its last call
-        uint32_t window = 0; // the lease its calls take
+        uint32_t window = 0; // the lease its calls take (auto: its last call's)
+        uint32_t asked = 0;  // the job's window (the longest lease it may get)
+        uint32_t since_probe = 0; // auto: calls on a shorter lease since its last probe
         CallPattern pattern;
         uint32_t open = 0;   // granted calls not done (change it with set_open)
         uint32_t denied = 0; // calls denied in a row since the last grant
@@ -125,6 +156,10 @@ private:
 
     double now_s() const;
     JobState &job(uint32_t jid, uint32_t nmembers);
+    // The lease a call asks for: its window, or (auto) as above.
+    uint32_t lease_size(uint32_t jid, JobState &j, const agg::CallRequest &req, uint64_t tenant);
+    // Auto: the lease a job of `tenant` would get with `extra` more tenants.
+    uint32_t divided_lease(uint32_t jid, uint64_t tenant, uint32_t extra) const;
     double hold(const JobState &j, double bytes) const;
     double beta() const;
     // CalcScore of a call of job `j` of `bytes` (collective `coll`).
@@ -161,6 +196,7 @@ private:
     std::multiset<double> lateness_;              // of the jobs in by_arrival_
     std::map<uint32_t, ExpectedWindow> expected_; // by window
     Estimate rate_;                               // seconds per byte of large granted calls
+    NeedEstimate need_;                           // auto
 };
 
 } // namespace ina::sched
