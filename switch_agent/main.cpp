@@ -106,6 +106,12 @@ void usage(FILE *out)
                  "  --partition-idle-ms N  see --policy partition (default 1000)\n"
                  "  --tdm-ageing X       tdm: score a job gains per call denied in a row\n"
                  "                       (default %g)\n"
+                 "  --tdm-wait BOOL      tdm, auto: a call that finds another job's call\n"
+                 "                       holding the pool waits for it, first come first\n"
+                 "                       served, when the predicted wait and its own time\n"
+                 "                       at the agent are shorter than its time on the\n"
+                 "                       hosts; else it runs there at once (default false\n"
+                 "                       for tdm, true for auto)\n"
                  "  --host-alpha-us X    tdm's model of the host algorithms: latency per\n"
                  "                       step (default %g)\n"
                  "  --host-gbps X        ... and link rate; 0 = this agent's measured rate\n"
@@ -150,6 +156,7 @@ struct Settings {
     std::chrono::milliseconds exclusive_idle{1000};
     std::chrono::milliseconds partition_idle{1000};
     ina::sched::TdmConfig tdm;
+    bool tdm_wait_set = false; // --tdm-wait given (auto waits by default)
 };
 
 enum Opt {
@@ -171,6 +178,7 @@ enum Opt {
     kExclusiveIdleMs,
     kPartitionIdleMs,
     kTdmAgeing,
+    kTdmWait,
     kHostAlphaUs,
     kHostGbps,
     kMaxConns,
@@ -208,6 +216,7 @@ const struct option kOpts[] = {
     {"exclusive-idle-ms", required_argument, nullptr, kExclusiveIdleMs},
     {"partition-idle-ms", required_argument, nullptr, kPartitionIdleMs},
     {"tdm-ageing", required_argument, nullptr, kTdmAgeing},
+    {"tdm-wait", required_argument, nullptr, kTdmWait},
     {"host-alpha-us", required_argument, nullptr, kHostAlphaUs},
     {"host-gbps", required_argument, nullptr, kHostGbps},
     {"max-conns", required_argument, nullptr, kMaxConns},
@@ -295,6 +304,18 @@ double want_double(const char *s, double lo, double hi, const char *wants)
     return v;
 }
 
+bool want_bool(const char *s)
+{
+    const std::string v = s;
+    if (v == "true" || v == "yes" || v == "1") {
+        return true;
+    }
+    if (v != "false" && v != "no" && v != "0") {
+        bad_value("true or false", s);
+    }
+    return false;
+}
+
 // "HOST:PORT" with a port in [lo_port, 65535]: the port.
 uint16_t want_host_port(const char *arg, unsigned long lo_port, std::string *host)
 {
@@ -347,17 +368,9 @@ void apply(Settings &st, int id, const char *arg)
     case kSpinUs:
         cfg.spin.max = std::chrono::microseconds(want_uint(arg, 0, 1000000, "0..1000000 microseconds"));
         break;
-    case kSpinYield: {
-        const std::string v = arg;
-        if (v == "true" || v == "yes" || v == "1") {
-            cfg.spin.yield = true;
-        } else if (v == "false" || v == "no" || v == "0") {
-            cfg.spin.yield = false;
-        } else {
-            bad_value("true or false", arg);
-        }
+    case kSpinYield:
+        cfg.spin.yield = want_bool(arg);
         break;
-    }
     case kRndvBytes:
         cfg.rndv_bytes = want_uint(arg, 0, INA_PROTO_MAX_SEG_BYTES, "0..1048576 bytes");
         break;
@@ -414,6 +427,10 @@ void apply(Settings &st, int id, const char *arg)
         break;
     case kPartitionIdleMs:
         st.partition_idle = std::chrono::milliseconds(want_uint(arg, 0, 3600000, "0..3600000 milliseconds"));
+        break;
+    case kTdmWait:
+        st.tdm.wait = want_bool(arg);
+        st.tdm_wait_set = true;
         break;
     case kTdmAgeing:
         st.tdm.ageing = want_double(arg, 1e-6, 1e6, "a number > 0");
@@ -695,6 +712,9 @@ int main(int argc, char **argv)
             if (policy == "tdm" || policy == "auto") {
                 ina::sched::TdmConfig tdm = st.tdm;
                 tdm.by_need = policy == "auto";
+                if (tdm.by_need && !st.tdm_wait_set) {
+                    tdm.wait = true; // auto waits unless told not to
+                }
                 return std::make_unique<ina::sched::TdmScheduler>(pool, tdm);
             }
             if (policy == "partition") {

@@ -42,7 +42,13 @@ usage: $0 [options]
   --regime-bytes B the regime check's allreduce (one job alone, the whole pool,
                    then a third of it), default 8388608
   --regime-only    run the regime check alone
-  --policies LIST  agent policies, default fcfs,exclusive,partition,tdm
+  --host-model M   what the agent's policies take a denied call to cost on the
+                   hosts (tdm's score, waiting): measured (the default: the
+                   model's link rate, --host-gbps, set from the regime check's
+                   host allreduce) or agent (the agent's own measured rate, as
+                   ina-switchd does by default)
+  --policies LIST  agent policies, default fcfs,exclusive,partition,tdm; auto
+                   too; tdm+wait and auto+wait add --tdm-wait true
   --builddir DIR   build tree (default: $repo/build)
   --out DIR        results directory, default $here/results
   --timeout S      limit for each run, default 600 seconds
@@ -57,6 +63,7 @@ die() { # not lib.sh's: the messages start with "tenancy", not "run.sh"
 jobs_default=1048576:300,524288:150,2097152:900
 jobs_list=$jobs_default hpj=4 rate=100mbit queue=20ms repeat=1 iters=20 window=8 poolx=1,4 policies=fcfs,exclusive,partition,tdm
 builddir=$repo/build out=$here/results limit=600 delay_us=0 seg_size='' regime_bytes=8388608 regime_only=0
+host_model=measured
 while (($#)); do
     case $1 in
     --jobs) jobs_list=${2:?}; shift 2 ;;
@@ -71,6 +78,7 @@ while (($#)); do
     --seg-size) seg_size=${2:?}; shift 2 ;;
     --regime-bytes) regime_bytes=${2:?}; shift 2 ;;
     --regime-only) regime_only=1; shift ;;
+    --host-model) host_model=${2:?}; shift 2 ;;
     --policies) policies=${2:?}; shift 2 ;;
     --builddir) builddir=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
@@ -169,9 +177,11 @@ run_jobs() {
     done
 }
 
-with_agent() { # POLICY SEGS LOG: start the agent
-    fab_agent_up switch "$(fab_ns_switch)" "$FAB_AGENT_ADDR" "$agent" "$3" --policy "$1" \
-        --segs "$2" "${agent_args[@]}"
+with_agent() { # POLICY[+wait] SEGS LOG: start the agent
+    local extra=()
+    [[ $1 == *+wait ]] && extra=(--tdm-wait true)
+    fab_agent_up switch "$(fab_ns_switch)" "$FAB_AGENT_ADDR" "$agent" "$3" --policy "${1%+wait}" \
+        --segs "$2" "${extra[@]}" "${agent_args[@]}"
 }
 
 : >"$out/runs.txt"
@@ -213,6 +223,17 @@ awk -v bps="$rate_bps" -v w="$window" -v t="$third" '
          sys, bytes, ms, mbs, 100 * mbs / (bps / 8 / 1e6), bps / 8 / 1e6, how }' \
     "$out/regime-runs.txt" | tee "$out/regime.txt"
 ((regime_only)) && exit 0
+# The host model (ina-switchd --host-gbps): its ring allreduce takes
+# 2(n-1)/n S beta, so beta is the host run's time over 2(n-1)/n S.
+case $host_model in
+  measured)
+    host_gbps=$(awk -v n="$hpj" '{ s = $6; ms = $12; beta = ms / 1000 / (2 * (n - 1) / n * s)
+                                   printf "%.6f", 8 / beta / 1e9 }' <(grep '^regime-host ' "$out/regime-runs.txt"))
+    echo "tenancy: host model: --host-gbps $host_gbps (from the hosts' allreduce above)"
+    agent_args+=(--host-gbps "$host_gbps") ;;
+  agent) ;;
+  *) die "--host-model: measured or agent" ;;
+esac
 echo "tenancy: hosts only"
 # Every system once per round, rounds one after the other (--repeat), so
 # that a slow spell of the machine spreads over all of them and the spread

@@ -31,7 +31,7 @@ void NeedEstimate::observe(uint32_t jid, uint32_t window, uint32_t lease, double
     }
     if (rate >= kEnough * line_) {
         j.slow = 0;
-        set_need(j, j.need == 0 ? lease : std::min(j.need, lease));
+        set_need(j, std::min(j.need, lease)); // (0, not known to need more, stays)
         return;
     }
     const double scaled = std::ceil(lease * line_ / rate);
@@ -54,6 +54,16 @@ uint32_t NeedEstimate::longest(uint32_t jid) const
 {
     auto it = jobs_.find(jid);
     return it != jobs_.end() ? it->second.longest : 0;
+}
+
+double NeedEstimate::hold(uint32_t jid, uint32_t lease, double bytes) const
+{
+    if (line_ <= 0 || lease == 0 || bytes < kLargeLeases * lease * seg_bytes_) {
+        return -1;
+    }
+    const uint32_t n = need(jid);
+    const double share = n > lease ? static_cast<double>(lease) / n : 1.0;
+    return bytes / (line_ * share);
 }
 
 void NeedEstimate::forget(uint32_t jid)

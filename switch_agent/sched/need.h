@@ -15,7 +15,8 @@
 //     could have made those faster, so they say what the line gives now;
 //     a call on a shorter lease may be slow for want of Segs.
 //   - a large call that reached kEnough of the line on L Segs: the job needs
-//     at most L (its need becomes L if it was more, or unknown);
+//     at most L (its need becomes L if it was more; a job never slow stays
+//     at 0, "no more than an equal part");
 //   - one that did not: it needs about L * line / rate (a third of the line
 //     on L Segs: 3L), more than L and at most its window. A lone slow call
 //     (a member late to the call) changes nothing; the second in a row sets
@@ -43,12 +44,16 @@ public:
     // A granted call of `jid` (window `window`) held a lease of `lease` Segs
     // for `secs` and moved `bytes`. Strong guarantee on std::bad_alloc.
     void observe(uint32_t jid, uint32_t window, uint32_t lease, double bytes, double secs);
-    // The job's need in Segs; 0 while it had no large call.
+    // The job's need in Segs; 0 while none of its large calls was slow.
     uint32_t need(uint32_t jid) const;
     // The longest lease a large call of the job had (0: none).
     uint32_t longest(uint32_t jid) const;
     // The sum of every job's need.
     uint64_t total() const { return total_; }
+    // How long a large call of `bytes` holds a lease of `lease` Segs: at
+    // the line rate, or lease/need of it where the job needs more; -1 for a
+    // call too small to say, or before any large call.
+    double hold(uint32_t jid, uint32_t lease, double bytes) const;
     // The job is gone.
     void forget(uint32_t jid);
     // The line rate in bytes per second (0: no large call yet).

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 namespace ina::sched {
@@ -31,9 +32,11 @@ double TdmScheduler::now_s() const
 TdmScheduler::JobState &TdmScheduler::job(uint32_t jid, uint32_t nmembers)
 {
     JobState &j = jobs_[jid];
+    j.id = jid;
     j.nmembers = nmembers;
     if (j.tenant == 0) {
         j.tenant = (uint64_t{1} << 63) | jid; // until its first call says
+        j.since_probe = cfg_.probe_every; // auto: a new job may probe at once
     }
     return j;
 }
@@ -47,6 +50,14 @@ double TdmScheduler::beta() const { return cfg_.host.beta > 0 ? cfg_.host.beta :
 
 double TdmScheduler::hold(const JobState &j, double bytes) const
 {
+    if (cfg_.by_need) {
+        // Auto: a job's past holds were on leases of other sizes; what it
+        // needs says how long this one's will be.
+        const double h = need_.hold(j.id, j.window, bytes);
+        if (h >= 0) {
+            return h;
+        }
+    }
     const double h = j.pattern.hold_for(bytes);
     return h >= 0 ? h : bytes * rate() + cfg_.host.alpha;
 }
@@ -102,10 +113,122 @@ uint32_t TdmScheduler::lease_size(uint32_t jid, JobState &j, const agg::CallRequ
     return lease;
 }
 
+double TdmScheduler::busy_for(uint64_t tenant, double now) const
+{
+    for (auto e = ends_.rbegin(); e != ends_.rend(); ++e) {
+        if (e->second != tenant) {
+            return std::max(0.0, e->first - now);
+        }
+    }
+    return 0;
+}
+
+agg::Verdict TdmScheduler::grant(const agg::CallRequest &req, JobState &j, uint32_t want,
+                                 double now, double bytes)
+{
+    // The grant's records first: once the lease is taken nothing may throw,
+    // or a std::bad_alloc (which the agent survives) would lose its Segs.
+    const auto end = ends_.emplace(now + hold(j, bytes), j.tenant);
+    std::map<uint64_t, Granted>::iterator rec;
+    bool fresh;
+    try {
+        std::tie(rec, fresh) = j.granted.try_emplace(req.mid);
+    } catch (...) {
+        ends_.erase(end);
+        throw;
+    }
+    auto undo = [&] {
+        ends_.erase(end);
+        if (fresh) {
+            j.granted.erase(rec);
+        }
+    };
+    std::vector<uint32_t> lease;
+    bool taken;
+    try {
+        taken = pool_.acquire(want, lease);
+    } catch (...) {
+        undo();
+        throw;
+    }
+    if (!taken) {
+        undo();
+        return deny(j, INA_PROTO_ERR_NO_RESOURCES); // its own calls fill the pool
+    }
+    if (!fresh) {
+        ends_.erase(rec->second.end); // (granted twice: the core never asks so)
+    }
+    set_open(j, j.open + 1);
+    j.denied = 0;
+    rec->second = Granted{now, bytes, end};
+    return agg::Verdict::grant(std::move(lease));
+}
+
+agg::Verdict TdmScheduler::serve_waiting(const agg::CallRequest &req, JobState &j,
+                                         WaitList::iterator w, double now)
+{
+    const Waiting mine = *w;
+    const bool first = w == waiting_.begin();
+    if (first && pool_.free_segs() >= mine.lease) {
+        const agg::Verdict v = grant(req, j, mine.lease, now, mine.bytes);
+        if (v.kind != agg::Verdict::Kind::kGrant) {
+            return v; // (NO_RESOURCES cannot be: the pool had the lease)
+        }
+        forget_waiting(req.jid, req.mid);
+        return v;
+    }
+    if (now - mine.since > cfg_.wait_limit * mine.host) {
+        forget_waiting(req.jid, req.mid);
+        return deny(j, INA_PROTO_ERR_BUSY); // misjudged: the hosts after all
+    }
+    return agg::Verdict::defer();
+}
+
+void TdmScheduler::forget_waiting(uint32_t jid, uint64_t mid) noexcept
+{
+    auto at = waiting_at_.find({jid, mid});
+    if (at == waiting_at_.end()) {
+        return;
+    }
+    waiting_hold_ -= at->second->hold;
+    waiting_.erase(at->second);
+    waiting_at_.erase(at);
+    if (waiting_.empty()) {
+        waiting_hold_ = 0; // no rounding left over
+    }
+}
+
+agg::Verdict TdmScheduler::wait_or_deny(const agg::CallRequest &req, JobState &j, uint32_t want,
+                                        double now, double bytes)
+{
+    if (cfg_.wait) {
+        const double host = host_time(req.coll, bytes, j.nmembers, cfg_.host.alpha, beta());
+        const double mine = hold(j, bytes);
+        if (busy_for(j.tenant, now) + waiting_hold_ + mine < host) {
+            waiting_.push_back(Waiting{req.jid, req.mid, want, mine, now, host, bytes});
+            try {
+                waiting_at_.emplace(std::make_pair(req.jid, req.mid), std::prev(waiting_.end()));
+            } catch (...) {
+                waiting_.pop_back();
+                throw;
+            }
+            waiting_hold_ += mine;
+            return agg::Verdict::defer();
+        }
+    }
+    return deny(j, INA_PROTO_ERR_BUSY);
+}
+
 agg::Verdict TdmScheduler::decide(const agg::CallRequest &req)
 {
     const double now = now_s();
     JobState &me = job(req.jid, req.nmembers);
+    if (req.asked > 0) {
+        auto w = waiting_at_.find({req.jid, req.mid});
+        if (w != waiting_at_.end()) {
+            return serve_waiting(req, me, w->second, now);
+        }
+    }
     const uint64_t tenant = agg::tenant_key(req);
     const uint32_t want = lease_size(req.jid, me, req, tenant);
     // Same tenant and lease (every call but the first, and auto's when the
@@ -130,6 +253,11 @@ agg::Verdict TdmScheduler::decide(const agg::CallRequest &req)
         throw;
     }
 
+    // Calls that wait go first: a new one waits behind them or goes to the
+    // hosts.
+    if (!waiting_.empty()) {
+        return wait_or_deny(req, me, want, now, bytes);
+    }
     // The resource is the pool: what is left of it once this call has its
     // lease. Only a tenant that would not fit beside this call competes.
     const uint32_t free = pool_.free_segs();
@@ -137,7 +265,13 @@ agg::Verdict TdmScheduler::decide(const agg::CallRequest &req)
     // 1. Another tenant's call holds the agent (this one does not fit beside
     //    it): the open calls of all tenants but this one's.
     if (free < want && open_total_ > me.in.load->open) {
-        return deny(me, INA_PROTO_ERR_BUSY);
+        return wait_or_deny(req, me, want, now, bytes);
+    }
+    // Waiting calls take the agent in turn: a call that is here is granted,
+    // and a predicted one waits behind it if that beats the hosts when it
+    // comes (denying the one here for it would send it to the hosts).
+    if (cfg_.wait) {
+        return grant(req, me, want, now, bytes);
     }
     // 2./3. Calls of other tenants predicted while this one would run, that
     // would not fit beside it: the first in score order takes the agent.
@@ -167,31 +301,19 @@ agg::Verdict TdmScheduler::decide(const agg::CallRequest &req)
             }
         }
     }
-    // The grant's record first: once the lease is taken nothing may throw,
-    // or a std::bad_alloc (which the agent survives) would lose its Segs.
-    const auto [rec, fresh] = me.granted.try_emplace(req.mid);
-    std::vector<uint32_t> lease;
-    if (!pool_.acquire(want, lease)) {
-        if (fresh) {
-            me.granted.erase(rec);
-        }
-        return deny(me, INA_PROTO_ERR_NO_RESOURCES); // its own calls fill the pool
-    }
-    set_open(me, me.open + 1);
-    me.denied = 0;
-    rec->second = {now, bytes};
-    return agg::Verdict::grant(std::move(lease));
+    return grant(req, me, want, now, bytes);
 }
 
 void TdmScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &lease)
 {
+    forget_waiting(jid, mid); // (one that waited and ended without a grant)
     auto it = jobs_.find(jid);
     if (it != jobs_.end()) {
         JobState &j = it->second;
         auto g = j.granted.find(mid);
         if (g != j.granted.end()) {
-            const double secs = now_s() - g->second.first;
-            const double bytes = g->second.second;
+            const double secs = now_s() - g->second.start;
+            const double bytes = g->second.bytes;
             j.pattern.held(secs, bytes);
             if (bytes >= kRateMinBytes) {
                 rate_.add(secs / bytes);
@@ -199,6 +321,7 @@ void TdmScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t
             if (cfg_.by_need) {
                 need_.observe(jid, j.asked, static_cast<uint32_t>(lease.size()), bytes, secs);
             }
+            ends_.erase(g->second.end);
             j.granted.erase(g);
             set_open(j, j.open > 0 ? j.open - 1 : 0);
         }

@@ -15,7 +15,18 @@
 //   3. else CalcScore A's call and every such predicted call (score.h):
 //      grant if A's goes first in that order, else deny (OUTSCORED); the
 //      order is the priority in which the jobs get the agent next.
-// A denied call runs its host algorithm at once: it never waits (no Defer).
+// A denied call runs its host algorithm at once. With `wait` (TdmConfig), a
+// call that rule 1 would deny waits instead (Defer) when its predicted wait
+// (what the other tenants' open calls have left to run, plus the calls
+// already waiting) and its own hold end before its cost on the hosts would:
+// waiting calls are served first come first served as the pool frees, each
+// with its lease, and a new call does not pass one that waits. Rules 2 and
+// 3 are then off: a call that is here is granted, and one predicted during
+// it will wait if that is worth it (denying the call here for it would
+// send the call here to the hosts). A call that
+// waited is never denied for a prediction afterwards (it paid for the wait);
+// only one that waited `wait_limit` times its cost on the hosts goes there
+// (BUSY), in case its wait was misjudged (a holder that stalls).
 // A's own calls may overlap (non-blocking ones), each with its lease while
 // the pool has one (else NO_RESOURCES). What it knows of each job comes from
 // the calls themselves (predictor.h): arrivals, sizes, and how long granted
@@ -32,8 +43,8 @@
 // counts for nothing and gets an equal part. What the policy learns a
 // need from is a call's rate, so a job that never streamed with its whole
 // window cannot tell that a longer lease would have been faster: while no
-// large call of a job had twice the lease it gets now (or its window), every
-// `probe_every`-th call takes all the pool has free, up to its window, if
+// large call of a job had twice the lease it gets now (or its window), its
+// first call and every `probe_every`-th after a probe take all the pool has free, up to its window, if
 // that is at least as much (a probe up; other tenants'
 // calls that do not fit beside it meanwhile are denied as under tdm). And
 // while time is divided, every `probe_every`-th call of a job has half its
@@ -54,6 +65,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <map>
 #include <set>
 #include <utility>
@@ -75,7 +87,11 @@ struct TdmConfig {
     // A job seen only once is expected again for this long (seconds): what
     // `ahead` assumes of a job too new to predict.
     double quiet = 1.0;
-    // Auto: size leases by need (see above).
+    // Calls that find another tenant's call holding the pool wait when that
+    // costs less than the hosts (see above).
+    bool wait = false;
+    double wait_limit = 4;
+    // Auto: size leases by need (see above). main() makes auto wait.
     bool by_need = false;
     uint32_t probe_every = 32;
 };
@@ -141,7 +157,26 @@ private:
         std::multiset<double> *mine = nullptr;
         std::multiset<double>::iterator until;
     };
+    // A granted call's record: when it started, its bytes, and where its
+    // predicted end sits in ends_.
+    struct Granted {
+        double start = 0;
+        double bytes = 0;
+        std::multiset<std::pair<double, uint64_t>>::iterator end;
+    };
+    // A call that waits for the pool (Defer), in arrival order.
+    struct Waiting {
+        uint32_t jid;
+        uint64_t mid;
+        uint32_t lease; // the lease it asks for
+        double hold;    // its predicted hold
+        double since;   // when it began to wait
+        double host;    // its predicted cost on the hosts
+        double bytes;
+    };
+    using WaitList = std::list<Waiting>;
     struct JobState {
+        uint32_t id = 0; // its JID
         uint32_t nmembers = 1;
         uint64_t tenant = 0; // agg::tenant_key, as of its last call
         uint32_t window = 0; // the lease its calls take (auto: its last call's)
@@ -150,7 +185,7 @@ private:
         CallPattern pattern;
         uint32_t open = 0;   // granted calls not done (change it with set_open)
         uint32_t denied = 0; // calls denied in a row since the last grant
-        std::map<uint64_t, std::pair<double, double>> granted; // mid -> (start, bytes)
+        std::map<uint64_t, Granted> granted; // by mid
         Entries in;
     };
 
@@ -165,6 +200,20 @@ private:
     // CalcScore of a call of job `j` of `bytes` (collective `coll`).
     double score(const JobState &j, uint8_t coll, double bytes) const;
     agg::Verdict deny(JobState &j, ina_proto_status_t why);
+    // Take a lease of `want` Segs for the call and record it; deny
+    // NO_RESOURCES if the pool has not that much.
+    agg::Verdict grant(const agg::CallRequest &req, JobState &j, uint32_t want, double now,
+                       double bytes);
+    // A call that waits, asked again.
+    agg::Verdict serve_waiting(const agg::CallRequest &req, JobState &j, WaitList::iterator w,
+                               double now);
+    // What the other tenants' open calls have left to run, predicted.
+    double busy_for(uint64_t tenant, double now) const;
+    // Rule 1 (or a call waits already): wait if that costs less than the
+    // hosts (`wait`), else deny BUSY.
+    agg::Verdict wait_or_deny(const agg::CallRequest &req, JobState &j, uint32_t want, double now,
+                              double bytes);
+    void forget_waiting(uint32_t jid, uint64_t mid) noexcept;
 
     // The indexes. index() puts a job that is in none into all (or, if an
     // allocation fails, into none: a std::bad_alloc leaves a job out of the
@@ -197,6 +246,13 @@ private:
     std::map<uint32_t, ExpectedWindow> expected_; // by window
     Estimate rate_;                               // seconds per byte of large granted calls
     NeedEstimate need_;                           // auto
+    // Open granted calls by predicted end (with their tenant), and the calls
+    // that wait (with `wait`): the list in arrival order, an index by (JID,
+    // MID), and their predicted holds summed.
+    std::multiset<std::pair<double, uint64_t>> ends_;
+    WaitList waiting_;
+    std::map<std::pair<uint32_t, uint64_t>, WaitList::iterator> waiting_at_;
+    double waiting_hold_ = 0;
 };
 
 } // namespace ina::sched

@@ -202,7 +202,8 @@ size_t peak_tenants(const Trace &tr, double from, double to)
 
 } // namespace
 
-// The need of a job: at most a lease that reached the line; about L times
+// The need of a job: none known until a call is slow; at most a lease that
+// reached the line; about L times
 // how far a slow one fell short, at most the window, from the second slow
 // call in a row; small calls teach nothing; only whole-window calls lower
 // the line; a freed job's need leaves the total.
@@ -215,11 +216,14 @@ START_TEST(test_need_estimate)
     ck_assert(n.line() == 0);
     const double big = 64 * kSegBytes;
     n.observe(1, 8, 8, big, big / kLine); // the line, with its whole window
-    ck_assert_uint_eq(n.need(1), 8);     // only a lease of 8 is known to be enough
+    ck_assert_uint_eq(n.need(1), 0);     // it needs at most 8: nothing known to count
     ck_assert(std::fabs(n.line() - kLine) < 1);
-    n.observe(1, 8, 2, big, big / kLine); // as fast with 2
-    ck_assert_uint_eq(n.need(1), 2);
     ck_assert_uint_eq(n.longest(1), 8);
+    n.observe(1, 8, 2, big, 4 * big / kLine); // a quarter with 2: about 8
+    n.observe(1, 8, 2, big, 4 * big / kLine);
+    ck_assert_uint_eq(n.need(1), 8);
+    n.observe(1, 8, 2, big, big / kLine); // as fast with 2 after all
+    ck_assert_uint_eq(n.need(1), 2);
     n.observe(2, 8, 2, big, 3 * big / kLine); // a third of the line with 2: about 6
     ck_assert_uint_eq(n.need(2), 0);          // once is not yet
     n.observe(2, 8, 2, big, 3 * big / kLine);
@@ -266,7 +270,7 @@ START_TEST(test_auto_switches_with_the_regime)
         if (t < kScarceFrom) {
             if (status == INA_PROTO_OK) {
                 ++granted;
-                probes[jid] += n >= 4 && t > 0.01 ? 1 : 0;
+                probes[jid] += n >= 4 ? 1 : 0;
             } else {
                 ck_assert(status == INA_PROTO_ERR_BUSY || status == INA_PROTO_ERR_OUTSCORED);
                 ++denied;
@@ -276,7 +280,7 @@ START_TEST(test_auto_switches_with_the_regime)
     ck_assert_msg(granted > 200 && denied <= 12, "plentiful: %d granted, %d denied", granted,
                   denied);
     for (uint32_t jid = 1; jid <= 3; ++jid) {
-        ck_assert_int_eq(probes[jid], 1);
+        ck_assert_msg(probes[jid] == 1, "job %u probed %d times", jid, probes[jid]);
     }
     for (const auto &[t, dividing] : tr.mode) {
         if (t < kScarceFrom) {
@@ -284,7 +288,12 @@ START_TEST(test_auto_switches_with_the_regime)
         }
     }
     ck_assert_uint_le(peak_leased(tr, 0, kScarceFrom), kPool);
-    ck_assert_uint_eq(peak_tenants(tr, 0.05, kScarceFrom), 3);
+    ck_assert_uint_ge(peak_tenants(tr, 0.05, kScarceFrom), 2);
+    for (const Grant &g : tr.grants) {
+        if (g.start > 0.05 && g.start < kScarceFrom) {
+            ck_assert_uint_le(g.lease, kPool / 3); // an equal part: none needs more
+        }
+    }
 
     // Scarce: once it has seen the jobs' calls slow down on their shares,
     // time is divided as under tdm: one job at a time, the others denied

@@ -661,6 +661,61 @@ START_TEST(test_tdm_ahead)
 }
 END_TEST
 
+// With `wait`: a call that finds another tenant's call holding the pool
+// waits (Defer) when the rest of that call and its own hold end before its
+// time on the hosts, else it is denied; calls that wait are served first
+// come first served as the pool frees, a new call does not pass them, and
+// one that waited far longer than its host time goes there after all.
+START_TEST(test_tdm_wait)
+{
+    SegPool pool(8, 64);
+    Clock::time_point now{};
+    TdmConfig cfg = test_config();
+    cfg.wait = true;
+    TdmScheduler sched(pool, cfg, [&now] { return now; });
+    // 1 MiB allreduces of 4 members: on the hosts 2 * 3/4 * 1 MiB * 1 ns +
+    // 6 * 10 us = 1.63 ms; at the agent (its initial rate, 0.8 ns per
+    // byte) 0.85 ms.
+    auto req = [](uint32_t jid, uint64_t mid, uint32_t asked) {
+        return CallRequest{jid, mid, 8, 1 << 18, INA_COLL_ALLREDUCE, INA_OP_SUM,
+                           INA_DT_INT32, 4, asked};
+    };
+    Verdict a = sched.decide(req(1, 0, 0));
+    ck_assert(a.kind == Verdict::Kind::kGrant);
+    // At once: 0.85 ms left of job 1's call + 0.85 of its own > 1.63 ms.
+    Verdict b = sched.decide(req(2, 0, 0));
+    ck_assert_int_eq(b.status, INA_PROTO_ERR_BUSY);
+    now += std::chrono::microseconds(500);
+    // 0.35 + 0.85 < 1.63: it waits.
+    ck_assert(sched.decide(req(2, 1, 0)).kind == Verdict::Kind::kDefer);
+    // Behind it: 0.35 + 0.85 + 0.85 > 1.63: the hosts.
+    ck_assert_int_eq(sched.decide(req(3, 0, 0)).status, INA_PROTO_ERR_BUSY);
+    ck_assert(sched.decide(req(2, 1, 1)).kind == Verdict::Kind::kDefer); // still held
+    now += std::chrono::microseconds(300);
+    sched.on_call_done(1, 0, a.lease);
+    // A new call does not pass the one that waits, though the pool is free
+    // (behind it: 0.85 + 0.85 > 1.63, the hosts).
+    now += std::chrono::microseconds(600);
+    ck_assert_int_eq(sched.decide(req(3, 1, 0)).status, INA_PROTO_ERR_BUSY);
+    Verdict b2 = sched.decide(req(2, 1, 2));
+    ck_assert(b2.kind == Verdict::Kind::kGrant);
+    ck_assert_uint_eq(b2.lease.size(), 8);
+    std::vector<uint32_t> none;
+    // A call that waits far longer than its host time: the hosts after all.
+    now += std::chrono::microseconds(100);
+    ck_assert(sched.decide(req(1, 1, 0)).kind == Verdict::Kind::kDefer);
+    now += std::chrono::milliseconds(100); // job 2's call stalls
+    ck_assert_int_eq(sched.decide(req(1, 1, 1)).status, INA_PROTO_ERR_BUSY);
+    sched.on_call_done(1, 1, none);
+    sched.on_call_done(2, 1, b2.lease);
+    ck_assert_uint_eq(pool.free_segs(), 8);
+    // Without waiting calls or holders, a call is granted at once.
+    Verdict c = sched.decide(req(3, 2, 0));
+    ck_assert(c.kind == Verdict::Kind::kGrant);
+    sched.on_call_done(3, 2, c.lease);
+}
+END_TEST
+
 int main()
 {
     return ina_test::run_suite(
@@ -670,5 +725,5 @@ int main()
          test_tdm_busy_and_free, test_tdm_periodic_jobs_interleave,
          test_tdm_score_decides_and_ageing_ends_streaks, test_tdm_priority_order,
          test_tdm_bursty_three_jobs_fair_and_deterministic, test_tdm_follows_a_phase_change,
-         test_tdm_tenants_in_the_aggregator, test_tdm_ahead});
+         test_tdm_tenants_in_the_aggregator, test_tdm_ahead, test_tdm_wait});
 }
