@@ -216,8 +216,11 @@ std::vector<BenchJob> make_jobs(const Options &o, uint32_t tenants, uint32_t job
 std::unique_ptr<Scheduler> make_policy(const std::string &name, SegPool &pool, const Options &o,
                                        const std::function<Clock::time_point()> &now)
 {
-    if (name == "tdm") {
-        return std::make_unique<ina::sched::TdmScheduler>(pool, ina::sched::TdmConfig{}, now);
+    if (name == "tdm" || name == "auto") {
+        // (auto without waiting: this loop does not ask deferred calls again)
+        ina::sched::TdmConfig cfg;
+        cfg.by_need = name == "auto";
+        return std::make_unique<ina::sched::TdmScheduler>(pool, cfg, now);
     }
     if (name == "exclusive") {
         return std::make_unique<ina::sched::ExclusiveScheduler>(pool, o.idle, now);
@@ -415,7 +418,8 @@ std::vector<std::string> split(const std::string &s, char sep)
     std::fprintf(
         rc ? stderr : stdout,
         "usage: ina_sched_bench [options]\n"
-        "  --policy LIST   policies, comma separated (default tdm,exclusive,partition,fcfs)\n"
+        "  --policy LIST   policies, comma separated (default tdm,exclusive,partition,fcfs;\n"
+        "                  auto too, without waiting)\n"
         "  --sizes LIST    T:J pairs, tenants:jobs (default 10:100,100:1000,1000:10000)\n"
         "  --calls N       measured decisions per run (default 100000)\n"
         "  --warmup N      unmeasured calls per job first (default 4)\n"

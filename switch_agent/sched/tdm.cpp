@@ -204,7 +204,8 @@ agg::Verdict TdmScheduler::wait_or_deny(const agg::CallRequest &req, JobState &j
     if (cfg_.wait) {
         const double host = host_time(req.coll, bytes, j.nmembers, cfg_.host.alpha, beta());
         const double mine = hold(j, bytes);
-        if (busy_for(j.tenant, now) + waiting_hold_ + mine < host) {
+        if (busy_for(j.tenant, now) + waiting_hold_ + mine < host ||
+            j.denied >= cfg_.wait_after_denied) {
             waiting_.push_back(Waiting{req.jid, req.mid, want, mine, now, host, bytes});
             try {
                 waiting_at_.emplace(std::make_pair(req.jid, req.mid), std::prev(waiting_.end()));

@@ -26,7 +26,9 @@
 // send the call here to the hosts). A call that
 // waited is never denied for a prediction afterwards (it paid for the wait);
 // only one that waited `wait_limit` times its cost on the hosts goes there
-// (BUSY), in case its wait was misjudged (a holder that stalls).
+// (BUSY), in case its wait was misjudged (a holder that stalls). No job is
+// sent to the hosts for ever: one denied `wait_after_denied` times in a
+// row waits with its next call whatever the estimates say.
 // A's own calls may overlap (non-blocking ones), each with its lease while
 // the pool has one (else NO_RESOURCES). What it knows of each job comes from
 // the calls themselves (predictor.h): arrivals, sizes, and how long granted
@@ -91,6 +93,10 @@ struct TdmConfig {
     // costs less than the hosts (see above).
     bool wait = false;
     double wait_limit = 4;
+    // A job whose calls were denied this many times in a row waits with its
+    // next call whatever the estimates say (its host runs are not what the
+    // model thinks, or it loses to longer calls every time).
+    uint32_t wait_after_denied = 2;
     // Auto: size leases by need (see above). main() makes auto wait.
     bool by_need = false;
     uint32_t probe_every = 32;

@@ -664,8 +664,9 @@ END_TEST
 // With `wait`: a call that finds another tenant's call holding the pool
 // waits (Defer) when the rest of that call and its own hold end before its
 // time on the hosts, else it is denied; calls that wait are served first
-// come first served as the pool frees, a new call does not pass them, and
-// one that waited far longer than its host time goes there after all.
+// come first served as the pool frees, a new call does not pass them, a job
+// denied twice in a row waits whatever the estimate, and one that waited
+// far longer than its host time goes to the hosts after all.
 START_TEST(test_tdm_wait)
 {
     SegPool pool(8, 64);
@@ -700,19 +701,27 @@ START_TEST(test_tdm_wait)
     Verdict b2 = sched.decide(req(2, 1, 2));
     ck_assert(b2.kind == Verdict::Kind::kGrant);
     ck_assert_uint_eq(b2.lease.size(), 8);
-    std::vector<uint32_t> none;
+    // Job 3, denied twice in a row, waits with its next call though the
+    // estimate says the hosts (0.85 + 0.85 > 1.63).
+    Verdict c = sched.decide(req(3, 2, 0));
+    ck_assert(c.kind == Verdict::Kind::kDefer);
+    now += std::chrono::microseconds(900);
+    sched.on_call_done(2, 1, b2.lease);
+    c = sched.decide(req(3, 2, 1));
+    ck_assert(c.kind == Verdict::Kind::kGrant);
     // A call that waits far longer than its host time: the hosts after all.
     now += std::chrono::microseconds(100);
     ck_assert(sched.decide(req(1, 1, 0)).kind == Verdict::Kind::kDefer);
-    now += std::chrono::milliseconds(100); // job 2's call stalls
+    now += std::chrono::milliseconds(100); // job 3's call stalls
     ck_assert_int_eq(sched.decide(req(1, 1, 1)).status, INA_PROTO_ERR_BUSY);
+    std::vector<uint32_t> none;
     sched.on_call_done(1, 1, none);
-    sched.on_call_done(2, 1, b2.lease);
+    sched.on_call_done(3, 2, c.lease);
     ck_assert_uint_eq(pool.free_segs(), 8);
     // Without waiting calls or holders, a call is granted at once.
-    Verdict c = sched.decide(req(3, 2, 0));
-    ck_assert(c.kind == Verdict::Kind::kGrant);
-    sched.on_call_done(3, 2, c.lease);
+    Verdict d = sched.decide(req(3, 3, 0));
+    ck_assert(d.kind == Verdict::Kind::kGrant);
+    sched.on_call_done(3, 3, d.lease);
 }
 END_TEST
 
