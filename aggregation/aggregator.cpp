@@ -323,8 +323,8 @@ void Aggregator::free_job(uint32_t jid)
                       std::to_string(d.denied[st]);
         }
     }
-    INA_INFO("job %u freed: calls granted=%" PRIu64 " denied:%s", jid, d.granted,
-             denied.empty() ? " none" : denied.c_str());
+    INA_INFO("job %u freed: calls granted=%" PRIu64 " deferred=%" PRIu64 " denied:%s", jid,
+             d.granted, d.deferred, denied.empty() ? " none" : denied.c_str());
 }
 
 // ---------------------------------------------------------------- decisions
@@ -441,6 +441,7 @@ Verdict::Kind Aggregator::decide(Job &job, Call &call, uint64_t mid)
             deferred_.emplace_back(job.jid(), mid);
             call.deferred = true;
             ++counters_.calls_deferred;
+            ++job.decisions().deferred;
             INA_DEBUG("job %u mid %" PRIu64 " (%s) deferred", job.jid(), mid,
                       ina_proto_coll_name(call.coll));
         }

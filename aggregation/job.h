@@ -208,6 +208,7 @@ public:
     // when the job is freed: who was served, who went to the host and why).
     struct Decisions {
         uint64_t granted = 0;
+        uint64_t deferred = 0; // calls put off at least once (then granted or denied)
         uint64_t denied[INA_PROTO_STATUS_MAX + 1] = {}; // by DENY status
     };
     Decisions &decisions() { return decisions_; }

@@ -47,8 +47,8 @@ usage: $0 [options]
                    model's link rate, --host-gbps, set from the regime check's
                    host allreduce) or agent (the agent's own measured rate, as
                    ina-switchd does by default)
-  --policies LIST  agent policies, default fcfs,exclusive,partition,tdm; auto
-                   too; tdm+wait and auto+wait add --tdm-wait true
+  --policies LIST  agent policies, default fcfs,exclusive,partition,tdm,tdm+wait,auto
+                   (tdm+wait and auto+wait: --tdm-wait true; auto waits anyway)
   --builddir DIR   build tree (default: $repo/build)
   --out DIR        results directory, default $here/results
   --timeout S      limit for each run, default 600 seconds
@@ -61,7 +61,7 @@ die() { # not lib.sh's: the messages start with "tenancy", not "run.sh"
 }
 
 jobs_default=1048576:300,524288:150,2097152:900
-jobs_list=$jobs_default hpj=4 rate=100mbit queue=20ms repeat=1 iters=20 window=8 poolx=1,4 policies=fcfs,exclusive,partition,tdm
+jobs_list=$jobs_default hpj=4 rate=100mbit queue=20ms repeat=1 iters=20 window=8 poolx=1,4 policies=fcfs,exclusive,partition,tdm,tdm+wait,auto
 builddir=$repo/build out=$here/results limit=600 delay_us=0 seg_size='' regime_bytes=8388608 regime_only=0
 host_model=measured
 while (($#)); do

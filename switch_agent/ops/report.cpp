@@ -265,6 +265,7 @@ json jobs(const Agent &agent)
         e["stripe"] = stripe;
         json calls;
         calls["granted"] = j.decisions().granted;
+        calls["deferred"] = j.decisions().deferred;
         calls["denied"] = sum(j.decisions().denied);
         calls["denied_by"] = by_status(j.decisions().denied);
         calls["aborted"] = st.calls_aborted;

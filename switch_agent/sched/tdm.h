@@ -95,8 +95,9 @@ struct TdmConfig {
     double wait_limit = 4;
     // A job whose calls were denied this many times in a row waits with its
     // next call whatever the estimates say (its host runs are not what the
-    // model thinks, or it loses to longer calls every time).
-    uint32_t wait_after_denied = 2;
+    // model thinks, or it loses to longer calls every time): at most every
+    // other call of a job goes to the hosts.
+    uint32_t wait_after_denied = 1;
     // Auto: size leases by need (see above). main() makes auto wait.
     bool by_need = false;
     uint32_t probe_every = 32;
