@@ -68,6 +68,24 @@ inline int finish(const char *name, long checks)
     return total == 0 ? 0 : 1;
 }
 
+// Point-to-point only (a collective would be a job of its own at the
+// agent): every rank of world ranks [from, from + nfrom) tells every rank
+// of [to, to + nto), and those wait for all of them.
+inline void signal_ranks(int rank, int from, int nfrom, int to, int nto, int tag)
+{
+    int token = 1;
+    if (rank >= from && rank < from + nfrom) {
+        for (int r = to; r < to + nto; ++r) {
+            MPI_Send(&token, 1, MPI_INT, r, tag, MPI_COMM_WORLD);
+        }
+    }
+    if (rank >= to && rank < to + nto) {
+        for (int r = from; r < from + nfrom; ++r) {
+            MPI_Recv(&token, 1, MPI_INT, r, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
+}
+
 // ------------------------------------------------------------------ MPI_T counters
 // The component's per-communicator performance variables.
 class Counters {

@@ -46,22 +46,6 @@ void check_sum(const std::vector<int64_t> &got, int first, int n, int salt, cons
     INA_CHECK(bad == 0, "round %d, %s of %zu: %zu elements wrong", round, what, got.size(), bad);
 }
 
-// Every rank of [from, from + nfrom) tells every rank of [to, to + nto).
-void signal(int rank, int from, int nfrom, int to, int nto, int tag)
-{
-    int token = 1;
-    if (rank >= from && rank < from + nfrom) {
-        for (int r = to; r < to + nto; ++r) {
-            MPI_Send(&token, 1, MPI_INT, r, tag, MPI_COMM_WORLD);
-        }
-    }
-    if (rank >= to && rank < to + nto) {
-        for (int r = from; r < from + nfrom; ++r) {
-            MPI_Recv(&token, 1, MPI_INT, r, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        }
-    }
-}
-
 } // namespace
 
 int main(int argc, char **argv)
@@ -101,7 +85,7 @@ int main(int argc, char **argv)
     // Every tenant's job is open before any calls: the pool is divided
     // among three from the first call on.
     for (int t = 0; t < 3; ++t) {
-        signal(rank, t * third, third, 0, size, 30 + t);
+        signal_ranks(rank, t * third, third, 0, size, 30 + t);
     }
 
     // Sizes in elements of int64: a few blocks to many leases' worth (the
@@ -153,7 +137,7 @@ int main(int argc, char **argv)
     // All done before any job goes: a job freed while another tenant still
     // calls would be a legitimate change of regime, but not this test's.
     for (int t = 0; t < 3; ++t) {
-        signal(rank, t * third, third, 0, size, 40 + t);
+        signal_ranks(rank, t * third, third, 0, size, 40 + t);
     }
     MPI_Comm_free(&mine);
     c.close();

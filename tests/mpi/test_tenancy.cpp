@@ -92,22 +92,6 @@ void expect(Counters &c, MPI_Comm comm, const Snapshot &before, long long off, l
               now.outscored - before.outscored);
 }
 
-// Every rank of `from` (world ranks) tells every rank of `to`.
-void signal(int rank, int from, int nfrom, int to, int nto, int tag)
-{
-    int token = 1;
-    if (rank >= from && rank < from + nfrom) {
-        for (int r = to; r < to + nto; ++r) {
-            MPI_Send(&token, 1, MPI_INT, r, tag, MPI_COMM_WORLD);
-        }
-    }
-    if (rank >= to && rank < to + nto) {
-        for (int r = from; r < from + nfrom; ++r) {
-            MPI_Recv(&token, 1, MPI_INT, r, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        }
-    }
-}
-
 } // namespace
 
 int main(int argc, char **argv)
@@ -152,7 +136,7 @@ int main(int argc, char **argv)
             MPI_Allreduce(in.data(), out.data(), kCount, MPI_INT64_T, MPI_SUM, mine);
             check_sum(out, in_a ? 0 : half, half, 1, "first call");
         }
-        signal(rank, side == 0 ? 0 : half, half, side == 0 ? half : 0, half, 10 + side);
+        signal_ranks(rank, side == 0 ? 0 : half, half, side == 0 ? half : 0, half, 10 + side);
     }
     const bool b_held_off = !in_a && policy == "exclusive";
     expect(c, mine, s0, b_held_off ? 0 : 1, b_held_off ? 1 : 0, "first call");
@@ -164,7 +148,7 @@ int main(int argc, char **argv)
     if (rank == 0) {
         MPI_Iallreduce(ain.data(), aout.data(), kCount, MPI_INT64_T, MPI_SUM, mine, &held);
     }
-    signal(rank, 0, 1, half, half, 20); // A's call is granted and open
+    signal_ranks(rank, 0, 1, half, half, 20); // A's call is granted and open
     if (!in_a) {
         auto in = input(rank, 3), out = in;
         ++checks;
@@ -179,7 +163,7 @@ int main(int argc, char **argv)
             expect(c, mine, s1, 0, 1, "held: B's call");
         }
     }
-    signal(rank, half, half, 1, half - 1, 21); // B is done: A's other ranks join
+    signal_ranks(rank, half, half, 1, half - 1, 21); // B is done: A's other ranks join
     if (in_a) {
         if (rank != 0) {
             MPI_Iallreduce(ain.data(), aout.data(), kCount, MPI_INT64_T, MPI_SUM, mine, &held);
@@ -188,7 +172,7 @@ int main(int argc, char **argv)
         check_sum(aout, 0, half, 2, "held: A's call");
         expect(c, mine, s1, 1, 0, "held: A's call");
     }
-    signal(rank, 0, half, half, half, 22); // A's call is over
+    signal_ranks(rank, 0, half, half, half, 22); // A's call is over
 
     // Round "after".
     if (!in_a) {
@@ -204,7 +188,7 @@ int main(int argc, char **argv)
     }
     // A frees its communicator only now: the holder's last job gone frees
     // the agent at once (exclusive), which B's round "after" must not see.
-    signal(rank, half, half, 0, half, 23);
+    signal_ranks(rank, half, half, 0, half, 23);
     MPI_Comm_free(&mine);
     c.close();
     const int rc = finish("test_tenancy", checks);

@@ -19,6 +19,7 @@
 #include <map>
 #include <queue>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "sched/need.h"
@@ -162,42 +163,28 @@ Trace simulate(const std::function<uint32_t(double)> &need_at, double end_at, do
     return tr;
 }
 
-// The most Segs leased at once over [from, to).
-uint32_t peak_leased(const Trace &tr, double from, double to)
+// The most Segs leased at once, and the most tenants holding a lease at
+// once, at the grants of [from, to).
+std::pair<uint32_t, size_t> peaks(const Trace &tr, double from, double to)
 {
-    uint32_t peak = 0;
+    uint32_t segs = 0;
+    size_t tenants = 0;
     for (const Grant &g : tr.grants) {
         if (g.start < from || g.start >= to) {
             continue;
         }
         uint32_t sum = 0;
-        for (const Grant &o : tr.grants) {
-            if (o.start <= g.start && g.start < o.end) {
-                sum += o.lease;
-            }
-        }
-        peak = std::max(peak, sum);
-    }
-    return peak;
-}
-
-// The most tenants holding a lease at once over [from, to).
-size_t peak_tenants(const Trace &tr, double from, double to)
-{
-    size_t peak = 0;
-    for (const Grant &g : tr.grants) {
-        if (g.start < from || g.start >= to) {
-            continue;
-        }
         std::map<uint32_t, bool> holding;
         for (const Grant &o : tr.grants) {
             if (o.start <= g.start && g.start < o.end) {
+                sum += o.lease;
                 holding[o.jid] = true;
             }
         }
-        peak = std::max(peak, holding.size());
+        segs = std::max(segs, sum);
+        tenants = std::max(tenants, holding.size());
     }
-    return peak;
+    return {segs, tenants};
 }
 
 } // namespace
@@ -287,8 +274,8 @@ START_TEST(test_auto_switches_with_the_regime)
             ck_assert_msg(dividing, "time divided at %.4f in the plentiful regime", t);
         }
     }
-    ck_assert_uint_le(peak_leased(tr, 0, kScarceFrom), kPool);
-    ck_assert_uint_ge(peak_tenants(tr, 0.05, kScarceFrom), 2);
+    ck_assert_uint_le(peaks(tr, 0, kScarceFrom).first, kPool);
+    ck_assert_uint_ge(peaks(tr, 0.05, kScarceFrom).second, 2);
     for (const Grant &g : tr.grants) {
         if (g.start > 0.05 && g.start < kScarceFrom) {
             ck_assert_uint_le(g.lease, kPool / 3); // an equal part: none needs more
