@@ -149,10 +149,27 @@ fi
 args+=($EXTRA_MCA)
 ARGS=${ARGS//@SWITCHCTL@/$builddir/switch_agent/ina-switchctl}
 echo "+ $mpirun ${args[*]} ./$PROG $ARGS"
-start=$SECONDS
-# shellcheck disable=SC2086
-timeout -k 10 "$TIMEOUT" "$mpirun" "${args[@]}" "./$PROG" $ARGS >"$out" 2>&1
-rc=$?
+run_job() {
+  start=$SECONDS
+  # shellcheck disable=SC2086
+  timeout -k 10 "$TIMEOUT" "$mpirun" "${args[@]}" "./$PROG" $ARGS >"$out" 2>&1
+  rc=$?
+}
+run_job
+# Open MPI 4.1.4's launcher loses show_help messages now and then on a
+# loaded machine, and says so ("ORTE_ERROR_LOG: ... show_help.c"): on this
+# 2-core machine with a build running beside the tests, 1 to 5 runs in 10
+# of the scenario that expects ina's warning about an agent it cannot use.
+# Where the output a scenario expects is missing and the launcher said it
+# lost a message, the job runs again, twice at most.
+for again in 1 2; do
+  if [ -n "$EXPECT_OUTPUT" ] && ! grep -q -- "$EXPECT_OUTPUT" "$out" &&
+     grep -q 'ORTE_ERROR_LOG: .*show_help\.c' "$out"; then
+    cat "$out"
+    echo "+ the launcher lost a show_help message (its ORTE_ERROR_LOG above): the job again ($again of 2)"
+    run_job
+  fi
+done
 cat "$out"
 status=0
 # 137 is also mpirun's own status when a rank died of SIGKILL: a timeout
