@@ -239,6 +239,23 @@ void Aggregator::job_leave(Member &from, const ina_proto_hdr_t &h)
     settle();
 }
 
+void Aggregator::host_cost(Member &from, const ina_proto_hdr_t &h)
+{
+    Job *job = member_job(from, h, "a HOST_COST for an unknown job");
+    if (job == nullptr) {
+        return;
+    }
+    const uint64_t ns = ina_proto_host_cost_ns(&h);
+    if (ns == 0) {
+        reject(&from, h, INA_PROTO_ERR_MALFORMED, "a HOST_COST of no time");
+        return;
+    }
+    ++counters_.host_costs;
+    ++job->stats().host_costs;
+    scheduler_->on_host_cost(job->jid(), h.coll, ina_proto_host_cost_bytes(&h),
+                             static_cast<double>(ns) * 1e-9);
+}
+
 void Aggregator::member_lost(Member &m)
 {
     auto memberships = m.memberships_; // leave_job edits the list
@@ -323,8 +340,10 @@ void Aggregator::free_job(uint32_t jid)
                       std::to_string(d.denied[st]);
         }
     }
-    INA_INFO("job %u freed: calls granted=%" PRIu64 " deferred=%" PRIu64 " denied:%s", jid,
-             d.granted, d.deferred, denied.empty() ? " none" : denied.c_str());
+    INA_INFO("job %u freed: calls granted=%" PRIu64 " deferred=%" PRIu64
+             " denied:%s; host costs told: %" PRIu64,
+             jid, d.granted, d.deferred, denied.empty() ? " none" : denied.c_str(),
+             job.stats().host_costs);
 }
 
 // ---------------------------------------------------------------- decisions
@@ -690,7 +709,7 @@ Job *Aggregator::member_job(Member &from, const ina_proto_hdr_t &h, const char *
     }
     // A BLOCK names the window its seg was computed in: the job's before
     // the verdict, the call's lease after (apply checks which).
-    const bool window_ok = h.type == INA_PROTO_CALL_ABORT ||
+    const bool window_ok = h.type == INA_PROTO_CALL_ABORT || h.type == INA_PROTO_HOST_COST ||
                            (h.type == INA_PROTO_BLOCK ? h.window >= 1 && h.window <= job.window()
                                                       : h.window == job.window());
     if (!window_ok) {

@@ -87,6 +87,7 @@ struct Counters {
     uint64_t partials_waited = 0;
     uint64_t partial_wait_ns = 0;
     uint64_t stripe_aborts = 0;  // striped calls given back (another agent of the stripe denied)
+    uint64_t host_costs = 0;     // HOST_COSTs accepted (members' word on denied calls)
 };
 
 class Aggregator {
@@ -117,6 +118,9 @@ public:
     // INA_PROTO_F_CHILDREN (CALL_READY), or will not take part (CALL_ABORT).
     void call_ready(Member &from, const ina_proto_hdr_t &h);
     void call_abort(Member &from, const ina_proto_hdr_t &h);
+    // A member's word on what a denied call cost it on the hosts (HOST_COST):
+    // passed to the scheduler.
+    void host_cost(Member &from, const ina_proto_hdr_t &h);
     // Whether `m` is a child agent: a member of a job of child agents. Its
     // loop answers a PING at once whatever it is doing (unlike a rank, which
     // may compute between a call's post and its wait without a word), so

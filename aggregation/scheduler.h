@@ -117,6 +117,11 @@ public:
     virtual void on_job_created(const JobInfo &job) {}
     // After on_call_done for every open call of the job.
     virtual void on_job_freed(uint32_t jid) {}
+    // A member of `jid` measured what a call of `bytes` (collective `coll`)
+    // that this agent denied cost it on the hosts: `secs` (HOST_COST,
+    // protocol 16). A policy that weighs the hosts against waiting may
+    // prefer it to its model.
+    virtual void on_host_cost(uint32_t jid, uint8_t coll, uint64_t bytes, double secs) {}
     // The clock, while calls are deferred (at least every tick_interval()).
     virtual void tick(Clock::time_point now) {}
     virtual std::chrono::milliseconds tick_interval() const { return std::chrono::milliseconds(1); }

@@ -381,6 +381,17 @@ uint8_t ina_job_deny_status(const ina_job_t *job)
     return job != nullptr ? job->deny_status : 0;
 }
 
+int ina_job_host_cost(ina_job_t *job, uint64_t ns)
+{
+    if (job == nullptr) {
+        return INA_ERR_INVALID;
+    }
+    return guard(__func__, [&] {
+        EntryLock lock(job->impl.client());
+        return job->impl.host_cost(ns);
+    });
+}
+
 ina_status_t ina_job_post_staged(ina_job_t *job, const ina_staged_desc_t *desc,
                                  ina_call_t **call, ina_outcome_t *outcome)
 {

@@ -527,11 +527,11 @@ void Client::flush_ctrl(int timeout_ms)
     }
 }
 
-void Client::post_detached(const ina_proto_hdr_t &hdr)
+int Client::post_detached(const ina_proto_hdr_t &hdr)
 {
     reap_ctrl();
     CtrlSend *cs = nullptr;
-    post_ctrl(hdr, nullptr, 0, &cs);
+    return post_ctrl(hdr, nullptr, 0, &cs);
 }
 
 int Client::request(ina_proto_hdr_t hdr, const void *payload, size_t len, uint8_t reply_type,

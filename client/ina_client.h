@@ -352,6 +352,19 @@ void ina_call_plan_free(ina_call_plan_t *plan);
  * that CQE's status. */
 uint8_t ina_job_deny_status(const ina_job_t *job);
 
+/* HOST_COST (protocol 16): the latest call posted on this job, which its
+ * agent denied by its own verdict (a DENY; not a striped call given back
+ * because another agent denied it), took `ns` nanoseconds on the hosts at
+ * this member (its host algorithm, from start to end): tell the agent, so
+ * that its scheduler weighs measured costs instead of its model. Only the
+ * job's member 0 (rank 0 at this agent) sends it, once per denied call, and
+ * only on a connection of protocol 16 or later. Never blocks: the message
+ * is posted and forgotten. ns 0 sends nothing and forgets the denial (a call
+ * that was not timed). Returns 1 if sent, 0 if this member had nothing to
+ * send, or an error (INA_ERR_UNREACHABLE: the agent is gone or the send
+ * failed; INA_ERR_NOMEM): nothing was sent. */
+int ina_job_host_cost(ina_job_t *job, uint64_t ns);
+
 /* Let the engine's progress thread (config progress_thread) drive this posted
  * call while the caller is not in the engine: it sends the next blocks as
  * RESULTs arrive and completes the call, so a caller that computes between
@@ -551,6 +564,10 @@ ina_status_t ina_stripe_post(ina_stripe_t *stripe, const ina_coll_desc_t *desc,
 /* As ina_job_deny_status, for the latest ina_stripe_post that waited for
  * the verdicts: the DENY status of the first agent that denied. */
 uint8_t ina_stripe_deny_status(const ina_stripe_t *stripe);
+/* ina_job_host_cost at every agent of the stripe: each agent that denied
+ * the latest call hears from its member 0. Returns how many HOST_COSTs were
+ * sent; *dropped (may be NULL) gets how many could not be. */
+uint32_t ina_stripe_host_cost(ina_stripe_t *stripe, uint64_t ns, uint32_t *dropped);
 int ina_stripe_call_test(ina_stripe_call_t *call, ina_cqe_t *cqe);
 /* Recovery for a striped job (docs/ARCHITECTURE.md, "Recovery from a lost
  * agent"): the members' link as for ina_job_set_peers (agent k's job uses

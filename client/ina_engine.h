@@ -59,6 +59,8 @@ using Clock = std::chrono::steady_clock;
 constexpr int kPollSliceMs = 10;
 // Remembered verdicts of MIDs not started yet (the agent decides ahead of us).
 constexpr size_t kMaxEarly = 4096;
+// The first protocol version with HOST_COST: never sent on an older connection.
+constexpr unsigned kHostCostProtocol = 16;
 
 class Job;
 
@@ -132,8 +134,9 @@ public:
     // Control requests: post one message and wait for its reply.
     int request(ina_proto_hdr_t hdr, const void *payload, size_t len, uint8_t reply_type,
                 int timeout_ms, ina_proto_hdr_t *reply);
-    // Post a control message and forget it (the request is reaped later).
-    void post_detached(const ina_proto_hdr_t &hdr);
+    // Post a control message and forget it (the request is reaped later):
+    // INA_OK, or INA_ERR_UNREACHABLE where it could not be posted.
+    int post_detached(const ina_proto_hdr_t &hdr);
 
     uint64_t next_cookie();
     uint64_t tenant() const { return tenant_; }
@@ -321,7 +324,13 @@ public:
     void on_landed(const ina_proto_hdr_t &h, void *dst, size_t length, bool ok);
     // GRANT with the call's lease.
     void on_grant(uint32_t lease);
-    void on_deny(uint8_t status) { fail(Fail::denied, status); }
+    void on_deny(uint8_t status)
+    {
+        // The agent's own verdict (HOST_COST reports its cost), not the
+        // give-back of a striped call another agent denied.
+        agent_denied_ = fail_ == Fail::none && status != INA_PROTO_ERR_ABORTED;
+        fail(Fail::denied, status);
+    }
     // Every RESULT arrived.
     bool all_results() const { return window_.complete(); }
     // Recovery: whether the RESULT (or ACK) of block `sid` arrived.
@@ -408,6 +417,7 @@ private:
     bool sends_dropped_ = false;
     bool background_ = false;
     bool given_back_ = false; // give_back(): RESULTs are dropped
+    bool agent_denied_ = false; // failed by the agent's DENY (on_deny)
     Fail fail_ = Fail::none;
     uint8_t status_ = INA_PROTO_OK;
     bool ended_in_flight_ = false; // the ERROR that set status_ said INA_PROTO_F_IN_FLIGHT
@@ -570,6 +580,12 @@ public:
     bool peer_message(uint32_t from, const void *msg, size_t len);
     void send_peer(uint32_t to, std::vector<uint8_t> msg);
     void note_denied(uint64_t mid);
+    // HOST_COST (protocol 16): call `mid` of collective `coll`, whose result
+    // vector holds `bytes`, was denied by the agent's own verdict; kept for
+    // host_cost() until a later call's denial replaces it.
+    void note_agent_denial(uint64_t mid, unsigned coll, uint64_t bytes);
+    // See ina_job_host_cost: 1 sent, 0 nothing to send, or an error.
+    int host_cost(uint64_t ns);
     void rescuing(uint64_t mid, CallRescue *r);
     // The call's recovery is over; `final_word` is its STATE from now on
     // (empty: the job keeps its blocks instead, KeptCall).
@@ -638,6 +654,14 @@ private:
     std::vector<ina_call *> free_;                 // recycled ones
     std::deque<Call *> active_;                    // posted, not retired, MID order
     std::map<uint64_t, Early> early_;              // by MID
+    // The latest call the agent denied (note_agent_denial), until reported.
+    struct Denial {
+        bool set = false;
+        uint64_t mid = 0;
+        uint8_t coll = 0;
+        uint64_t bytes = 0;
+    };
+    Denial denial_;
 };
 
 } // namespace ina::client

@@ -184,8 +184,10 @@ public:
         return cut();
     }
 
-    // Elements of the result vector (the wire's `arg`).
+    // Elements of the result vector (the wire's `arg`), and their bytes.
     uint64_t total() const { return total_; }
+    uint64_t total_bytes() const { return total_ * shape_.elem_size; }
+    unsigned coll() const { return shape_.coll; }
     uint64_t elems_per_block() const { return per_block_; }
     uint64_t nblocks() const { return nblocks_; }
     // A call that moves nothing takes no MID (BARRIER always moves a block).

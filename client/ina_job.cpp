@@ -74,6 +74,7 @@ void Call::arm(uint64_t mid, const CallGeometry &geom, unsigned coll, unsigned o
     sends_dropped_ = false;
     background_ = false;
     given_back_ = false;
+    agent_denied_ = false;
     fail_ = Fail::none;
     status_ = INA_PROTO_OK;
     ended_in_flight_ = false;
@@ -228,6 +229,9 @@ void Call::retire()
     } // (a failed call keeps them for its recovery)
     if (cqe_.rc == INA_OK && cqe_.outcome == INA_FALLBACK_DENIED) {
         job_->note_denied(mid_); // what another member recovering it must hear
+        if (agent_denied_) {
+            job_->note_agent_denial(mid_, coll(), geom_.total_bytes());
+        }
     }
 }
 
@@ -462,6 +466,35 @@ void Job::abort(Call *call)
     }
 }
 
+void Job::note_agent_denial(uint64_t mid, unsigned coll, uint64_t bytes)
+{
+    // Calls retire in MID order, but an early DENY is noted at its post:
+    // keep the latest call's.
+    if (!denial_.set || mid >= denial_.mid) {
+        denial_ = Denial{true, mid, static_cast<uint8_t>(coll), bytes};
+    }
+}
+
+int Job::host_cost(uint64_t ns)
+{
+    const Denial d = denial_;
+    denial_ = Denial{}; // one word per denied call at most
+    // Member 0 speaks for the job, of the latest call posted only (a call
+    // that had no part here leaves an older denial that is not its own).
+    if (!d.set || d.mid + 1 != next_mid_ || rank_ != 0 || ns == 0 || client_ == nullptr ||
+        client_->info().protocol < kHostCostProtocol) {
+        return 0;
+    }
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_HOST_COST);
+    h.jid = params_.jid;
+    h.rank = rank_;
+    h.coll = d.coll;
+    ina_proto_host_cost_set(&h, d.bytes, ns);
+    const int rc = client_->post_detached(h);
+    return rc == INA_OK ? 1 : rc;
+}
+
 ina_call *Job::acquire()
 {
     if (!free_.empty()) {
@@ -533,6 +566,9 @@ int Job::launch(const CallGeometry &g, bool wait_decision, ina_call **out, ina_c
                 (tree_err && !has_peers())) {
                 cqe->outcome = INA_FALLBACK_DENIED;
                 note_denied(mid);
+                if (e.type == INA_PROTO_DENY && e.status != INA_PROTO_ERR_ABORTED) {
+                    note_agent_denial(mid, g.coll(), g.total_bytes());
+                }
                 return cqe->rc = INA_OK;
             }
             if (part_lost(e.status)) {

@@ -498,6 +498,24 @@ uint8_t ina_stripe_deny_status(const ina_stripe_t *stripe)
     return stripe != nullptr ? stripe->deny_status : 0;
 }
 
+uint32_t ina_stripe_host_cost(ina_stripe_t *stripe, uint64_t ns, uint32_t *dropped)
+{
+    uint32_t sent = 0, failed = 0;
+    if (stripe != nullptr) {
+        // Each part's job knows whether its agent denied the latest call
+        // (a part given back, or no part of the call there, has nothing to say).
+        for (ina_job_t *j : stripe->jobs) {
+            const int rc = ina_job_host_cost(j, ns);
+            sent += rc > 0 ? 1 : 0;
+            failed += rc < 0 ? 1 : 0;
+        }
+    }
+    if (dropped != nullptr) {
+        *dropped = failed;
+    }
+    return sent;
+}
+
 int ina_stripe_call_test(ina_stripe_call_t *call, ina_cqe_t *cqe)
 {
     if (call == nullptr) {

@@ -211,6 +211,17 @@
  *                     that stopped (frozen, its link dead) from one that is slow
  *                     or waits for another rank.
  *               c->a  (protocol 12) a child agent's answer, from its loop.
+ *   HOST_COST   c->a  (protocol 16) jid, rank, coll: what a call of this job
+ *                     that the agent denied cost the sender on the hosts (its
+ *                     host algorithm, from its start to its end; not the
+ *                     wait for the verdict), for the scheduler to weigh real
+ *                     costs instead of its model (ina_proto_host_cost_*: the
+ *                     call's result vector in bytes, on the wire arg; the
+ *                     time in nanoseconds, on the wire mid). Sent by the
+ *                     job's member 0, at most once per denied call; the
+ *                     agent answers nothing (an ERROR if it is not a
+ *                     member's). Never sent on a connection of an older
+ *                     version.
  *
  * Collectives (coll) and what each member sends for every block sid:
  *   ALLREDUCE       data (offset 0, count = block_elems), WANT_RESULT.
@@ -242,7 +253,9 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 15u /* 15: JOB_OPEN may carry a tree's levels above
+#define INA_PROTO_VERSION 16u /* 16: HOST_COST (the ranks' measured cost of a
+                                   denied call on the hosts);
+                               15: JOB_OPEN may carry a tree's levels above
                                    the first (trees of any depth);
                                14: HELLO offers a range of versions, HELLO_ACK
                                    says the chosen one, ERROR(VERSION) the agent's
@@ -292,7 +305,8 @@ typedef enum ina_proto_type {
     INA_PROTO_CALL_ABORT = 16,
     INA_PROTO_PING = 17,
     INA_PROTO_PONG = 18,
-    INA_PROTO_TYPE_MAX = 18
+    INA_PROTO_HOST_COST = 19, /* protocol 16 */
+    INA_PROTO_TYPE_MAX = 19
 } ina_proto_type_t;
 
 /* The collective a BLOCK/RESULT belongs to. */
@@ -476,7 +490,9 @@ int ina_proto_coll_valid(unsigned coll, unsigned op, unsigned dtype);
  * block_elems <= arg for BLOCK; BLOCK count 0 is a CREDIT; RESULT count is
  * block_elems, or 0 with INA_PROTO_F_ACK_ONLY; unknown flag bits rejected;
  * payload_len == count * dtype size for BLOCK/RESULT, == 32 + count * 4 for
- * JOB_OPEN, == 0 for the others; the retired types 3-6 are MALFORMED).
+ * JOB_OPEN, == 0 for the others; the retired types 3-6 are MALFORMED;
+ * HOST_COST only from protocol 16, with coll < INA_COLL_COUNT, rank below
+ * the member limit, and no op, dtype, window, offset or block_elems).
  * Also rejected (MALFORMED): a reduction BLOCK that is not the whole block
  * (offset 0, count = block_elems; so no CREDIT); block_elems 0 except BARRIER,
  * whose only form is sid 0, block_elems = count = offset = arg = 0; flags other
@@ -622,6 +638,22 @@ static inline void ina_proto_error_set_rejected(ina_proto_hdr_t *h, unsigned typ
 static inline unsigned ina_proto_error_rejected(const ina_proto_hdr_t *h)
 {
     return h->op;
+}
+
+/* HOST_COST: the denied call's result vector in bytes, and what it cost the
+ * sender on the hosts in nanoseconds. */
+static inline void ina_proto_host_cost_set(ina_proto_hdr_t *h, uint64_t bytes, uint64_t ns)
+{
+    h->arg = bytes;
+    h->mid = ns;
+}
+static inline uint64_t ina_proto_host_cost_bytes(const ina_proto_hdr_t *h)
+{
+    return h->arg;
+}
+static inline uint64_t ina_proto_host_cost_ns(const ina_proto_hdr_t *h)
+{
+    return h->mid;
 }
 
 /* ---- Versions: the fields of the first-contact messages, by name. ----- */

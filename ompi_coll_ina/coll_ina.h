@@ -145,6 +145,8 @@ typedef struct mca_coll_ina_component_t {
     int test_node_size;   /* tests only: > 0 pretends world ranks [0, K) are node 0, ... */
     int test_proto_lowest, test_proto_highest; /* tests only: the protocol versions offered */
     int test_package_size; /* tests only: > 0 pretends local ranks [0, P) share package 0, ... */
+    bool host_cost_hint;  /* coll_ina_host_cost_hint: tell the agent what the calls it
+                             denied cost on the hosts (HOST_COST, protocol 16) */
     bool node_stage;      /* ranks of a node combine in shared memory first (coll_ina_team.c) */
     int node_streams;     /* streams per node to the agent (0: one per rank of the
                              smallest node) */
@@ -353,6 +355,11 @@ typedef struct mca_coll_ina_module_t {
     unsigned long long verdict_wait_ns;
     unsigned long long denied_host_ns;
     bool denied_pending; /* the call in hand was denied: time its fallback */
+    /* ... and it is blocking: its fallback is the whole host algorithm, whose
+     * time the agents that denied it hear (mca_coll_ina_host_cost). */
+    bool host_cost_due;
+    unsigned long long host_costs_sent;    /* HOST_COSTs this rank sent */
+    unsigned long long host_costs_dropped; /* and those it could not send */
 
     /* > 0 while a saved collective runs: the collectives it calls on this
      * communicator (basic's allreduce calls comm->c_coll->coll_reduce and
@@ -369,18 +376,30 @@ static inline uint64_t mca_coll_ina_now_ns(void)
     return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
 }
 
+/* Tell the agents that denied the call in hand what it cost this rank on
+ * the hosts, `ns` (0: nothing, forget the denial), where this rank speaks
+ * for their job and coll_ina_host_cost_hint is on (coll_ina_request.c). */
+void mca_coll_ina_host_cost(mca_coll_ina_module_t *m, uint64_t ns);
+
 /* Run the saved provider of slot `fn` with the call's arguments into `rc`,
- * as above (timed when the agent denied the call: denied_host_ns). */
+ * as above (timed when the agent denied the call: denied_host_ns; a
+ * blocking one's time goes to the agents that denied it too). */
 #define MCA_COLL_INA_CALL_PREVIOUS(rc, m, fn, ...)                                \
     do {                                                                          \
         const bool timed_ = (m)->denied_pending;                                  \
+        const bool tell_ = (m)->host_cost_due;                                    \
         const uint64_t t0_ = timed_ ? mca_coll_ina_now_ns() : 0;                  \
         (m)->denied_pending = false;                                              \
+        (m)->host_cost_due = false;                                               \
         ++(m)->in_fallback;                                                       \
         (rc) = (m)->previous_##fn(__VA_ARGS__, (m)->previous_##fn##_module);      \
         --(m)->in_fallback;                                                       \
         if (timed_) {                                                             \
-            (m)->denied_host_ns += mca_coll_ina_now_ns() - t0_;                   \
+            const uint64_t ns_ = mca_coll_ina_now_ns() - t0_;                     \
+            (m)->denied_host_ns += ns_;                                           \
+            if (tell_) {                                                          \
+                mca_coll_ina_host_cost((m), ns_ > 0 ? ns_ : 1);                   \
+            }                                                                     \
         }                                                                         \
     } while (0)
 /* The same, returning its result. */

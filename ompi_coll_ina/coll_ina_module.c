@@ -116,6 +116,13 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->node_only_calls = 0;
     m->fallback_calls = 0;
     memset(m->fallback_by_reason, 0, sizeof(m->fallback_by_reason));
+    memset(m->denied_by_status, 0, sizeof(m->denied_by_status));
+    m->verdict_wait_ns = 0;
+    m->denied_host_ns = 0;
+    m->denied_pending = false;
+    m->host_cost_due = false;
+    m->host_costs_sent = 0;
+    m->host_costs_dropped = 0;
     m->in_fallback = 0;
 }
 

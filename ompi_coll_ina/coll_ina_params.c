@@ -356,5 +356,14 @@ int mca_coll_ina_register_params(void)
         MCA_BASE_VAR_TYPE_STRING, NULL, 0, 0, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_READONLY, &c->tenant);
 
+    c->host_cost_hint = true;
+    (void) mca_base_component_var_register(v, "host_cost_hint",
+        "Tell the agent what calls it denied cost on the hosts (protocol 16), so "
+        "that its scheduler weighs measured costs instead of its model: after a "
+        "denied blocking call, rank 0 of the agent's job sends the time the host "
+        "algorithm took (never blocking; an agent of an older protocol is told nothing)",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->host_cost_hint);
+
     return mca_coll_ina_pvars_register();
 }

@@ -104,6 +104,7 @@ typedef struct ina_pvar_def {
                    -7: recovered calls (kind 0: all, 1: offloaded, 2: resumed),
                    -8: calls the grid's rings ran, -9: calls the previous
                    component ran instead (kind: the reason, or -1 for all),
+                   -10: host costs told the agents (kind 0: sent, 1: dropped),
                    else a fallback reason */
     int kind;   /* with -1: a collective's offloaded counter, or -1 for all; with -4:
                    the DENY status, or -1 for every other one */
@@ -143,6 +144,11 @@ static const ina_pvar_def_t ina_pvar_defs[] = {
                         "verdicts (granted or denied)", -5, -1},
     {"denied_host_ns", "Nanoseconds this communicator's denied calls spent in the host "
                        "algorithm (a non-blocking call: its post)", -6, -1},
+    {"host_costs_sent", "HOST_COSTs this rank sent: what a blocking call an agent denied "
+                        "cost on the hosts, told to that agent by rank 0 of its job "
+                        "(coll_ina_host_cost_hint)", -10, 0},
+    {"host_costs_dropped", "HOST_COSTs this rank could not send (the agent gone, the send "
+                           "failed): dropped", -10, 1},
     {"offloaded_allreduce", "MPI_Allreduce and MPI_Iallreduce calls offloaded", -1,
      MCA_COLL_INA_ALLREDUCE},
     {"offloaded_reduce", "MPI_Reduce and MPI_Ireduce calls offloaded", -1, MCA_COLL_INA_REDUCE},
@@ -224,6 +230,8 @@ static int ina_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *o
     } else if (-7 == def->reason) {
         *out = 0 == def->kind ? m->recovered_calls
                               : 1 == def->kind ? m->recovered_offloaded : m->resumed;
+    } else if (-10 == def->reason) {
+        *out = 0 == def->kind ? m->host_costs_sent : m->host_costs_dropped;
     } else if (-8 == def->reason) {
         *out = m->grid_calls;
     } else if (-9 == def->reason && def->kind >= 0) {

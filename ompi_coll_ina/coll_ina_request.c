@@ -419,6 +419,42 @@ static int ina_task_not_offloaded(mca_coll_ina_module_t *m, mca_coll_ina_kind_t 
     return ina_not_offloaded(m, kind, r->outcome, r->status, r->who, fallback);
 }
 
+void mca_coll_ina_host_cost(mca_coll_ina_module_t *m, uint64_t ns)
+{
+    uint32_t dropped = 0;
+
+    if (!mca_coll_ina_component.host_cost_hint || NULL == m->team) {
+        return;
+    }
+    m->host_costs_sent += ina_team_host_cost(m->team, ns, &dropped);
+    if (0 != dropped) {
+        /* Only a hint: the agent keeps its model for this one. */
+        m->host_costs_dropped += dropped;
+        INA_VERBOSE(10, "cid %d: the host cost of a denied call could not be sent", m->cid);
+    }
+}
+
+/* ina_task_not_offloaded for the call posted as `request` (NULL: blocking):
+ * a denied blocking call's host algorithm is timed and its cost told to the
+ * agents that denied it (MCA_COLL_INA_CALL_PREVIOUS); a non-blocking one's
+ * host algorithm outlives its post, which is no measure of its cost: the
+ * denial is forgotten. */
+static int ina_post_not_offloaded(mca_coll_ina_module_t *m, mca_coll_ina_kind_t kind,
+                                  const ina_task_result_t *r, ompi_request_t **request,
+                                  bool *fallback)
+{
+    const int rc = ina_task_not_offloaded(m, kind, r, fallback);
+
+    if (m->denied_pending) {
+        if (NULL == request) {
+            m->host_cost_due = true;
+        } else {
+            mca_coll_ina_host_cost(m, 0);
+        }
+    }
+    return rc;
+}
+
 /* The call through the communicator's team (team/ina_team.h): the node
  * stage, one agent or a stripe, whichever it was made with. Whether it is
  * offloaded is known before this returns, the same on every member (every
@@ -485,7 +521,7 @@ static int ina_post(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, ompi_re
         if (INA_OK != r.rc) {
             return ina_failed_error(m, kind, &r);
         }
-        return ina_task_not_offloaded(m, kind, &r, fallback);
+        return ina_post_not_offloaded(m, kind, &r, request, fallback);
     }
     ++m->offloaded_calls;
     ++m->offloaded_by_kind[kind];
@@ -514,7 +550,7 @@ static int ina_post(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, ompi_re
          * algorithm: still in this blocking call, so it may start now. */
         --m->offloaded_calls;
         --m->offloaded_by_kind[kind];
-        return ina_task_not_offloaded(m, kind, &r, fallback);
+        return ina_post_not_offloaded(m, kind, &r, request, fallback);
     }
     if (!ina_offloaded(&r)) {
         return ina_failed_error(m, kind, &r);
@@ -533,6 +569,14 @@ static int ina_try(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, ompi_req
         *fallback = true; /* inside a saved collective: neither offloaded nor counted */
         return OMPI_SUCCESS;
     }
+    /* A denial's timing belongs to its own call: one whose fallback was not
+     * the previous component (the grid's rings, not timed) leaves nothing
+     * to the next. */
+    if (m->host_cost_due) {
+        mca_coll_ina_host_cost(m, 0);
+    }
+    m->denied_pending = false;
+    m->host_cost_due = false;
     if (NULL != plan->why) {
         return ina_fallback(m, kind, MCA_COLL_INA_FB_UNSUPPORTED, plan->why, fallback);
     }

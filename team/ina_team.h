@@ -141,6 +141,14 @@ int ina_team_joined(const ina_team_t *team);
 /* Whether every agent the team talks to is still there (progresses each
  * connection once). 1 with none. */
 int ina_team_reachable(ina_team_t *team);
+/* HOST_COST (protocol 16): the call this team's agents last denied took `ns`
+ * nanoseconds on the hosts at this rank (its host algorithm, from start to
+ * end). Each agent that denied it hears it from its job's member 0, where
+ * that is this rank (ina_job_host_cost, ina_stripe_host_cost); never blocks.
+ * ns 0: nothing is sent, the denial is forgotten (a call not timed: a
+ * non-blocking call's host algorithm outlives its post). Returns how many
+ * were sent; *dropped (may be NULL) gets how many could not be. */
+uint32_t ina_team_host_cost(ina_team_t *team, uint64_t ns, uint32_t *dropped);
 /* A recovery message from member `from` (as peers.send numbered it): 1 if
  * it was this team's job's (its sender talks for that member), else 0
  * (another job's, or malformed: dropped). */

@@ -195,6 +195,18 @@ int Team::peer_message(uint32_t from, const void *msg, size_t len)
     return job_ != nullptr ? ina_job_peer_message(job_, from, msg, len) : 0;
 }
 
+uint32_t Team::host_cost(uint64_t ns, uint32_t *dropped)
+{
+    *dropped = 0;
+    if (stripe_ != nullptr) {
+        return ina_stripe_host_cost(stripe_, ns, dropped);
+    }
+    // A flat job, a tree's leaf, or the node stage's stream this rank leads.
+    const int rc = job_ != nullptr ? ina_job_host_cost(job_, ns) : 0;
+    *dropped = rc < 0 ? 1 : 0;
+    return rc > 0 ? 1 : 0;
+}
+
 const Path &Team::path() const
 {
     if (node_ != nullptr) {
@@ -338,6 +350,16 @@ int ina_team_joined(const ina_team_t *team)
 int ina_team_reachable(ina_team_t *team)
 {
     return team == nullptr || team->reachable() ? 1 : 0;
+}
+
+uint32_t ina_team_host_cost(ina_team_t *team, uint64_t ns, uint32_t *dropped)
+{
+    uint32_t none = 0;
+    if (dropped == nullptr) {
+        dropped = &none;
+    }
+    *dropped = 0;
+    return team != nullptr ? team->host_cost(ns, dropped) : 0;
 }
 
 int ina_team_peer_message(ina_team_t *team, uint32_t from, const void *msg, size_t len)

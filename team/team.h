@@ -28,6 +28,7 @@ public:
     bool joined() const { return job_ != nullptr || stripe_ != nullptr; }
     bool reachable();
     int peer_message(uint32_t from, const void *msg, size_t len);
+    uint32_t host_cost(uint64_t ns, uint32_t *dropped);
 
     // The strategy for a call posted now.
     const Path &path() const;

@@ -182,6 +182,7 @@ json status(const Agent &agent, const Info &info)
     calls["denied"] = c.calls_denied;
     calls["aborted"] = c.calls_aborted;
     calls["stripe_aborts"] = c.stripe_aborts;
+    calls["host_costs"] = c.host_costs;
 
     json traffic;
     traffic["msgs_in"] = t.msgs_in;
@@ -270,6 +271,7 @@ json jobs(const Agent &agent)
         calls["denied_by"] = by_status(j.decisions().denied);
         calls["aborted"] = st.calls_aborted;
         calls["stripe_aborts"] = st.stripe_aborts;
+        calls["host_costs"] = st.host_costs;
         calls["live"] = j.live_calls();
         e["calls"] = calls;
         e["blocks_in"] = st.blocks_in;
@@ -411,6 +413,9 @@ std::string metrics(const Agent &agent)
     x.one("ina_calls_stripe_aborts_total", "counter",
           "Striped calls given back because another agent of the stripe denied them.",
           c.stripe_aborts);
+    x.one("ina_host_costs_total", "counter",
+          "Members' measures of what denied calls cost them on the hosts (HOST_COST).",
+          c.host_costs);
     x.one("ina_leased_segs_total", "counter", "Segs of all granted leases.", c.leased_segs);
 
     x.one("ina_messages_received_total", "counter", "Messages received from clients.", t.msgs_in);

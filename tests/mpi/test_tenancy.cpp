@@ -26,9 +26,12 @@
 //   -p partition:  offloaded, on half the pool.
 // Every rank checks its results against the sum computed here and its
 // communicator's MPI_T counters (offloaded, denied by reason); the agent's
-// counters are checked by the scenario.
+// counters are checked by the scenario. With -h N, the host costs of the
+// denied calls (HOST_COST, coll_ina_host_cost_hint): B's rank 0, member 0
+// of B's job, sent N (one per denied blocking call, 0 to an agent of an
+// older protocol), every other rank none, and no rank dropped one.
 //
-// usage: test_tenancy -p tdm|exclusive|partition
+// usage: test_tenancy -p tdm|exclusive|partition [-h N]
 #include "ina_mpi_test.h"
 
 #include <cstdlib>
@@ -97,9 +100,12 @@ void expect(Counters &c, MPI_Comm comm, const Snapshot &before, long long off, l
 int main(int argc, char **argv)
 {
     std::string policy;
+    long long host_costs = -1; // -h: what B's rank 0 sent (-1: not checked)
     for (int i = 1; i + 1 < argc; ++i) {
         if (std::strcmp(argv[i], "-p") == 0) {
             policy = argv[i + 1];
+        } else if (std::strcmp(argv[i], "-h") == 0) {
+            host_costs = std::atoll(argv[i + 1]);
         }
     }
     // The tenant before MPI_Init: the launcher tells each process its rank.
@@ -189,6 +195,14 @@ int main(int argc, char **argv)
     // A frees its communicator only now: the holder's last job gone frees
     // the agent at once (exclusive), which B's round "after" must not see.
     signal_ranks(rank, half, half, 0, half, 23);
+    if (host_costs >= 0) {
+        const long long want = rank == half ? host_costs : 0;
+        const long long sent = c.read("coll_ina_host_costs_sent", mine);
+        const long long dropped = c.read("coll_ina_host_costs_dropped", mine);
+        checks += 2;
+        INA_CHECK(sent == want, "host costs sent: %lld, want %lld", sent, want);
+        INA_CHECK(dropped == 0, "host costs dropped: %lld", dropped);
+    }
     MPI_Comm_free(&mine);
     c.close();
     const int rc = finish("test_tenancy", checks);

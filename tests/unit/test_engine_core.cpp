@@ -42,6 +42,7 @@ struct Msg {
 
 struct LoopMember final : ina::agg::Member {
     std::deque<Msg> inbox;
+    unsigned version = 0; // the protocol its connection speaks (HELLO)
 };
 
 // The agent's policy (grant while Segs are free), unless a test tells it to
@@ -103,6 +104,19 @@ public:
     std::vector<std::function<void()>> &links() { return links_; }
     void cut(uint32_t r) { links_.at(r)(); }
 
+    // The version the member's connection speaks, chosen as ina-switchd
+    // chooses it, and stamped on everything sent to it.
+    ina_proto_status_t hello(ina::agg::Member &from, const ina_proto_hdr_t &h,
+                             uint64_t *rndv_blocks) override
+    {
+        *rndv_blocks = 0;
+        const unsigned v = ina_proto_version_choose(ina_proto_hello_lowest(&h),
+                                                    ina_proto_hello_highest(&h),
+                                                    INA_PROTO_VERSION_MIN, INA_PROTO_VERSION);
+        static_cast<LoopMember &>(from).version = v;
+        return v != 0 ? INA_PROTO_OK : INA_PROTO_ERR_VERSION;
+    }
+
     void send(ina::agg::Member &to, const ina_proto_hdr_t &h, ina::agg::BufRef payload,
               size_t len) override
     {
@@ -113,6 +127,9 @@ public:
             return;
         }
         Msg m{h, {}};
+        if (const unsigned v = static_cast<LoopMember &>(to).version; v != 0) {
+            m.hdr.version = static_cast<uint8_t>(v);
+        }
         if (len > 0) {
             const auto *p = static_cast<const std::byte *>(payload.data());
             m.payload.assign(p, p + len);
@@ -195,13 +212,17 @@ constexpr uint32_t kSegBytes = 1024; // small Segs: every call below spans sever
 constexpr uint8_t kTestSecret[16] = {'u', 'n', 'i', 't', ' ', 's', 'e', 'c', 'r', 'e', 't'};
 
 // A client of `hub` over a LoopChannel (liveness_ms as the config's).
-ina_client_t *loop_client(Hub &hub, int liveness_ms = 0)
+// proto_highest: the highest protocol version offered (0: this build's;
+// -1: the previous one, as ina_client_config_t says).
+ina_client_t *loop_client(Hub &hub, int liveness_ms = 0, int proto_highest = 0)
 {
     ina_client_config_t cfg{};
     cfg.agent_addr = "in-process";
     cfg.connect_timeout_ms = 1000;
     cfg.progress_timeout_ms = 10000;
     cfg.liveness_ms = liveness_ms;
+    cfg.proto_lowest = proto_highest < 0 ? proto_highest : 0;
+    cfg.proto_highest = proto_highest;
     ina_client_t *client = nullptr;
     std::string err;
     int rc = ina::client::connect_over(
@@ -216,11 +237,12 @@ ina_client_t *loop_client(Hub &hub, int liveness_ms = 0)
 }
 
 struct Group {
-    explicit Group(uint32_t n, int liveness_ms = 0, uint32_t seg_bytes = kSegBytes)
+    explicit Group(uint32_t n, int liveness_ms = 0, uint32_t seg_bytes = kSegBytes,
+                   int proto_highest = 0)
         : hub(seg_bytes), clients(n, nullptr), jobs(n, nullptr)
     {
         for (uint32_t r = 0; r < n; ++r) {
-            clients[r] = loop_client(hub, liveness_ms);
+            clients[r] = loop_client(hub, liveness_ms, proto_highest);
         }
         std::vector<uint32_t> nodes(n);
         for (uint32_t r = 0; r < n; ++r) {
@@ -1100,6 +1122,51 @@ START_TEST(test_call_abort_falls_back_everywhere)
 }
 END_TEST
 
+// HOST_COST (protocol 16): after a call the agent denied, only member 0
+// tells it what the call cost on the hosts, once, with the call's result
+// vector in bytes; nothing after a granted call or for ns 0 (forgotten),
+// and nothing at all on a connection of the previous protocol version.
+START_TEST(test_host_cost_after_denial)
+{
+    for (int previous = 0; previous <= 1; ++previous) {
+        Group g(kRanks, 0, kSegBytes, previous ? -1 : 0);
+        const size_t n = 1000;
+        std::vector<std::vector<int32_t>> in(kRanks, std::vector<int32_t>(n, 1));
+        std::vector<std::vector<int32_t>> out(kRanks, std::vector<int32_t>(n));
+        std::vector<ina_coll_desc_t> d(kRanks);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            d[r] = ina_coll_desc_t{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, in[r].data(),
+                                   out[r].data(), n, 0, nullptr};
+        }
+        auto deny_all = [&] {
+            g.hub.sched().mode = SwitchScheduler::Mode::deny;
+            for (uint32_t r = 0; r < kRanks; ++r) {
+                ina_cqe_t cqe;
+                ck_assert_int_eq(ina_job_run(g.jobs[r], &d[r], &cqe), INA_OK);
+                ck_assert_int_eq(cqe.outcome, INA_FALLBACK_DENIED);
+            }
+            g.hub.sched().mode = SwitchScheduler::Mode::policy;
+        };
+        const ina::agg::Counters &c = g.hub.agg().counters();
+        deny_all();
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ck_assert_int_eq(ina_job_host_cost(g.jobs[r], 123456), r == 0 && !previous ? 1 : 0);
+        }
+        ck_assert_int_eq(ina_job_host_cost(g.jobs[0], 123456), 0); // once per call
+        ck_assert_uint_eq(c.host_costs, previous ? 0 : 1);
+        deny_all();
+        ck_assert_int_eq(ina_job_host_cost(g.jobs[0], 0), 0); // not timed: forgotten
+        ck_assert_int_eq(ina_job_host_cost(g.jobs[0], 123456), 0);
+        deny_all();
+        g.run(d); // a granted call after the denial: the latest call is not denied
+        ck_assert_int_eq(ina_job_host_cost(g.jobs[0], 123456), 0);
+        ck_assert_uint_eq(c.host_costs, previous ? 0 : 1);
+        ck_assert_uint_eq(c.rejected[INA_PROTO_ERR_MALFORMED], 0);
+        ck_assert_uint_eq(c.calls_denied, 3);
+    }
+}
+END_TEST
+
 // ---- striping over two in-process agents (ina_stripe_*) -------------------
 
 constexpr uint32_t kAgents = 2;
@@ -1324,6 +1391,14 @@ START_TEST(test_stripe_one_agent_denies)
         // completed it before the ranks gave it back).
         ck_assert_uint_eq(g.hubs[1 - who].agg().counters().calls_granted, 1);
         ck_assert_uint_eq(g.hubs[who].agg().counters().calls_denied, 1);
+        // Its host cost goes to the agent that denied it, from member 0 alone.
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            uint32_t dropped = 7;
+            ck_assert_uint_eq(ina_stripe_host_cost(g.stripes[r], 5000, &dropped), r == 0 ? 1 : 0);
+            ck_assert_uint_eq(dropped, 0);
+        }
+        ck_assert_uint_eq(g.hubs[who].agg().counters().host_costs, 1);
+        ck_assert_uint_eq(g.hubs[1 - who].agg().counters().host_costs, 0);
 
         // Agent `who` defers; the other completes every block of its part.
         g.hubs[who].sched().mode = SwitchScheduler::Mode::defer;
@@ -1447,6 +1522,7 @@ int main()
                                 test_recover_tree_order,
                                 test_recover_deep_tree_order,
                                 test_call_abort_falls_back_everywhere,
+                                test_host_cost_after_denial,
                                 test_stripe_every_collective,
                                 test_stripe_one_agent_denies,
                                 test_liveness_frozen_agent,

@@ -147,6 +147,12 @@ Msg valid_msg(ina_proto_type_t type)
         m.hdr.mid = 42;
         m.hdr.status = INA_PROTO_ERR_NO_RESOURCES;
         break;
+    case INA_PROTO_HOST_COST: // a denied 8 MiB allreduce took 40 ms on the hosts
+        m.hdr.jid = 7;
+        m.hdr.rank = 0;
+        m.hdr.coll = INA_COLL_ALLREDUCE;
+        ina_proto_host_cost_set(&m.hdr, 8u << 20, 40000000);
+        break;
     case INA_PROTO_PING: // a probe and its answer: the cookie only
     case INA_PROTO_PONG:
         m.hdr.arg = 0x1234;
@@ -276,7 +282,7 @@ const ina_proto_type_t kAllTypes[] = {
     INA_PROTO_HELLO,  INA_PROTO_HELLO_ACK, INA_PROTO_JOB_LEAVE, INA_PROTO_BLOCK,
     INA_PROTO_RESULT, INA_PROTO_DENY,      INA_PROTO_ERROR,     INA_PROTO_GRANT,
     INA_PROTO_JOB_OPEN, INA_PROTO_JOB_OPENED, INA_PROTO_CALL_READY, INA_PROTO_CALL_ABORT,
-    INA_PROTO_PING,   INA_PROTO_PONG};
+    INA_PROTO_PING,   INA_PROTO_PONG,      INA_PROTO_HOST_COST};
 
 bool is_data(unsigned type) { return type == INA_PROTO_BLOCK || type == INA_PROTO_RESULT; }
 
@@ -306,7 +312,7 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, ahead), 58);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, done), 60);
     // Enum values are wire values: pin them.
-    ck_assert_uint_eq(INA_PROTO_VERSION, 15);
+    ck_assert_uint_eq(INA_PROTO_VERSION, 16);
     ck_assert_uint_eq(INA_PROTO_MAX_TREE_UP, 6);
     ck_assert_uint_eq(sizeof(ina_proto_tree_level_t), 8);
     ck_assert_uint_eq(INA_PROTO_VERSION_MIN, 13);
@@ -319,7 +325,8 @@ START_TEST(test_layout)
     ck_assert_uint_eq(INA_PROTO_CALL_ABORT, 16);
     ck_assert_uint_eq(INA_PROTO_PING, 17);
     ck_assert_uint_eq(INA_PROTO_PONG, 18);
-    ck_assert_uint_eq(INA_PROTO_TYPE_MAX, 18);
+    ck_assert_uint_eq(INA_PROTO_HOST_COST, 19);
+    ck_assert_uint_eq(INA_PROTO_TYPE_MAX, 19);
     ck_assert_uint_eq(INA_PROTO_F_CHILDREN, 4);
     ck_assert_uint_eq(INA_PROTO_ERR_INCOMPLETE, 9);
     ck_assert_uint_eq(INA_PROTO_ERR_UPSTREAM, 10);
@@ -587,7 +594,10 @@ START_TEST(test_rejects_common_fields)
         for (unsigned v = INA_PROTO_VERSION_MIN; v <= INA_PROTO_VERSION; ++v) {
             Msg m = good;
             m.hdr.version = static_cast<uint8_t>(v);
-            ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
+            // (HOST_COST exists from protocol 16: test_host_cost)
+            ck_assert_int_eq(check_msg(m), good.hdr.type == INA_PROTO_HOST_COST && v < 16
+                                               ? INA_PROTO_ERR_MALFORMED
+                                               : INA_PROTO_OK);
         }
         for (unsigned v : {0u, 1u, 2u, INA_PROTO_VERSION_MIN - 1, INA_PROTO_VERSION + 1, 255u}) {
             Msg m = good;
@@ -679,8 +689,9 @@ START_TEST(test_control_block_fields)
             continue;
         }
         Msg m = valid_msg(t);
-        m.hdr.coll = INA_COLL_BCAST;
-        ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+        m.hdr.coll = INA_COLL_BCAST; // (HOST_COST names its call's collective)
+        ck_assert_int_eq(check_msg(m), t == INA_PROTO_HOST_COST ? INA_PROTO_OK
+                                                                : INA_PROTO_ERR_MALFORMED);
         m = valid_msg(t);
         m.hdr.offset = 1;
         ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
@@ -1319,6 +1330,11 @@ START_TEST(test_fuzz)
             ck_assert(h.count >= 1 && h.count <= INA_PROTO_MAX_MEMBERS && h.window >= 1 &&
                       h.rank < h.count);
             ck_assert_uint_eq(payload_len, INA_PROTO_JOB_KEY_BYTES + INA_PROTO_JOB_CAP_BYTES + size_t{h.count} * 4);
+        } else if (h.type == INA_PROTO_HOST_COST) {
+            ck_assert(h.version >= 16 && h.coll < INA_COLL_COUNT && h.offset == 0 &&
+                      h.block_elems == 0 && h.flags == 0 && h.window == 0 && h.op == 0 &&
+                      h.dtype == 0 && h.count == 0 && h.sid == 0 && h.seg == 0);
+            ck_assert_uint_eq(payload_len, 0);
         } else {
             ck_assert(h.coll == 0 && h.offset == 0 && h.block_elems == 0);
             ck_assert_uint_eq(h.flags & ~(h.type == INA_PROTO_ERROR ? INA_PROTO_F_IN_FLIGHT : 0u),
@@ -1329,6 +1345,40 @@ START_TEST(test_fuzz)
     }
     // The mutation half must reach the accepting paths, or it tests little.
     ck_assert_uint_gt(accepted_mutants, 1000);
+}
+END_TEST
+
+// HOST_COST (protocol 16): the call's bytes and nanoseconds by name; any
+// collective; nothing else set; never on an older version.
+START_TEST(test_host_cost)
+{
+    const Msg good = valid_msg(INA_PROTO_HOST_COST);
+    ck_assert_int_eq(check_msg(good), INA_PROTO_OK);
+    ck_assert_uint_eq(ina_proto_host_cost_bytes(&good.hdr), 8u << 20);
+    ck_assert_uint_eq(ina_proto_host_cost_ns(&good.hdr), 40000000);
+    ck_assert_str_eq(ina_proto_type_name(INA_PROTO_HOST_COST), "HOST_COST");
+    Msg m = good;
+    m.hdr.coll = INA_COLL_BARRIER;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
+    m.hdr.coll = INA_COLL_COUNT;
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    for (int field = 0; field < 8; ++field) {
+        m = good;
+        switch (field) {
+        case 0: m.hdr.window = 1; break;
+        case 1: m.hdr.op = INA_OP_MAX; break;
+        case 2: m.hdr.dtype = INA_DT_DOUBLE; break;
+        case 3: m.hdr.count = 1; break;
+        case 4: m.hdr.sid = 1; break;
+        case 5: m.hdr.block_elems = 1; break;
+        case 6: m.hdr.rank = INA_PROTO_MAX_MEMBERS; break;
+        default: m.payload_len = 8; break;
+        }
+        ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+    }
+    m = good;
+    m.hdr.version = 15; // a type its version does not have
+    ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
 }
 END_TEST
 
@@ -1398,6 +1448,7 @@ int main()
     return ina_test::run_suite("ina_proto", "proto",
                                {test_layout,
                                 test_certification_mark,
+                                test_host_cost,
                                 test_init,
                                 test_dtype_size_and_pairs,
                                 test_accepts_every_type,
