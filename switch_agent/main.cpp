@@ -32,6 +32,7 @@
 #include "ops/report.h"
 #include "sched/exclusive.h"
 #include "sched/free_seg.h"
+#include "sched/guard.h"
 #include "sched/partition.h"
 #include "sched/tdm.h"
 
@@ -116,6 +117,14 @@ void usage(FILE *out)
                  "                       step (default %g)\n"
                  "  --host-gbps X        ... and link rate; 0 = this agent's measured rate\n"
                  "                       (default 0)\n"
+                 "  --host-hints BOOL    tdm, auto: weigh what the ranks measured denied\n"
+                 "                       calls cost on the hosts over the model (default\n"
+                 "                       true)\n"
+                 "  --harm-guard BOOL    whatever the policy: a job whose calls were\n"
+                 "                       denied twice in a row, or whose granted calls ran\n"
+                 "                       slower than the hosts twice in a row, gets its\n"
+                 "                       next call served with its whole window, waiting\n"
+                 "                       for the pool if need be (default true)\n"
                  "Limits (what one client may take; exceeding one is refused with\n"
                  "status \"limit\" and a warning naming it):\n"
                  "  --max-conns N        client connections served at once (default %u;\n"
@@ -157,6 +166,8 @@ struct Settings {
     std::chrono::milliseconds partition_idle{1000};
     ina::sched::TdmConfig tdm;
     bool tdm_wait_set = false; // --tdm-wait given (auto waits by default)
+    bool harm_guard = true;
+    ina::sched::GuardConfig guard;
 };
 
 enum Opt {
@@ -181,6 +192,8 @@ enum Opt {
     kTdmWait,
     kHostAlphaUs,
     kHostGbps,
+    kHostHints,
+    kHarmGuard,
     kMaxConns,
     kMaxJobsPerConn,
     kMaxMembers,
@@ -219,6 +232,8 @@ const struct option kOpts[] = {
     {"tdm-wait", required_argument, nullptr, kTdmWait},
     {"host-alpha-us", required_argument, nullptr, kHostAlphaUs},
     {"host-gbps", required_argument, nullptr, kHostGbps},
+    {"host-hints", required_argument, nullptr, kHostHints},
+    {"harm-guard", required_argument, nullptr, kHarmGuard},
     {"max-conns", required_argument, nullptr, kMaxConns},
     {"max-jobs-per-conn", required_argument, nullptr, kMaxJobsPerConn},
     {"max-members", required_argument, nullptr, kMaxMembers},
@@ -443,6 +458,12 @@ void apply(Settings &st, int id, const char *arg)
         st.tdm.host.beta = gbps > 0 ? 8.0 / (gbps * 1e9) : 0;
         break;
     }
+    case kHostHints:
+        st.tdm.host_hints = want_bool(arg);
+        break;
+    case kHarmGuard:
+        st.harm_guard = want_bool(arg);
+        break;
     case kControl:
         if (*arg == '\0') {
             bad_value("a path, or none", arg);
@@ -705,7 +726,7 @@ int main(int argc, char **argv)
 
     int rc = 0;
     try {
-        ina::Agent agent(cfg, [&](ina::agg::SegPool &pool) -> std::unique_ptr<ina::agg::Scheduler> {
+        auto make_policy = [&](ina::agg::SegPool &pool) -> std::unique_ptr<ina::agg::Scheduler> {
             if (policy == "exclusive") {
                 return std::make_unique<ina::sched::ExclusiveScheduler>(pool, st.exclusive_idle);
             }
@@ -721,6 +742,14 @@ int main(int argc, char **argv)
                 return std::make_unique<ina::sched::PartitionScheduler>(pool, st.partition_idle);
             }
             return std::make_unique<ina::sched::FreeSegScheduler>(pool);
+        };
+        ina::Agent agent(cfg, [&](ina::agg::SegPool &pool) -> std::unique_ptr<ina::agg::Scheduler> {
+            if (!st.harm_guard) {
+                return make_policy(pool);
+            }
+            ina::sched::GuardConfig guard = st.guard;
+            guard.host = st.tdm.host;
+            return std::make_unique<ina::sched::HarmGuard>(pool, make_policy(pool), guard);
         });
         agent.start();
 

@@ -54,6 +54,7 @@
 #include "scheduler.h"
 #include "sched/exclusive.h"
 #include "sched/free_seg.h"
+#include "sched/guard.h"
 #include "sched/partition.h"
 #include "sched/tdm.h"
 #include "seg_pool.h"
@@ -216,6 +217,18 @@ std::vector<BenchJob> make_jobs(const Options &o, uint32_t tenants, uint32_t job
 std::unique_ptr<Scheduler> make_policy(const std::string &name, SegPool &pool, const Options &o,
                                        const std::function<Clock::time_point()> &now)
 {
+    const std::string guarded = "+guard";
+    if (name.size() > guarded.size() &&
+        name.compare(name.size() - guarded.size(), guarded.size(), guarded) == 0) {
+        // The policy behind the harm guard, as ina-switchd runs it by default.
+        std::unique_ptr<Scheduler> policy =
+            make_policy(name.substr(0, name.size() - guarded.size()), pool, o, now);
+        if (policy == nullptr) {
+            return nullptr;
+        }
+        return std::make_unique<ina::sched::HarmGuard>(pool, std::move(policy),
+                                                       ina::sched::GuardConfig{}, now);
+    }
     if (name == "tdm" || name == "auto") {
         // (auto without waiting: this loop does not ask deferred calls again)
         ina::sched::TdmConfig cfg;
@@ -350,6 +363,12 @@ Result run(const Options &o, const std::string &policy, uint32_t tenants, uint32
             granted += measured;
             j.open.emplace(j.mid, std::move(v.lease));
             q.emplace(t + static_cast<double>(j.bytes) * kSecondsPerByte, seq++, i, j.mid);
+        } else if (v.kind == Verdict::Kind::kDefer) {
+            // Not asked again here: it ends at once, as a deferred call the
+            // core gives up on (its job's other calls go on).
+            std::vector<uint32_t> none;
+            InSched in;
+            sched->on_call_done(j.jid, j.mid, none);
         }
         ++j.mid;
         ++calls;
@@ -419,7 +438,7 @@ std::vector<std::string> split(const std::string &s, char sep)
         rc ? stderr : stdout,
         "usage: ina_sched_bench [options]\n"
         "  --policy LIST   policies, comma separated (default tdm,exclusive,partition,fcfs;\n"
-        "                  auto too, without waiting)\n"
+        "                  auto too, without waiting; NAME+guard: behind the harm guard)\n"
         "  --sizes LIST    T:J pairs, tenants:jobs (default 10:100,100:1000,1000:10000)\n"
         "  --calls N       measured decisions per run (default 100000)\n"
         "  --warmup N      unmeasured calls per job first (default 4)\n"

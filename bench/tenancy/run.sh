@@ -48,7 +48,11 @@ usage: $0 [options]
                    host allreduce) or agent (the agent's own measured rate, as
                    ina-switchd does by default)
   --policies LIST  agent policies, default fcfs,exclusive,partition,tdm,tdm+wait,auto
-                   (tdm+wait and auto+wait: --tdm-wait true; auto waits anyway)
+                   (tdm+wait and auto+wait: --tdm-wait true; auto waits anyway;
+                   a name ending in -noguard, e.g. exclusive-noguard: the policy
+                   without the harm guard, --harm-guard false; -nohints, e.g.
+                   auto-nohints: without the ranks' host costs, --host-hints
+                   false; both: auto-nohints-noguard)
   --builddir DIR   build tree (default: $repo/build)
   --out DIR        results directory, default $here/results
   --timeout S      limit for each run, default 600 seconds
@@ -177,10 +181,21 @@ run_jobs() {
     done
 }
 
-with_agent() { # POLICY[+wait] SEGS LOG: start the agent
-    local extra=()
-    [[ $1 == *+wait ]] && extra=(--tdm-wait true)
-    fab_agent_up switch "$(fab_ns_switch)" "$FAB_AGENT_ADDR" "$agent" "$3" --policy "${1%+wait}" \
+with_agent() { # POLICY[+wait][-nohints][-noguard] SEGS LOG: start the agent
+    local extra=() policy=$1
+    if [[ $policy == *-noguard ]]; then
+        extra+=(--harm-guard false)
+        policy=${policy%-noguard}
+    fi
+    if [[ $policy == *-nohints ]]; then
+        extra+=(--host-hints false)
+        policy=${policy%-nohints}
+    fi
+    if [[ $policy == *+wait ]]; then
+        extra+=(--tdm-wait true)
+        policy=${policy%+wait}
+    fi
+    fab_agent_up switch "$(fab_ns_switch)" "$FAB_AGENT_ADDR" "$agent" "$3" --policy "$policy" \
         --segs "$2" "${extra[@]}" "${agent_args[@]}"
 }
 

@@ -62,10 +62,21 @@ double TdmScheduler::hold(const JobState &j, double bytes) const
     return h >= 0 ? h : bytes * rate() + cfg_.host.alpha;
 }
 
+double TdmScheduler::host_cost(const JobState &j, uint8_t coll, double bytes) const
+{
+    const double model = host_time(coll, bytes, j.nmembers, cfg_.host.alpha, beta());
+    return cfg_.host_hints ? j.host.cost(coll, bytes, model) : model;
+}
+
+double TdmScheduler::host_cost(uint32_t jid, uint8_t coll, double bytes) const
+{
+    auto it = jobs_.find(jid);
+    return it != jobs_.end() ? host_cost(it->second, coll, bytes) : -1;
+}
+
 double TdmScheduler::score(const JobState &j, uint8_t coll, double bytes) const
 {
-    const double host = host_time(coll, bytes, j.nmembers, cfg_.host.alpha, beta());
-    return calc_score(host, hold(j, bytes), j.denied, cfg_.ageing);
+    return calc_score(host_cost(j, coll, bytes), hold(j, bytes), j.denied, cfg_.ageing);
 }
 
 agg::Verdict TdmScheduler::deny(JobState &j, ina_proto_status_t why)
@@ -167,14 +178,12 @@ agg::Verdict TdmScheduler::grant(const agg::CallRequest &req, JobState &j, uint3
 agg::Verdict TdmScheduler::serve_waiting(const agg::CallRequest &req, JobState &j,
                                          WaitList::iterator w, double now)
 {
-    const Waiting mine = *w;
-    const bool first = w == waiting_.begin();
-    if (first && pool_.free_segs() >= mine.lease) {
-        const agg::Verdict v = grant(req, j, mine.lease, now, mine.bytes);
-        if (v.kind != agg::Verdict::Kind::kGrant) {
-            return v; // (NO_RESOURCES cannot be: the pool had the lease)
+    const Waiting &mine = *w;
+    if (w == waiting_.begin() && pool_.free_segs() >= mine.lease) {
+        agg::Verdict v = grant(req, j, mine.lease, now, mine.bytes); // (the pool has it)
+        if (v.kind == agg::Verdict::Kind::kGrant) {
+            forget_waiting(req.jid, req.mid);
         }
-        forget_waiting(req.jid, req.mid);
         return v;
     }
     if (now - mine.since > cfg_.wait_limit * mine.host) {
@@ -202,7 +211,7 @@ agg::Verdict TdmScheduler::wait_or_deny(const agg::CallRequest &req, JobState &j
                                         double now, double bytes)
 {
     if (cfg_.wait) {
-        const double host = host_time(req.coll, bytes, j.nmembers, cfg_.host.alpha, beta());
+        const double host = host_cost(j, req.coll, bytes);
         const double mine = hold(j, bytes);
         if (busy_for(j.tenant, now) + waiting_hold_ + mine < host ||
             j.denied >= cfg_.wait_after_denied) {
@@ -329,6 +338,14 @@ void TdmScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t
     }
     pool_.release(lease);
     lease.clear();
+}
+
+void TdmScheduler::on_host_cost(uint32_t jid, uint8_t coll, uint64_t bytes, double secs)
+{
+    auto it = jobs_.find(jid);
+    if (it != jobs_.end()) {
+        it->second.host.add(coll, static_cast<double>(bytes), secs);
+    }
 }
 
 void TdmScheduler::on_job_created(const agg::JobInfo &info)

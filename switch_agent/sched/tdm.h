@@ -32,7 +32,9 @@
 // A's own calls may overlap (non-blocking ones), each with its lease while
 // the pool has one (else NO_RESOURCES). What it knows of each job comes from
 // the calls themselves (predictor.h): arrivals, sizes, and how long granted
-// calls held the agent; a call's host cost comes from the host model.
+// calls held the agent; a call's host cost comes from what the job's members
+// measured their denied calls cost (HOST_COST, host_cost.h; with
+// `host_hints`), else from the host model.
 //
 // Auto (`ina-switchd --policy auto`, TdmConfig::by_need): the same rules,
 // with each call's lease sized by what its job needs (need.h) instead of its
@@ -74,6 +76,7 @@
 #include <vector>
 
 #include "scheduler.h"
+#include "sched/host_cost.h"
 #include "sched/need.h"
 #include "sched/predictor.h"
 #include "sched/score.h"
@@ -83,6 +86,8 @@ namespace ina::sched {
 
 struct TdmConfig {
     HostModel host;
+    // Weigh the members' measured host costs (HOST_COST) over the model.
+    bool host_hints = true;
     double ageing = 0.5; // score per denial in a row (score.h)
     // The agent's rate before it measured one (seconds per byte): 10 Gbit/s.
     double initial_rate = 8.0 / 10e9;
@@ -114,6 +119,7 @@ public:
     void on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &lease) override;
     void on_job_created(const agg::JobInfo &job) override;
     void on_job_freed(uint32_t jid) override;
+    void on_host_cost(uint32_t jid, uint8_t coll, uint64_t bytes, double secs) override;
     // `window` while no call of another tenant that would not fit beside
     // this job's is open or expected; else 1: a call then denied cost the
     // link one block, not a window (ina_proto.h "Leases"). Auto, while the
@@ -126,6 +132,9 @@ public:
     std::vector<uint32_t> priority() const;
     // The agent's measured seconds per byte (initial_rate until measured).
     double rate() const;
+    // What a call of `bytes` of job `jid` would cost on the hosts, as the
+    // policy weighs it (measured or modelled; < 0 for an unknown job).
+    double host_cost(uint32_t jid, uint8_t coll, double bytes) const;
     // What the policy knows of a job (null: nothing).
     const CallPattern *pattern(uint32_t jid) const;
     // Auto: what each job needs, and whether the pool is divided now (the
@@ -193,6 +202,7 @@ private:
         uint32_t open = 0;   // granted calls not done (change it with set_open)
         uint32_t denied = 0; // calls denied in a row since the last grant
         std::map<uint64_t, Granted> granted; // by mid
+        HostCosts host; // its members' measures (HOST_COST)
         Entries in;
     };
 
@@ -203,6 +213,7 @@ private:
     // Auto: the lease a job of `tenant` would get with `extra` more tenants.
     uint32_t divided_lease(uint32_t jid, uint64_t tenant, uint32_t extra) const;
     double hold(const JobState &j, double bytes) const;
+    double host_cost(const JobState &j, uint8_t coll, double bytes) const;
     double beta() const;
     // CalcScore of a call of job `j` of `bytes` (collective `coll`).
     double score(const JobState &j, uint8_t coll, double bytes) const;

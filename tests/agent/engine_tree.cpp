@@ -218,10 +218,11 @@ struct Agents {
 bool start_tree(Agents &a, const char *bin, const char *leaf1_window, const char *spine_segs)
 {
     char err[256] = "";
-    // fcfs: a denial here is the pool's (another job holding it), the same
-    // whichever policy; the policies have tests of their own.
+    // fcfs without the harm guard: a denial here is the pool's (another job
+    // holding it), the same whichever policy; the policies and the guard
+    // (which would make a job denied twice wait) have tests of their own.
     const char *spine_args[] = {"--log-level", "info", "--segs", spine_segs, "--policy", "fcfs",
-                                nullptr};
+                                "--harm-guard", "false", nullptr};
     if (ina_agent_spawn(bin, "127.0.0.1", spine_args, a.spine, sizeof(a.spine), &a.pids[0], err,
                         sizeof(err)) != INA_OK) {
         std::fprintf(stderr, "FAIL: spine: %s\n", err);

@@ -33,6 +33,7 @@
 #include "parent_jobs.h"
 #include "sched/exclusive.h"
 #include "sched/free_seg.h"
+#include "sched/guard.h"
 #include "sched/partition.h"
 #include "sched/tdm.h"
 #include "serve_input.h"
@@ -604,7 +605,15 @@ private:
         return a;
     }
 
+    // The policy, behind the harm guard as ina-switchd runs it.
     std::unique_ptr<Scheduler> scheduler(SegPool &pool)
+    {
+        auto now = [this] { return now_; };
+        return std::make_unique<ina::sched::HarmGuard>(pool, policy(pool), ina::sched::GuardConfig{},
+                                                       now);
+    }
+
+    std::unique_ptr<Scheduler> policy(SegPool &pool)
     {
         auto now = [this] { return now_; };
         const std::chrono::milliseconds idle(1000); // ina-switchd's default
