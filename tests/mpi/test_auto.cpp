@@ -11,10 +11,13 @@
 // values computed here), and every call was either offloaded or denied and
 // run on the host (the communicator's MPI_T counters add up to the calls).
 // Synchronisation between the tenants is point to point only.
+// With -g N (the harm guard, under any policy): no tenant had more than N
+// calls in a row denied (the guard serves a job denied N times in a row).
 //
-// usage: test_auto [-r ROUNDS]
+// usage: test_auto [-r ROUNDS] [-g N]
 #include "ina_mpi_test.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -51,9 +54,12 @@ void check_sum(const std::vector<int64_t> &got, int first, int n, int salt, cons
 int main(int argc, char **argv)
 {
     int rounds = 12;
+    int guard = -1; // -g: the longest run of denied calls allowed
     for (int i = 1; i + 1 < argc; ++i) {
         if (std::strcmp(argv[i], "-r") == 0) {
             rounds = std::atoi(argv[i + 1]);
+        } else if (std::strcmp(argv[i], "-g") == 0) {
+            guard = std::atoi(argv[i + 1]);
         }
     }
     const char *wr = std::getenv("OMPI_COMM_WORLD_RANK");
@@ -92,6 +98,15 @@ int main(int argc, char **argv)
     // scenario's blocks are 4 KiB: 512 elements).
     static const size_t kSizes[] = {512, 24576, 3000, 65536, 8192};
     long calls = 0;
+    // Denied calls in a row (every member of a job hears the same verdict).
+    long long denied_before = den0;
+    int streak = 0, longest = 0;
+    auto count_denials = [&] {
+        const long long d = c.read("coll_ina_fallback_denied", mine);
+        streak = d > denied_before ? streak + 1 : 0;
+        longest = std::max(longest, streak);
+        denied_before = d;
+    };
     for (int round = 0; round < rounds; ++round) {
         const size_t n = kSizes[(round + tenant) % 5];
         const int salt = round * 3 + tenant;
@@ -110,6 +125,7 @@ int main(int argc, char **argv)
             check_sum(out, first, third, salt, "MPI_Allreduce", round);
         }
         ++calls;
+        count_denials();
         if (round % 4 == 3) {
             // A broadcast from the round's root: its values, everywhere.
             const int root = round % third;
@@ -125,6 +141,7 @@ int main(int argc, char **argv)
             ++checks;
             INA_CHECK(bad == 0, "round %d, MPI_Bcast of %zu: %zu elements wrong", round, n, bad);
             ++calls;
+            count_denials();
         }
     }
 
@@ -134,6 +151,15 @@ int main(int argc, char **argv)
     ++checks;
     INA_CHECK(off + den == calls, "tenant %c: %lld offloaded + %lld denied, want %ld calls",
               'A' + tenant, off, den, calls);
+    if (guard >= 0) {
+        ++checks;
+        INA_CHECK(longest <= guard, "tenant %c: %d calls in a row denied (at most %d)",
+                  'A' + tenant, longest, guard);
+    }
+    if (me == 0) {
+        std::printf("tenant %c: %lld of %ld calls offloaded, at most %d in a row denied\n",
+                    'A' + tenant, off, calls, longest);
+    }
     // All done before any job goes: a job freed while another tenant still
     // calls would be a legitimate change of regime, but not this test's.
     for (int t = 0; t < 3; ++t) {
