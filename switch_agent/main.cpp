@@ -111,8 +111,8 @@ void usage(FILE *out)
                  "                       holding the pool waits for it, first come first\n"
                  "                       served, when the predicted wait and its own time\n"
                  "                       at the agent are shorter than its time on the\n"
-                 "                       hosts; else it runs there at once (default false\n"
-                 "                       for tdm, true for auto)\n"
+                 "                       hosts; else it runs there at once (default\n"
+                 "                       true)\n"
                  "  --host-alpha-us X    tdm's model of the host algorithms: latency per\n"
                  "                       step (default %g)\n"
                  "  --host-gbps X        ... and link rate; 0 = this agent's measured rate\n"
@@ -165,7 +165,7 @@ struct Settings {
     std::chrono::milliseconds exclusive_idle{1000};
     std::chrono::milliseconds partition_idle{1000};
     ina::sched::TdmConfig tdm;
-    bool tdm_wait_set = false; // --tdm-wait given (auto waits by default)
+    bool tdm_wait_set = false; // --tdm-wait given (tdm and auto wait by default)
     bool harm_guard = true;
     ina::sched::GuardConfig guard;
 };
@@ -733,8 +733,8 @@ int main(int argc, char **argv)
             if (policy == "tdm" || policy == "auto") {
                 ina::sched::TdmConfig tdm = st.tdm;
                 tdm.by_need = policy == "auto";
-                if (tdm.by_need && !st.tdm_wait_set) {
-                    tdm.wait = true; // auto waits unless told not to
+                if (!st.tdm_wait_set) {
+                    tdm.wait = true; // waiting beat every other setting measured
                 }
                 return std::make_unique<ina::sched::TdmScheduler>(pool, tdm);
             }

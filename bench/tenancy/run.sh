@@ -47,12 +47,11 @@ usage: $0 [options]
                    model's link rate, --host-gbps, set from the regime check's
                    host allreduce) or agent (the agent's own measured rate, as
                    ina-switchd does by default)
-  --policies LIST  agent policies, default fcfs,exclusive,partition,tdm,tdm+wait,auto
-                   (tdm+wait and auto+wait: --tdm-wait true; auto waits anyway;
-                   a name ending in -noguard, e.g. exclusive-noguard: the policy
-                   without the harm guard, --harm-guard false; -nohints, e.g.
-                   auto-nohints: without the ranks' host costs, --host-hints
-                   false; both: auto-nohints-noguard)
+  --policies LIST  agent policies, default fcfs,exclusive,partition,tdm,tdm-nowait,auto;
+                   suffixes, in this order: -nowait (tdm, auto: --tdm-wait false;
+                   +wait: true, their default), -nohints (--host-hints false:
+                   without the ranks' host costs), -noguard (--harm-guard false:
+                   the policy without the harm guard), e.g. auto-nohints-noguard
   --builddir DIR   build tree (default: $repo/build)
   --out DIR        results directory, default $here/results
   --timeout S      limit for each run, default 600 seconds
@@ -65,7 +64,7 @@ die() { # not lib.sh's: the messages start with "tenancy", not "run.sh"
 }
 
 jobs_default=1048576:300,524288:150,2097152:900
-jobs_list=$jobs_default hpj=4 rate=100mbit queue=20ms repeat=1 iters=20 window=8 poolx=1,4 policies=fcfs,exclusive,partition,tdm,tdm+wait,auto
+jobs_list=$jobs_default hpj=4 rate=100mbit queue=20ms repeat=1 iters=20 window=8 poolx=1,4 policies=fcfs,exclusive,partition,tdm,tdm-nowait,auto
 builddir=$repo/build out=$here/results limit=600 delay_us=0 seg_size='' regime_bytes=8388608 regime_only=0
 host_model=measured
 while (($#)); do
@@ -181,7 +180,7 @@ run_jobs() {
     done
 }
 
-with_agent() { # POLICY[+wait][-nohints][-noguard] SEGS LOG: start the agent
+with_agent() { # POLICY[+wait|-nowait][-nohints][-noguard] SEGS LOG: start the agent
     local extra=() policy=$1
     if [[ $policy == *-noguard ]]; then
         extra+=(--harm-guard false)
@@ -194,6 +193,9 @@ with_agent() { # POLICY[+wait][-nohints][-noguard] SEGS LOG: start the agent
     if [[ $policy == *+wait ]]; then
         extra+=(--tdm-wait true)
         policy=${policy%+wait}
+    elif [[ $policy == *-nowait ]]; then
+        extra+=(--tdm-wait false)
+        policy=${policy%-nowait}
     fi
     fab_agent_up switch "$(fab_ns_switch)" "$FAB_AGENT_ADDR" "$agent" "$3" --policy "$policy" \
         --segs "$2" "${extra[@]}" "${agent_args[@]}"

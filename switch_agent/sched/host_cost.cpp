@@ -33,6 +33,9 @@ double HostCosts::measured(uint8_t coll, double bytes) const
     for (auto it = classes_.lower_bound({coll, want - kReach});
          it != classes_.end() && it->first.first == coll && it->first.second <= want + kReach;
          ++it) {
+        if (it->second.secs.samples() == 0) {
+            continue; // probed, not measured yet
+        }
         const int d = std::abs(it->first.second - want);
         if (d < dist) {
             dist = d;
@@ -45,6 +48,19 @@ double HostCosts::measured(uint8_t coll, double bytes) const
     const double mean_bytes = best->bytes.mean();
     return mean_bytes > 0 ? best->secs.mean() * std::max(bytes, 1.0) / std::max(mean_bytes, 1.0)
                           : best->secs.mean();
+}
+
+bool HostCosts::probe(uint8_t coll, double bytes)
+{
+    if (measured(coll, bytes) >= 0) {
+        return false;
+    }
+    Class &c = classes_[{coll, size_class(bytes)}];
+    if (c.probed) {
+        return false;
+    }
+    c.probed = true;
+    return true;
 }
 
 double HostCosts::cost(uint8_t coll, double bytes, double model) const

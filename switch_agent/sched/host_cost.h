@@ -39,12 +39,17 @@ public:
     double measured(uint8_t coll, double bytes) const;
     // measured(), kept within kTrust of `model`, or `model` without one.
     double cost(uint8_t coll, double bytes, double model) const;
+    // Whether a call of `bytes` should go to the hosts once to be measured:
+    // no measure is near it, and none was asked for its class before (this
+    // marks the class asked). Strong guarantee on std::bad_alloc.
+    bool probe(uint8_t coll, double bytes);
     bool empty() const { return classes_.empty(); }
 
 private:
     struct Class {
-        Estimate secs;
+        Estimate secs; // (no samples: only probed so far)
         Estimate bytes;
+        bool probed = false;
     };
     static int size_class(double bytes);
     std::map<std::pair<uint8_t, int>, Class> classes_; // by (coll, size class)

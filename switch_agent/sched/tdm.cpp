@@ -211,6 +211,13 @@ agg::Verdict TdmScheduler::wait_or_deny(const agg::CallRequest &req, JobState &j
                                         double now, double bytes)
 {
     if (cfg_.wait) {
+        // The hosts' cost is the model's until the job's members measured
+        // it: a job's first large call of a size that finds the pool held
+        // goes there once, and its wait is judged by a measure from then on.
+        if (cfg_.host_hints && bytes >= kRateMinBytes && j.denied < cfg_.wait_after_denied &&
+            j.host.probe(req.coll, bytes)) {
+            return deny(j, INA_PROTO_ERR_BUSY);
+        }
         const double host = host_cost(j, req.coll, bytes);
         const double mine = hold(j, bytes);
         if (busy_for(j.tenant, now) + waiting_hold_ + mine < host ||

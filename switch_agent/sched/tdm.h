@@ -28,7 +28,11 @@
 // only one that waited `wait_limit` times its cost on the hosts goes there
 // (BUSY), in case its wait was misjudged (a holder that stalls). No job is
 // sent to the hosts for ever: one denied `wait_after_denied` times in a
-// row waits with its next call whatever the estimates say.
+// row waits with its next call whatever the estimates say. With
+// `host_hints`, a job's first large call of a size class (host_cost.h) that
+// would wait goes to the hosts once instead, so that its members measure
+// what the hosts cost it (a job never denied would be judged by the model
+// for ever).
 // A's own calls may overlap (non-blocking ones), each with its lease while
 // the pool has one (else NO_RESOURCES). What it knows of each job comes from
 // the calls themselves (predictor.h): arrivals, sizes, and how long granted

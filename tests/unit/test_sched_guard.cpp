@@ -201,6 +201,7 @@ START_TEST(test_guard_policy_defers)
     tdm.host.alpha = 10e-6;
     tdm.host.beta = 1e-9;
     tdm.wait = true;
+    tdm.host_hints = false; // (no probe to the hosts: job 2 waits)
     HarmGuard guard(pool, std::make_unique<TdmScheduler>(pool, tdm, clock), guard_config(),
                     clock);
     Verdict a = guard.decide(req(1, 0, 0));
@@ -233,6 +234,12 @@ START_TEST(test_host_costs)
     ck_assert(h.measured(INA_COLL_BCAST, 1 << 20) < 0);         // another collective
     ck_assert(h.cost(INA_COLL_ALLREDUCE, 1 << 20, 0.002) == 0.01);
     ck_assert(h.cost(INA_COLL_ALLREDUCE, 1 << 20, 0.0001) == 0.0001 * HostCosts::kTrust);
+    // A probe: once per class without a measure near it.
+    ck_assert(!h.probe(INA_COLL_ALLREDUCE, 2 << 20)); // measured near enough
+    ck_assert(h.probe(INA_COLL_ALLREDUCE, 64 << 20));
+    ck_assert(!h.probe(INA_COLL_ALLREDUCE, 64 << 20)); // asked already
+    ck_assert(h.measured(INA_COLL_ALLREDUCE, 64 << 20) < 0);
+    ck_assert(h.measured(INA_COLL_ALLREDUCE, 1 << 20) == 0.01); // (the probe is no measure)
     // Nonsense is not kept.
     h.add(INA_COLL_BCAST, 1 << 20, -1);
     h.add(INA_COLL_BCAST, 1 << 20, 0);
@@ -244,6 +251,9 @@ END_TEST
 // job 2's call finds job 1's holding the pool, 0.35 ms left of it; its own
 // hold is 0.85 ms. By the model the hosts take 1.63 ms: it waits. Its
 // members measured 0.5 ms on the hosts: with them it goes there at once.
+// Job 3, never measured, sends its first call of that size to the hosts to
+// be measured (with the measures on), and waits with the next as the model
+// says.
 START_TEST(test_tdm_host_hints)
 {
     for (bool hints : {false, true}) {
@@ -264,13 +274,20 @@ START_TEST(test_tdm_host_hints)
         ck_assert(granted(a, 8));
         now += microseconds(500);
         Verdict b = sched.decide(req(2, 0, 0));
+        std::vector<uint32_t> none;
         if (hints) {
             ck_assert_int_eq(b.status, INA_PROTO_ERR_BUSY);
         } else {
             ck_assert(b.kind == Verdict::Kind::kDefer);
-            std::vector<uint32_t> none;
             sched.on_call_done(2, 0, none);
         }
+        Verdict c = sched.decide(req(3, 0, 0));
+        if (hints) {
+            ck_assert_int_eq(c.status, INA_PROTO_ERR_BUSY); // to be measured
+            c = sched.decide(req(3, 1, 0));
+        }
+        ck_assert(c.kind == Verdict::Kind::kDefer);
+        sched.on_call_done(3, hints ? 1 : 0, none);
         sched.on_call_done(1, 0, a.lease);
         ck_assert_uint_eq(pool.free_segs(), 8);
     }

@@ -674,6 +674,7 @@ START_TEST(test_tdm_wait)
     TdmConfig cfg = test_config();
     cfg.wait = true;
     cfg.wait_after_denied = 2;
+    cfg.host_hints = false; // waiting by the model (the members' measures: test_sched_guard)
     TdmScheduler sched(pool, cfg, [&now] { return now; });
     // 1 MiB allreduces of 4 members: on the hosts 2 * 3/4 * 1 MiB * 1 ns +
     // 6 * 10 us = 1.63 ms; at the agent (its initial rate, 0.8 ns per
