@@ -9,9 +9,6 @@
 namespace ina::sched {
 
 namespace {
-// Calls from this size on teach the guard the agent's rate (as tdm.cpp).
-constexpr double kRateMinBytes = 64 * 1024;
-
 bool policy_denial(ina_proto_status_t st)
 {
     // The policy's choices, not the job's faults (a draining agent, an
@@ -97,19 +94,19 @@ agg::Verdict HarmGuard::decide(const agg::CallRequest &req)
     Job &j = job(req);
     const double bytes = static_cast<double>(req.total) * ina_proto_dtype_size(req.dtype);
     const auto call = std::make_pair(req.jid, req.mid);
-    const bool policys = deferred_.count(call) != 0;
-    if (!policys && (waiting_at_.count(call) != 0 || is_harmed(j))) {
+    const bool policy_deferred = deferred_.count(call) != 0;
+    if (!policy_deferred && (waiting_at_.count(call) != 0 || is_harmed(j))) {
         return serve(req, j, now, bytes);
     }
     // A harmed call of another tenant waits for the pool: no new call takes
     // it before that one.
-    if (!policys && !waiting_.empty() && waiting_.front().tenant != j.tenant) {
+    if (!policy_deferred && !waiting_.empty() && waiting_.front().tenant != j.tenant) {
         ++j.denied;
         return agg::Verdict::deny(INA_PROTO_ERR_BUSY);
     }
     agg::Verdict v = policy_->decide(req);
     if (v.kind == agg::Verdict::Kind::kDefer) {
-        if (!policys) {
+        if (!policy_deferred) {
             try {
                 deferred_.insert(call);
             } catch (...) {
@@ -120,11 +117,10 @@ agg::Verdict HarmGuard::decide(const agg::CallRequest &req)
         }
         return v;
     }
-    if (policys) {
+    if (policy_deferred) {
         deferred_.erase(call);
     }
-    switch (v.kind) {
-    case agg::Verdict::Kind::kGrant:
+    if (v.kind == agg::Verdict::Kind::kGrant) {
         try {
             const double lease_bytes = static_cast<double>(v.lease.size()) * pool_.seg_bytes();
             granted_.emplace(call, Granted{now, bytes, req.coll, false,
@@ -134,14 +130,8 @@ agg::Verdict HarmGuard::decide(const agg::CallRequest &req)
             throw;
         }
         j.denied = 0;
-        break;
-    case agg::Verdict::Kind::kDeny:
-        if (policy_denial(v.status)) {
-            ++j.denied;
-        }
-        break;
-    case agg::Verdict::Kind::kDefer: // (returned above)
-        break;
+    } else if (policy_denial(v.status)) {
+        ++j.denied;
     }
     return v;
 }

@@ -36,6 +36,10 @@ namespace ina::sched {
 //   reduce, bcast   pipelined tree:            S beta + ceil(log2 n) alpha
 //   barrier         dissemination:                    ceil(log2 n) alpha
 // where S is the call's result vector in bytes and n its members.
+// Calls from this size on teach the agent its rate (seconds per byte):
+// smaller ones measure latency, not bytes per second.
+constexpr double kRateMinBytes = 64 * 1024;
+
 struct HostModel {
     double alpha = 10e-6; // seconds per step
     double beta = 0;      // seconds per byte; 0: the agent's own measured rate

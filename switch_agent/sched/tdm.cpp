@@ -12,10 +12,6 @@
 namespace ina::sched {
 
 namespace {
-// Calls from this size on teach the agent its rate (smaller ones measure
-// latency, not bytes per second).
-constexpr double kRateMinBytes = 64 * 1024;
-
 constexpr double kInf = std::numeric_limits<double>::infinity();
 } // namespace
 

@@ -107,7 +107,8 @@ struct TdmConfig {
     // model thinks, or it loses to longer calls every time): at most every
     // other call of a job goes to the hosts.
     uint32_t wait_after_denied = 1;
-    // Auto: size leases by need (see above). main() makes auto wait.
+    // Auto: size leases by need (see above). (ina-switchd makes tdm and auto
+    // wait unless told not to.)
     bool by_need = false;
     uint32_t probe_every = 32;
 };
