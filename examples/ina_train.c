@@ -83,7 +83,7 @@ int main(int argc, char **argv)
     long count, i, it;
     int32_t *in, *out;
     double t0, t_ar = 0, t_end;
-    unsigned long long off0, off1, den0, den1;
+    unsigned long long off0, off1, den0, den1, vw0, vw1, dh0, dh1;
     MPI_T_pvar_session session;
 
     ina_example_info(argc, argv, "ina_train",
@@ -114,13 +114,15 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     MPI_T_pvar_session_create(&session);
-    off0 = den0 = 0;
+    off0 = den0 = vw0 = dh0 = 0;
     t0 = 0;
     for (it = -warmup; it < iters; ++it) {
         double a;
         if (0 == it) {
             off0 = read_counter(session, "coll_ina_offloaded_calls");
             den0 = read_counter(session, "coll_ina_fallback_denied");
+            vw0 = read_counter(session, "coll_ina_verdict_wait_ns");
+            dh0 = read_counter(session, "coll_ina_denied_host_ns");
             t0 = now_s();
         }
         for (i = 0; i < count; ++i) {
@@ -141,14 +143,22 @@ int main(int argc, char **argv)
     t_end = now_s();
     off1 = read_counter(session, "coll_ina_offloaded_calls");
     den1 = read_counter(session, "coll_ina_fallback_denied");
+    vw1 = read_counter(session, "coll_ina_verdict_wait_ns");
+    dh1 = read_counter(session, "coll_ina_denied_host_ns");
     MPI_T_pvar_session_free(&session);
     MPI_Allreduce(&bad, &all_bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (0 == rank) {
         double jct = t_end - t0;
+        const unsigned long long denied = den1 - den0;
+        /* Rank 0's mean wait for a verdict per call, and host algorithm per
+         * denied call (0 without ina). */
         printf("train %s iters %ld bytes %ld compute_ms %.1f iter_ms %.2f allreduce_ms %.2f "
-               "jct_s %.3f offloaded %llu denied %llu check %s\n",
+               "jct_s %.3f offloaded %llu denied %llu verdict_ms %.2f denied_host_ms %.2f "
+               "check %s\n",
                name, iters, bytes, compute_ms, 1e3 * jct / (double) iters,
-               1e3 * t_ar / (double) iters, jct, off1 - off0, den1 - den0,
+               1e3 * t_ar / (double) iters, jct, off1 - off0, denied,
+               1e-6 * (double) (vw1 - vw0) / (double) iters,
+               denied > 0 ? 1e-6 * (double) (dh1 - dh0) / (double) denied : 0.0,
                0 == all_bad ? "ok" : "FAILED");
     }
     free(in);
