@@ -256,6 +256,23 @@ void Aggregator::host_cost(Member &from, const ina_proto_hdr_t &h)
                              static_cast<double>(ns) * 1e-9);
 }
 
+void Aggregator::call_time(Member &from, const ina_proto_hdr_t &h)
+{
+    Job *job = member_job(from, h, "a CALL_TIME for an unknown job");
+    if (job == nullptr) {
+        return;
+    }
+    const uint64_t ns = ina_proto_call_time_ns(&h);
+    if (ns == 0) {
+        reject(&from, h, INA_PROTO_ERR_MALFORMED, "a CALL_TIME of no time");
+        return;
+    }
+    ++counters_.call_times;
+    ++job->stats().call_times;
+    scheduler_->on_call_time(job->jid(), h.coll, ina_proto_call_time_bytes(&h),
+                             static_cast<double>(ns) * 1e-9);
+}
+
 void Aggregator::member_lost(Member &m)
 {
     auto memberships = m.memberships_; // leave_job edits the list
@@ -341,9 +358,9 @@ void Aggregator::free_job(uint32_t jid)
         }
     }
     INA_INFO("job %u freed: calls granted=%" PRIu64 " deferred=%" PRIu64
-             " denied:%s; host costs told: %" PRIu64,
+             " denied:%s; host costs told: %" PRIu64 ", call times told: %" PRIu64,
              jid, d.granted, d.deferred, denied.empty() ? " none" : denied.c_str(),
-             job.stats().host_costs);
+             job.stats().host_costs, job.stats().call_times);
 }
 
 // ---------------------------------------------------------------- decisions
@@ -710,6 +727,7 @@ Job *Aggregator::member_job(Member &from, const ina_proto_hdr_t &h, const char *
     // A BLOCK names the window its seg was computed in: the job's before
     // the verdict, the call's lease after (apply checks which).
     const bool window_ok = h.type == INA_PROTO_CALL_ABORT || h.type == INA_PROTO_HOST_COST ||
+                           h.type == INA_PROTO_CALL_TIME ||
                            (h.type == INA_PROTO_BLOCK ? h.window >= 1 && h.window <= job.window()
                                                       : h.window == job.window());
     if (!window_ok) {

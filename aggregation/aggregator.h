@@ -88,6 +88,7 @@ struct Counters {
     uint64_t partial_wait_ns = 0;
     uint64_t stripe_aborts = 0;  // striped calls given back (another agent of the stripe denied)
     uint64_t host_costs = 0;     // HOST_COSTs accepted (members' word on denied calls)
+    uint64_t call_times = 0;     // CALL_TIMEs accepted (members' word on whole calls)
 };
 
 class Aggregator {
@@ -121,6 +122,9 @@ public:
     // A member's word on what a denied call cost it on the hosts (HOST_COST):
     // passed to the scheduler.
     void host_cost(Member &from, const ina_proto_hdr_t &h);
+    // A member's word on what a whole call took it (CALL_TIME): passed to
+    // the scheduler.
+    void call_time(Member &from, const ina_proto_hdr_t &h);
     // Whether `m` is a child agent: a member of a job of child agents. Its
     // loop answers a PING at once whatever it is doing (unlike a rank, which
     // may compute between a call's post and its wait without a word), so

@@ -233,6 +233,7 @@ public:
         uint64_t calls_aborted = 0; // calls ended by an ERROR after their GRANT
         uint64_t stripe_aborts = 0; // calls given back: another agent of the stripe denied them
         uint64_t host_costs = 0;    // HOST_COSTs of its members accepted
+        uint64_t call_times = 0;    // CALL_TIMEs of its members accepted
         std::chrono::steady_clock::time_point created = std::chrono::steady_clock::now();
     };
     Stats &stats() { return stats_; }

@@ -122,6 +122,10 @@ public:
     // protocol 16). A policy that weighs the hosts against waiting may
     // prefer it to its model.
     virtual void on_host_cost(uint32_t jid, uint8_t coll, uint64_t bytes, double secs) {}
+    // A member of `jid` measured what a whole call of `bytes` took it, from
+    // its post to its end, whatever this agent's verdict: `secs` (CALL_TIME,
+    // protocol 17). What judges whether sharing the agent harms the job.
+    virtual void on_call_time(uint32_t jid, uint8_t coll, uint64_t bytes, double secs) {}
     // The clock, while calls are deferred (at least every tick_interval()).
     virtual void tick(Clock::time_point now) {}
     virtual std::chrono::milliseconds tick_interval() const { return std::chrono::milliseconds(1); }

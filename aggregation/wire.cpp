@@ -123,6 +123,9 @@ void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &
     case INA_PROTO_HOST_COST:
         agg.host_cost(from, h);
         break;
+    case INA_PROTO_CALL_TIME:
+        agg.call_time(from, h);
+        break;
     case INA_PROTO_PING: { // liveness: answered whatever the calls are doing
         ina_proto_hdr_t pong;
         ina_proto_init(&pong, INA_PROTO_PONG);

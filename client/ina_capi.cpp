@@ -392,6 +392,17 @@ int ina_job_host_cost(ina_job_t *job, uint64_t ns)
     });
 }
 
+int ina_job_call_time(ina_job_t *job, uint64_t ns)
+{
+    if (job == nullptr) {
+        return INA_ERR_INVALID;
+    }
+    return guard(__func__, [&] {
+        EntryLock lock(job->impl.client());
+        return job->impl.call_time(ns);
+    });
+}
+
 ina_status_t ina_job_post_staged(ina_job_t *job, const ina_staged_desc_t *desc,
                                  ina_call_t **call, ina_outcome_t *outcome)
 {

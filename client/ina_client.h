@@ -364,6 +364,15 @@ uint8_t ina_job_deny_status(const ina_job_t *job);
  * send, or an error (INA_ERR_UNREACHABLE: the agent is gone or the send
  * failed; INA_ERR_NOMEM): nothing was sent. */
 int ina_job_host_cost(ina_job_t *job, uint64_t ns);
+/* CALL_TIME (protocol 17): the latest call posted on this job, whatever its
+ * verdict, took `ns` nanoseconds in all at this member, from its post to its
+ * end (the wait for the verdict, then the agent's service or the host
+ * algorithm): tell the agent, whose harm guard judges by it whether sharing
+ * the agent slows the job down. As ina_job_host_cost: only member 0 sends
+ * it, once per call, only on a connection of protocol 17 or later, never
+ * blocking; ns 0 sends nothing and forgets the call (one not timed: a
+ * non-blocking call). Returns 1 if sent, 0 if nothing to send, or an error. */
+int ina_job_call_time(ina_job_t *job, uint64_t ns);
 
 /* Let the engine's progress thread (config progress_thread) drive this posted
  * call while the caller is not in the engine: it sends the next blocks as
@@ -568,6 +577,9 @@ uint8_t ina_stripe_deny_status(const ina_stripe_t *stripe);
  * the latest call hears from its member 0. Returns how many HOST_COSTs were
  * sent; *dropped (may be NULL) gets how many could not be. */
 uint32_t ina_stripe_host_cost(ina_stripe_t *stripe, uint64_t ns, uint32_t *dropped);
+/* ina_job_call_time at every agent of the stripe the latest call went to.
+ * Returns how many CALL_TIMEs were sent; *dropped as above. */
+uint32_t ina_stripe_call_time(ina_stripe_t *stripe, uint64_t ns, uint32_t *dropped);
 int ina_stripe_call_test(ina_stripe_call_t *call, ina_cqe_t *cqe);
 /* Recovery for a striped job (docs/ARCHITECTURE.md, "Recovery from a lost
  * agent"): the members' link as for ina_job_set_peers (agent k's job uses

@@ -59,8 +59,10 @@ using Clock = std::chrono::steady_clock;
 constexpr int kPollSliceMs = 10;
 // Remembered verdicts of MIDs not started yet (the agent decides ahead of us).
 constexpr size_t kMaxEarly = 4096;
-// The first protocol version with HOST_COST: never sent on an older connection.
+// The first protocol versions with HOST_COST and CALL_TIME: never sent on an
+// older connection.
 constexpr unsigned kHostCostProtocol = 16;
+constexpr unsigned kCallTimeProtocol = 17;
 
 class Job;
 
@@ -586,6 +588,8 @@ public:
     void note_agent_denial(uint64_t mid, unsigned coll, uint64_t bytes);
     // See ina_job_host_cost: 1 sent, 0 nothing to send, or an error.
     int host_cost(uint64_t ns);
+    // See ina_job_call_time: the same.
+    int call_time(uint64_t ns);
     void rescuing(uint64_t mid, CallRescue *r);
     // The call's recovery is over; `final_word` is its STATE from now on
     // (empty: the job keeps its blocks instead, KeptCall).
@@ -662,6 +666,14 @@ private:
         uint64_t bytes = 0;
     };
     Denial denial_;
+    // The latest call posted, until its CALL_TIME is sent (or forgotten).
+    struct Posted {
+        bool set = false;
+        uint64_t mid = 0;
+        uint8_t coll = 0;
+        uint64_t bytes = 0;
+    };
+    Posted posted_;
 };
 
 } // namespace ina::client

@@ -495,6 +495,26 @@ int Job::host_cost(uint64_t ns)
     return rc == INA_OK ? 1 : rc;
 }
 
+int Job::call_time(uint64_t ns)
+{
+    const Posted p = posted_;
+    posted_ = Posted{}; // one word per call at most
+    // Member 0 speaks for the job, of the latest call posted only (a call
+    // that had no part here leaves an older one that is not its own).
+    if (!p.set || p.mid + 1 != next_mid_ || rank_ != 0 || ns == 0 || client_ == nullptr ||
+        client_->info().protocol < kCallTimeProtocol) {
+        return 0;
+    }
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, INA_PROTO_CALL_TIME);
+    h.jid = params_.jid;
+    h.rank = rank_;
+    h.coll = p.coll;
+    ina_proto_call_time_set(&h, p.bytes, ns);
+    const int rc = client_->post_detached(h);
+    return rc == INA_OK ? 1 : rc;
+}
+
 ina_call *Job::acquire()
 {
     if (!free_.empty()) {
@@ -549,6 +569,7 @@ int Job::launch(const CallGeometry &g, bool wait_decision, ina_call **out, ina_c
     // Every rank consumes MIDs in the same order, whatever the outcome.
     const uint64_t mid = next_mid_++;
     cqe->mid = mid;
+    posted_ = Posted{true, mid, static_cast<uint8_t>(g.coll()), g.total_bytes()};
     // What the verdict of the previous MID said (if this rank heard it).
     Opening open;
     open.ahead = ahead_mid_ == mid ? ahead_ : 1;

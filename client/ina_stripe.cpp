@@ -516,6 +516,23 @@ uint32_t ina_stripe_host_cost(ina_stripe_t *stripe, uint64_t ns, uint32_t *dropp
     return sent;
 }
 
+uint32_t ina_stripe_call_time(ina_stripe_t *stripe, uint64_t ns, uint32_t *dropped)
+{
+    uint32_t sent = 0, failed = 0;
+    if (stripe != nullptr) {
+        // Each part's job knows whether the latest call had a part there.
+        for (ina_job_t *j : stripe->jobs) {
+            const int rc = ina_job_call_time(j, ns);
+            sent += rc > 0 ? 1 : 0;
+            failed += rc < 0 ? 1 : 0;
+        }
+    }
+    if (dropped != nullptr) {
+        *dropped = failed;
+    }
+    return sent;
+}
+
 int ina_stripe_call_test(ina_stripe_call_t *call, ina_cqe_t *cqe)
 {
     if (call == nullptr) {

@@ -47,7 +47,7 @@ constexpr const char *kTypeNames[] = {"?",          "HELLO",      "HELLO_ACK", "
                                       "BLOCK",      "RESULT",     "DENY",      "ERROR",
                                       "GRANT",      "JOB_OPEN",   "JOB_OPENED",
                                       "CALL_READY", "CALL_ABORT", "PING",
-                                      "PONG",       "HOST_COST"};
+                                      "PONG",       "HOST_COST",  "CALL_TIME"};
 constexpr const char *kStatusNames[] = {"ok",           "malformed",  "version",
                                         "no-job",       "not-member", "no-resources",
                                         "mismatch",     "unsupported", "seg-busy",
@@ -201,10 +201,12 @@ ina_proto_status_t check_call_ready(const ina_proto_hdr_t &h, size_t payload_len
     return INA_PROTO_OK;
 }
 
-// HOST_COST (protocol 16): a member's word on a denied call's host cost.
+// HOST_COST (protocol 16): a member's word on a denied call's host cost;
+// CALL_TIME (protocol 17), on a whole call's time: the same fields.
 ina_proto_status_t check_host_cost(const ina_proto_hdr_t &h, size_t payload_len)
 {
-    if (h.version < 16 || payload_len != 0 || h.rank >= INA_PROTO_MAX_MEMBERS || h.flags != 0 ||
+    const unsigned since = h.type == INA_PROTO_CALL_TIME ? 17 : 16;
+    if (h.version < since || payload_len != 0 || h.rank >= INA_PROTO_MAX_MEMBERS || h.flags != 0 ||
         h.offset != 0 || h.block_elems != 0 || h.coll >= INA_COLL_COUNT || h.op != 0 ||
         h.dtype != 0 || h.window != 0 || h.sid != 0 || h.seg != 0 ||
         h.count != 0) {
@@ -344,7 +346,7 @@ ina_proto_status_t ina_proto_check(const void *raw, size_t hdr_len, size_t paylo
     if (h.type == INA_PROTO_CALL_READY) {
         return check_call_ready(h, payload_len);
     }
-    if (h.type == INA_PROTO_HOST_COST) {
+    if (h.type == INA_PROTO_HOST_COST || h.type == INA_PROTO_CALL_TIME) {
         return check_host_cost(h, payload_len);
     }
     // The per-block fields mean nothing outside BLOCK/RESULT: they must be 0.

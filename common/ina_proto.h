@@ -222,6 +222,17 @@
  *                     agent answers nothing (an ERROR if it is not a
  *                     member's). Never sent on a connection of an older
  *                     version.
+ *   CALL_TIME   c->a  (protocol 17) jid, rank, coll: what a blocking call of
+ *                     this job took the sender in all, from its post to its
+ *                     end, whatever the verdict (the wait for it, then the
+ *                     agent's service or the host algorithm), for the
+ *                     scheduler to judge whether sharing the agent harms the
+ *                     job (ina_proto_call_time_*: bytes on arg, nanoseconds on
+ *                     mid, as HOST_COST). Sent by the job's member 0, at most
+ *                     once per call, for calls of the component's
+ *                     coll_ina_call_time_min_bytes or more; answered as
+ *                     HOST_COST. Never sent on a connection of an older
+ *                     version.
  *
  * Collectives (coll) and what each member sends for every block sid:
  *   ALLREDUCE       data (offset 0, count = block_elems), WANT_RESULT.
@@ -253,7 +264,9 @@ extern "C" {
 #endif
 
 #define INA_PROTO_MAGIC   0x31414e49u /* "INA1" in memory on little endian */
-#define INA_PROTO_VERSION 16u /* 16: HOST_COST (the ranks' measured cost of a
+#define INA_PROTO_VERSION 17u /* 17: CALL_TIME (the ranks' measured time of
+                                   a whole call, offloaded or not);
+                               16: HOST_COST (the ranks' measured cost of a
                                    denied call on the hosts);
                                15: JOB_OPEN may carry a tree's levels above
                                    the first (trees of any depth);
@@ -306,7 +319,8 @@ typedef enum ina_proto_type {
     INA_PROTO_PING = 17,
     INA_PROTO_PONG = 18,
     INA_PROTO_HOST_COST = 19, /* protocol 16 */
-    INA_PROTO_TYPE_MAX = 19
+    INA_PROTO_CALL_TIME = 20, /* protocol 17 */
+    INA_PROTO_TYPE_MAX = 20
 } ina_proto_type_t;
 
 /* The collective a BLOCK/RESULT belongs to. */
@@ -492,7 +506,8 @@ int ina_proto_coll_valid(unsigned coll, unsigned op, unsigned dtype);
  * payload_len == count * dtype size for BLOCK/RESULT, == 32 + count * 4 for
  * JOB_OPEN, == 0 for the others; the retired types 3-6 are MALFORMED;
  * HOST_COST only from protocol 16, with coll < INA_COLL_COUNT, rank below
- * the member limit, and no op, dtype, window, offset or block_elems).
+ * the member limit, and no op, dtype, window, offset or block_elems;
+ * CALL_TIME the same from protocol 17).
  * Also rejected (MALFORMED): a reduction BLOCK that is not the whole block
  * (offset 0, count = block_elems; so no CREDIT); block_elems 0 except BARRIER,
  * whose only form is sid 0, block_elems = count = offset = arg = 0; flags other
@@ -652,6 +667,22 @@ static inline uint64_t ina_proto_host_cost_bytes(const ina_proto_hdr_t *h)
     return h->arg;
 }
 static inline uint64_t ina_proto_host_cost_ns(const ina_proto_hdr_t *h)
+{
+    return h->mid;
+}
+
+/* CALL_TIME: the call's result vector in bytes, and what the whole call
+ * took the sender in nanoseconds. */
+static inline void ina_proto_call_time_set(ina_proto_hdr_t *h, uint64_t bytes, uint64_t ns)
+{
+    h->arg = bytes;
+    h->mid = ns;
+}
+static inline uint64_t ina_proto_call_time_bytes(const ina_proto_hdr_t *h)
+{
+    return h->arg;
+}
+static inline uint64_t ina_proto_call_time_ns(const ina_proto_hdr_t *h)
 {
     return h->mid;
 }

@@ -146,7 +146,9 @@ typedef struct mca_coll_ina_component_t {
     int test_proto_lowest, test_proto_highest; /* tests only: the protocol versions offered */
     int test_package_size; /* tests only: > 0 pretends local ranks [0, P) share package 0, ... */
     bool host_cost_hint;  /* coll_ina_host_cost_hint: tell the agent what the calls it
-                             denied cost on the hosts (HOST_COST, protocol 16) */
+                             denied cost on the hosts (HOST_COST, protocol 16), and
+                             what whole calls took (CALL_TIME, protocol 17) */
+    size_t call_time_min_bytes; /* coll_ina_call_time_min_bytes */
     bool node_stage;      /* ranks of a node combine in shared memory first (coll_ina_team.c) */
     int node_streams;     /* streams per node to the agent (0: one per rank of the
                              smallest node) */
@@ -360,6 +362,13 @@ typedef struct mca_coll_ina_module_t {
     bool host_cost_due;
     unsigned long long host_costs_sent;    /* HOST_COSTs this rank sent */
     unsigned long long host_costs_dropped; /* and those it could not send */
+    /* The blocking call in hand reached the agents and is large enough for
+     * its whole time to be told (CALL_TIME, mca_coll_ina_call_time): from
+     * call_t0, its post. */
+    bool call_time_due;
+    uint64_t call_t0;
+    unsigned long long call_times_sent;    /* CALL_TIMEs this rank sent */
+    unsigned long long call_times_dropped; /* and those it could not send */
 
     /* > 0 while a saved collective runs: the collectives it calls on this
      * communicator (basic's allreduce calls comm->c_coll->coll_reduce and
@@ -380,17 +389,28 @@ static inline uint64_t mca_coll_ina_now_ns(void)
  * the hosts, `ns` (0: nothing, forget the denial), where this rank speaks
  * for their job and coll_ina_host_cost_hint is on (coll_ina_request.c). */
 void mca_coll_ina_host_cost(mca_coll_ina_module_t *m, uint64_t ns);
+/* Tell the agents the blocking call in hand went to what it took this rank
+ * in all, from its post (call_t0) to now (`tell` false: nothing, forget
+ * it), where this rank speaks for their job; clears call_time_due. Called
+ * where the call was due (call_time_due, set in ina_post), as
+ * mca_coll_ina_host_cost. */
+void mca_coll_ina_call_time(mca_coll_ina_module_t *m, bool tell);
 
 /* Run the saved provider of slot `fn` with the call's arguments into `rc`,
  * as above (timed when the agent denied the call: denied_host_ns; a
- * blocking one's time goes to the agents that denied it too). */
+ * blocking one's time goes to the agents that denied it too, then its
+ * whole time, CALL_TIME). The flags are taken before the provider runs:
+ * the collectives it calls on this communicator come back here, and must
+ * not tell this call's times before it ends. */
 #define MCA_COLL_INA_CALL_PREVIOUS(rc, m, fn, ...)                                \
     do {                                                                          \
         const bool timed_ = (m)->denied_pending;                                  \
         const bool tell_ = (m)->host_cost_due;                                    \
+        const bool whole_ = (m)->call_time_due;                                   \
         const uint64_t t0_ = timed_ ? mca_coll_ina_now_ns() : 0;                  \
         (m)->denied_pending = false;                                              \
         (m)->host_cost_due = false;                                               \
+        (m)->call_time_due = false;                                               \
         ++(m)->in_fallback;                                                       \
         (rc) = (m)->previous_##fn(__VA_ARGS__, (m)->previous_##fn##_module);      \
         --(m)->in_fallback;                                                       \
@@ -400,6 +420,9 @@ void mca_coll_ina_host_cost(mca_coll_ina_module_t *m, uint64_t ns);
             if (tell_) {                                                          \
                 mca_coll_ina_host_cost((m), ns_ > 0 ? ns_ : 1);                   \
             }                                                                     \
+        }                                                                         \
+        if (whole_) {                                                             \
+            mca_coll_ina_call_time((m), true);                                    \
         }                                                                         \
     } while (0)
 /* The same, returning its result. */

@@ -664,12 +664,14 @@ bool mca_coll_ina_grid_call_test(ina_grid_call_t *g, int *rc)
 
 int mca_coll_ina_grid_call_go(ina_grid_call_t *g, ompi_request_t **request)
 {
+    mca_coll_ina_module_t *m;
     int rc;
 
     if (NULL == g) {
         return OMPI_ERR_OUT_OF_RESOURCE;
     }
-    ++g->m->grid_calls;
+    m = g->m;
+    ++m->grid_calls;
     rc = ina_call_begin(g);
     if (OMPI_SUCCESS == rc && NULL != request) {
         return mca_coll_ina_grid_request(g, request); /* takes g */
@@ -682,6 +684,11 @@ int mca_coll_ina_grid_call_go(ina_grid_call_t *g, ompi_request_t **request)
     }
     rc = OMPI_SUCCESS != rc ? rc : g->rc;
     mca_coll_ina_grid_call_free(g);
+    if (m->call_time_due) {
+        /* A blocking call the agents denied ends here, on the rings: its
+         * whole time goes to them as after the previous component's. */
+        mca_coll_ina_call_time(m, true);
+    }
     return rc;
 }
 

@@ -123,6 +123,10 @@ static void ina_module_construct(mca_coll_ina_module_t *m)
     m->host_cost_due = false;
     m->host_costs_sent = 0;
     m->host_costs_dropped = 0;
+    m->call_time_due = false;
+    m->call_t0 = 0;
+    m->call_times_sent = 0;
+    m->call_times_dropped = 0;
     m->in_fallback = 0;
 }
 

@@ -361,9 +361,21 @@ int mca_coll_ina_register_params(void)
         "Tell the agent what calls it denied cost on the hosts (protocol 16), so "
         "that its scheduler weighs measured costs instead of its model: after a "
         "denied blocking call, rank 0 of the agent's job sends the time the host "
-        "algorithm took (never blocking; an agent of an older protocol is told nothing)",
+        "algorithm took (never blocking; an agent of an older protocol is told nothing). "
+        "Also governs the whole calls' times (protocol 17, coll_ina_call_time_min_bytes): "
+        "off, neither is sent",
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5,
         MCA_BASE_VAR_SCOPE_READONLY, &c->host_cost_hint);
+
+    c->call_time_min_bytes = 65536;
+    (void) mca_base_component_var_register(v, "call_time_min_bytes",
+        "With coll_ina_host_cost_hint, after every blocking call of at least this many "
+        "bytes that reached an agent, offloaded or denied, rank 0 of the agent's job "
+        "tells it what the whole call took (protocol 17), by which its harm guard "
+        "judges whether sharing the agent slows the job down (never blocking; an agent "
+        "of an older protocol is told nothing)",
+        MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, 0, OPAL_INFO_LVL_6,
+        MCA_BASE_VAR_SCOPE_READONLY, &c->call_time_min_bytes);
 
     return mca_coll_ina_pvars_register();
 }

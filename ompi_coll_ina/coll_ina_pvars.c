@@ -105,7 +105,8 @@ typedef struct ina_pvar_def {
                    -8: calls the grid's rings ran, -9: calls the previous
                    component ran instead (kind: the reason, or -1 for all),
                    -10: host costs told the agents (kind 0: sent, 1: dropped),
-                   else a fallback reason */
+                   -11: call times told the agents (the same), else a fallback
+                   reason */
     int kind;   /* with -1: a collective's offloaded counter, or -1 for all; with -4:
                    the DENY status, or -1 for every other one */
 } ina_pvar_def_t;
@@ -149,6 +150,11 @@ static const ina_pvar_def_t ina_pvar_defs[] = {
                         "(coll_ina_host_cost_hint)", -10, 0},
     {"host_costs_dropped", "HOST_COSTs this rank could not send (the agent gone, the send "
                            "failed): dropped", -10, 1},
+    {"call_times_sent", "CALL_TIMEs this rank sent: what a blocking call that reached the "
+                        "agents took in all, told to each by rank 0 of its job "
+                        "(coll_ina_host_cost_hint, coll_ina_call_time_min_bytes)", -11, 0},
+    {"call_times_dropped", "CALL_TIMEs this rank could not send (the agent gone, the send "
+                           "failed): dropped", -11, 1},
     {"offloaded_allreduce", "MPI_Allreduce and MPI_Iallreduce calls offloaded", -1,
      MCA_COLL_INA_ALLREDUCE},
     {"offloaded_reduce", "MPI_Reduce and MPI_Ireduce calls offloaded", -1, MCA_COLL_INA_REDUCE},
@@ -232,6 +238,8 @@ static int ina_pvar_get(const struct mca_base_pvar_t *pvar, void *value, void *o
                               : 1 == def->kind ? m->recovered_offloaded : m->resumed;
     } else if (-10 == def->reason) {
         *out = 0 == def->kind ? m->host_costs_sent : m->host_costs_dropped;
+    } else if (-11 == def->reason) {
+        *out = 0 == def->kind ? m->call_times_sent : m->call_times_dropped;
     } else if (-8 == def->reason) {
         *out = m->grid_calls;
     } else if (-9 == def->reason && def->kind >= 0) {

@@ -434,6 +434,37 @@ void mca_coll_ina_host_cost(mca_coll_ina_module_t *m, uint64_t ns)
     }
 }
 
+void mca_coll_ina_call_time(mca_coll_ina_module_t *m, bool tell)
+{
+    uint32_t dropped = 0;
+    uint64_t ns = 0;
+
+    m->call_time_due = false;
+    if (NULL == m->team) {
+        return;
+    }
+    if (tell) {
+        ns = mca_coll_ina_now_ns() - m->call_t0;
+        ns = ns > 0 ? ns : 1;
+    }
+    m->call_times_sent += ina_team_call_time(m->team, ns, &dropped);
+    if (0 != dropped) {
+        /* Only a hint: the agent judges the job by its own view meanwhile. */
+        m->call_times_dropped += dropped;
+        INA_VERBOSE(10, "cid %d: the time of a call could not be sent", m->cid);
+    }
+}
+
+/* A blocking call that lost an agent and was finished by the members: its
+ * time is the recovery's, no measure of sharing the agent, and the lost
+ * agent cannot hear it; it is forgotten. */
+static void ina_call_time_recovered(mca_coll_ina_module_t *m, const ina_task_result_t *r)
+{
+    if (m->call_time_due && r->recovered) {
+        mca_coll_ina_call_time(m, false);
+    }
+}
+
 /* ina_task_not_offloaded for the call posted as `request` (NULL: blocking):
  * a denied blocking call's host algorithm is timed and its cost told to the
  * agents that denied it (MCA_COLL_INA_CALL_PREVIOUS); a non-blocking one's
@@ -451,6 +482,11 @@ static int ina_post_not_offloaded(mca_coll_ina_module_t *m, mca_coll_ina_kind_t 
         } else {
             mca_coll_ina_host_cost(m, 0);
         }
+    } else if (m->call_time_due) {
+        /* No agent's verdict (one unreachable, or lost in the middle and
+         * settled on the host): the call's time says nothing of sharing
+         * the agent, and is forgotten. */
+        mca_coll_ina_call_time(m, false);
     }
     return rc;
 }
@@ -507,11 +543,24 @@ static int ina_post(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, ompi_re
         }
         return INA_ERR_NOMEM == erc ? OMPI_ERR_OUT_OF_RESOURCE : OMPI_ERR_BAD_PARAM;
     }
+    if (mca_coll_ina_component.host_cost_hint) {
+        /* A blocking call large enough has its whole time told the agents
+         * when it ends, offloaded or on the hosts; any other is forgotten
+         * (a non-blocking call's end is the application's wait). */
+        if (NULL == request && !m->node_only &&
+            plan->bytes >= mca_coll_ina_component.call_time_min_bytes) {
+            m->call_time_due = true;
+            m->call_t0 = t0;
+        } else {
+            mca_coll_ina_call_time(m, false);
+        }
+    }
     while (!ina_task_verdict(task, &r)) {
         opal_progress();
     }
     m->verdict_wait_ns += mca_coll_ina_now_ns() - t0;
     ina_count_recovery(m, &r);
+    ina_call_time_recovered(m, &r);
     if (!ina_offloaded(&r)) {
         /* Decided: the call is over. */
         ina_task_done(plan, task);
@@ -544,6 +593,7 @@ static int ina_post(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, ompi_re
         opal_progress();
     }
     ina_count_recovery(m, &r);
+    ina_call_time_recovered(m, &r);
     ina_task_done(plan, task);
     if (INA_OK == r.rc && INA_OFFLOADED != r.outcome) {
         /* Lost in the middle and settled by the members on the host
@@ -554,6 +604,9 @@ static int ina_post(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, ompi_re
     }
     if (!ina_offloaded(&r)) {
         return ina_failed_error(m, kind, &r);
+    }
+    if (m->call_time_due) {
+        mca_coll_ina_call_time(m, true);
     }
     return OMPI_SUCCESS;
 }
@@ -574,6 +627,9 @@ static int ina_try(mca_coll_ina_module_t *m, mca_coll_ina_plan_t *plan, ompi_req
      * to the next. */
     if (m->host_cost_due) {
         mca_coll_ina_host_cost(m, 0);
+    }
+    if (m->call_time_due) {
+        mca_coll_ina_call_time(m, false);
     }
     m->denied_pending = false;
     m->host_cost_due = false;

@@ -916,13 +916,14 @@ void Agent::log_counters() const
              " grants_implied=%" PRIu64 " calls_granted=%" PRIu64 " leased_segs=%" PRIu64
              " calls_denied=%" PRIu64
              " calls_aborted=%" PRIu64 " denied_blocks=%" PRIu64 " duplicate=%" PRIu64
-             " foreign=%" PRIu64 " host_costs=%" PRIu64 " send_errors=%" PRIu64
+             " foreign=%" PRIu64 " host_costs=%" PRIu64 " call_times=%" PRIu64
+             " send_errors=%" PRIu64
              " peers_accepted=%" PRIu64
              " peers_lost=%" PRIu64 " child_probes=%" PRIu64 " children_silent=%" PRIu64,
              t.msgs_in, c.blocks_in, t.results_out, t.acks_out, t.result_bytes_out,
              t.grants_out, t.grants_implied, c.calls_granted, c.leased_segs, c.calls_denied,
              c.calls_aborted,
-             c.denied_blocks, c.duplicate, c.foreign, c.host_costs, t.send_errors, t.peers_accepted,
+             c.denied_blocks, c.duplicate, c.foreign, c.host_costs, c.call_times, t.send_errors, t.peers_accepted,
              t.peers_lost, t.child_probes, t.children_silent);
     std::string rej;
     for (unsigned s = 1; s <= INA_PROTO_STATUS_MAX; ++s) {

@@ -246,11 +246,11 @@ void print_status(const json &j)
                 j["jobs"]["created"].get<unsigned long long>(),
                 j["jobs"]["freed"].get<unsigned long long>());
     std::printf("calls:       %llu in flight; %llu granted, %llu denied, %llu aborted, "
-                "%llu given back (stripe); host costs told %llu\n",
+                "%llu given back (stripe); host costs told %llu, call times told %llu\n",
                 calls["in_flight"].get<unsigned long long>(), calls["granted"].get<unsigned long long>(),
                 calls["denied"].get<unsigned long long>(), calls["aborted"].get<unsigned long long>(),
                 calls["stripe_aborts"].get<unsigned long long>(),
-                calls.value("host_costs", 0ull));
+                calls.value("host_costs", 0ull), calls.value("call_times", 0ull));
     std::printf("traffic:     %llu blocks in (%s), %llu results out (%s), %llu acks\n",
                 tr["blocks_in"].get<unsigned long long>(),
                 bytes(tr["block_bytes_in"].get<double>()).c_str(),

@@ -149,6 +149,13 @@ int ina_team_reachable(ina_team_t *team);
  * non-blocking call's host algorithm outlives its post). Returns how many
  * were sent; *dropped (may be NULL) gets how many could not be. */
 uint32_t ina_team_host_cost(ina_team_t *team, uint64_t ns, uint32_t *dropped);
+/* CALL_TIME (protocol 17): the latest call posted on this team took `ns`
+ * nanoseconds in all at this rank, from its post to its end, whatever the
+ * verdict. Each agent it went to hears it from its job's member 0, where
+ * that is this rank (ina_job_call_time, ina_stripe_call_time); never
+ * blocks. ns 0: nothing is sent, the call is forgotten (a non-blocking
+ * call). Returns how many were sent; *dropped (may be NULL) as above. */
+uint32_t ina_team_call_time(ina_team_t *team, uint64_t ns, uint32_t *dropped);
 /* A recovery message from member `from` (as peers.send numbered it): 1 if
  * it was this team's job's (its sender talks for that member), else 0
  * (another job's, or malformed: dropped). */

@@ -207,6 +207,17 @@ uint32_t Team::host_cost(uint64_t ns, uint32_t *dropped)
     return rc > 0 ? 1 : 0;
 }
 
+uint32_t Team::call_time(uint64_t ns, uint32_t *dropped)
+{
+    *dropped = 0;
+    if (stripe_ != nullptr) {
+        return ina_stripe_call_time(stripe_, ns, dropped);
+    }
+    const int rc = job_ != nullptr ? ina_job_call_time(job_, ns) : 0;
+    *dropped = rc < 0 ? 1 : 0;
+    return rc > 0 ? 1 : 0;
+}
+
 const Path &Team::path() const
 {
     if (node_ != nullptr) {
@@ -360,6 +371,16 @@ uint32_t ina_team_host_cost(ina_team_t *team, uint64_t ns, uint32_t *dropped)
     }
     *dropped = 0;
     return team != nullptr ? team->host_cost(ns, dropped) : 0;
+}
+
+uint32_t ina_team_call_time(ina_team_t *team, uint64_t ns, uint32_t *dropped)
+{
+    uint32_t none = 0;
+    if (dropped == nullptr) {
+        dropped = &none;
+    }
+    *dropped = 0;
+    return team != nullptr ? team->call_time(ns, dropped) : 0;
 }
 
 int ina_team_peer_message(ina_team_t *team, uint32_t from, const void *msg, size_t len)

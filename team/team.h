@@ -29,6 +29,7 @@ public:
     bool reachable();
     int peer_message(uint32_t from, const void *msg, size_t len);
     uint32_t host_cost(uint64_t ns, uint32_t *dropped);
+    uint32_t call_time(uint64_t ns, uint32_t *dropped);
 
     // The strategy for a call posted now.
     const Path &path() const;

@@ -183,6 +183,7 @@ json status(const Agent &agent, const Info &info)
     calls["aborted"] = c.calls_aborted;
     calls["stripe_aborts"] = c.stripe_aborts;
     calls["host_costs"] = c.host_costs;
+    calls["call_times"] = c.call_times;
 
     json traffic;
     traffic["msgs_in"] = t.msgs_in;
@@ -272,6 +273,7 @@ json jobs(const Agent &agent)
         calls["aborted"] = st.calls_aborted;
         calls["stripe_aborts"] = st.stripe_aborts;
         calls["host_costs"] = st.host_costs;
+        calls["call_times"] = st.call_times;
         calls["live"] = j.live_calls();
         e["calls"] = calls;
         e["blocks_in"] = st.blocks_in;
@@ -416,6 +418,8 @@ std::string metrics(const Agent &agent)
     x.one("ina_host_costs_total", "counter",
           "Members' measures of what denied calls cost them on the hosts (HOST_COST).",
           c.host_costs);
+    x.one("ina_call_times_total", "counter",
+          "Members' measures of what whole calls took them (CALL_TIME).", c.call_times);
     x.one("ina_leased_segs_total", "counter", "Segs of all granted leases.", c.leased_segs);
 
     x.one("ina_messages_received_total", "counter", "Messages received from clients.", t.msgs_in);

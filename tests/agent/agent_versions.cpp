@@ -165,37 +165,42 @@ int main()
         std::printf("checked: clients of %u..%u served at %u beside them, calls exact\n",
                     INA_PROTO_VERSION_MIN, INA_PROTO_VERSION, INA_PROTO_VERSION);
 
-        // HOST_COST (protocol 16): a member's is taken (no answer); one
-        // claiming another member's rank, one for an unknown job, and one on
-        // the previous version's connection are refused.
-        auto host_cost = [](uint32_t jid, uint32_t rank) {
+        // HOST_COST (protocol 16) and CALL_TIME (17): a member's is taken
+        // (no answer); one claiming another member's rank and one for an
+        // unknown job are refused, and a CALL_TIME on the previous
+        // version's connection.
+        auto word = [](ina_proto_type_t type, uint32_t jid, uint32_t rank) {
             ina_proto_hdr_t h;
-            ina_proto_init(&h, INA_PROTO_HOST_COST);
+            ina_proto_init(&h, type);
             h.jid = jid;
             h.rank = rank;
             h.coll = INA_COLL_ALLREDUCE;
             ina_proto_host_cost_set(&h, 40000, 2500000);
             return h;
         };
-        auto refused = [](Client &c, ina_proto_status_t want, const char *what) {
+        auto refused = [](Client &c, ina_proto_type_t type, ina_proto_status_t want,
+                          const char *what) {
             Msg e = c.wait_for([](const Msg &x) { return x.hdr.type == INA_PROTO_ERROR; }, 10000,
                                "ERROR");
-            CHECK_OR_FAIL(e.hdr.status == want && e.hdr.op == INA_PROTO_HOST_COST,
-                          "%s: ERROR %s of a %s", what, ina_proto_status_name(e.hdr.status),
-                          ina_proto_type_name(e.hdr.op));
+            CHECK_OR_FAIL(e.hdr.status == want && e.hdr.op == type, "%s: ERROR %s of a %s", what,
+                          ina_proto_status_name(e.hdr.status), ina_proto_type_name(e.hdr.op));
             return 0;
         };
-        now.send(e2[0], host_cost(j2, 0));
-        now.send(e2[0], host_cost(j2, 1)); // rank 1 is the other endpoint
-        refused(now, INA_PROTO_ERR_NOT_MEMBER, "another member's rank");
-        now.send(e2[0], host_cost(j2 + 1000, 0));
-        refused(now, INA_PROTO_ERR_NO_JOB, "an unknown job");
-        ina_proto_hdr_t old_cost = host_cost(jid, 0);
-        old_cost.version = static_cast<uint8_t>(kPrevious);
-        old.send(eps[0], old_cost);
-        refused(old, INA_PROTO_ERR_MALFORMED, "a type the connection's version lacks");
-        std::printf("checked: HOST_COSTs of another member's rank, of an unknown job and on a "
-                    "connection of protocol %u refused\n", kPrevious);
+        for (ina_proto_type_t type : {INA_PROTO_HOST_COST, INA_PROTO_CALL_TIME}) {
+            now.send(e2[0], word(type, j2, 0));
+            now.send(e2[0], word(type, j2, 1)); // rank 1 is the other endpoint
+            refused(now, type, INA_PROTO_ERR_NOT_MEMBER, "another member's rank");
+            now.send(e2[0], word(type, j2 + 1000, 0));
+            refused(now, type, INA_PROTO_ERR_NO_JOB, "an unknown job");
+        }
+        ina_proto_hdr_t old_time = word(INA_PROTO_CALL_TIME, jid, 0);
+        old_time.version = static_cast<uint8_t>(kPrevious);
+        old.send(eps[0], old_time);
+        refused(old, INA_PROTO_CALL_TIME, INA_PROTO_ERR_MALFORMED,
+                "a type the connection's version lacks");
+        std::printf("checked: HOST_COSTs and CALL_TIMEs of another member's rank and of an "
+                    "unknown job refused, and a CALL_TIME on a connection of protocol %u\n",
+                    kPrevious);
     }
 
     // Ranges that do not meet ours, and one that reaches into it.
@@ -222,10 +227,10 @@ int main()
     old.leave(eps[0], jid, 0);
     old.fence(eps[0]);
     const int rc = d.terminate();
-    CHECK_OR_FAIL(rc == 0 && d.counter("host_costs") == 1,
-                  "exit status %d, host_costs=%ld (the member's HOST_COST: 1)", rc,
-                  d.counter("host_costs"));
-    std::printf("checked: the member's HOST_COST taken (host_costs=1)\n");
+    CHECK_OR_FAIL(rc == 0 && d.counter("host_costs") == 1 && d.counter("call_times") == 1,
+                  "exit status %d, host_costs=%ld call_times=%ld (the member's: 1 each)", rc,
+                  d.counter("host_costs"), d.counter("call_times"));
+    std::printf("checked: the member's HOST_COST and CALL_TIME taken (1 each)\n");
     std::printf("agent_versions: PASS\n");
     return 0;
 }

@@ -96,6 +96,12 @@ void expect_usable(const ina_proto_hdr_t &h, size_t len)
             broken("accepted a HOST_COST of another version or of no call", h, len);
         }
         break;
+    case INA_PROTO_CALL_TIME:
+        if (len != 0 || h.version < 17 || h.coll >= INA_COLL_COUNT ||
+            h.rank >= INA_PROTO_MAX_MEMBERS || h.window != 0) {
+            broken("accepted a CALL_TIME of another version or of no call", h, len);
+        }
+        break;
     case INA_PROTO_JOB_OPENED:
     case INA_PROTO_JOB_LEAVE:
     case INA_PROTO_CALL_ABORT:

@@ -29,9 +29,12 @@
 // counters are checked by the scenario. With -h N, the host costs of the
 // denied calls (HOST_COST, coll_ina_host_cost_hint): B's rank 0, member 0
 // of B's job, sent N (one per denied blocking call, 0 to an agent of an
-// older protocol), every other rank none, and no rank dropped one.
+// older protocol), every other rank none, and no rank dropped one. With
+// -t A,B, the whole calls' times (CALL_TIME, coll_ina_call_time_min_bytes):
+// A's rank 0 sent A (one per blocking call of A's that reached the agent),
+// B's rank 0 sent B, every other rank none, and none was dropped.
 //
-// usage: test_tenancy -p tdm|exclusive|partition [-h N]
+// usage: test_tenancy -p tdm|exclusive|partition [-h N] [-t A,B]
 #include "ina_mpi_test.h"
 
 #include <cstdlib>
@@ -101,11 +104,15 @@ int main(int argc, char **argv)
 {
     std::string policy;
     long long host_costs = -1; // -h: what B's rank 0 sent (-1: not checked)
+    long long times_a = -1, times_b = -1; // -t: CALL_TIMEs A's and B's rank 0 sent
     for (int i = 1; i + 1 < argc; ++i) {
         if (std::strcmp(argv[i], "-p") == 0) {
             policy = argv[i + 1];
         } else if (std::strcmp(argv[i], "-h") == 0) {
             host_costs = std::atoll(argv[i + 1]);
+        } else if (std::strcmp(argv[i], "-t") == 0 &&
+                   std::sscanf(argv[i + 1], "%lld,%lld", &times_a, &times_b) != 2) {
+            times_a = times_b = -1;
         }
     }
     // The tenant before MPI_Init: the launcher tells each process its rank.
@@ -202,6 +209,14 @@ int main(int argc, char **argv)
         checks += 2;
         INA_CHECK(sent == want, "host costs sent: %lld, want %lld", sent, want);
         INA_CHECK(dropped == 0, "host costs dropped: %lld", dropped);
+    }
+    if (times_a >= 0) {
+        const long long want = rank == 0 ? times_a : rank == half ? times_b : 0;
+        const long long sent = c.read("coll_ina_call_times_sent", mine);
+        const long long dropped = c.read("coll_ina_call_times_dropped", mine);
+        checks += 2;
+        INA_CHECK(sent == want, "call times sent: %lld, want %lld", sent, want);
+        INA_CHECK(dropped == 0, "call times dropped: %lld", dropped);
     }
     MPI_Comm_free(&mine);
     c.close();

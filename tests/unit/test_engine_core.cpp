@@ -66,7 +66,24 @@ public:
     {
         policy_.on_call_done(jid, mid, lease);
     }
+    // The members' word as the scheduler hears it (HOST_COST, CALL_TIME),
+    // in the order it came.
+    struct Told {
+        uint8_t type;
+        uint8_t coll;
+        uint64_t bytes;
+        double secs;
+    };
+    void on_host_cost(uint32_t, uint8_t coll, uint64_t bytes, double secs) override
+    {
+        told.push_back(Told{INA_PROTO_HOST_COST, coll, bytes, secs});
+    }
+    void on_call_time(uint32_t, uint8_t coll, uint64_t bytes, double secs) override
+    {
+        told.push_back(Told{INA_PROTO_CALL_TIME, coll, bytes, secs});
+    }
     Mode mode = Mode::policy;
+    std::vector<Told> told;
 
 private:
     ina::sched::FreeSegScheduler policy_;
@@ -1125,11 +1142,11 @@ END_TEST
 // HOST_COST (protocol 16): after a call the agent denied, only member 0
 // tells it what the call cost on the hosts, once, with the call's result
 // vector in bytes; nothing after a granted call or for ns 0 (forgotten),
-// and nothing at all on a connection of the previous protocol version.
+// and nothing at all on a connection of protocol 15.
 START_TEST(test_host_cost_after_denial)
 {
     for (int previous = 0; previous <= 1; ++previous) {
-        Group g(kRanks, 0, kSegBytes, previous ? -1 : 0);
+        Group g(kRanks, 0, kSegBytes, previous ? -2 : 0);
         const size_t n = 1000;
         std::vector<std::vector<int32_t>> in(kRanks, std::vector<int32_t>(n, 1));
         std::vector<std::vector<int32_t>> out(kRanks, std::vector<int32_t>(n));
@@ -1163,6 +1180,102 @@ START_TEST(test_host_cost_after_denial)
         ck_assert_uint_eq(c.host_costs, previous ? 0 : 1);
         ck_assert_uint_eq(c.rejected[INA_PROTO_ERR_MALFORMED], 0);
         ck_assert_uint_eq(c.calls_denied, 3);
+    }
+}
+END_TEST
+
+// CALL_TIME (protocol 17), as the component drives it: after a blocking
+// call of coll_ina_call_time_min_bytes or more, granted or denied (then
+// after its HOST_COST), member 0 alone tells the agent what the whole call
+// took, once, with the call's result vector in bytes; a call the component
+// does not time (non-blocking, persistent, below the minimum) is forgotten
+// with ns 0 at its post, so nothing goes for it, before its end or after.
+// A send that fails (the agent gone) is an error the caller counts as
+// dropped. On a connection of protocol 16 nothing is ever sent (HOST_COST
+// still is).
+START_TEST(test_call_time)
+{
+    for (int previous = 0; previous <= 1; ++previous) {
+        Group g(kRanks, 0, kSegBytes, previous ? -1 : 0);
+        const size_t n = 1000;
+        std::vector<std::vector<int32_t>> in(kRanks, std::vector<int32_t>(n, 1));
+        std::vector<std::vector<int32_t>> out(kRanks, std::vector<int32_t>(n));
+        std::vector<ina_coll_desc_t> d(kRanks);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            d[r] = ina_coll_desc_t{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, in[r].data(),
+                                   out[r].data(), n, 0, nullptr};
+        }
+        const ina::agg::Counters &c = g.hub.agg().counters();
+        const std::vector<SwitchScheduler::Told> &told = g.hub.sched().told;
+        const int want = previous ? 0 : 1;
+
+        // A granted blocking call: one CALL_TIME, from member 0.
+        g.run(d);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ck_assert_int_eq(ina_job_call_time(g.jobs[r], 2000000), r == 0 ? want : 0);
+        }
+        ck_assert_int_eq(ina_job_call_time(g.jobs[0], 2000000), 0); // once per call
+        ck_assert_uint_eq(c.call_times, static_cast<uint64_t>(want));
+        ck_assert_uint_eq(told.size(), static_cast<size_t>(want));
+        if (want) {
+            ck_assert_uint_eq(told[0].type, INA_PROTO_CALL_TIME);
+            ck_assert_uint_eq(told[0].coll, INA_COLL_ALLREDUCE);
+            ck_assert_uint_eq(told[0].bytes, n * sizeof(int32_t));
+            ck_assert(told[0].secs > 0.0019 && told[0].secs < 0.0021);
+        }
+
+        // A denied blocking call: its host part (HOST_COST, protocol 16 has
+        // it), then the whole call (CALL_TIME), each once, from member 0.
+        g.hub.sched().mode = SwitchScheduler::Mode::deny;
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ina_cqe_t cqe;
+            ck_assert_int_eq(ina_job_run(g.jobs[r], &d[r], &cqe), INA_OK);
+            ck_assert_int_eq(cqe.outcome, INA_FALLBACK_DENIED);
+        }
+        g.hub.sched().mode = SwitchScheduler::Mode::policy;
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ck_assert_int_eq(ina_job_host_cost(g.jobs[r], 1000000), r == 0 ? 1 : 0);
+            ck_assert_int_eq(ina_job_call_time(g.jobs[r], 3000000), r == 0 ? want : 0);
+        }
+        ck_assert_int_eq(ina_job_call_time(g.jobs[0], 3000000), 0);
+        ck_assert_uint_eq(c.call_times, static_cast<uint64_t>(2 * want));
+        ck_assert_uint_eq(c.host_costs, 1);
+        ck_assert_uint_eq(told.size(), static_cast<size_t>(2 * want + 1));
+        ck_assert_uint_eq(told[want].type, INA_PROTO_HOST_COST);
+        if (want) {
+            ck_assert_uint_eq(told[2].type, INA_PROTO_CALL_TIME);
+            ck_assert_uint_eq(told[2].bytes, n * sizeof(int32_t));
+            ck_assert(told[2].secs > 0.0029 && told[2].secs < 0.0031);
+        }
+
+        // A call not timed (a smaller one, granted): forgotten at its post,
+        // nothing sent after it.
+        g.run(d);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ck_assert_int_eq(ina_job_call_time(g.jobs[r], 0), 0);
+        }
+        ck_assert_int_eq(ina_job_call_time(g.jobs[0], 2000000), 0);
+
+        // A non-blocking call: forgotten while in flight, nothing at its end.
+        std::vector<ina_call_t *> calls(kRanks, nullptr);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ina_outcome_t oc;
+            ck_assert_int_eq(ina_job_post(g.jobs[r], &d[r], &calls[r], &oc), INA_OK);
+            ck_assert_int_eq(oc, INA_OFFLOADED);
+            ck_assert_int_eq(ina_job_call_time(g.jobs[r], 0), 0);
+        }
+        Group::finish(calls);
+        ck_assert_int_eq(ina_job_call_time(g.jobs[0], 2000000), 0);
+        ck_assert_uint_eq(c.call_times, static_cast<uint64_t>(2 * want));
+
+        // The agent gone: member 0's send fails (an error: dropped), and
+        // never blocks; on protocol 16 there was nothing to send.
+        g.run(d);
+        g.hub.die();
+        const int rc = ina_job_call_time(g.jobs[0], 2000000);
+        ck_assert_int_eq(rc, previous ? 0 : INA_ERR_UNREACHABLE);
+        ck_assert_uint_eq(c.call_times, static_cast<uint64_t>(2 * want));
+        ck_assert_uint_eq(c.rejected[INA_PROTO_ERR_MALFORMED], 0);
     }
 }
 END_TEST
@@ -1354,6 +1467,57 @@ START_TEST(test_stripe_every_collective)
 }
 END_TEST
 
+// CALL_TIME over a stripe: every agent with a part of the call hears its
+// whole time (each judges the job by it), from member 0 alone, with its
+// part's bytes; a call of one block has a part at agent 0 only, so agent 1
+// hears nothing of it; a call forgotten (ns 0) is told nowhere.
+START_TEST(test_stripe_call_time)
+{
+    StripeGroup g;
+    auto tell = [&](uint64_t ns, uint32_t want0) {
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            uint32_t dropped = 7;
+            ck_assert_uint_eq(ina_stripe_call_time(g.stripes[r], ns, &dropped),
+                              r == 0 ? want0 : 0);
+            ck_assert_uint_eq(dropped, 0);
+        }
+    };
+    auto heard = [&](uint64_t at0, uint64_t at1) {
+        ck_assert_uint_eq(g.hubs[0].agg().counters().call_times, at0);
+        ck_assert_uint_eq(g.hubs[1].agg().counters().call_times, at1);
+    };
+    FloatSums f(1000); // 4 blocks of 1 KiB: 2 per agent
+    g.run(f.d);
+    f.check();
+    tell(4000000, 2);
+    tell(4000000, 0); // once per call
+    heard(1, 1);
+    uint64_t parts = 0;
+    for (uint32_t k = 0; k < kAgents; ++k) {
+        const std::vector<SwitchScheduler::Told> &told = g.hubs[k].sched().told;
+        ck_assert_uint_eq(told.size(), 1);
+        ck_assert_uint_eq(told[0].type, INA_PROTO_CALL_TIME);
+        ck_assert_uint_gt(told[0].bytes, 0);
+        ck_assert(told[0].secs > 0.0039 && told[0].secs < 0.0041);
+        parts += told[0].bytes;
+    }
+    ck_assert_uint_eq(parts, 1000 * sizeof(float)); // each agent its part's bytes
+    FloatSums one(10); // one block: agent 0's alone
+    g.run(one.d);
+    one.check();
+    tell(4000000, 1);
+    heard(2, 1);
+    g.run(f.d);
+    tell(0, 0); // not timed: forgotten at both
+    tell(4000000, 0);
+    heard(2, 1);
+    for (uint32_t k = 0; k < kAgents; ++k) {
+        ck_assert_uint_eq(g.hubs[k].agg().counters().rejected[INA_PROTO_ERR_MALFORMED], 0);
+    }
+    g.expect_leases_back();
+}
+END_TEST
+
 // One of two agents denies: every rank falls back alike, the other agent's
 // lease comes back (its part given back), and no receive buffer was touched
 // (in place: the input is intact). Then agent 1 keeps the call waiting while
@@ -1399,6 +1563,14 @@ START_TEST(test_stripe_one_agent_denies)
         }
         ck_assert_uint_eq(g.hubs[who].agg().counters().host_costs, 1);
         ck_assert_uint_eq(g.hubs[1 - who].agg().counters().host_costs, 0);
+        // Its whole time goes to both: each judges the job by it.
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            uint32_t dropped = 7;
+            ck_assert_uint_eq(ina_stripe_call_time(g.stripes[r], 9000, &dropped), r == 0 ? 2 : 0);
+            ck_assert_uint_eq(dropped, 0);
+        }
+        ck_assert_uint_eq(g.hubs[who].agg().counters().call_times, 1);
+        ck_assert_uint_eq(g.hubs[1 - who].agg().counters().call_times, 1);
 
         // Agent `who` defers; the other completes every block of its part.
         g.hubs[who].sched().mode = SwitchScheduler::Mode::defer;
@@ -1522,9 +1694,10 @@ int main()
                                 test_recover_tree_order,
                                 test_recover_deep_tree_order,
                                 test_call_abort_falls_back_everywhere,
-                                test_host_cost_after_denial,
+                                test_host_cost_after_denial, test_call_time,
                                 test_stripe_every_collective,
                                 test_stripe_one_agent_denies,
+                                test_stripe_call_time,
                                 test_liveness_frozen_agent,
                                 test_liveness_waiting_is_not_lost});
 }

@@ -153,6 +153,12 @@ Msg valid_msg(ina_proto_type_t type)
         m.hdr.coll = INA_COLL_ALLREDUCE;
         ina_proto_host_cost_set(&m.hdr, 8u << 20, 40000000);
         break;
+    case INA_PROTO_CALL_TIME: // an 8 MiB allreduce took 25 ms in all
+        m.hdr.jid = 7;
+        m.hdr.rank = 0;
+        m.hdr.coll = INA_COLL_ALLREDUCE;
+        ina_proto_call_time_set(&m.hdr, 8u << 20, 25000000);
+        break;
     case INA_PROTO_PING: // a probe and its answer: the cookie only
     case INA_PROTO_PONG:
         m.hdr.arg = 0x1234;
@@ -282,7 +288,18 @@ const ina_proto_type_t kAllTypes[] = {
     INA_PROTO_HELLO,  INA_PROTO_HELLO_ACK, INA_PROTO_JOB_LEAVE, INA_PROTO_BLOCK,
     INA_PROTO_RESULT, INA_PROTO_DENY,      INA_PROTO_ERROR,     INA_PROTO_GRANT,
     INA_PROTO_JOB_OPEN, INA_PROTO_JOB_OPENED, INA_PROTO_CALL_READY, INA_PROTO_CALL_ABORT,
-    INA_PROTO_PING,   INA_PROTO_PONG,      INA_PROTO_HOST_COST};
+    INA_PROTO_PING,   INA_PROTO_PONG,      INA_PROTO_HOST_COST, INA_PROTO_CALL_TIME};
+
+// The version a type first appeared in, where that is above the oldest
+// spoken (test_host_cost).
+unsigned since(unsigned type)
+{
+    return type == INA_PROTO_HOST_COST ? 16 : type == INA_PROTO_CALL_TIME ? 17 : 0;
+}
+bool names_call(unsigned type)
+{
+    return type == INA_PROTO_HOST_COST || type == INA_PROTO_CALL_TIME;
+}
 
 bool is_data(unsigned type) { return type == INA_PROTO_BLOCK || type == INA_PROTO_RESULT; }
 
@@ -312,7 +329,7 @@ START_TEST(test_layout)
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, ahead), 58);
     ck_assert_uint_eq(offsetof(ina_proto_hdr_t, done), 60);
     // Enum values are wire values: pin them.
-    ck_assert_uint_eq(INA_PROTO_VERSION, 16);
+    ck_assert_uint_eq(INA_PROTO_VERSION, 17);
     ck_assert_uint_eq(INA_PROTO_MAX_TREE_UP, 6);
     ck_assert_uint_eq(sizeof(ina_proto_tree_level_t), 8);
     ck_assert_uint_eq(INA_PROTO_VERSION_MIN, 13);
@@ -326,7 +343,8 @@ START_TEST(test_layout)
     ck_assert_uint_eq(INA_PROTO_PING, 17);
     ck_assert_uint_eq(INA_PROTO_PONG, 18);
     ck_assert_uint_eq(INA_PROTO_HOST_COST, 19);
-    ck_assert_uint_eq(INA_PROTO_TYPE_MAX, 19);
+    ck_assert_uint_eq(INA_PROTO_CALL_TIME, 20);
+    ck_assert_uint_eq(INA_PROTO_TYPE_MAX, 20);
     ck_assert_uint_eq(INA_PROTO_F_CHILDREN, 4);
     ck_assert_uint_eq(INA_PROTO_ERR_INCOMPLETE, 9);
     ck_assert_uint_eq(INA_PROTO_ERR_UPSTREAM, 10);
@@ -594,10 +612,10 @@ START_TEST(test_rejects_common_fields)
         for (unsigned v = INA_PROTO_VERSION_MIN; v <= INA_PROTO_VERSION; ++v) {
             Msg m = good;
             m.hdr.version = static_cast<uint8_t>(v);
-            // (HOST_COST exists from protocol 16: test_host_cost)
-            ck_assert_int_eq(check_msg(m), good.hdr.type == INA_PROTO_HOST_COST && v < 16
-                                               ? INA_PROTO_ERR_MALFORMED
-                                               : INA_PROTO_OK);
+            // (HOST_COST exists from protocol 16, CALL_TIME from 17:
+            // test_host_cost)
+            ck_assert_int_eq(check_msg(m), v < since(good.hdr.type) ? INA_PROTO_ERR_MALFORMED
+                                                                    : INA_PROTO_OK);
         }
         for (unsigned v : {0u, 1u, 2u, INA_PROTO_VERSION_MIN - 1, INA_PROTO_VERSION + 1, 255u}) {
             Msg m = good;
@@ -689,9 +707,8 @@ START_TEST(test_control_block_fields)
             continue;
         }
         Msg m = valid_msg(t);
-        m.hdr.coll = INA_COLL_BCAST; // (HOST_COST names its call's collective)
-        ck_assert_int_eq(check_msg(m), t == INA_PROTO_HOST_COST ? INA_PROTO_OK
-                                                                : INA_PROTO_ERR_MALFORMED);
+        m.hdr.coll = INA_COLL_BCAST; // (HOST_COST and CALL_TIME name their call's collective)
+        ck_assert_int_eq(check_msg(m), names_call(t) ? INA_PROTO_OK : INA_PROTO_ERR_MALFORMED);
         m = valid_msg(t);
         m.hdr.offset = 1;
         ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
@@ -1330,8 +1347,8 @@ START_TEST(test_fuzz)
             ck_assert(h.count >= 1 && h.count <= INA_PROTO_MAX_MEMBERS && h.window >= 1 &&
                       h.rank < h.count);
             ck_assert_uint_eq(payload_len, INA_PROTO_JOB_KEY_BYTES + INA_PROTO_JOB_CAP_BYTES + size_t{h.count} * 4);
-        } else if (h.type == INA_PROTO_HOST_COST) {
-            ck_assert(h.version >= 16 && h.coll < INA_COLL_COUNT && h.offset == 0 &&
+        } else if (names_call(h.type)) {
+            ck_assert(h.version >= since(h.type) && h.coll < INA_COLL_COUNT && h.offset == 0 &&
                       h.block_elems == 0 && h.flags == 0 && h.window == 0 && h.op == 0 &&
                       h.dtype == 0 && h.count == 0 && h.sid == 0 && h.seg == 0);
             ck_assert_uint_eq(payload_len, 0);
@@ -1348,15 +1365,12 @@ START_TEST(test_fuzz)
 }
 END_TEST
 
-// HOST_COST (protocol 16): the call's bytes and nanoseconds by name; any
-// collective; nothing else set; never on an older version.
-START_TEST(test_host_cost)
+// HOST_COST (protocol 16) and CALL_TIME (17): the call's bytes and
+// nanoseconds by name; any collective; nothing else set; never on an older
+// version.
+void check_call_word(const Msg &good)
 {
-    const Msg good = valid_msg(INA_PROTO_HOST_COST);
     ck_assert_int_eq(check_msg(good), INA_PROTO_OK);
-    ck_assert_uint_eq(ina_proto_host_cost_bytes(&good.hdr), 8u << 20);
-    ck_assert_uint_eq(ina_proto_host_cost_ns(&good.hdr), 40000000);
-    ck_assert_str_eq(ina_proto_type_name(INA_PROTO_HOST_COST), "HOST_COST");
     Msg m = good;
     m.hdr.coll = INA_COLL_BARRIER;
     ck_assert_int_eq(check_msg(m), INA_PROTO_OK);
@@ -1377,8 +1391,22 @@ START_TEST(test_host_cost)
         ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
     }
     m = good;
-    m.hdr.version = 15; // a type its version does not have
+    m.hdr.version = static_cast<uint8_t>(since(good.hdr.type) - 1); // a type its version lacks
     ck_assert_int_eq(check_msg(m), INA_PROTO_ERR_MALFORMED);
+}
+
+START_TEST(test_host_cost)
+{
+    const Msg cost = valid_msg(INA_PROTO_HOST_COST);
+    ck_assert_uint_eq(ina_proto_host_cost_bytes(&cost.hdr), 8u << 20);
+    ck_assert_uint_eq(ina_proto_host_cost_ns(&cost.hdr), 40000000);
+    ck_assert_str_eq(ina_proto_type_name(INA_PROTO_HOST_COST), "HOST_COST");
+    check_call_word(cost);
+    const Msg time = valid_msg(INA_PROTO_CALL_TIME);
+    ck_assert_uint_eq(ina_proto_call_time_bytes(&time.hdr), 8u << 20);
+    ck_assert_uint_eq(ina_proto_call_time_ns(&time.hdr), 25000000);
+    ck_assert_str_eq(ina_proto_type_name(INA_PROTO_CALL_TIME), "CALL_TIME");
+    check_call_word(time);
 }
 END_TEST
 
