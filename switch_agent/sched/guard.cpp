@@ -8,16 +8,6 @@
 
 namespace ina::sched {
 
-namespace {
-bool policy_denial(ina_proto_status_t st)
-{
-    // The policy's choices, not the job's faults (a draining agent, an
-    // incomplete job, a tree that cannot serve it deny for every policy).
-    return st == INA_PROTO_ERR_BUSY || st == INA_PROTO_ERR_OUTSCORED ||
-           st == INA_PROTO_ERR_NO_RESOURCES;
-}
-} // namespace
-
 HarmGuard::HarmGuard(agg::SegPool &pool, std::unique_ptr<agg::Scheduler> policy,
                      const GuardConfig &cfg, Now now)
     : pool_(pool), policy_(std::move(policy)), cfg_(cfg), now_(std::move(now)), epoch_(now_())
@@ -29,20 +19,70 @@ double HarmGuard::now_s() const
     return std::chrono::duration<double>(now_() - epoch_).count();
 }
 
+void HarmGuard::set_tenant(Job &j, uint64_t tenant)
+{
+    if (j.tenant == tenant) {
+        return;
+    }
+    ++tenants_[tenant]; // (first: a std::bad_alloc changes nothing)
+    if (j.tenant != 0) {
+        auto t = tenants_.find(j.tenant);
+        if (t != tenants_.end() && --t->second == 0) {
+            tenants_.erase(t);
+        }
+    }
+    j.tenant = tenant;
+}
+
 HarmGuard::Job &HarmGuard::job(const agg::CallRequest &req)
 {
     Job &j = jobs_[req.jid];
     j.nmembers = req.nmembers;
-    j.tenant = agg::tenant_key(req);
+    set_tenant(j, agg::tenant_key(req));
     return j;
+}
+
+double HarmGuard::rate() const
+{
+    return rate_.samples() > 0 ? rate_.mean() : cfg_.initial_rate;
 }
 
 double HarmGuard::host_cost(const Job &j, uint8_t coll, double bytes) const
 {
-    const double beta = cfg_.host.beta > 0
-                            ? cfg_.host.beta
-                            : (rate_.samples() > 0 ? rate_.mean() : cfg_.initial_rate);
+    const double beta = cfg_.host.beta > 0 ? cfg_.host.beta : rate();
     return j.host.cost(coll, bytes, host_time(coll, bytes, j.nmembers, cfg_.host.alpha, beta));
+}
+
+double HarmGuard::known_cost(const Job &j, uint8_t coll, double bytes) const
+{
+    const double m = j.host.measured(coll, bytes);
+    if (cfg_.host.beta > 0) {
+        // The hosts at their best: a measure taken while other jobs load
+        // the hosts' cores or links is above what the job would get with
+        // every job on the hosts, which the operator's model says.
+        const double model = host_time(coll, bytes, j.nmembers, cfg_.host.alpha, cfg_.host.beta);
+        return m >= 0 ? std::min(m, model) : model;
+    }
+    return m >= 0 ? host_cost(j, coll, bytes) : -1; // (kept within trust of the model)
+}
+
+double HarmGuard::judged_cost(const Job &j, uint8_t coll, double bytes) const
+{
+    const double known = known_cost(j, coll, bytes);
+    return known >= 0 ? known : host_cost(j, coll, bytes);
+}
+
+double HarmGuard::whole_hold(const Job &j, double bytes) const
+{
+    const double r = j.whole.samples() > 0  ? j.whole.mean()
+                     : whole_.samples() > 0 ? whole_.mean()
+                                            : rate();
+    return bytes * r;
+}
+
+double HarmGuard::busy_for(double now) const
+{
+    return ends_.empty() ? 0 : std::max(0.0, *ends_.rbegin() - now);
 }
 
 bool HarmGuard::harmed(uint32_t jid) const
@@ -51,40 +91,57 @@ bool HarmGuard::harmed(uint32_t jid) const
     return it != jobs_.end() && is_harmed(it->second);
 }
 
-agg::Verdict HarmGuard::serve(const agg::CallRequest &req, Job &j, double now, double bytes)
+double HarmGuard::ledger(uint32_t jid) const
+{
+    auto it = jobs_.find(jid);
+    return it != jobs_.end() ? it->second.ledger().excess : 0;
+}
+
+agg::Verdict HarmGuard::to_hosts(const agg::CallRequest &req)
+{
+    forget_waiting(req.jid, req.mid);
+    ++to_hosts_;
+    return agg::Verdict::deny(INA_PROTO_ERR_BUSY);
+}
+
+agg::Verdict HarmGuard::serve(const agg::CallRequest &req, Job &j, double now, double bytes,
+                              bool &mine)
 {
     auto at = waiting_at_.find({req.jid, req.mid});
-    if (at == waiting_at_.end()) {
-        waiting_.push_back(
-            Waiting{req.jid, req.mid, j.tenant, now, host_cost(j, req.coll, bytes)});
-        try {
-            at = waiting_at_.emplace(std::make_pair(req.jid, req.mid), std::prev(waiting_.end()))
-                     .first;
-        } catch (...) {
-            waiting_.pop_back();
-            throw;
+    const bool first = at == waiting_at_.end();
+    const double hold = first ? whole_hold(j, bytes) : at->second->hold;
+    if ((first ? waiting_.empty() : at->second == waiting_.begin()) &&
+        pool_.free_segs() >= req.window) {
+        const double host = judged_cost(j, req.coll, bytes);
+        if (first && hold >= host) {
+            return to_hosts(req); // even the whole pool is slower than the hosts
         }
-    }
-    const Waiting &w = *at->second;
-    if (at->second == waiting_.begin() && pool_.free_segs() >= req.window) {
-        granted_.emplace(std::make_pair(req.jid, req.mid),
-                         Granted{now, bytes, req.coll, true, false});
         std::vector<uint32_t> lease;
-        if (!pool_.acquire(req.window, lease)) { // (cannot fail: the pool had it)
-            granted_.erase({req.jid, req.mid});
-            return agg::Verdict::defer();
+        if (pool_.acquire(req.window, lease)) { // (cannot fail: the pool had it)
+            forget_waiting(req.jid, req.mid);
+            mine = true;
+            ++served_;
+            return agg::Verdict::grant(std::move(lease));
         }
-        forget_waiting(req.jid, req.mid);
-        j.denied = 0;
-        j.slow = 0;
-        ++served_;
-        return agg::Verdict::grant(std::move(lease));
     }
-    if (now - w.since > cfg_.wait_limit * w.host) {
-        forget_waiting(req.jid, req.mid);
-        ++j.denied;
-        return agg::Verdict::deny(INA_PROTO_ERR_BUSY); // misjudged: the hosts after all
+    if (!first) {
+        return now > at->second->give_up ? to_hosts(req) : agg::Verdict::defer();
     }
+    // Wait if what the open calls and the calls waiting before it have left,
+    // and its own hold, end before the hosts would.
+    const double host = judged_cost(j, req.coll, bytes);
+    const double wait = busy_for(now) + waiting_hold_;
+    if (wait + hold >= host) {
+        return to_hosts(req);
+    }
+    waiting_.push_back(Waiting{req.jid, req.mid, j.tenant, now + (host - hold), hold});
+    try {
+        waiting_at_.emplace(std::make_pair(req.jid, req.mid), std::prev(waiting_.end()));
+    } catch (...) {
+        waiting_.pop_back();
+        throw;
+    }
+    waiting_hold_ += hold;
     return agg::Verdict::defer();
 }
 
@@ -93,45 +150,70 @@ agg::Verdict HarmGuard::decide(const agg::CallRequest &req)
     const double now = now_s();
     Job &j = job(req);
     const double bytes = static_cast<double>(req.total) * ina_proto_dtype_size(req.dtype);
-    const auto call = std::make_pair(req.jid, req.mid);
+    const Call call{req.jid, req.mid};
+    const auto [at, fresh] = asked_.try_emplace(call, now);
+    const double asked = at->second;
     const bool policy_deferred = deferred_.count(call) != 0;
-    if (!policy_deferred && (waiting_at_.count(call) != 0 || is_harmed(j))) {
-        return serve(req, j, now, bytes);
-    }
-    // A harmed call of another tenant waits for the pool: no new call takes
-    // it before that one.
-    if (!policy_deferred && !waiting_.empty() && waiting_.front().tenant != j.tenant) {
-        ++j.denied;
-        return agg::Verdict::deny(INA_PROTO_ERR_BUSY);
-    }
-    agg::Verdict v = policy_->decide(req);
-    if (v.kind == agg::Verdict::Kind::kDefer) {
-        if (!policy_deferred) {
-            try {
-                deferred_.insert(call);
-            } catch (...) {
-                std::vector<uint32_t> none;
-                policy_->on_call_done(req.jid, req.mid, none); // over for it
-                throw;
+    bool mine = false;
+    agg::Verdict v = agg::Verdict::defer();
+    if (fresh && shared() && bytes >= cfg_.min_bytes && j.host.probe(req.coll, bytes)) {
+        // No measure of the hosts near this size: to them once, for the
+        // members to measure (HOST_COST).
+        ++probes_;
+        v = agg::Verdict::deny(INA_PROTO_ERR_BUSY);
+    } else if (!policy_deferred && (waiting_at_.count(call) != 0 || is_harmed(j))) {
+        v = serve(req, j, now, bytes, mine);
+    } else if (!policy_deferred && !waiting_.empty() && waiting_.front().tenant != j.tenant) {
+        // A harmed call of another tenant waits for the pool: no new call
+        // takes it before that one.
+        v = agg::Verdict::deny(INA_PROTO_ERR_BUSY);
+    } else {
+        v = policy_->decide(req);
+        if (v.kind == agg::Verdict::Kind::kDefer) {
+            if (!policy_deferred) {
+                try {
+                    deferred_.insert(call);
+                } catch (...) {
+                    std::vector<uint32_t> none;
+                    policy_->on_call_done(req.jid, req.mid, none); // over for it
+                    throw;
+                }
             }
+            return v;
         }
-        return v;
-    }
-    if (policy_deferred) {
         deferred_.erase(call);
     }
+    if (v.kind == agg::Verdict::Kind::kDefer) {
+        return v;
+    }
+    asked_.erase(call);
     if (v.kind == agg::Verdict::Kind::kGrant) {
+        const Job &me = j;
+        const double r = me.rate.samples() > 0 ? me.rate.mean() : rate();
         try {
-            const double lease_bytes = static_cast<double>(v.lease.size()) * pool_.seg_bytes();
-            granted_.emplace(call, Granted{now, bytes, req.coll, false,
-                                           v.lease.size() < req.window && bytes > lease_bytes});
+            const auto end = ends_.insert(now + bytes * r);
+            try {
+                granted_.emplace(call, Granted{now, asked, bytes, req.coll, mine,
+                                               v.lease.size() >= req.window, end});
+            } catch (...) {
+                ends_.erase(end);
+                throw;
+            }
         } catch (...) {
-            policy_->on_call_done(req.jid, req.mid, v.lease); // the lease goes back
+            if (mine) {
+                pool_.release(v.lease);
+            } else {
+                policy_->on_call_done(req.jid, req.mid, v.lease); // the lease goes back
+            }
             throw;
         }
-        j.denied = 0;
-    } else if (policy_denial(v.status)) {
-        ++j.denied;
+    } else if (shared() && bytes >= cfg_.min_bytes) {
+        // Denied: on the hosts it costs its host cost; what sharing added is
+        // the wait for the verdict.
+        const double host = known_cost(j, req.coll, bytes);
+        if (host >= 0) {
+            j.seen.add(now - asked + host, host);
+        }
     }
     return v;
 }
@@ -145,32 +227,43 @@ uint32_t HarmGuard::ahead(uint32_t jid, uint32_t window) const
 
 void HarmGuard::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &lease)
 {
-    if (waiting_at_.count({jid, mid}) != 0) {
+    const Call call{jid, mid};
+    asked_.erase(call);
+    if (waiting_at_.count(call) != 0) {
         forget_waiting(jid, mid); // ended while it waited here: not the policy's
         pool_.release(lease);
         lease.clear();
         return;
     }
-    deferred_.erase({jid, mid});
-    auto g = granted_.find({jid, mid});
+    deferred_.erase(call);
+    auto g = granted_.find(call);
     bool mine = false;
     if (g != granted_.end()) {
         const Granted rec = g->second;
+        ends_.erase(rec.end);
         granted_.erase(g);
         mine = rec.mine;
-        const double secs = now_s() - rec.start;
+        const double now = now_s();
+        const double secs = now - rec.start;
+        auto it = jobs_.find(jid);
+        Job *j = it != jobs_.end() ? &it->second : nullptr;
         if (rec.bytes >= kRateMinBytes) {
             rate_.add(secs / rec.bytes);
-        }
-        auto it = jobs_.find(jid);
-        if (it != jobs_.end()) {
-            Job &j = it->second;
-            // (A call the guard served had the whole window: it says
-            // nothing of what the policy's leases give.)
-            if (rec.short_lease) {
-                const bool slow = secs > cfg_.slow * host_cost(j, rec.coll, rec.bytes);
-                j.slow = slow ? j.slow + 1 : 0;
+            if (rec.whole) {
+                whole_.add(secs / rec.bytes);
             }
+            if (j != nullptr) {
+                j->rate.add(secs / rec.bytes);
+                if (rec.whole) {
+                    j->whole.add(secs / rec.bytes);
+                }
+            }
+        }
+        const double host = j != nullptr && shared() && rec.bytes >= cfg_.min_bytes
+                                ? known_cost(*j, rec.coll, rec.bytes)
+                                : -1;
+        if (host >= 0) {
+            j->seen.add(now - rec.asked, host);
         }
     }
     if (mine) {
@@ -185,13 +278,20 @@ void HarmGuard::on_job_created(const agg::JobInfo &info)
 {
     Job &j = jobs_[info.jid];
     j.nmembers = info.nmembers;
-    j.tenant = agg::tenant_key(info);
+    set_tenant(j, agg::tenant_key(info));
     policy_->on_job_created(info);
 }
 
 void HarmGuard::on_job_freed(uint32_t jid)
 {
-    jobs_.erase(jid);
+    auto it = jobs_.find(jid);
+    if (it != jobs_.end()) {
+        auto t = tenants_.find(it->second.tenant);
+        if (t != tenants_.end() && --t->second == 0) {
+            tenants_.erase(t);
+        }
+        jobs_.erase(it);
+    }
     policy_->on_job_freed(jid);
 }
 
@@ -204,12 +304,29 @@ void HarmGuard::on_host_cost(uint32_t jid, uint8_t coll, uint64_t bytes, double 
     policy_->on_host_cost(jid, coll, bytes, secs);
 }
 
+void HarmGuard::on_call_time(uint32_t jid, uint8_t coll, uint64_t bytes, double secs)
+{
+    auto it = jobs_.find(jid);
+    if (it != jobs_.end() && shared()) {
+        Job &j = it->second;
+        const double host = known_cost(j, coll, static_cast<double>(bytes));
+        if (host >= 0) {
+            j.told.add(secs, host);
+        }
+    }
+    policy_->on_call_time(jid, coll, bytes, secs);
+}
+
 void HarmGuard::forget_waiting(uint32_t jid, uint64_t mid) noexcept
 {
     auto at = waiting_at_.find({jid, mid});
     if (at != waiting_at_.end()) {
+        waiting_hold_ -= at->second->hold;
         waiting_.erase(at->second);
         waiting_at_.erase(at);
+        if (waiting_.empty()) {
+            waiting_hold_ = 0;
+        }
     }
 }
 

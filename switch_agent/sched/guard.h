@@ -2,33 +2,48 @@
 //
 // The harm guard (`ina-switchd --harm-guard`, on by default): whatever the
 // policy, no job is to end slower for sharing the agent than it would with
-// every job on the hosts. A policy harms a job in one of two ways, and the
-// guard, wrapped around it, watches each job for both:
-//   - denied too often: its calls were denied `denials` times in a row
-//     (exclusive denies every tenant but the holder while it holds; tdm
-//     without waiting denies while another tenant's call holds the pool).
-//     Each such call pays the verdict's round trip and then runs on hosts
-//     whose links the offloaded jobs share;
-//   - served too slowly: `slow_calls` granted calls in a row held the agent
-//     longer than `slow` times their cost on the hosts (partition's equal
-//     share where the pool is scarce: a third of it streams at a third of
-//     the line, slower than the hosts). Only calls a longer lease could
-//     have sped up count, one way or the other: those on a lease shorter
-//     than their window and longer than it (a call that fits in its lease
-//     waits on round trips, which no lease shortens).
-// A job so harmed gets its next call served here, with its whole window,
-// instead of by the policy: granted at once if the pool has the lease, else
-// it waits (Defer) first come first served behind the other harmed calls,
-// and meanwhile a new call of another tenant is denied (BUSY) so that the
-// pool frees for it; a call that waited `wait_limit` times its cost on the
-// hosts is denied after all (a holder that stalls). A denied call's cost on
-// the hosts is the job's own measure where its members sent one (HOST_COST,
-// host_cost.h), else the model over the agent's measured rate.
+// every job on the hosts. A job's time is its compute, which sharing does
+// not touch, plus its calls; so the guard keeps, per job, a ledger of what
+// its calls took against what each would have cost on the hosts:
+//   - the members' word where they send it (CALL_TIME, protocol 17: a
+//     blocking call's whole time at member 0, from its post to its end,
+//     whatever the verdict): the ledger gains that time less the call's
+//     host cost. An offloaded call served fast enters as a gain; one that
+//     waited for the pool, or streamed on a short lease, as a loss; a
+//     denied call as the verdict's wait (its host algorithm is its host
+//     cost);
+//   - else the agent's own view, for calls of `min_bytes` or more: from the
+//     call's first request to its end (granted) or its verdict (denied),
+//     which misses the result's way back to the ranks.
+// A call's cost on the hosts is the job's own measure where its members
+// sent one near its size (HOST_COST, host_cost.h), the model where the
+// operator set one (`--host-gbps`), and the lower of the two with both: a
+// measure taken while the other jobs load the hosts' cores or links is
+// above what the job would get with every job on the hosts. With neither
+// the call is not judged: a model over the agent's own rate would judge the
+// agent by itself. So that
+// a job never denied is measured too, its first call of `min_bytes` or more
+// in a size class with no measure near it goes to the hosts (BUSY), once.
+// Only calls made while two or more tenants have jobs here count (and are
+// probed): a job alone harms nobody and is harmed by nobody.
+//
+// A job is harmed while its ledger's losses exceed `-margin` of its calls'
+// host costs (so a job breaks even with a little to spare against the
+// noise of the measures). A harmed job's calls are served here instead of
+// by the policy, each where it costs the job least: with its whole window
+// at once if the pool has it and no harmed call waits before it (and its
+// hold, predicted from its own calls on a whole window, beats the hosts);
+// else it waits for the pool (Defer), first come first served behind other
+// harmed calls, when what the open calls have left plus its hold beats the
+// hosts, and meanwhile a new call of another tenant is denied (BUSY) so
+// that the pool frees for it; else, and once it has waited as long as that
+// could still beat the hosts, it goes to them (BUSY): at its host cost, a
+// call neither gains nor loses.
 //
 // The policy never sees the calls the guard serves (it sees the others'
-// verdicts as it gave them; a harmed job's call it denied, the guard then
-// made wait, is over for it): its own accounting holds. What the guard
-// adds to a decision is O(log jobs).
+// verdicts as it gave them): its own accounting holds. A call the policy
+// deferred stays the policy's until it is done. What the guard adds to a
+// decision is O(log calls).
 #ifndef INA_SCHED_GUARD_H
 #define INA_SCHED_GUARD_H
 
@@ -51,11 +66,9 @@
 namespace ina::sched {
 
 struct GuardConfig {
-    uint32_t denials = 2;    // denied this many times in a row: harmed
-    uint32_t slow_calls = 2; // this many slow grants in a row: harmed
-    double slow = 1.25;      // a grant is slow above this times its host cost
-    double wait_limit = 4;   // of the call's host cost
-    HostModel host;          // beta 0: the agent's measured rate
+    double margin = 0.02;             // of a job's host costs: the gain it keeps
+    double min_bytes = kRateMinBytes; // calls the agent judges by its own view
+    HostModel host;                   // beta 0: the agent's measured rate
     double initial_rate = 8.0 / 10e9; // seconds per byte before a measure
 };
 
@@ -73,53 +86,92 @@ public:
     void on_job_created(const agg::JobInfo &job) override;
     void on_job_freed(uint32_t jid) override;
     void on_host_cost(uint32_t jid, uint8_t coll, uint64_t bytes, double secs) override;
+    void on_call_time(uint32_t jid, uint8_t coll, uint64_t bytes, double secs) override;
     void tick(agg::Clock::time_point now) override { policy_->tick(now); }
     std::chrono::milliseconds tick_interval() const override { return policy_->tick_interval(); }
 
     const agg::Scheduler &policy() const { return *policy_; }
-    // Whether the job is harmed now (its next call is the guard's), and the
-    // calls the guard served (granted itself) in all.
+    // Whether the job is harmed now (its next call is the guard's); its
+    // ledger (seconds its judged calls took beyond their host costs: < 0 a
+    // gain); the calls the guard served (granted itself), sent to the hosts
+    // and sent there to be measured, in all.
     bool harmed(uint32_t jid) const;
+    double ledger(uint32_t jid) const;
     uint64_t served() const { return served_; }
+    uint64_t sent_to_hosts() const { return to_hosts_; }
+    uint64_t probes() const { return probes_; }
 
 private:
+    // Seconds the judged calls took beyond their host costs, and those
+    // costs.
+    struct Ledger {
+        double excess = 0;
+        double host = 0;
+        uint64_t calls = 0;
+        void add(double took, double host_cost)
+        {
+            excess += took - host_cost;
+            host += host_cost;
+            ++calls;
+        }
+    };
     struct Job {
         uint32_t nmembers = 1;
         uint64_t tenant = 0;
-        uint32_t denied = 0; // in a row (the policy's denials, and the guard's)
-        uint32_t slow = 0;   // slow grants in a row
+        Ledger told; // the members' CALL_TIMEs
+        Ledger seen; // the agent's own view, for a job whose members tell nothing
         HostCosts host;
+        Estimate rate;  // seconds per byte of its large granted calls
+        Estimate whole; // the same, on its whole window
+        const Ledger &ledger() const { return told.calls > 0 ? told : seen; }
     };
-    // A granted call: when, how large, and whether the guard granted it.
+    // A granted call: when it was granted and first asked, how large, whether
+    // the guard granted it, whether on its whole window, and where its
+    // predicted end sits in ends_.
     struct Granted {
         double start;
+        double asked;
         double bytes;
         uint8_t coll;
         bool mine;
-        // Its lease was shorter than its window and the call longer than
-        // the lease: a longer one could have made it faster.
-        bool short_lease;
+        bool whole;
+        std::multiset<double>::iterator end;
     };
     struct Waiting {
         uint32_t jid;
         uint64_t mid;
         uint64_t tenant;
-        double since;
-        double host;
+        double give_up; // after this, the hosts would have been faster
+        double hold;    // its predicted hold
     };
     using WaitList = std::list<Waiting>;
+    using Call = std::pair<uint32_t, uint64_t>;
 
     double now_s() const;
     Job &job(const agg::CallRequest &req);
-    double host_cost(const Job &j, uint8_t coll, double bytes) const;
+    void set_tenant(Job &j, uint64_t tenant);
+    bool shared() const { return tenants_.size() >= 2; }
     bool is_harmed(const Job &j) const
     {
-        return (cfg_.denials > 0 && j.denied >= cfg_.denials) ||
-               (cfg_.slow_calls > 0 && j.slow >= cfg_.slow_calls);
+        const Ledger &l = j.ledger();
+        return l.calls > 0 && l.excess > -cfg_.margin * l.host;
     }
-    // Serve a harmed job's call: grant its window if the pool has it and no
-    // call waits before it, else wait (or deny past the limit).
-    agg::Verdict serve(const agg::CallRequest &req, Job &j, double now, double bytes);
+    double rate() const;
+    double host_cost(const Job &j, uint8_t coll, double bytes) const;
+    // The host cost a call is judged by: the job's measure near it, or the
+    // configured model, the lower of the two with both; < 0 (not judged)
+    // with neither, for the model over the agent's own rate would judge the
+    // agent by itself. judged_cost: that, else the model anyway (what a
+    // harmed call's service is weighed against).
+    double known_cost(const Job &j, uint8_t coll, double bytes) const;
+    double judged_cost(const Job &j, uint8_t coll, double bytes) const;
+    // What a call of `bytes` of `j` would hold the agent with its whole
+    // window, and what the open calls have left to run.
+    double whole_hold(const Job &j, double bytes) const;
+    double busy_for(double now) const;
+    // Serve a harmed job's call (see above).
+    agg::Verdict serve(const agg::CallRequest &req, Job &j, double now, double bytes, bool &mine);
+    agg::Verdict to_hosts(const agg::CallRequest &req);
     void forget_waiting(uint32_t jid, uint64_t mid) noexcept;
 
     agg::SegPool &pool_;
@@ -128,13 +180,20 @@ private:
     Now now_;
     agg::Clock::time_point epoch_;
     std::map<uint32_t, Job> jobs_;
-    std::map<std::pair<uint32_t, uint64_t>, Granted> granted_;
+    std::map<uint64_t, uint32_t> tenants_; // jobs per tenant
+    std::map<Call, double> asked_;         // calls without a verdict: since when
+    std::map<Call, Granted> granted_;
+    std::multiset<double> ends_; // the granted calls' predicted ends
     WaitList waiting_;
-    std::map<std::pair<uint32_t, uint64_t>, WaitList::iterator> waiting_at_;
+    std::map<Call, WaitList::iterator> waiting_at_;
+    double waiting_hold_ = 0;
     // Calls the policy put off: it decides them until it is done with them.
-    std::set<std::pair<uint32_t, uint64_t>> deferred_;
-    Estimate rate_; // seconds per byte of large granted calls
+    std::set<Call> deferred_;
+    Estimate rate_;  // seconds per byte of large granted calls
+    Estimate whole_; // the same, on a whole window
     uint64_t served_ = 0;
+    uint64_t to_hosts_ = 0;
+    uint64_t probes_ = 0;
 };
 
 } // namespace ina::sched

@@ -756,8 +756,9 @@ int spawn_agent(const char *agent, const char *segs, const char *max_window, cha
     const char *log = std::getenv("INA_TEST_AGENT_LOG"); // e.g. debug
     const std::string rndv = std::to_string(ina_test::rndv_bytes());
     // Several jobs' calls overlap here on purpose: the policy that grants
-    // whenever a lease is free (the scheduling policies have tests of their own).
-    const char *const args[] = {"--policy", "fcfs", "--seg-size", "8192", "--max-window", max_window, "--segs", segs,
+    // whenever a lease is free, bare (the scheduling policies and the harm
+    // guard have tests of their own).
+    const char *const args[] = {"--policy", "fcfs", "--harm-guard", "false", "--seg-size", "8192", "--max-window", max_window, "--segs", segs,
                                 "--rndv-bytes", rndv.c_str(),
                                 "--log-level", log != nullptr ? log : "warn", nullptr};
     int rc = ina_agent_spawn(agent, "127.0.0.1", args, addr, addrlen, pid, err, sizeof(err));

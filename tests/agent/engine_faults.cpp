@@ -287,8 +287,9 @@ int main()
     int pid = -1;
     // Four Segs: one lease of window 4 takes the whole pool.
     const char *log = std::getenv("INA_TEST_AGENT_LOG"); // e.g. debug
-    // (fcfs: the denial tested is the pool's, not another job's call holding the agent.)
-    const char *const args[] = {"--policy", "fcfs", "--seg-size", "8192", "--segs", "4", "--max-window", "4",
+    // (fcfs, bare: the denial tested is the pool's, not another job's call
+    // holding the agent, nor the harm guard's.)
+    const char *const args[] = {"--policy", "fcfs", "--harm-guard", "false", "--seg-size", "8192", "--segs", "4", "--max-window", "4",
                                 "--log-level", log != nullptr ? log : "warn", nullptr};
     if (ina_agent_spawn(agent, "127.0.0.1", args, addr, sizeof(addr), &pid, err, sizeof(err)) !=
         INA_OK) {

@@ -1,11 +1,11 @@
 // Copyright (c) 2026 The ina authors. SPDX-License-Identifier: BSD-3-Clause
 //
 // Unit tests of the harm guard (switch_agent/sched/guard.h) around the
-// policies it corrects, on a clock the test moves: a tenant exclusive denies
-// twice gets its next call served when the holder's call ends, and nobody
-// passes it meanwhile; a job whose partition share ran slower than the hosts
-// twice gets its whole window; a harmed call that waits past its limit goes
-// to the hosts; calls a waiting policy (tdm) put off stay that policy's.
+// policies it corrects, on a clock the test moves: a job's ledger from its
+// members' words (CALL_TIME) and from the agent's own view; a harmed job
+// served with its whole window, waiting for it while that beats the hosts
+// and sent to them otherwise; a job alone never judged; calls a waiting
+// policy (tdm) put off stay that policy's.
 // Also the members' host costs (host_cost.h) and what they change in tdm's
 // decisions, against the same trace without them.
 #include <check.h>
@@ -60,6 +60,16 @@ CallRequest req(uint32_t jid, uint64_t mid, uint32_t asked)
     return r;
 }
 
+// Jobs of tenants 1 and 2 (jids alike), their hosts measured at the model's
+// cost (no probe).
+void two_jobs(HarmGuard &guard)
+{
+    for (uint32_t jid : {1u, 2u}) {
+        guard.on_job_created(JobInfo{jid, 4, 4, 8, jid});
+        guard.on_host_cost(jid, INA_COLL_ALLREDUCE, 1 << 20, kHostSecs);
+    }
+}
+
 bool granted(const Verdict &v, size_t segs)
 {
     return v.kind == Verdict::Kind::kGrant && v.lease.size() == segs;
@@ -67,60 +77,66 @@ bool granted(const Verdict &v, size_t segs)
 
 } // namespace
 
-// Exclusive: tenant 1 holds the agent; tenant 2, denied twice, waits with
-// its third call, which nobody passes, and is served with its whole window
-// when 1's call ends. Tenant 1, then short of the pool twice, gets its turn
-// too. Every lease comes back, and exclusive's own accounting still holds.
-START_TEST(test_guard_exclusive)
+Clock::duration secs(double s)
+{
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+// Exclusive, tenant 1 holding the agent; tenant 2's members tell what its
+// calls took (CALL_TIME). Its denied call took its host cost and the wait
+// for the verdict: no gain, so it is harmed, and its next call waits for
+// the pool (the holder's call has 0.34 ms left, its own hold 0.84 ms: less
+// than the hosts' 1.63 ms), nobody passes it, and it is served with its
+// whole window. Served faster than the hosts, it has gained: back to the
+// policy, which denies it again. Every lease comes back.
+START_TEST(test_guard_ledger)
 {
     SegPool pool(8, 64);
     Clock::time_point now{};
     auto clock = [&now] { return now; };
     HarmGuard guard(pool, std::make_unique<ExclusiveScheduler>(pool, milliseconds(100), clock),
                     guard_config(), clock);
-    guard.on_job_created(JobInfo{1, 4, 4, 8, 1});
-    guard.on_job_created(JobInfo{2, 4, 4, 8, 2});
+    two_jobs(guard);
     Verdict a = guard.decide(req(1, 0, 0));
     ck_assert(granted(a, 8));
+    now += microseconds(500);
     ck_assert_int_eq(guard.decide(req(2, 0, 0)).status, INA_PROTO_ERR_BUSY);
-    ck_assert(!guard.harmed(2));
-    ck_assert_int_eq(guard.decide(req(2, 1, 0)).status, INA_PROTO_ERR_BUSY);
+    guard.on_host_cost(2, INA_COLL_ALLREDUCE, 1 << 20, kHostSecs);
+    guard.on_call_time(2, INA_COLL_ALLREDUCE, 1 << 20, kHostSecs + 50e-6);
     ck_assert(guard.harmed(2));
+    ck_assert(guard.ledger(2) > 49e-6 && guard.ledger(2) < 51e-6);
     ck_assert_uint_eq(guard.ahead(2, 8), 1);
-    // Its third call waits for the pool.
-    ck_assert(guard.decide(req(2, 2, 0)).kind == Verdict::Kind::kDefer);
-    now += milliseconds(1);
-    ck_assert(guard.decide(req(2, 2, 1)).kind == Verdict::Kind::kDefer);
+    // Its next call waits for the pool; the holder's next does not pass it.
+    ck_assert(guard.decide(req(2, 1, 0)).kind == Verdict::Kind::kDefer);
+    now += microseconds(200);
+    ck_assert(guard.decide(req(2, 1, 1)).kind == Verdict::Kind::kDefer);
     guard.on_call_done(1, 0, a.lease);
-    // The holder's next call does not pass it.
     ck_assert_int_eq(guard.decide(req(1, 1, 0)).status, INA_PROTO_ERR_BUSY);
-    Verdict b = guard.decide(req(2, 2, 2));
+    Verdict b = guard.decide(req(2, 1, 2));
     ck_assert(granted(b, 8));
     ck_assert_uint_eq(guard.served(), 1);
-    ck_assert(!guard.harmed(2));
-    // Exclusive still holds for tenant 1, but the pool is out: denied.
-    ck_assert_int_eq(guard.decide(req(1, 2, 0)).status, INA_PROTO_ERR_NO_RESOURCES);
-    ck_assert(guard.harmed(1));
-    now += milliseconds(1);
-    guard.on_call_done(2, 2, b.lease);
-    ck_assert_uint_eq(pool.free_segs(), 8);
-    Verdict c = guard.decide(req(1, 3, 0));
+    now += microseconds(900);
+    guard.on_call_done(2, 1, b.lease);
+    guard.on_call_time(2, INA_COLL_ALLREDUCE, 1 << 20, 1.1e-3);
+    ck_assert(!guard.harmed(2)); // 0.53 ms gained less 0.05 lost
+    // Back to the policy: tenant 1 still holds exclusive, tenant 2 is
+    // denied again; a gain of 0.48 ms covers the verdict's waits of a while.
+    Verdict c = guard.decide(req(1, 2, 0));
     ck_assert(granted(c, 8));
-    ck_assert_uint_eq(guard.served(), 2);
-    guard.on_call_done(1, 3, c.lease);
-    // Back to the policy: tenant 1 holds, tenant 2 is denied again.
-    Verdict d = guard.decide(req(1, 4, 0));
-    ck_assert(granted(d, 8));
-    ck_assert_int_eq(guard.decide(req(2, 3, 0)).status, INA_PROTO_ERR_BUSY);
-    guard.on_call_done(1, 4, d.lease);
+    ck_assert_int_eq(guard.decide(req(2, 2, 0)).status, INA_PROTO_ERR_BUSY);
+    guard.on_host_cost(2, INA_COLL_ALLREDUCE, 1 << 20, kHostSecs);
+    guard.on_call_time(2, INA_COLL_ALLREDUCE, 1 << 20, kHostSecs + 50e-6);
+    ck_assert(!guard.harmed(2));
+    guard.on_call_done(1, 2, c.lease);
     ck_assert_uint_eq(pool.free_segs(), 8);
+    ck_assert_uint_eq(guard.sent_to_hosts(), 0);
 }
 END_TEST
 
-// Partition: two tenants' calls get half the pool each, and tenant 2's run
-// 3 ms, slower than the hosts' 1.63 ms (x 1.25). After two such calls its
-// next one has its whole window; then the policy's shares again.
-START_TEST(test_guard_partition_slow)
+// One tenant alone is neither harmed nor judged, however slow its calls:
+// only sharing is the guard's business. A second tenant's job makes the
+// same words count.
+START_TEST(test_guard_alone)
 {
     SegPool pool(8, 64);
     Clock::time_point now{};
@@ -128,62 +144,157 @@ START_TEST(test_guard_partition_slow)
     HarmGuard guard(pool, std::make_unique<PartitionScheduler>(pool, milliseconds(100), clock),
                     guard_config(), clock);
     guard.on_job_created(JobInfo{1, 4, 4, 8, 1});
-    guard.on_job_created(JobInfo{2, 4, 4, 8, 2});
-    // Tenant 1 alone has the whole window; tenant 2 comes while it holds it.
-    Verdict first = guard.decide(req(1, 0, 0));
-    ck_assert(granted(first, 8));
-    ck_assert_int_eq(guard.decide(req(2, 0, 0)).status, INA_PROTO_ERR_NO_RESOURCES);
-    guard.on_call_done(1, 0, first.lease);
-    for (uint64_t mid = 1; mid < 3; ++mid) {
-        Verdict a = guard.decide(req(1, mid, 0));
-        Verdict b = guard.decide(req(2, mid, 0));
-        ck_assert(a.kind == Verdict::Kind::kGrant);
-        ck_assert(granted(b, 4));
-        now += microseconds(1000);
-        guard.on_call_done(1, mid, a.lease); // 1 ms: faster than the hosts
-        now += microseconds(2000);
-        guard.on_call_done(2, mid, b.lease); // 3 ms: slower
-    }
+    guard.on_call_time(1, INA_COLL_ALLREDUCE, 1 << 20, 10 * kHostSecs);
     ck_assert(!guard.harmed(1));
-    ck_assert(guard.harmed(2));
-    Verdict b = guard.decide(req(2, 3, 0));
-    ck_assert(granted(b, 8));
-    ck_assert_uint_eq(guard.served(), 1);
-    // Its own fast call says nothing of the policy's shares; tenant 1 finds
-    // the pool out meanwhile.
-    ck_assert_int_eq(guard.decide(req(1, 3, 0)).status, INA_PROTO_ERR_NO_RESOURCES);
-    now += microseconds(500);
-    guard.on_call_done(2, 3, b.lease);
-    ck_assert(!guard.harmed(2));
-    Verdict a = guard.decide(req(1, 4, 0));
-    ck_assert(a.kind == Verdict::Kind::kGrant);
-    guard.on_call_done(1, 4, a.lease);
+    ck_assert(guard.ledger(1) == 0);
+    guard.on_job_created(JobInfo{2, 4, 4, 8, 2});
+    guard.on_call_time(1, INA_COLL_ALLREDUCE, 1 << 20, 10 * kHostSecs);
+    ck_assert(guard.harmed(1));
+    guard.on_job_freed(2);
+    ck_assert(guard.harmed(1)); // (what it lost stays lost)
+    Verdict a = guard.decide(req(1, 0, 0));
+    ck_assert(granted(a, 8)); // the pool is free, the model's hold 0.84 ms
+    guard.on_call_done(1, 0, a.lease);
     ck_assert_uint_eq(pool.free_segs(), 8);
 }
 END_TEST
 
-// A harmed call whose wait outlasts wait_limit times its cost on the hosts
-// (the holder stalls) goes there after all.
-START_TEST(test_guard_wait_limit)
+// A job with no measure of the hosts near a call's size, sharing the
+// agent, sends its first such call there to be measured, once per size
+// class; alone it is not probed.
+START_TEST(test_guard_probe)
+{
+    SegPool pool(8, 64);
+    Clock::time_point now{};
+    auto clock = [&now] { return now; };
+    HarmGuard guard(pool, std::make_unique<PartitionScheduler>(pool, milliseconds(100), clock),
+                    guard_config(), clock);
+    guard.on_job_created(JobInfo{1, 4, 4, 8, 1});
+    Verdict a = guard.decide(req(1, 0, 0));
+    ck_assert(granted(a, 8)); // alone
+    guard.on_call_done(1, 0, a.lease);
+    guard.on_job_created(JobInfo{2, 4, 4, 8, 2});
+    ck_assert_int_eq(guard.decide(req(1, 1, 0)).status, INA_PROTO_ERR_BUSY);
+    ck_assert_uint_eq(guard.probes(), 1);
+    a = guard.decide(req(1, 2, 0)); // (probed: the model until the measure comes)
+    ck_assert(a.kind == Verdict::Kind::kGrant);
+    guard.on_call_done(1, 2, a.lease);
+    CallRequest small = req(1, 3, 0);
+    small.total = 1024; // 4 KiB: below min_bytes, never probed
+    a = guard.decide(small);
+    ck_assert(a.kind == Verdict::Kind::kGrant);
+    guard.on_call_done(1, 3, a.lease);
+    CallRequest big = req(1, 4, 0);
+    big.total = 16 << 20; // 64 MiB: out of the 1 MiB class's reach
+    ck_assert_int_eq(guard.decide(big).status, INA_PROTO_ERR_BUSY);
+    ck_assert_uint_eq(guard.probes(), 2);
+    guard.on_host_cost(1, INA_COLL_ALLREDUCE, 64 << 20, 0.1);
+    big.mid = 5;
+    a = guard.decide(big);
+    ck_assert(a.kind == Verdict::Kind::kGrant);
+    guard.on_call_done(1, 5, a.lease);
+    ck_assert_uint_eq(guard.probes(), 2);
+    ck_assert_uint_eq(pool.free_segs(), 8);
+}
+END_TEST
+
+// Without a configured model, a call is judged only by the job's own
+// measure of the hosts near its size: the model over the agent's rate
+// would judge the agent by itself.
+START_TEST(test_guard_unknown_cost)
+{
+    SegPool pool(8, 64);
+    Clock::time_point now{};
+    auto clock = [&now] { return now; };
+    GuardConfig cfg; // (beta 0: the agent's rate)
+    HarmGuard guard(pool, std::make_unique<PartitionScheduler>(pool, milliseconds(100), clock), cfg,
+                    clock);
+    guard.on_job_created(JobInfo{1, 4, 4, 8, 1});
+    guard.on_job_created(JobInfo{2, 4, 4, 8, 2});
+    guard.on_call_time(1, INA_COLL_ALLREDUCE, 1 << 20, 1.0);
+    ck_assert(!guard.harmed(1));
+    ck_assert(guard.ledger(1) == 0);
+    guard.on_host_cost(1, INA_COLL_ALLREDUCE, 1 << 20, 0.01);
+    guard.on_call_time(1, INA_COLL_ALLREDUCE, 1 << 20, 0.0105);
+    ck_assert(guard.harmed(1));
+    ck_assert(guard.ledger(1) > 0.00049 && guard.ledger(1) < 0.00051);
+    guard.on_call_time(1, INA_COLL_ALLREDUCE, 64 << 20, 1.0); // no measure near it
+    ck_assert(guard.ledger(1) < 0.00051);
+}
+END_TEST
+
+// Partition: two tenants' calls get half the pool each, and tenant 2's run
+// 3 ms, slower than the hosts' 1.63 ms; its members say nothing (an older
+// client), so the agent's own view judges it: harmed, its next call has its
+// whole window. Then both whole-window calls run 2.5 ms: even the whole
+// pool is slower than the hosts, so tenant 2's calls go to them.
+START_TEST(test_guard_seen_slow)
+{
+    SegPool pool(8, 64);
+    Clock::time_point now{};
+    auto clock = [&now] { return now; };
+    HarmGuard guard(pool, std::make_unique<PartitionScheduler>(pool, milliseconds(100), clock),
+                    guard_config(), clock);
+    guard.on_job_created(JobInfo{1, 4, 4, 8, 1});
+    Verdict alone = guard.decide(req(1, 9, 0)); // (alone: not judged)
+    ck_assert(granted(alone, 8));
+    guard.on_call_done(1, 9, alone.lease);
+    guard.on_job_created(JobInfo{2, 4, 4, 8, 2});
+    guard.on_host_cost(1, INA_COLL_ALLREDUCE, 1 << 20, kHostSecs);
+    guard.on_host_cost(2, INA_COLL_ALLREDUCE, 1 << 20, kHostSecs);
+    Verdict b = guard.decide(req(2, 0, 0));
+    Verdict a = guard.decide(req(1, 0, 0));
+    ck_assert(granted(a, 4));
+    ck_assert(granted(b, 4));
+    now += microseconds(1000);
+    guard.on_call_done(1, 0, a.lease); // 1 ms: faster than the hosts
+    now += microseconds(2000);
+    guard.on_call_done(2, 0, b.lease); // 3 ms: slower
+    ck_assert(!guard.harmed(1));
+    ck_assert(guard.harmed(2));
+    ck_assert(guard.ledger(2) > 1.3e-3 && guard.ledger(2) < 1.4e-3);
+    Verdict c = guard.decide(req(2, 1, 0));
+    ck_assert(granted(c, 8));
+    ck_assert_uint_eq(guard.served(), 1);
+    ck_assert_int_eq(guard.decide(req(1, 1, 0)).status, INA_PROTO_ERR_NO_RESOURCES);
+    now += microseconds(2500);
+    guard.on_call_done(2, 1, c.lease); // the whole pool: 2.5 ms
+    ck_assert(guard.harmed(2));
+    ck_assert_int_eq(guard.decide(req(2, 2, 0)).status, INA_PROTO_ERR_BUSY);
+    ck_assert_uint_eq(guard.sent_to_hosts(), 1);
+    ck_assert(guard.ledger(2) > 2.2e-3 && guard.ledger(2) < 2.3e-3); // (a denial at once)
+    ck_assert_uint_eq(pool.free_segs(), 8);
+}
+END_TEST
+
+// A harmed call waits only while waiting can still beat the hosts: with
+// the holder's call predicted to run long, it goes to them at once; a call
+// that waits (the prediction short) goes there once its wait and hold
+// would have outlasted the hosts (the holder stalls).
+START_TEST(test_guard_give_up)
 {
     SegPool pool(8, 64);
     Clock::time_point now{};
     auto clock = [&now] { return now; };
     HarmGuard guard(pool, std::make_unique<ExclusiveScheduler>(pool, milliseconds(100), clock),
                     guard_config(), clock);
-    Verdict a = guard.decide(req(1, 0, 0));
+    two_jobs(guard);
+    CallRequest big = req(1, 0, 0);
+    big.total = 1 << 20; // 4 MiB: 3.4 ms predicted
+    Verdict a = guard.decide(big);
     ck_assert(granted(a, 8));
-    guard.decide(req(2, 0, 0));
-    guard.decide(req(2, 1, 0));
+    ck_assert_int_eq(guard.decide(req(2, 0, 0)).status, INA_PROTO_ERR_BUSY);
+    ck_assert(guard.harmed(2)); // (the agent's view: a denial at once, no gain)
+    ck_assert_int_eq(guard.decide(req(2, 1, 0)).status, INA_PROTO_ERR_BUSY);
+    ck_assert_uint_eq(guard.sent_to_hosts(), 1);
+    now += microseconds(3000);
+    // 0.4 ms left of the holder's: it waits, for at most 1.63 - 0.84 ms.
     ck_assert(guard.decide(req(2, 2, 0)).kind == Verdict::Kind::kDefer);
-    now += std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(3.9 * kHostSecs));
+    now += microseconds(700);
     ck_assert(guard.decide(req(2, 2, 1)).kind == Verdict::Kind::kDefer);
-    now += std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(0.2 * kHostSecs));
+    now += microseconds(200);
     ck_assert_int_eq(guard.decide(req(2, 2, 2)).status, INA_PROTO_ERR_BUSY);
-    std::vector<uint32_t> none;
-    guard.on_call_done(2, 2, none);
+    ck_assert_uint_eq(guard.sent_to_hosts(), 2);
     guard.on_call_done(1, 0, a.lease);
     ck_assert_uint_eq(pool.free_segs(), 8);
     ck_assert_uint_eq(guard.served(), 0);
@@ -202,8 +313,8 @@ START_TEST(test_guard_policy_defers)
     tdm.host.beta = 1e-9;
     tdm.wait = true;
     tdm.host_hints = false; // (no probe to the hosts: job 2 waits)
-    HarmGuard guard(pool, std::make_unique<TdmScheduler>(pool, tdm, clock), guard_config(),
-                    clock);
+    HarmGuard guard(pool, std::make_unique<TdmScheduler>(pool, tdm, clock), guard_config(), clock);
+    two_jobs(guard);
     Verdict a = guard.decide(req(1, 0, 0));
     ck_assert(granted(a, 8));
     now += microseconds(500);
@@ -268,8 +379,7 @@ START_TEST(test_tdm_host_hints)
         TdmScheduler sched(pool, cfg, [&now] { return now; });
         sched.on_job_created(JobInfo{2, 4, 4, 8, 2});
         sched.on_host_cost(2, INA_COLL_ALLREDUCE, 1 << 20, 0.0005);
-        ck_assert(sched.host_cost(2, INA_COLL_ALLREDUCE, 1 << 20) ==
-                  (hints ? 0.0005 : kHostSecs));
+        ck_assert(sched.host_cost(2, INA_COLL_ALLREDUCE, 1 << 20) == (hints ? 0.0005 : kHostSecs));
         Verdict a = sched.decide(req(1, 0, 0));
         ck_assert(granted(a, 8));
         now += microseconds(500);
@@ -297,7 +407,7 @@ END_TEST
 int main()
 {
     return ina_test::run_suite("sched_guard", "guard",
-                               {test_guard_exclusive, test_guard_partition_slow,
-                                test_guard_wait_limit, test_guard_policy_defers, test_host_costs,
-                                test_tdm_host_hints});
+                               {test_guard_ledger, test_guard_alone, test_guard_probe,
+                                test_guard_unknown_cost, test_guard_seen_slow, test_guard_give_up,
+                                test_guard_policy_defers, test_host_costs, test_tdm_host_hints});
 }
