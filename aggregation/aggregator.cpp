@@ -239,38 +239,31 @@ void Aggregator::job_leave(Member &from, const ina_proto_hdr_t &h)
     settle();
 }
 
-void Aggregator::host_cost(Member &from, const ina_proto_hdr_t &h)
+void Aggregator::call_word(Member &from, const ina_proto_hdr_t &h)
 {
-    Job *job = member_job(from, h, "a HOST_COST for an unknown job");
+    const bool cost = h.type == INA_PROTO_HOST_COST; // else CALL_TIME (the same fields)
+    Job *job = member_job(from, h, cost ? "a HOST_COST for an unknown job"
+                                        : "a CALL_TIME for an unknown job");
     if (job == nullptr) {
         return;
     }
     const uint64_t ns = ina_proto_host_cost_ns(&h);
     if (ns == 0) {
-        reject(&from, h, INA_PROTO_ERR_MALFORMED, "a HOST_COST of no time");
+        reject(&from, h, INA_PROTO_ERR_MALFORMED,
+               cost ? "a HOST_COST of no time" : "a CALL_TIME of no time");
         return;
     }
-    ++counters_.host_costs;
-    ++job->stats().host_costs;
-    scheduler_->on_host_cost(job->jid(), h.coll, ina_proto_host_cost_bytes(&h),
-                             static_cast<double>(ns) * 1e-9);
-}
-
-void Aggregator::call_time(Member &from, const ina_proto_hdr_t &h)
-{
-    Job *job = member_job(from, h, "a CALL_TIME for an unknown job");
-    if (job == nullptr) {
-        return;
+    const uint64_t bytes = ina_proto_host_cost_bytes(&h);
+    const double secs = static_cast<double>(ns) * 1e-9;
+    if (cost) {
+        ++counters_.host_costs;
+        ++job->stats().host_costs;
+        scheduler_->on_host_cost(job->jid(), h.coll, bytes, secs);
+    } else {
+        ++counters_.call_times;
+        ++job->stats().call_times;
+        scheduler_->on_call_time(job->jid(), h.coll, bytes, secs);
     }
-    const uint64_t ns = ina_proto_call_time_ns(&h);
-    if (ns == 0) {
-        reject(&from, h, INA_PROTO_ERR_MALFORMED, "a CALL_TIME of no time");
-        return;
-    }
-    ++counters_.call_times;
-    ++job->stats().call_times;
-    scheduler_->on_call_time(job->jid(), h.coll, ina_proto_call_time_bytes(&h),
-                             static_cast<double>(ns) * 1e-9);
 }
 
 void Aggregator::member_lost(Member &m)

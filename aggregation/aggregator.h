@@ -119,12 +119,10 @@ public:
     // INA_PROTO_F_CHILDREN (CALL_READY), or will not take part (CALL_ABORT).
     void call_ready(Member &from, const ina_proto_hdr_t &h);
     void call_abort(Member &from, const ina_proto_hdr_t &h);
-    // A member's word on what a denied call cost it on the hosts (HOST_COST):
+    // A member's word on what a denied call cost it on the hosts
+    // (HOST_COST), or on what a whole call took it (CALL_TIME): counted and
     // passed to the scheduler.
-    void host_cost(Member &from, const ina_proto_hdr_t &h);
-    // A member's word on what a whole call took it (CALL_TIME): passed to
-    // the scheduler.
-    void call_time(Member &from, const ina_proto_hdr_t &h);
+    void call_word(Member &from, const ina_proto_hdr_t &h);
     // Whether `m` is a child agent: a member of a job of child agents. Its
     // loop answers a PING at once whatever it is doing (unlike a rank, which
     // may compute between a call's post and its wait without a word), so

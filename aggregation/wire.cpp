@@ -121,10 +121,8 @@ void serve(Aggregator &agg, WireSink &out, Member &from, const ina_proto_hdr_t &
         agg.call_abort(from, h);
         break;
     case INA_PROTO_HOST_COST:
-        agg.host_cost(from, h);
-        break;
     case INA_PROTO_CALL_TIME:
-        agg.call_time(from, h);
+        agg.call_word(from, h);
         break;
     case INA_PROTO_PING: { // liveness: answered whatever the calls are doing
         ina_proto_hdr_t pong;

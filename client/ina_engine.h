@@ -658,22 +658,18 @@ private:
     std::vector<ina_call *> free_;                 // recycled ones
     std::deque<Call *> active_;                    // posted, not retired, MID order
     std::map<uint64_t, Early> early_;              // by MID
-    // The latest call the agent denied (note_agent_denial), until reported.
-    struct Denial {
+    // A call the agent is to hear about (HOST_COST, CALL_TIME), until told.
+    struct Told {
         bool set = false;
         uint64_t mid = 0;
         uint8_t coll = 0;
         uint64_t bytes = 0;
     };
-    Denial denial_;
-    // The latest call posted, until its CALL_TIME is sent (or forgotten).
-    struct Posted {
-        bool set = false;
-        uint64_t mid = 0;
-        uint8_t coll = 0;
-        uint64_t bytes = 0;
-    };
-    Posted posted_;
+    // Send `type` (protocol `since` on) of call `w` taking `ns`, from member
+    // 0 only, and forget `w`: 1 sent, 0 nothing to send, or an error.
+    int tell(ina_proto_type_t type, unsigned since, Told &w, uint64_t ns);
+    Told denial_; // the latest call the agent denied (note_agent_denial)
+    Told posted_; // the latest call posted (CALL_TIME)
 };
 
 } // namespace ina::client

@@ -471,48 +471,38 @@ void Job::note_agent_denial(uint64_t mid, unsigned coll, uint64_t bytes)
     // Calls retire in MID order, but an early DENY is noted at its post:
     // keep the latest call's.
     if (!denial_.set || mid >= denial_.mid) {
-        denial_ = Denial{true, mid, static_cast<uint8_t>(coll), bytes};
+        denial_ = Told{true, mid, static_cast<uint8_t>(coll), bytes};
     }
+}
+
+int Job::tell(ina_proto_type_t type, unsigned since, Told &w, uint64_t ns)
+{
+    const Told t = w;
+    w = Told{}; // one word per call at most
+    // Member 0 speaks for the job, of the latest call posted only (a call
+    // that had no part here leaves an older one that is not its own).
+    if (!t.set || t.mid + 1 != next_mid_ || rank_ != 0 || ns == 0 || client_ == nullptr ||
+        client_->info().protocol < since) {
+        return 0;
+    }
+    ina_proto_hdr_t h;
+    ina_proto_init(&h, type);
+    h.jid = params_.jid;
+    h.rank = rank_;
+    h.coll = t.coll;
+    ina_proto_host_cost_set(&h, t.bytes, ns); // (CALL_TIME's fields are the same)
+    const int rc = client_->post_detached(h);
+    return rc == INA_OK ? 1 : rc;
 }
 
 int Job::host_cost(uint64_t ns)
 {
-    const Denial d = denial_;
-    denial_ = Denial{}; // one word per denied call at most
-    // Member 0 speaks for the job, of the latest call posted only (a call
-    // that had no part here leaves an older denial that is not its own).
-    if (!d.set || d.mid + 1 != next_mid_ || rank_ != 0 || ns == 0 || client_ == nullptr ||
-        client_->info().protocol < kHostCostProtocol) {
-        return 0;
-    }
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_HOST_COST);
-    h.jid = params_.jid;
-    h.rank = rank_;
-    h.coll = d.coll;
-    ina_proto_host_cost_set(&h, d.bytes, ns);
-    const int rc = client_->post_detached(h);
-    return rc == INA_OK ? 1 : rc;
+    return tell(INA_PROTO_HOST_COST, kHostCostProtocol, denial_, ns);
 }
 
 int Job::call_time(uint64_t ns)
 {
-    const Posted p = posted_;
-    posted_ = Posted{}; // one word per call at most
-    // Member 0 speaks for the job, of the latest call posted only (a call
-    // that had no part here leaves an older one that is not its own).
-    if (!p.set || p.mid + 1 != next_mid_ || rank_ != 0 || ns == 0 || client_ == nullptr ||
-        client_->info().protocol < kCallTimeProtocol) {
-        return 0;
-    }
-    ina_proto_hdr_t h;
-    ina_proto_init(&h, INA_PROTO_CALL_TIME);
-    h.jid = params_.jid;
-    h.rank = rank_;
-    h.coll = p.coll;
-    ina_proto_call_time_set(&h, p.bytes, ns);
-    const int rc = client_->post_detached(h);
-    return rc == INA_OK ? 1 : rc;
+    return tell(INA_PROTO_CALL_TIME, kCallTimeProtocol, posted_, ns);
 }
 
 ina_call *Job::acquire()
@@ -569,7 +559,7 @@ int Job::launch(const CallGeometry &g, bool wait_decision, ina_call **out, ina_c
     // Every rank consumes MIDs in the same order, whatever the outcome.
     const uint64_t mid = next_mid_++;
     cqe->mid = mid;
-    posted_ = Posted{true, mid, static_cast<uint8_t>(g.coll()), g.total_bytes()};
+    posted_ = Told{true, mid, static_cast<uint8_t>(g.coll()), g.total_bytes()};
     // What the verdict of the previous MID said (if this rank heard it).
     Opening open;
     open.ahead = ahead_mid_ == mid ? ahead_ : 1;

@@ -498,14 +498,17 @@ uint8_t ina_stripe_deny_status(const ina_stripe_t *stripe)
     return stripe != nullptr ? stripe->deny_status : 0;
 }
 
-uint32_t ina_stripe_host_cost(ina_stripe_t *stripe, uint64_t ns, uint32_t *dropped)
+namespace {
+// `tell` (ina_job_host_cost or ina_job_call_time) at every part's job: each
+// knows whether the latest call is its to tell (a part given back, or no
+// part of the call there, has nothing to say). Returns how many were sent.
+uint32_t tell_parts(ina_stripe_t *stripe, int (*tell)(ina_job_t *, uint64_t), uint64_t ns,
+                    uint32_t *dropped)
 {
     uint32_t sent = 0, failed = 0;
     if (stripe != nullptr) {
-        // Each part's job knows whether its agent denied the latest call
-        // (a part given back, or no part of the call there, has nothing to say).
         for (ina_job_t *j : stripe->jobs) {
-            const int rc = ina_job_host_cost(j, ns);
+            const int rc = tell(j, ns);
             sent += rc > 0 ? 1 : 0;
             failed += rc < 0 ? 1 : 0;
         }
@@ -515,22 +518,16 @@ uint32_t ina_stripe_host_cost(ina_stripe_t *stripe, uint64_t ns, uint32_t *dropp
     }
     return sent;
 }
+} // namespace
+
+uint32_t ina_stripe_host_cost(ina_stripe_t *stripe, uint64_t ns, uint32_t *dropped)
+{
+    return tell_parts(stripe, ina_job_host_cost, ns, dropped);
+}
 
 uint32_t ina_stripe_call_time(ina_stripe_t *stripe, uint64_t ns, uint32_t *dropped)
 {
-    uint32_t sent = 0, failed = 0;
-    if (stripe != nullptr) {
-        // Each part's job knows whether the latest call had a part there.
-        for (ina_job_t *j : stripe->jobs) {
-            const int rc = ina_job_call_time(j, ns);
-            sent += rc > 0 ? 1 : 0;
-            failed += rc < 0 ? 1 : 0;
-        }
-    }
-    if (dropped != nullptr) {
-        *dropped = failed;
-    }
-    return sent;
+    return tell_parts(stripe, ina_job_call_time, ns, dropped);
 }
 
 int ina_stripe_call_test(ina_stripe_call_t *call, ina_cqe_t *cqe)
