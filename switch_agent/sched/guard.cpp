@@ -110,9 +110,9 @@ agg::Verdict HarmGuard::serve(const agg::CallRequest &req, Job &j, double now, d
     auto at = waiting_at_.find({req.jid, req.mid});
     const bool first = at == waiting_at_.end();
     const double hold = first ? whole_hold(j, bytes) : at->second->hold;
+    const double host = judged_cost(j, req.coll, bytes);
     if ((first ? waiting_.empty() : at->second == waiting_.begin()) &&
         pool_.free_segs() >= req.window) {
-        const double host = judged_cost(j, req.coll, bytes);
         if (first && hold >= host) {
             return to_hosts(req); // even the whole pool is slower than the hosts
         }
@@ -129,7 +129,6 @@ agg::Verdict HarmGuard::serve(const agg::CallRequest &req, Job &j, double now, d
     }
     // Wait if what the open calls and the calls waiting before it have left,
     // and its own hold, end before the hosts would.
-    const double host = judged_cost(j, req.coll, bytes);
     const double wait = busy_for(now) + waiting_hold_;
     if (wait + hold >= host) {
         return to_hosts(req);
@@ -188,8 +187,7 @@ agg::Verdict HarmGuard::decide(const agg::CallRequest &req)
     }
     asked_.erase(call);
     if (v.kind == agg::Verdict::Kind::kGrant) {
-        const Job &me = j;
-        const double r = me.rate.samples() > 0 ? me.rate.mean() : rate();
+        const double r = j.rate.samples() > 0 ? j.rate.mean() : rate();
         try {
             const auto end = ends_.insert(now + bytes * r);
             try {
