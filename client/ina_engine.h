@@ -353,6 +353,12 @@ public:
     // what it offered the others is refused from now on.
     void rescue_abandon();
     bool recovering() const { return rescue_ != nullptr; }
+    // Ended lost (INA_ERR_LOST: to be settled with the other members) and
+    // no recovery started.
+    bool lost_unrecovered() const
+    {
+        return state_ == State::retired && cqe_.rc == INA_ERR_LOST && !rescue_;
+    }
     // Struck in flight: this member's BLOCKs had gone to an agent that then
     // fell silent or away, or to a tree that lost a part under the call
     // (INA_PROTO_F_IN_FLIGHT). A later call that a broken tree refused was

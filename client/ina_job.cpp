@@ -523,6 +523,17 @@ void Job::release(Call *call)
         // Freed in the middle of its recovery (its caller fell back or
         // failed): the others are told it cannot give what it offered.
         call->rescue_abandon();
+    } else if (call->lost_unrecovered() && has_peers()) {
+        // Lost with its agent and given up without a recovery: the caller
+        // settled it on the host (a node stage whose other stream fell
+        // back, a stripe whose other part did). A member still recovering
+        // it must hear "denied" from here, not wait for this one forever.
+        if (client_ != nullptr) {
+            client_->log(5, "job %u mid %llu: lost and given up by its caller (on the host): "
+                            "the others recovering it hear \"denied\"",
+                         params_.jid, static_cast<unsigned long long>(call->mid()));
+        }
+        note_denied(call->mid());
     }
     if (call->state() == Call::State::free) {
         if (client_ != nullptr) {

@@ -888,6 +888,76 @@ START_TEST(test_recover_member_without_job)
 }
 END_TEST
 
+// A member gives a lost call up without recovering it: its caller settled
+// the call on the host for a reason of its own (a node stage whose other
+// stream fell back; a stripe whose other part did). The others, recovering
+// it, hear "denied" from that member and settle on the host with it
+// (FALLBACK_DENIED), whether they asked before it freed the call (the
+// question waits for that) or after. Before, the question waited for an
+// answer that never came: a node leader recovering a stream's call whose
+// other node had already fallen back waited forever
+// (nojob-kill-np4-k2-alone, with Open MPI 5.0 under load).
+START_TEST(test_recover_member_gave_up)
+{
+    for (int asked_first = 0; asked_first < 2; ++asked_first) {
+        Group g(kRanks);
+        PeerLink link(g);
+        FloatSums warm(64);
+        g.run(warm.d);
+        warm.check();
+        g.hub.die_after(0); // the BLOCKs at the agent, no RESULT out
+        FloatSums f(3 * kSegBytes / sizeof(float));
+        const uint32_t quits = kRanks - 1;
+        std::vector<ina_call_t *> calls(kRanks, nullptr);
+        std::vector<int> phase(kRanks, 0); // 0 running, 1 recovering, 2 done
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ina_outcome_t outcome;
+            const int rc = ina_job_post(g.jobs[r], &f.d[r], &calls[r], &outcome);
+            ck_assert(rc == INA_OK || rc == INA_ERR_LOST);
+            ck_assert(calls[r] != nullptr);
+        }
+        ina_cqe_t cqe;
+        while (!ina_call_test(calls[quits], &cqe)) {
+        }
+        ck_assert_int_eq(cqe.rc, INA_ERR_LOST);
+        bool freed = false;
+        if (!asked_first) {
+            ina_call_free(calls[quits]); // settled on the host, no recovery
+            freed = true;
+        }
+        uint32_t left = quits, started = 0;
+        for (size_t spins = 0; left > 0; ++spins) {
+            ck_assert_msg(spins < 200000, "asked first %d: the recoveries did not end",
+                          asked_first);
+            link.deliver(g);
+            if (!freed && started == quits) {
+                // Every question to it is in (and waits): now it gives up.
+                ina_call_free(calls[quits]);
+                freed = true;
+            }
+            for (uint32_t r = 0; r < quits; ++r) {
+                if (phase[r] == 0 && ina_call_test(calls[r], &cqe)) {
+                    ck_assert_int_eq(cqe.rc, INA_ERR_LOST);
+                    ck_assert_int_eq(ina_call_recover_start(calls[r], 1), INA_OK);
+                    phase[r] = 1;
+                    ++started;
+                } else if (phase[r] == 1 && ina_call_recover_test(calls[r], &cqe)) {
+                    ck_assert_msg(cqe.rc == INA_OK && cqe.outcome == INA_FALLBACK_DENIED,
+                                  "asked first %d rank %u: rc %d outcome %d", asked_first, r,
+                                  cqe.rc, cqe.outcome);
+                    ck_assert_msg(freed, "rank %u settled before the member gave up", r);
+                    phase[r] = 2;
+                    --left;
+                }
+            }
+        }
+        for (uint32_t r = 0; r < quits; ++r) {
+            ina_call_free(calls[r]);
+        }
+    }
+}
+END_TEST
+
 // A tree's job (ina_job_set_groups: ranks 0-1 at leaf 0, 2-3 at leaf 1):
 // with the agent gone before any RESULT, every block is rebuilt by the
 // members, reduced as a tree of agents folds it, (r0 + r1) + (r2 + r3) in
@@ -1690,6 +1760,7 @@ int main()
                                 test_recover_staged,
                                 test_recover_rebuilds_take_turns,
                                 test_recover_member_without_job,
+                                test_recover_member_gave_up,
                                 test_recover_member_left,
                                 test_recover_tree_order,
                                 test_recover_deep_tree_order,
