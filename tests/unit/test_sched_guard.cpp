@@ -75,6 +75,27 @@ bool granted(const Verdict &v, size_t segs)
     return v.kind == Verdict::Kind::kGrant && v.lease.size() == segs;
 }
 
+// An 8-Seg pool, a clock the test moves, and a guard in front of a policy
+// made on them (policy<P>: P with a 100 ms idle limit).
+struct Rig {
+    using Now = HarmGuard::Now;
+    using Make = std::unique_ptr<ina::agg::Scheduler> (*)(SegPool &, const Now &);
+    explicit Rig(Make make, const GuardConfig &cfg = guard_config())
+        : guard(pool, make(pool, clock), cfg, clock)
+    {
+    }
+    SegPool pool{8, 64};
+    Clock::time_point now{};
+    Now clock = [this] { return now; };
+    HarmGuard guard;
+};
+
+template <typename P>
+std::unique_ptr<ina::agg::Scheduler> policy(SegPool &pool, const Rig::Now &clock)
+{
+    return std::make_unique<P>(pool, milliseconds(100), clock);
+}
+
 } // namespace
 
 Clock::duration secs(double s)
@@ -91,11 +112,10 @@ Clock::duration secs(double s)
 // policy, which denies it again. Every lease comes back.
 START_TEST(test_guard_ledger)
 {
-    SegPool pool(8, 64);
-    Clock::time_point now{};
-    auto clock = [&now] { return now; };
-    HarmGuard guard(pool, std::make_unique<ExclusiveScheduler>(pool, milliseconds(100), clock),
-                    guard_config(), clock);
+    Rig rig(policy<ExclusiveScheduler>);
+    SegPool &pool = rig.pool;
+    Clock::time_point &now = rig.now;
+    HarmGuard &guard = rig.guard;
     two_jobs(guard);
     Verdict a = guard.decide(req(1, 0, 0));
     ck_assert(granted(a, 8));
@@ -138,11 +158,9 @@ END_TEST
 // same words count.
 START_TEST(test_guard_alone)
 {
-    SegPool pool(8, 64);
-    Clock::time_point now{};
-    auto clock = [&now] { return now; };
-    HarmGuard guard(pool, std::make_unique<PartitionScheduler>(pool, milliseconds(100), clock),
-                    guard_config(), clock);
+    Rig rig(policy<PartitionScheduler>);
+    SegPool &pool = rig.pool;
+    HarmGuard &guard = rig.guard;
     guard.on_job_created(JobInfo{1, 4, 4, 8, 1});
     guard.on_call_time(1, INA_COLL_ALLREDUCE, 1 << 20, 10 * kHostSecs);
     ck_assert(!guard.harmed(1));
@@ -164,11 +182,9 @@ END_TEST
 // class; alone it is not probed.
 START_TEST(test_guard_probe)
 {
-    SegPool pool(8, 64);
-    Clock::time_point now{};
-    auto clock = [&now] { return now; };
-    HarmGuard guard(pool, std::make_unique<PartitionScheduler>(pool, milliseconds(100), clock),
-                    guard_config(), clock);
+    Rig rig(policy<PartitionScheduler>);
+    SegPool &pool = rig.pool;
+    HarmGuard &guard = rig.guard;
     guard.on_job_created(JobInfo{1, 4, 4, 8, 1});
     Verdict a = guard.decide(req(1, 0, 0));
     ck_assert(granted(a, 8)); // alone
@@ -203,12 +219,9 @@ END_TEST
 // would judge the agent by itself.
 START_TEST(test_guard_unknown_cost)
 {
-    SegPool pool(8, 64);
-    Clock::time_point now{};
-    auto clock = [&now] { return now; };
     GuardConfig cfg; // (beta 0: the agent's rate)
-    HarmGuard guard(pool, std::make_unique<PartitionScheduler>(pool, milliseconds(100), clock), cfg,
-                    clock);
+    Rig rig(policy<PartitionScheduler>, cfg);
+    HarmGuard &guard = rig.guard;
     guard.on_job_created(JobInfo{1, 4, 4, 8, 1});
     guard.on_job_created(JobInfo{2, 4, 4, 8, 2});
     guard.on_call_time(1, INA_COLL_ALLREDUCE, 1 << 20, 1.0);
@@ -230,11 +243,10 @@ END_TEST
 // pool is slower than the hosts, so tenant 2's calls go to them.
 START_TEST(test_guard_seen_slow)
 {
-    SegPool pool(8, 64);
-    Clock::time_point now{};
-    auto clock = [&now] { return now; };
-    HarmGuard guard(pool, std::make_unique<PartitionScheduler>(pool, milliseconds(100), clock),
-                    guard_config(), clock);
+    Rig rig(policy<PartitionScheduler>);
+    SegPool &pool = rig.pool;
+    Clock::time_point &now = rig.now;
+    HarmGuard &guard = rig.guard;
     guard.on_job_created(JobInfo{1, 4, 4, 8, 1});
     Verdict alone = guard.decide(req(1, 9, 0)); // (alone: not judged)
     ck_assert(granted(alone, 8));
@@ -273,11 +285,10 @@ END_TEST
 // would have outlasted the hosts (the holder stalls).
 START_TEST(test_guard_give_up)
 {
-    SegPool pool(8, 64);
-    Clock::time_point now{};
-    auto clock = [&now] { return now; };
-    HarmGuard guard(pool, std::make_unique<ExclusiveScheduler>(pool, milliseconds(100), clock),
-                    guard_config(), clock);
+    Rig rig(policy<ExclusiveScheduler>);
+    SegPool &pool = rig.pool;
+    Clock::time_point &now = rig.now;
+    HarmGuard &guard = rig.guard;
     two_jobs(guard);
     CallRequest big = req(1, 0, 0);
     big.total = 1 << 20; // 4 MiB: 3.4 ms predicted
