@@ -247,13 +247,13 @@ void Aggregator::call_word(Member &from, const ina_proto_hdr_t &h)
     if (job == nullptr) {
         return;
     }
-    const uint64_t ns = ina_proto_host_cost_ns(&h);
+    const uint64_t ns = ina_proto_timing_ns(&h);
     if (ns == 0) {
         reject(&from, h, INA_PROTO_ERR_MALFORMED,
                cost ? "a HOST_COST of no time" : "a CALL_TIME of no time");
         return;
     }
-    const uint64_t bytes = ina_proto_host_cost_bytes(&h);
+    const uint64_t bytes = ina_proto_timing_bytes(&h);
     const double secs = static_cast<double>(ns) * 1e-9;
     if (cost) {
         ++counters_.host_costs;

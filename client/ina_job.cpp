@@ -490,7 +490,7 @@ int Job::tell(ina_proto_type_t type, unsigned since, Told &w, uint64_t ns)
     h.jid = params_.jid;
     h.rank = rank_;
     h.coll = t.coll;
-    ina_proto_host_cost_set(&h, t.bytes, ns); // (CALL_TIME's fields are the same)
+    ina_proto_timing_set(&h, t.bytes, ns);
     const int rc = client_->post_detached(h);
     return rc == INA_OK ? 1 : rc;
 }

@@ -215,7 +215,7 @@
  *                     that the agent denied cost the sender on the hosts (its
  *                     host algorithm, from its start to its end; not the
  *                     wait for the verdict), for the scheduler to weigh real
- *                     costs instead of its model (ina_proto_host_cost_*: the
+ *                     costs instead of its model (ina_proto_timing_*: the
  *                     call's result vector in bytes, on the wire arg; the
  *                     time in nanoseconds, on the wire mid). Sent by the
  *                     job's member 0, at most once per denied call; the
@@ -227,7 +227,7 @@
  *                     end, whatever the verdict (the wait for it, then the
  *                     agent's service or the host algorithm), for the
  *                     scheduler to judge whether sharing the agent harms the
- *                     job (ina_proto_call_time_*: bytes on arg, nanoseconds on
+ *                     job (ina_proto_timing_*: bytes on arg, nanoseconds on
  *                     mid, as HOST_COST). Sent by the job's member 0, at most
  *                     once per call, for calls of the component's
  *                     coll_ina_call_time_min_bytes or more; answered as
@@ -655,34 +655,19 @@ static inline unsigned ina_proto_error_rejected(const ina_proto_hdr_t *h)
     return h->op;
 }
 
-/* HOST_COST: the denied call's result vector in bytes, and what it cost the
- * sender on the hosts in nanoseconds. */
-static inline void ina_proto_host_cost_set(ina_proto_hdr_t *h, uint64_t bytes, uint64_t ns)
+/* HOST_COST and CALL_TIME: the call's result vector in bytes, and a time
+ * in nanoseconds: what the denied call cost the sender on the hosts
+ * (HOST_COST), or what the whole call took the sender (CALL_TIME). */
+static inline void ina_proto_timing_set(ina_proto_hdr_t *h, uint64_t bytes, uint64_t ns)
 {
     h->arg = bytes;
     h->mid = ns;
 }
-static inline uint64_t ina_proto_host_cost_bytes(const ina_proto_hdr_t *h)
+static inline uint64_t ina_proto_timing_bytes(const ina_proto_hdr_t *h)
 {
     return h->arg;
 }
-static inline uint64_t ina_proto_host_cost_ns(const ina_proto_hdr_t *h)
-{
-    return h->mid;
-}
-
-/* CALL_TIME: the call's result vector in bytes, and what the whole call
- * took the sender in nanoseconds. */
-static inline void ina_proto_call_time_set(ina_proto_hdr_t *h, uint64_t bytes, uint64_t ns)
-{
-    h->arg = bytes;
-    h->mid = ns;
-}
-static inline uint64_t ina_proto_call_time_bytes(const ina_proto_hdr_t *h)
-{
-    return h->arg;
-}
-static inline uint64_t ina_proto_call_time_ns(const ina_proto_hdr_t *h)
+static inline uint64_t ina_proto_timing_ns(const ina_proto_hdr_t *h)
 {
     return h->mid;
 }

@@ -175,7 +175,7 @@ int main()
             h.jid = jid;
             h.rank = rank;
             h.coll = INA_COLL_ALLREDUCE;
-            ina_proto_host_cost_set(&h, 40000, 2500000);
+            ina_proto_timing_set(&h, 40000, 2500000);
             return h;
         };
         auto refused = [](Client &c, ina_proto_type_t type, ina_proto_status_t want,

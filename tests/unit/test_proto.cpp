@@ -151,13 +151,13 @@ Msg valid_msg(ina_proto_type_t type)
         m.hdr.jid = 7;
         m.hdr.rank = 0;
         m.hdr.coll = INA_COLL_ALLREDUCE;
-        ina_proto_host_cost_set(&m.hdr, 8u << 20, 40000000);
+        ina_proto_timing_set(&m.hdr, 8u << 20, 40000000);
         break;
     case INA_PROTO_CALL_TIME: // an 8 MiB allreduce took 25 ms in all
         m.hdr.jid = 7;
         m.hdr.rank = 0;
         m.hdr.coll = INA_COLL_ALLREDUCE;
-        ina_proto_call_time_set(&m.hdr, 8u << 20, 25000000);
+        ina_proto_timing_set(&m.hdr, 8u << 20, 25000000);
         break;
     case INA_PROTO_PING: // a probe and its answer: the cookie only
     case INA_PROTO_PONG:
@@ -1398,13 +1398,13 @@ void check_call_word(const Msg &good)
 START_TEST(test_host_cost)
 {
     const Msg cost = valid_msg(INA_PROTO_HOST_COST);
-    ck_assert_uint_eq(ina_proto_host_cost_bytes(&cost.hdr), 8u << 20);
-    ck_assert_uint_eq(ina_proto_host_cost_ns(&cost.hdr), 40000000);
+    ck_assert_uint_eq(ina_proto_timing_bytes(&cost.hdr), 8u << 20);
+    ck_assert_uint_eq(ina_proto_timing_ns(&cost.hdr), 40000000);
     ck_assert_str_eq(ina_proto_type_name(INA_PROTO_HOST_COST), "HOST_COST");
     check_call_word(cost);
     const Msg time = valid_msg(INA_PROTO_CALL_TIME);
-    ck_assert_uint_eq(ina_proto_call_time_bytes(&time.hdr), 8u << 20);
-    ck_assert_uint_eq(ina_proto_call_time_ns(&time.hdr), 25000000);
+    ck_assert_uint_eq(ina_proto_timing_bytes(&time.hdr), 8u << 20);
+    ck_assert_uint_eq(ina_proto_timing_ns(&time.hdr), 25000000);
     ck_assert_str_eq(ina_proto_type_name(INA_PROTO_CALL_TIME), "CALL_TIME");
     check_call_word(time);
 }
