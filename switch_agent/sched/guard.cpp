@@ -99,7 +99,7 @@ double HarmGuard::ledger(uint32_t jid) const
 
 agg::Verdict HarmGuard::to_hosts(const agg::CallRequest &req)
 {
-    forget_waiting(req.jid, req.mid);
+    waiting_.erase(req.jid, req.mid);
     ++to_hosts_;
     return agg::Verdict::deny(INA_PROTO_ERR_BUSY);
 }
@@ -107,40 +107,33 @@ agg::Verdict HarmGuard::to_hosts(const agg::CallRequest &req)
 agg::Verdict HarmGuard::serve(const agg::CallRequest &req, Job &j, double now, double bytes,
                               bool &mine)
 {
-    auto at = waiting_at_.find({req.jid, req.mid});
-    const bool first = at == waiting_at_.end();
-    const double hold = first ? whole_hold(j, bytes) : at->second->hold;
+    auto at = waiting_.find(req.jid, req.mid);
+    const bool first = at == waiting_.end();
+    const double hold = first ? whole_hold(j, bytes) : at->hold;
     const double host = judged_cost(j, req.coll, bytes);
-    if ((first ? waiting_.empty() : at->second == waiting_.begin()) &&
+    if ((first ? waiting_.empty() : waiting_.first(at)) &&
         pool_.free_segs() >= req.window) {
         if (first && hold >= host) {
             return to_hosts(req); // even the whole pool is slower than the hosts
         }
         std::vector<uint32_t> lease;
         if (pool_.acquire(req.window, lease)) { // (cannot fail: the pool had it)
-            forget_waiting(req.jid, req.mid);
+            waiting_.erase(req.jid, req.mid);
             mine = true;
             ++served_;
             return agg::Verdict::grant(std::move(lease));
         }
     }
     if (!first) {
-        return now > at->second->give_up ? to_hosts(req) : agg::Verdict::defer();
+        return now > at->give_up ? to_hosts(req) : agg::Verdict::defer();
     }
     // Wait if what the open calls and the calls waiting before it have left,
     // and its own hold, end before the hosts would.
-    const double wait = busy_for(now) + waiting_hold_;
+    const double wait = busy_for(now) + waiting_.hold();
     if (wait + hold >= host) {
         return to_hosts(req);
     }
-    waiting_.push_back(Waiting{req.jid, req.mid, j.tenant, now + (host - hold), hold});
-    try {
-        waiting_at_.emplace(std::make_pair(req.jid, req.mid), std::prev(waiting_.end()));
-    } catch (...) {
-        waiting_.pop_back();
-        throw;
-    }
-    waiting_hold_ += hold;
+    waiting_.push(Waiting{req.jid, req.mid, j.tenant, now + (host - hold), hold});
     return agg::Verdict::defer();
 }
 
@@ -160,7 +153,7 @@ agg::Verdict HarmGuard::decide(const agg::CallRequest &req)
         // members to measure (HOST_COST).
         ++probes_;
         v = agg::Verdict::deny(INA_PROTO_ERR_BUSY);
-    } else if (!policy_deferred && (waiting_at_.count(call) != 0 || is_harmed(j))) {
+    } else if (!policy_deferred && (waiting_.waits(req.jid, req.mid) || is_harmed(j))) {
         v = serve(req, j, now, bytes, mine);
     } else if (!policy_deferred && !waiting_.empty() && waiting_.front().tenant != j.tenant) {
         // A harmed call of another tenant waits for the pool: no new call
@@ -227,8 +220,8 @@ void HarmGuard::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &
 {
     const Call call{jid, mid};
     asked_.erase(call);
-    if (waiting_at_.count(call) != 0) {
-        forget_waiting(jid, mid); // ended while it waited here: not the policy's
+    if (waiting_.waits(jid, mid)) {
+        waiting_.erase(jid, mid); // ended while it waited here: not the policy's
         pool_.release(lease);
         lease.clear();
         return;
@@ -313,19 +306,6 @@ void HarmGuard::on_call_time(uint32_t jid, uint8_t coll, uint64_t bytes, double 
         }
     }
     policy_->on_call_time(jid, coll, bytes, secs);
-}
-
-void HarmGuard::forget_waiting(uint32_t jid, uint64_t mid) noexcept
-{
-    auto at = waiting_at_.find({jid, mid});
-    if (at != waiting_at_.end()) {
-        waiting_hold_ -= at->second->hold;
-        waiting_.erase(at->second);
-        waiting_at_.erase(at);
-        if (waiting_.empty()) {
-            waiting_hold_ = 0;
-        }
-    }
 }
 
 } // namespace ina::sched

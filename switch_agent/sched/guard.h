@@ -50,7 +50,6 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <set>
@@ -61,6 +60,7 @@
 #include "sched/host_cost.h"
 #include "sched/predictor.h"
 #include "sched/score.h"
+#include "sched/wait_line.h"
 #include "seg_pool.h"
 
 namespace ina::sched {
@@ -144,7 +144,6 @@ private:
         double give_up; // after this, the hosts would have been faster
         double hold;    // its predicted hold
     };
-    using WaitList = std::list<Waiting>;
     using Call = std::pair<uint32_t, uint64_t>;
 
     double now_s() const;
@@ -172,7 +171,6 @@ private:
     // Serve a harmed job's call (see above).
     agg::Verdict serve(const agg::CallRequest &req, Job &j, double now, double bytes, bool &mine);
     agg::Verdict to_hosts(const agg::CallRequest &req);
-    void forget_waiting(uint32_t jid, uint64_t mid) noexcept;
 
     agg::SegPool &pool_;
     std::unique_ptr<agg::Scheduler> policy_;
@@ -184,9 +182,7 @@ private:
     std::map<Call, double> asked_;         // calls without a verdict: since when
     std::map<Call, Granted> granted_;
     std::multiset<double> ends_; // the granted calls' predicted ends
-    WaitList waiting_;
-    std::map<Call, WaitList::iterator> waiting_at_;
-    double waiting_hold_ = 0;
+    WaitLine<Waiting> waiting_; // harmed calls waiting for the whole window
     // Calls the policy put off: it decides them until it is done with them.
     std::set<Call> deferred_;
     Estimate rate_;  // seconds per byte of large granted calls

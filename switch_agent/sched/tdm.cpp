@@ -172,35 +172,21 @@ agg::Verdict TdmScheduler::grant(const agg::CallRequest &req, JobState &j, uint3
 }
 
 agg::Verdict TdmScheduler::serve_waiting(const agg::CallRequest &req, JobState &j,
-                                         WaitList::iterator w, double now)
+                                         WaitLine<Waiting>::iterator w, double now)
 {
     const Waiting &mine = *w;
-    if (w == waiting_.begin() && pool_.free_segs() >= mine.lease) {
+    if (waiting_.first(w) && pool_.free_segs() >= mine.lease) {
         agg::Verdict v = grant(req, j, mine.lease, now, mine.bytes); // (the pool has it)
         if (v.kind == agg::Verdict::Kind::kGrant) {
-            forget_waiting(req.jid, req.mid);
+            waiting_.erase(req.jid, req.mid);
         }
         return v;
     }
     if (now - mine.since > cfg_.wait_limit * mine.host) {
-        forget_waiting(req.jid, req.mid);
+        waiting_.erase(req.jid, req.mid);
         return deny(j, INA_PROTO_ERR_BUSY); // misjudged: the hosts after all
     }
     return agg::Verdict::defer();
-}
-
-void TdmScheduler::forget_waiting(uint32_t jid, uint64_t mid) noexcept
-{
-    auto at = waiting_at_.find({jid, mid});
-    if (at == waiting_at_.end()) {
-        return;
-    }
-    waiting_hold_ -= at->second->hold;
-    waiting_.erase(at->second);
-    waiting_at_.erase(at);
-    if (waiting_.empty()) {
-        waiting_hold_ = 0; // no rounding left over
-    }
 }
 
 agg::Verdict TdmScheduler::wait_or_deny(const agg::CallRequest &req, JobState &j, uint32_t want,
@@ -216,16 +202,9 @@ agg::Verdict TdmScheduler::wait_or_deny(const agg::CallRequest &req, JobState &j
         }
         const double host = host_cost(j, req.coll, bytes);
         const double mine = hold(j, bytes);
-        if (busy_for(j.tenant, now) + waiting_hold_ + mine < host ||
+        if (busy_for(j.tenant, now) + waiting_.hold() + mine < host ||
             j.denied >= cfg_.wait_after_denied) {
-            waiting_.push_back(Waiting{req.jid, req.mid, want, mine, now, host, bytes});
-            try {
-                waiting_at_.emplace(std::make_pair(req.jid, req.mid), std::prev(waiting_.end()));
-            } catch (...) {
-                waiting_.pop_back();
-                throw;
-            }
-            waiting_hold_ += mine;
+            waiting_.push(Waiting{req.jid, req.mid, want, mine, now, host, bytes});
             return agg::Verdict::defer();
         }
     }
@@ -237,9 +216,9 @@ agg::Verdict TdmScheduler::decide(const agg::CallRequest &req)
     const double now = now_s();
     JobState &me = job(req.jid, req.nmembers);
     if (req.asked > 0) {
-        auto w = waiting_at_.find({req.jid, req.mid});
-        if (w != waiting_at_.end()) {
-            return serve_waiting(req, me, w->second, now);
+        auto w = waiting_.find(req.jid, req.mid);
+        if (w != waiting_.end()) {
+            return serve_waiting(req, me, w, now);
         }
     }
     const uint64_t tenant = agg::tenant_key(req);
@@ -319,7 +298,7 @@ agg::Verdict TdmScheduler::decide(const agg::CallRequest &req)
 
 void TdmScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &lease)
 {
-    forget_waiting(jid, mid); // (one that waited and ended without a grant)
+    waiting_.erase(jid, mid); // (one that waited and ended without a grant)
     auto it = jobs_.find(jid);
     if (it != jobs_.end()) {
         JobState &j = it->second;

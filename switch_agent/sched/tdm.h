@@ -73,7 +73,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <list>
 #include <map>
 #include <set>
 #include <utility>
@@ -84,6 +83,7 @@
 #include "sched/need.h"
 #include "sched/predictor.h"
 #include "sched/score.h"
+#include "sched/wait_line.h"
 #include "seg_pool.h"
 
 namespace ina::sched {
@@ -195,7 +195,6 @@ private:
         double host;    // its predicted cost on the hosts
         double bytes;
     };
-    using WaitList = std::list<Waiting>;
     struct JobState {
         uint32_t id = 0; // its JID
         uint32_t nmembers = 1;
@@ -228,7 +227,7 @@ private:
     agg::Verdict grant(const agg::CallRequest &req, JobState &j, uint32_t want, double now,
                        double bytes);
     // A call that waits, asked again.
-    agg::Verdict serve_waiting(const agg::CallRequest &req, JobState &j, WaitList::iterator w,
+    agg::Verdict serve_waiting(const agg::CallRequest &req, JobState &j, WaitLine<Waiting>::iterator w,
                                double now);
     // What the other tenants' open calls have left to run, predicted.
     double busy_for(uint64_t tenant, double now) const;
@@ -236,7 +235,6 @@ private:
     // hosts (`wait`), else deny BUSY.
     agg::Verdict wait_or_deny(const agg::CallRequest &req, JobState &j, uint32_t want, double now,
                               double bytes);
-    void forget_waiting(uint32_t jid, uint64_t mid) noexcept;
 
     // The indexes. index() puts a job that is in none into all (or, if an
     // allocation fails, into none: a std::bad_alloc leaves a job out of the
@@ -270,12 +268,9 @@ private:
     Estimate rate_;                               // seconds per byte of large granted calls
     NeedEstimate need_;                           // auto
     // Open granted calls by predicted end (with their tenant), and the calls
-    // that wait (with `wait`): the list in arrival order, an index by (JID,
-    // MID), and their predicted holds summed.
+    // that wait (with `wait`), in arrival order.
     std::multiset<std::pair<double, uint64_t>> ends_;
-    WaitList waiting_;
-    std::map<std::pair<uint32_t, uint64_t>, WaitList::iterator> waiting_at_;
-    double waiting_hold_ = 0;
+    WaitLine<Waiting> waiting_;
 };
 
 } // namespace ina::sched
