@@ -367,6 +367,26 @@ struct FloatSums {
     std::vector<ina_coll_desc_t> d;
 };
 
+// ALLREDUCE of int32 on every rank: element i of rank r is i + r; the
+// results read `fill` until a call writes them. Every rank's result is
+// the exact sum.
+struct IntSums {
+    explicit IntSums(size_t n, int32_t fill = 0)
+        : in(kRanks, std::vector<int32_t>(n)), out(kRanks, std::vector<int32_t>(n, fill)),
+          d(kRanks)
+    {
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            for (size_t i = 0; i < n; ++i) {
+                in[r][i] = static_cast<int32_t>(i + r);
+            }
+            d[r] = ina_coll_desc_t{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, in[r].data(),
+                                   out[r].data(), n, 0, nullptr};
+        }
+    }
+    std::vector<std::vector<int32_t>> in, out;
+    std::vector<ina_coll_desc_t> d;
+};
+
 START_TEST(test_allreduce_float_exact)
 {
     Group g(kRanks);
@@ -1166,16 +1186,9 @@ START_TEST(test_call_abort_falls_back_everywhere)
 {
     Group g(kRanks);
     const size_t n = 1000; // four blocks
-    std::vector<std::vector<int32_t>> in(kRanks, std::vector<int32_t>(n));
-    std::vector<std::vector<int32_t>> out(kRanks, std::vector<int32_t>(n, -7));
-    std::vector<ina_coll_desc_t> d(kRanks);
-    for (uint32_t r = 0; r < kRanks; ++r) {
-        for (size_t i = 0; i < n; ++i) {
-            in[r][i] = static_cast<int32_t>(i + r);
-        }
-        d[r] = ina_coll_desc_t{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, in[r].data(),
-                               out[r].data(), n, 0, nullptr};
-    }
+    IntSums sums(n, -7);
+    std::vector<std::vector<int32_t>> &out = sums.out;
+    std::vector<ina_coll_desc_t> &d = sums.d;
     ina_call_t *calls[2] = {nullptr, nullptr};
     for (uint32_t r = 0; r < 2; ++r) {
         ina_outcome_t outcome;
@@ -1217,14 +1230,8 @@ START_TEST(test_host_cost_after_denial)
 {
     for (int previous = 0; previous <= 1; ++previous) {
         Group g(kRanks, 0, kSegBytes, previous ? -2 : 0);
-        const size_t n = 1000;
-        std::vector<std::vector<int32_t>> in(kRanks, std::vector<int32_t>(n, 1));
-        std::vector<std::vector<int32_t>> out(kRanks, std::vector<int32_t>(n));
-        std::vector<ina_coll_desc_t> d(kRanks);
-        for (uint32_t r = 0; r < kRanks; ++r) {
-            d[r] = ina_coll_desc_t{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, in[r].data(),
-                                   out[r].data(), n, 0, nullptr};
-        }
+        IntSums sums(1000);
+        std::vector<ina_coll_desc_t> &d = sums.d;
         auto deny_all = [&] {
             g.hub.sched().mode = SwitchScheduler::Mode::deny;
             for (uint32_t r = 0; r < kRanks; ++r) {
@@ -1268,13 +1275,8 @@ START_TEST(test_call_time)
     for (int previous = 0; previous <= 1; ++previous) {
         Group g(kRanks, 0, kSegBytes, previous ? -1 : 0);
         const size_t n = 1000;
-        std::vector<std::vector<int32_t>> in(kRanks, std::vector<int32_t>(n, 1));
-        std::vector<std::vector<int32_t>> out(kRanks, std::vector<int32_t>(n));
-        std::vector<ina_coll_desc_t> d(kRanks);
-        for (uint32_t r = 0; r < kRanks; ++r) {
-            d[r] = ina_coll_desc_t{INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, in[r].data(),
-                                   out[r].data(), n, 0, nullptr};
-        }
+        IntSums sums(n);
+        std::vector<ina_coll_desc_t> &d = sums.d;
         const ina::agg::Counters &c = g.hub.agg().counters();
         const std::vector<SwitchScheduler::Told> &told = g.hub.sched().told;
         const int want = previous ? 0 : 1;
