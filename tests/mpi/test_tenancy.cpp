@@ -32,9 +32,12 @@
 // older protocol), every other rank none, and no rank dropped one. With
 // -t A,B, the whole calls' times (CALL_TIME, coll_ina_call_time_min_bytes):
 // A's rank 0 sent A (one per blocking call of A's that reached the agent),
-// B's rank 0 sent B, every other rank none, and none was dropped.
+// B's rank 0 sent B, every other rank none, and none was dropped. With
+// -g N, every B rank ran N calls on the hosts' grid (coll_ina_grid_calls:
+// B's hosts a group of the topology's grid, coll_ina_host grid), every A
+// rank none.
 //
-// usage: test_tenancy -p tdm|exclusive|partition [-h N] [-t A,B]
+// usage: test_tenancy -p tdm|exclusive|partition [-h N] [-t A,B] [-g N]
 #include "ina_mpi_test.h"
 
 #include <cstdlib>
@@ -105,9 +108,12 @@ int main(int argc, char **argv)
     std::string policy;
     long long host_costs = -1; // -h: what B's rank 0 sent (-1: not checked)
     long long times_a = -1, times_b = -1; // -t: CALL_TIMEs A's and B's rank 0 sent
+    long long grid_b = -1; // -g: calls each B rank ran on the grid's rings
     for (int i = 1; i + 1 < argc; ++i) {
         if (std::strcmp(argv[i], "-p") == 0) {
             policy = argv[i + 1];
+        } else if (std::strcmp(argv[i], "-g") == 0) {
+            grid_b = std::atoll(argv[i + 1]);
         } else if (std::strcmp(argv[i], "-h") == 0) {
             host_costs = std::atoll(argv[i + 1]);
         } else if (std::strcmp(argv[i], "-t") == 0 &&
@@ -217,6 +223,12 @@ int main(int argc, char **argv)
         checks += 2;
         INA_CHECK(sent == want, "call times sent: %lld, want %lld", sent, want);
         INA_CHECK(dropped == 0, "call times dropped: %lld", dropped);
+    }
+    if (grid_b >= 0) {
+        const long long want = in_a ? 0 : grid_b;
+        const long long ran = c.read("coll_ina_grid_calls", mine);
+        ++checks;
+        INA_CHECK(ran == want, "calls on the grid's rings: %lld, want %lld", ran, want);
     }
     MPI_Comm_free(&mine);
     c.close();
