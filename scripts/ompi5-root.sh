@@ -16,11 +16,12 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 root=${INA_OMPI5_ROOT:-/var/cache/ina/trixie}
 [ "$(id -u)" = 0 ] || { echo "ompi5-root.sh: run as root (mmdebstrap, chroot)" >&2; exit 2; }
 
-# What scripts/setup.sh installs on Debian 12, less what only the fuzzers,
+# What scripts/setup.sh installs on Debian 12 (gdb: a scenario about to time
+# out prints its ranks' stacks), less what only the fuzzers,
 # the metrics checks and RDMA hardware need.
 pkgs=build-essential,autoconf,automake,libtool,pkg-config,libopenmpi-dev,openmpi-bin,libucx-dev
 pkgs+=,ucx-utils,libhwloc-dev,check,procps,libinih-dev,libsystemd-dev,libmicrohttpd-dev
-pkgs+=,nlohmann-json3-dev,curl,prometheus,dpkg-dev,ca-certificates
+pkgs+=,nlohmann-json3-dev,curl,prometheus,dpkg-dev,ca-certificates,gdb
 
 mount_all() {
   mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"

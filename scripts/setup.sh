@@ -5,7 +5,8 @@
 # component into Open MPI's own component dir; otherwise under $HOME, see
 # README). Safe to run again.
 #   --fuzz  also install clang and its libFuzzer for the fuzzers of
-#           tests/fuzz (scripts/check.sh asks for it)
+#           tests/fuzz, and gdb, with which an MPI scenario about to time
+#           out prints its ranks' stacks (scripts/check.sh asks for it)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -20,7 +21,7 @@ pkgs=(build-essential autoconf automake libtool pkg-config
       rdma-core ibverbs-providers librdmacm1
       libinih-dev libsystemd-dev libmicrohttpd-dev nlohmann-json3-dev curl prometheus)
 case "${1:-}" in
-  --fuzz) pkgs+=(clang libclang-rt-dev) ;;
+  --fuzz) pkgs+=(clang libclang-rt-dev gdb) ;;
   "") ;;
   *) echo "usage: setup.sh [--fuzz]" >&2; exit 2 ;;
 esac

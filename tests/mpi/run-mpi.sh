@@ -149,11 +149,46 @@ fi
 args+=($EXTRA_MCA)
 ARGS=${ARGS//@SWITCHCTL@/$builddir/switch_agent/ina-switchctl}
 echo "+ $mpirun ${args[*]} ./$PROG $ARGS"
+# A job about to time out: every thread's stack of each of its ranks (the
+# processes named $PROG under the launcher), into $out, where gdb is
+# installed (scripts/check.sh installs it): a hang found by CI says where.
+# From 3 s before the limit; the ranks go on until the limit kills them.
+descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
+dump_stacks() {
+  command -v gdb >/dev/null || return 0
+  local p
+  for p in $(descendants "$1"); do
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "${PROG:0:15}" ] || continue
+    echo "+ stacks of $PROG process $p, about to time out:"
+    timeout 30 gdb -q -batch -nx -p "$p" -ex "thread apply all bt 40" 2>&1 |
+      grep -E '^(Thread|#)' | sed 's/^/    /'
+  done
+}
 run_job() {
   start=$SECONDS
   # shellcheck disable=SC2086
-  timeout -k 10 "$TIMEOUT" "$mpirun" "${args[@]}" "./$PROG" $ARGS >"$out" 2>&1
+  timeout -k 10 "$TIMEOUT" "$mpirun" "${args[@]}" "./$PROG" $ARGS >"$out" 2>&1 &
+  local job=$! stacks="$work/stacks"
+  (
+    exec >/dev/null 2>&1 # never the test driver's pipe: it must close with the job
+    until_dump=$(((TIMEOUT > 6 ? TIMEOUT - 3 : 3) * 5))
+    while kill -0 "$job" 2>/dev/null; do
+      if [ "$until_dump" -le 0 ]; then
+        dump_stacks "$job" >"$stacks"
+        break
+      fi
+      until_dump=$((until_dump - 1))
+      sleep 0.2
+    done
+  ) &
+  local watch=$!
+  wait "$job"
   rc=$?
+  wait "$watch"
+  if [ -s "$stacks" ]; then
+    cat "$stacks" >>"$out"
+    rm -f "$stacks"
+  fi
 }
 run_job
 # Open MPI 4.1.4's launcher loses show_help messages now and then on a
