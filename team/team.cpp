@@ -195,27 +195,28 @@ int Team::peer_message(uint32_t from, const void *msg, size_t len)
     return job_ != nullptr ? ina_job_peer_message(job_, from, msg, len) : 0;
 }
 
-uint32_t Team::host_cost(uint64_t ns, uint32_t *dropped)
+uint32_t Team::tell(int (*job_tell)(ina_job_t *, uint64_t),
+                    uint32_t (*stripe_tell)(ina_stripe_t *, uint64_t, uint32_t *), uint64_t ns,
+                    uint32_t *dropped)
 {
     *dropped = 0;
     if (stripe_ != nullptr) {
-        return ina_stripe_host_cost(stripe_, ns, dropped);
+        return stripe_tell(stripe_, ns, dropped);
     }
     // A flat job, a tree's leaf, or the node stage's stream this rank leads.
-    const int rc = job_ != nullptr ? ina_job_host_cost(job_, ns) : 0;
+    const int rc = job_ != nullptr ? job_tell(job_, ns) : 0;
     *dropped = rc < 0 ? 1 : 0;
     return rc > 0 ? 1 : 0;
 }
 
+uint32_t Team::host_cost(uint64_t ns, uint32_t *dropped)
+{
+    return tell(ina_job_host_cost, ina_stripe_host_cost, ns, dropped);
+}
+
 uint32_t Team::call_time(uint64_t ns, uint32_t *dropped)
 {
-    *dropped = 0;
-    if (stripe_ != nullptr) {
-        return ina_stripe_call_time(stripe_, ns, dropped);
-    }
-    const int rc = job_ != nullptr ? ina_job_call_time(job_, ns) : 0;
-    *dropped = rc < 0 ? 1 : 0;
-    return rc > 0 ? 1 : 0;
+    return tell(ina_job_call_time, ina_stripe_call_time, ns, dropped);
 }
 
 const Path &Team::path() const
@@ -366,9 +367,7 @@ int ina_team_reachable(ina_team_t *team)
 uint32_t ina_team_host_cost(ina_team_t *team, uint64_t ns, uint32_t *dropped)
 {
     uint32_t none = 0;
-    if (dropped == nullptr) {
-        dropped = &none;
-    }
+    dropped = dropped != nullptr ? dropped : &none;
     *dropped = 0;
     return team != nullptr ? team->host_cost(ns, dropped) : 0;
 }
@@ -376,9 +375,7 @@ uint32_t ina_team_host_cost(ina_team_t *team, uint64_t ns, uint32_t *dropped)
 uint32_t ina_team_call_time(ina_team_t *team, uint64_t ns, uint32_t *dropped)
 {
     uint32_t none = 0;
-    if (dropped == nullptr) {
-        dropped = &none;
-    }
+    dropped = dropped != nullptr ? dropped : &none;
     *dropped = 0;
     return team != nullptr ? team->call_time(ns, dropped) : 0;
 }

@@ -51,6 +51,12 @@ public:
     void log(int level, const char *fmt, ...) const __attribute__((format(printf, 3, 4)));
 
 private:
+    // HOST_COST or CALL_TIME (host_cost, call_time): through the stripe's
+    // parts, or this rank's job.
+    uint32_t tell(int (*job_tell)(ina_job_t *, uint64_t),
+                  uint32_t (*stripe_tell)(ina_stripe_t *, uint64_t, uint32_t *), uint64_t ns,
+                  uint32_t *dropped);
+
     struct Tier {
         enum class State {
             none,
