@@ -10,13 +10,18 @@
 // returns late may have waited in its member's queue (the lease was more
 // than enough) or on the wire (the lease was too short). What it does see is
 // each call's rate: bytes over the time from its grant to its last result.
+//   - before it is judged, a job counts as needing what its calls could use:
+//     as many Segs as its largest call so far has blocks, at most its window
+//     (nothing before its first call). Assuming less would divide the pool
+//     among jobs that each need all of it; a job of small calls still counts
+//     for little;
 //   - line: the best rate of any large call. Only calls with their job's
 //     whole window pull it down (by kLineDecay of the gap each): no lease
 //     could have made those faster, so they say what the line gives now;
-//     a call on a shorter lease may be slow for want of Segs.
+//     a call on a shorter lease may be slow for want of Segs, so none sets
+//     the line before a whole window has;
 //   - a large call that reached kEnough of the line on L Segs: the job needs
-//     at most L (its need becomes L if it was more; a job never slow stays
-//     at 0, "no more than an equal part");
+//     at most L (its need becomes L if it was more);
 //   - one that did not: it needs about L * line / rate (a third of the line
 //     on L Segs: 3L), more than L and at most its window. A lone slow call
 //     (a member late to the call) changes nothing; the second in a row sets
@@ -41,11 +46,20 @@ public:
 
     explicit NeedEstimate(size_t seg_bytes) : seg_bytes_(static_cast<double>(seg_bytes)) {}
 
+    // A call of `jid` (window `window`) of `bytes` asks the agent: while the
+    // job is not judged yet, it needs what that call could use. Strong
+    // guarantee on std::bad_alloc.
+    void asked(uint32_t jid, uint32_t window, double bytes);
     // A granted call of `jid` (window `window`) held a lease of `lease` Segs
     // for `secs` and moved `bytes`. Strong guarantee on std::bad_alloc.
     void observe(uint32_t jid, uint32_t window, uint32_t lease, double bytes, double secs);
-    // The job's need in Segs; 0 while none of its large calls was slow.
+    // The job's need in Segs (0: it has not called yet).
     uint32_t need(uint32_t jid) const;
+    // Whether a large call of the job was judged (need() is learned, not
+    // what its calls could use).
+    bool judged(uint32_t jid) const;
+    // The longest lease on which a call of `bytes` is large (teaches).
+    uint32_t teaching_lease(double bytes) const;
     // The longest lease a large call of the job had (0: none).
     uint32_t longest(uint32_t jid) const;
     // The sum of every job's need.
@@ -62,6 +76,7 @@ public:
 private:
     struct Job {
         uint32_t need = 0;
+        bool judged = false;
         uint32_t slow = 0;    // the need the last call said, if it was slow (else 0)
         uint32_t longest = 0; // the longest lease of a large call
     };

@@ -90,32 +90,38 @@ uint32_t TdmScheduler::divided_lease(uint32_t jid, uint64_t tenant, uint32_t ext
 }
 
 uint32_t TdmScheduler::lease_size(uint32_t jid, JobState &j, const agg::CallRequest &req,
-                                  uint64_t tenant)
+                                  uint64_t tenant, double bytes)
 {
     if (!cfg_.by_need) {
         return req.window;
     }
+    const uint32_t least = std::max(1u, req.min_window);
+    j.probe = 0;
     if (!dividing()) {
-        // Time divided: the whole window, but every `probe_every`-th call
-        // half of it: does the job need all of it (a probe down)?
-        const uint32_t half = std::max(req.min_window, req.window / 2);
-        if (half < req.window && ++j.since_probe >= cfg_.probe_every) {
-            j.since_probe = 0;
-            return half;
+        // Time divided: what the job needs (its window until a large call
+        // said less), but every `probe_every`-th call half of it, short
+        // enough for the call to teach: does it need all of it (a probe
+        // down)? Once a probe streamed as fast, the next call probes again.
+        const uint32_t need = std::clamp(need_.need(jid), least, std::max(least, req.window));
+        if (need_.line() > 0 && ++j.since_probe >= cfg_.probe_every) {
+            const uint32_t down = std::max(least, std::min(need / 2, need_.teaching_lease(bytes)));
+            if (down < need) {
+                j.probe = down;
+                return down;
+            }
         }
-        return req.window;
+        return need;
     }
-    const uint32_t lease = std::clamp(divided_lease(jid, tenant, 0), req.min_window, req.window);
+    const uint32_t lease = std::clamp(divided_lease(jid, tenant, 0), least, std::max(least, req.window));
     if (lease >= req.window) {
-        j.since_probe = 0;
         return lease;
     }
     // A probe: would a longer lease stream faster?
     const uint32_t free = pool_.free_segs();
     const uint32_t longer = std::min(req.window, 2 * lease);
     if (need_.longest(jid) < longer && ++j.since_probe >= cfg_.probe_every && free >= longer) {
-        j.since_probe = 0;
-        return std::min(req.window, free);
+        j.probe = std::min(req.window, free);
+        return j.probe;
     }
     return lease;
 }
@@ -167,6 +173,10 @@ agg::Verdict TdmScheduler::grant(const agg::CallRequest &req, JobState &j, uint3
     }
     set_open(j, j.open + 1);
     j.denied = 0;
+    if (j.probe != 0 && want == j.probe) {
+        j.since_probe = 0; // (a probe denied is asked again by the next call)
+        j.probe = 0;
+    }
     rec->second = Granted{now, bytes, end};
     return agg::Verdict::grant(std::move(lease));
 }
@@ -222,7 +232,11 @@ agg::Verdict TdmScheduler::decide(const agg::CallRequest &req)
         }
     }
     const uint64_t tenant = agg::tenant_key(req);
-    const uint32_t want = lease_size(req.jid, me, req, tenant);
+    const double bytes = static_cast<double>(req.total) * ina_proto_dtype_size(req.dtype);
+    if (cfg_.by_need) {
+        need_.asked(req.jid, req.window, bytes);
+    }
+    const uint32_t want = lease_size(req.jid, me, req, tenant, bytes);
     // Same tenant and lease (every call but the first, and auto's when the
     // lease changes): its entries move.
     const bool moved = !me.in.counted || me.in.tenant != tenant || me.in.window != want;
@@ -232,7 +246,6 @@ agg::Verdict TdmScheduler::decide(const agg::CallRequest &req)
     me.window = want;
     me.asked = req.window;
     me.tenant = tenant;
-    const double bytes = static_cast<double>(req.total) * ina_proto_dtype_size(req.dtype);
     me.pattern.arrived(now, bytes, req.coll);
     try {
         if (moved) {
@@ -311,7 +324,11 @@ void TdmScheduler::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t
                 rate_.add(secs / bytes);
             }
             if (cfg_.by_need) {
+                const uint32_t was = need_.need(jid);
                 need_.observe(jid, j.asked, static_cast<uint32_t>(lease.size()), bytes, secs);
+                if (need_.need(jid) < was) {
+                    j.since_probe = cfg_.probe_every; // it may need less still
+                }
             }
             ends_.erase(g->second.end);
             j.granted.erase(g);

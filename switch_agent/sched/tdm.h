@@ -46,18 +46,24 @@
 // divided: a call's lease is its job's need plus an equal part of what the
 // needs leave over (every tenant with a job open counts), the leases fit
 // side by side, and no call competes (as partition, but by need rather than
-// in equal parts). When they do not fit, each call asks for its whole
-// window, and time is divided as above. A job whose need is not known yet
-// counts for nothing and gets an equal part. What the policy learns a
-// need from is a call's rate, so a job that never streamed with its whole
-// window cannot tell that a longer lease would have been faster: while no
-// large call of a job had twice the lease it gets now (or its window), its
-// first call and every `probe_every`-th after a probe take all the pool has free, up to its window, if
-// that is at least as much (a probe up; other tenants'
-// calls that do not fit beside it meanwhile are denied as under tdm). And
-// while time is divided, every `probe_every`-th call of a job has half its
-// window (a probe down): a job that streams as fast on it needs no more,
-// and the needs may fit in the pool again.
+// in equal parts). When they do not fit, each call asks for its job's need,
+// and time is divided as above. Until one of its large calls was judged, a
+// job needs what its calls could use (its window, or fewer Segs if its
+// largest call has fewer blocks): a new job of large calls divides time,
+// since dividing the pool among jobs that each need all of it makes every
+// call slow. Two kinds of probe correct a need:
+//   - while time is divided, every `probe_every`-th call of a job (its
+//     first once the line rate is known) has half its need, short enough
+//     for the call to teach (a probe down): a job that streams as fast on it
+//     needs no more, its next call probes again, and the needs may come to
+//     fit in the pool;
+//   - while the pool is divided, a job none of whose large calls had twice
+//     the lease it gets now (or its window) takes, with every
+//     `probe_every`-th call, all the pool has free up to its window, if that
+//     is at least as much (a probe up: the rate says only that a lease was
+//     too short, not by how much a longer one would be faster; other
+//     tenants' calls that do not fit beside it meanwhile are denied as
+//     under tdm).
 //
 // What a decision costs: it does not visit every job. The policy keeps, as
 // calls come and go, the open calls of each tenant (rule 1 is then a
@@ -143,7 +149,7 @@ public:
     // What the policy knows of a job (null: nothing).
     const CallPattern *pattern(uint32_t jid) const;
     // Auto: what each job needs, and whether the pool is divided now (the
-    // known needs fit in it).
+    // needs fit in it).
     const NeedEstimate &needs() const { return need_; }
     bool dividing() const { return need_.total() <= pool_.size(); }
 
@@ -201,7 +207,8 @@ private:
         uint64_t tenant = 0; // agg::tenant_key, as of its last call
         uint32_t window = 0; // the lease its calls take (auto: its last call's)
         uint32_t asked = 0;  // the job's window (the longest lease it may get)
-        uint32_t since_probe = 0; // auto: calls on a shorter lease since its last probe
+        uint32_t since_probe = 0; // auto: calls since its last probe was granted
+        uint32_t probe = 0;       // auto: the lease of the probe it asked for last (0: none)
         CallPattern pattern;
         uint32_t open = 0;   // granted calls not done (change it with set_open)
         uint32_t denied = 0; // calls denied in a row since the last grant
@@ -213,7 +220,8 @@ private:
     double now_s() const;
     JobState &job(uint32_t jid, uint32_t nmembers);
     // The lease a call asks for: its window, or (auto) as above.
-    uint32_t lease_size(uint32_t jid, JobState &j, const agg::CallRequest &req, uint64_t tenant);
+    uint32_t lease_size(uint32_t jid, JobState &j, const agg::CallRequest &req, uint64_t tenant,
+                        double bytes);
     // Auto: the lease a job of `tenant` would get with `extra` more tenants.
     uint32_t divided_lease(uint32_t jid, uint64_t tenant, uint32_t extra) const;
     double hold(const JobState &j, double bytes) const;

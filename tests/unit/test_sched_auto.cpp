@@ -4,7 +4,8 @@
 // and of what it learns each job's need from (sched/need.h), as pure logic
 // on a simulated clock. The scripted trace: three jobs whose calls stream at
 // the line rate with a lease of two Segs (the pool of eight is plentiful:
-// auto divides it and grants every call side by side); then their links'
+// once its probes down have taught it so, auto divides it and grants every
+// call side by side); then their links'
 // round trip grows fourfold, so each needs eight Segs, the whole pool
 // (scarce: auto divides time, one job's call at a time, each with its whole
 // window); then two jobs end and the one left has the pool to itself again,
@@ -189,36 +190,56 @@ std::pair<uint32_t, size_t> peaks(const Trace &tr, double from, double to)
 
 } // namespace
 
-// The need of a job: none known until a call is slow; at most a lease that
-// reached the line; about L times
-// how far a slow one fell short, at most the window, from the second slow
-// call in a row; small calls teach nothing; only whole-window calls lower
-// the line; a freed job's need leaves the total.
+// The need of a job: what its calls could use until a large call is
+// judged (nothing before its first call; its largest call's blocks, at most
+// its window); at most a lease that reached the line; about L times how far
+// a slow one fell short, at most the window, from the second slow call in a
+// row; small calls teach nothing, nor a short lease before a whole window
+// set the line; only whole-window calls lower the line; a freed job's need
+// leaves the total.
 START_TEST(test_need_estimate)
 {
     NeedEstimate n(kSegBytes);
     ck_assert_uint_eq(n.need(1), 0);
-    n.observe(1, 8, 8, 8 * kSegBytes, 1e-3); // two leases' worth: too small to teach
-    ck_assert_uint_eq(n.need(1), 0);
-    ck_assert(n.line() == 0);
     const double big = 64 * kSegBytes;
+    n.asked(1, 8, big);
+    ck_assert_uint_eq(n.need(1), 8); // could use its window
+    n.asked(4, 8, 3 * kSegBytes);
+    ck_assert_uint_eq(n.need(4), 3); // three blocks: three Segs at most
+    n.asked(4, 8, 1);
+    ck_assert_uint_eq(n.need(4), 3); // its largest call counts
+    ck_assert_uint_eq(n.total(), 8 + 3);
+    ck_assert(!n.judged(1));
+    n.observe(1, 8, 2, big, big / kLine); // a short lease before the line: says nothing
+    ck_assert_uint_eq(n.need(1), 8);
+    ck_assert(n.line() == 0 && !n.judged(1));
+    n.observe(1, 8, 8, 8 * kSegBytes, 1e-3); // two leases' worth: too small to teach
+    ck_assert_uint_eq(n.need(1), 8);
+    ck_assert(n.line() == 0);
     n.observe(1, 8, 8, big, big / kLine); // the line, with its whole window
-    ck_assert_uint_eq(n.need(1), 0);     // it needs at most 8: nothing known to count
+    ck_assert_uint_eq(n.need(1), 8);     // it needs at most 8
+    ck_assert(n.judged(1));
     ck_assert(std::fabs(n.line() - kLine) < 1);
     ck_assert_uint_eq(n.longest(1), 8);
+    n.asked(1, 8, big); // judged: what it asks changes nothing
+    ck_assert_uint_eq(n.teaching_lease(big), 16); // 64 blocks: 4 leases of 16
+    n.observe(1, 8, 4, big, big / kLine); // as fast with 4
+    ck_assert_uint_eq(n.need(1), 4);
     n.observe(1, 8, 2, big, 4 * big / kLine); // a quarter with 2: about 8
     n.observe(1, 8, 2, big, 4 * big / kLine);
     ck_assert_uint_eq(n.need(1), 8);
     n.observe(1, 8, 2, big, big / kLine); // as fast with 2 after all
     ck_assert_uint_eq(n.need(1), 2);
+    n.asked(2, 8, big);
     n.observe(2, 8, 2, big, 3 * big / kLine); // a third of the line with 2: about 6
-    ck_assert_uint_eq(n.need(2), 0);          // once is not yet
+    ck_assert_uint_eq(n.need(2), 8);          // once is not yet
     n.observe(2, 8, 2, big, 3 * big / kLine);
     ck_assert_uint_eq(n.need(2), 6);
+    n.asked(3, 6, big);
     n.observe(3, 6, 3, big, 10 * big / kLine); // a tenth with 3: 30, at most its window
     n.observe(3, 6, 3, big, 10 * big / kLine);
     ck_assert_uint_eq(n.need(3), 6);
-    ck_assert_uint_eq(n.total(), 2 + 6 + 6);
+    ck_assert_uint_eq(n.total(), 2 + 6 + 6 + 3);
     // A late member's slow call between two fast ones changes nothing.
     n.observe(1, 8, 2, big, 5 * big / kLine);
     n.observe(1, 8, 2, big, big / kLine);
@@ -226,7 +247,7 @@ START_TEST(test_need_estimate)
     ck_assert_uint_eq(n.need(1), 2);
     n.forget(2);
     ck_assert_uint_eq(n.need(2), 0);
-    ck_assert_uint_eq(n.total(), 2 + 6);
+    ck_assert_uint_eq(n.total(), 2 + 6 + 3);
     // Slow calls on short leases leave the line; one on the whole window
     // pulls it down by a 64th of the gap.
     n.observe(1, 8, 4, big, 2 * big / kLine);
@@ -245,19 +266,21 @@ START_TEST(test_auto_switches_with_the_regime)
     auto need_at = [](double t) -> uint32_t { return t < kScarceFrom ? 2 : 8; };
     const Trace tr = simulate(need_at, kEndFrom, kHorizon);
 
-    // Plentiful: the three jobs side by side, within the pool; the pool
-    // divided throughout. Each job probes a longer lease once (its one call
-    // with a lease of 4 or more), and calls that come during a probe, or are
+    // Plentiful. Each job's 1 MiB calls could use its whole window, so
+    // time is divided at first; every job's probes down (a half lease, then
+    // half of that, while they stream as fast) teach within a few calls
+    // each that two Segs are enough, and from then on the pool is divided:
+    // the jobs side by side within the pool. Calls that come during another
+    // tenant's call while time is divided, or during a probe up, or are
     // predicted to, are denied (busy, outscored): a few, against some 300
     // granted.
-    std::map<uint32_t, int> probes;
+    constexpr double kLearned = 0.02;
     int granted = 0;
     int denied = 0;
     for (const auto &[t, jid, status, n] : tr.decisions) {
         if (t < kScarceFrom) {
             if (status == INA_PROTO_OK) {
                 ++granted;
-                probes[jid] += n >= 4 ? 1 : 0;
             } else {
                 ck_assert(status == INA_PROTO_ERR_BUSY || status == INA_PROTO_ERR_OUTSCORED);
                 ++denied;
@@ -266,20 +289,24 @@ START_TEST(test_auto_switches_with_the_regime)
     }
     ck_assert_msg(granted > 200 && denied <= 12, "plentiful: %d granted, %d denied", granted,
                   denied);
-    for (uint32_t jid = 1; jid <= 3; ++jid) {
-        ck_assert_msg(probes[jid] == 1, "job %u probed %d times", jid, probes[jid]);
-    }
+    double learned = -1;
     for (const auto &[t, dividing] : tr.mode) {
-        if (t < kScarceFrom) {
-            ck_assert_msg(dividing, "time divided at %.4f in the plentiful regime", t);
+        if (t < kScarceFrom && !dividing) {
+            learned = t;
         }
     }
+    ck_assert_msg(learned >= 0 && learned < kLearned,
+                  "time still divided at %.4f in the plentiful regime", learned);
     ck_assert_uint_le(peaks(tr, 0, kScarceFrom).first, kPool);
-    ck_assert_uint_ge(peaks(tr, 0.05, kScarceFrom).second, 2);
+    ck_assert_uint_ge(peaks(tr, kLearned, kScarceFrom).second, 2);
+    std::map<uint32_t, int> up;
     for (const Grant &g : tr.grants) {
-        if (g.start > 0.05 && g.start < kScarceFrom) {
-            ck_assert_uint_le(g.lease, kPool / 3); // an equal part: none needs more
+        if (g.start > kLearned && g.start < kScarceFrom && g.lease > kPool / 2) {
+            ++up[g.jid]; // a probe up: at most one call in 32
         }
+    }
+    for (const auto &[jid, n] : up) {
+        ck_assert_msg(n <= 3, "job %u had %d leases of more than half the pool", jid, n);
     }
 
     // Scarce: once it has seen the jobs' calls slow down on their shares,
