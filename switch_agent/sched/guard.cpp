@@ -19,26 +19,11 @@ double HarmGuard::now_s() const
     return std::chrono::duration<double>(now_() - epoch_).count();
 }
 
-void HarmGuard::set_tenant(Job &j, uint64_t tenant)
-{
-    if (j.tenant == tenant) {
-        return;
-    }
-    ++tenants_[tenant]; // (first: a std::bad_alloc changes nothing)
-    if (j.tenant != 0) {
-        auto t = tenants_.find(j.tenant);
-        if (t != tenants_.end() && --t->second == 0) {
-            tenants_.erase(t);
-        }
-    }
-    j.tenant = tenant;
-}
-
 HarmGuard::Job &HarmGuard::job(const agg::CallRequest &req)
 {
+    tenants_.set(req.jid, agg::tenant_key(req)); // (first: a std::bad_alloc changes nothing)
     Job &j = jobs_[req.jid];
     j.nmembers = req.nmembers;
-    set_tenant(j, agg::tenant_key(req));
     return j;
 }
 
@@ -111,8 +96,7 @@ agg::Verdict HarmGuard::serve(const agg::CallRequest &req, Job &j, double now, d
     const bool first = at == waiting_.end();
     const double hold = first ? whole_hold(j, bytes) : at->hold;
     const double host = judged_cost(j, req.coll, bytes);
-    if ((first ? waiting_.empty() : waiting_.first(at)) &&
-        pool_.free_segs() >= req.window) {
+    if ((first ? waiting_.empty() : waiting_.first(at)) && pool_.free_segs() >= req.window) {
         if (first && hold >= host) {
             return to_hosts(req); // even the whole pool is slower than the hosts
         }
@@ -133,7 +117,7 @@ agg::Verdict HarmGuard::serve(const agg::CallRequest &req, Job &j, double now, d
     if (wait + hold >= host) {
         return to_hosts(req);
     }
-    waiting_.push(Waiting{req.jid, req.mid, j.tenant, now + (host - hold), hold});
+    waiting_.push(Waiting{req.jid, req.mid, tenants_.of(req.jid), now + (host - hold), hold});
     return agg::Verdict::defer();
 }
 
@@ -155,7 +139,8 @@ agg::Verdict HarmGuard::decide(const agg::CallRequest &req)
         v = agg::Verdict::deny(INA_PROTO_ERR_BUSY);
     } else if (!policy_deferred && (waiting_.waits(req.jid, req.mid) || is_harmed(j))) {
         v = serve(req, j, now, bytes, mine);
-    } else if (!policy_deferred && !waiting_.empty() && waiting_.front().tenant != j.tenant) {
+    } else if (!policy_deferred && !waiting_.empty() &&
+               waiting_.front().tenant != tenants_.of(req.jid)) {
         // A harmed call of another tenant waits for the pool: no new call
         // takes it before that one.
         v = agg::Verdict::deny(INA_PROTO_ERR_BUSY);
@@ -267,22 +252,15 @@ void HarmGuard::on_call_done(uint32_t jid, uint64_t mid, std::vector<uint32_t> &
 
 void HarmGuard::on_job_created(const agg::JobInfo &info)
 {
-    Job &j = jobs_[info.jid];
-    j.nmembers = info.nmembers;
-    set_tenant(j, agg::tenant_key(info));
+    tenants_.set(info.jid, agg::tenant_key(info));
+    jobs_[info.jid].nmembers = info.nmembers;
     policy_->on_job_created(info);
 }
 
 void HarmGuard::on_job_freed(uint32_t jid)
 {
-    auto it = jobs_.find(jid);
-    if (it != jobs_.end()) {
-        auto t = tenants_.find(it->second.tenant);
-        if (t != tenants_.end() && --t->second == 0) {
-            tenants_.erase(t);
-        }
-        jobs_.erase(it);
-    }
+    tenants_.erase(jid);
+    jobs_.erase(jid);
     policy_->on_job_freed(jid);
 }
 

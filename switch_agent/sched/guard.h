@@ -58,6 +58,7 @@
 
 #include "scheduler.h"
 #include "sched/host_cost.h"
+#include "sched/job_tenants.h"
 #include "sched/predictor.h"
 #include "sched/score.h"
 #include "sched/wait_line.h"
@@ -117,7 +118,6 @@ private:
     };
     struct Job {
         uint32_t nmembers = 1;
-        uint64_t tenant = 0;
         Ledger told; // the members' CALL_TIMEs
         Ledger seen; // the agent's own view, for a job whose members tell nothing
         HostCosts host;
@@ -148,8 +148,7 @@ private:
 
     double now_s() const;
     Job &job(const agg::CallRequest &req);
-    void set_tenant(Job &j, uint64_t tenant);
-    bool shared() const { return tenants_.size() >= 2; }
+    bool shared() const { return tenants_.count() >= 2; }
     bool is_harmed(const Job &j) const
     {
         const Ledger &l = j.ledger();
@@ -178,11 +177,11 @@ private:
     Now now_;
     agg::Clock::time_point epoch_;
     std::map<uint32_t, Job> jobs_;
-    std::map<uint64_t, uint32_t> tenants_; // jobs per tenant
-    std::map<Call, double> asked_;         // calls without a verdict: since when
+    JobTenants tenants_;
+    std::map<Call, double> asked_; // calls without a verdict: since when
     std::map<Call, Granted> granted_;
     std::multiset<double> ends_; // the granted calls' predicted ends
-    WaitLine<Waiting> waiting_; // harmed calls waiting for the whole window
+    WaitLine<Waiting> waiting_;  // harmed calls waiting for the whole window
     // Calls the policy put off: it decides them until it is done with them.
     std::set<Call> deferred_;
     Estimate rate_;  // seconds per byte of large granted calls

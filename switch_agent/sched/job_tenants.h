@@ -2,10 +2,12 @@
 //
 // Which tenant each job belongs to, and how many jobs each tenant has: what
 // the exclusive and partition policies need to tell when a tenant's last
-// job is gone, without visiting every job. O(log jobs) each.
+// job is gone, and the harm guard whether the agent is shared, without
+// visiting every job. O(log jobs) each.
 #ifndef INA_SCHED_JOB_TENANTS_H
 #define INA_SCHED_JOB_TENANTS_H
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 
@@ -22,6 +24,8 @@ public:
     void erase(uint32_t jid);
     // Whether the tenant has a job.
     bool has_jobs(uint64_t key) const { return jobs_of_.count(key) > 0; }
+    // How many tenants have a job.
+    size_t count() const { return jobs_of_.size(); }
 
 private:
     // One job fewer for `it`'s tenant, which goes when it has none.
