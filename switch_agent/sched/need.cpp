@@ -28,8 +28,7 @@ void NeedEstimate::asked(uint32_t jid, uint32_t window, double bytes)
     set_need(it->second, std::max(it->second.need, could));
 }
 
-void NeedEstimate::observe(uint32_t jid, uint32_t window, uint32_t lease, double bytes,
-                           double secs)
+void NeedEstimate::observe(uint32_t jid, uint32_t window, uint32_t lease, double bytes, double secs)
 {
     if (lease == 0 || secs <= 0 || bytes < kLargeLeases * lease * seg_bytes_) {
         return;
@@ -53,7 +52,8 @@ void NeedEstimate::observe(uint32_t jid, uint32_t window, uint32_t lease, double
         return;
     }
     const double scaled = std::ceil(lease * line_ / rate);
-    const auto said = static_cast<uint32_t>(std::clamp<double>(scaled, std::min(lease + 1, window), window));
+    const auto said =
+        static_cast<uint32_t>(std::clamp<double>(scaled, std::min(lease + 1, window), window));
     if (j.slow == 0) {
         j.slow = said; // wait for a second one
         return;

@@ -32,7 +32,7 @@ TdmScheduler::JobState &TdmScheduler::job(uint32_t jid, uint32_t nmembers)
     j.nmembers = nmembers;
     if (j.tenant == 0) {
         j.tenant = (uint64_t{1} << 63) | jid; // until its first call says
-        j.since_probe = cfg_.probe_every; // auto: a new job may probe at once
+        j.since_probe = cfg_.probe_every;     // auto: a new job may probe at once
     }
     return j;
 }
@@ -42,7 +42,10 @@ double TdmScheduler::rate() const
     return rate_.samples() > 0 ? rate_.mean() : cfg_.initial_rate;
 }
 
-double TdmScheduler::beta() const { return cfg_.host.beta > 0 ? cfg_.host.beta : rate(); }
+double TdmScheduler::beta() const
+{
+    return cfg_.host.beta > 0 ? cfg_.host.beta : rate();
+}
 
 double TdmScheduler::hold(const JobState &j, double bytes) const
 {
@@ -112,7 +115,8 @@ uint32_t TdmScheduler::lease_size(uint32_t jid, JobState &j, const agg::CallRequ
         }
         return need;
     }
-    const uint32_t lease = std::clamp(divided_lease(jid, tenant, 0), least, std::max(least, req.window));
+    const uint32_t lease =
+        std::clamp(divided_lease(jid, tenant, 0), least, std::max(least, req.window));
     if (lease >= req.window) {
         return lease;
     }

@@ -204,16 +204,16 @@ private:
     struct JobState {
         uint32_t id = 0; // its JID
         uint32_t nmembers = 1;
-        uint64_t tenant = 0; // agg::tenant_key, as of its last call
-        uint32_t window = 0; // the lease its calls take (auto: its last call's)
-        uint32_t asked = 0;  // the job's window (the longest lease it may get)
+        uint64_t tenant = 0;      // agg::tenant_key, as of its last call
+        uint32_t window = 0;      // the lease its calls take (auto: its last call's)
+        uint32_t asked = 0;       // the job's window (the longest lease it may get)
         uint32_t since_probe = 0; // auto: calls since its last probe was granted
         uint32_t probe = 0;       // auto: the lease of the probe it asked for last (0: none)
         CallPattern pattern;
-        uint32_t open = 0;   // granted calls not done (change it with set_open)
-        uint32_t denied = 0; // calls denied in a row since the last grant
+        uint32_t open = 0;                   // granted calls not done (change it with set_open)
+        uint32_t denied = 0;                 // calls denied in a row since the last grant
         std::map<uint64_t, Granted> granted; // by mid
-        HostCosts host; // its members' measures (HOST_COST)
+        HostCosts host;                      // its members' measures (HOST_COST)
         Entries in;
     };
 
@@ -235,8 +235,8 @@ private:
     agg::Verdict grant(const agg::CallRequest &req, JobState &j, uint32_t want, double now,
                        double bytes);
     // A call that waits, asked again.
-    agg::Verdict serve_waiting(const agg::CallRequest &req, JobState &j, WaitLine<Waiting>::iterator w,
-                               double now);
+    agg::Verdict serve_waiting(const agg::CallRequest &req, JobState &j,
+                               WaitLine<Waiting>::iterator w, double now);
     // What the other tenants' open calls have left to run, predicted.
     double busy_for(uint64_t tenant, double now) const;
     // Rule 1 (or a call waits already): wait if that costs less than the

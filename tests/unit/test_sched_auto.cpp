@@ -48,9 +48,9 @@ Clock::duration secs(double s)
 constexpr uint32_t kPool = 8;
 constexpr uint32_t kWindow = 8;
 constexpr size_t kSegBytes = 4096;
-constexpr double kLine = 1e9;             // bytes per second
-constexpr double kCallBytes = 1 << 20;    // 1 MiB: 1 ms at the line rate
-constexpr double kCompute = 2e-3;         // between a job's calls
+constexpr double kLine = 1e9;          // bytes per second
+constexpr double kCallBytes = 1 << 20; // 1 MiB: 1 ms at the line rate
+constexpr double kCompute = 2e-3;      // between a job's calls
 
 // The time a call of `bytes` takes on a lease of `lease` Segs when its job
 // needs `need` of them for the line rate (a window-limited stream moves
@@ -125,12 +125,21 @@ Trace simulate(const std::function<uint32_t(double)> &need_at, double end_at, do
                 alive[e.job] = false;
                 continue;
             }
-            CallRequest req{jid, mid[e.job], kWindow, static_cast<uint64_t>(kCallBytes / 4),
-                            INA_COLL_ALLREDUCE, INA_OP_SUM, INA_DT_INT32, 4, 0, 100 + jid};
+            CallRequest req{jid,
+                            mid[e.job],
+                            kWindow,
+                            static_cast<uint64_t>(kCallBytes / 4),
+                            INA_COLL_ALLREDUCE,
+                            INA_OP_SUM,
+                            INA_DT_INT32,
+                            4,
+                            0,
+                            100 + jid};
             req.min_window = told[e.job];
             Verdict v = sched.decide(req);
             ck_assert(v.kind != Verdict::Kind::kDefer);
-            const uint32_t n = v.kind == Verdict::Kind::kGrant ? static_cast<uint32_t>(v.lease.size()) : 0;
+            const uint32_t n =
+                v.kind == Verdict::Kind::kGrant ? static_cast<uint32_t>(v.lease.size()) : 0;
             tr.decisions.emplace_back(e.t, jid, v.status, n);
             tr.mode.emplace_back(e.t, sched.dividing());
             double took;
@@ -217,13 +226,13 @@ START_TEST(test_need_estimate)
     ck_assert_uint_eq(n.need(1), 8);
     ck_assert(n.line() == 0);
     n.observe(1, 8, 8, big, big / kLine); // the line, with its whole window
-    ck_assert_uint_eq(n.need(1), 8);     // it needs at most 8
+    ck_assert_uint_eq(n.need(1), 8);      // it needs at most 8
     ck_assert(n.judged(1));
     ck_assert(std::fabs(n.line() - kLine) < 1);
     ck_assert_uint_eq(n.longest(1), 8);
-    n.asked(1, 8, big); // judged: what it asks changes nothing
+    n.asked(1, 8, big);                           // judged: what it asks changes nothing
     ck_assert_uint_eq(n.teaching_lease(big), 16); // 64 blocks: 4 leases of 16
-    n.observe(1, 8, 4, big, big / kLine); // as fast with 4
+    n.observe(1, 8, 4, big, big / kLine);         // as fast with 4
     ck_assert_uint_eq(n.need(1), 4);
     n.observe(1, 8, 2, big, 4 * big / kLine); // a quarter with 2: about 8
     n.observe(1, 8, 2, big, 4 * big / kLine);
@@ -391,7 +400,7 @@ END_TEST
 
 int main()
 {
-    return ina_test::run_suite(
-        "sched_auto", "auto",
-        {test_need_estimate, test_auto_switches_with_the_regime, test_tdm_unchanged_without_by_need});
+    return ina_test::run_suite("sched_auto", "auto",
+                               {test_need_estimate, test_auto_switches_with_the_regime,
+                                test_tdm_unchanged_without_by_need});
 }
