@@ -27,6 +27,7 @@
 
 #include "log.h"
 #include "recorder.h"
+#include "sched/guard.h"
 
 namespace ina {
 
@@ -947,6 +948,11 @@ void Agent::log_counters() const
     INA_INFO("decisions: granted=%" PRIu64 "%s", c.calls_granted, denied.c_str());
     INA_INFO("sched: calls_deferred=%" PRIu64 " kept_blocks=%" PRIu64 " deferred_live=%zu",
              c.calls_deferred, c.kept_blocks, agg_.deferred_calls());
+    if (const auto *g = dynamic_cast<const sched::HarmGuard *>(&agg_.scheduler())) {
+        INA_INFO("harm guard: served=%" PRIu64 " sent_to_hosts=%" PRIu64 " probes=%" PRIu64
+                 " harmed_jobs=%zu",
+                 g->served(), g->sent_to_hosts(), g->probes(), g->harmed_jobs());
+    }
     const std::map<std::string, uint64_t> by_host = bytes_in_by_host();
     std::string hosts;
     for (const auto &kv : by_host) {

@@ -46,10 +46,12 @@ void usage(FILE *out)
                  "usage: ina-switchctl [options] COMMAND\n"
                  "Commands:\n"
                  "  status          the agent: version, uptime, listen address, place in a\n"
-                 "                  tree, policy and its decisions, Seg pool occupancy,\n"
-                 "                  connections, calls, traffic, errors\n"
+                 "                  tree, policy and its decisions, the harm guard's,\n"
+                 "                  Seg pool occupancy, connections, calls, traffic, errors\n"
                  "  jobs            per job: JID, members, nodes, window, calls granted and\n"
-                 "                  denied (and why), bytes in/out, blocks, errors, age\n"
+                 "                  denied (and why), bytes in/out, blocks, errors, age, and\n"
+                 "                  HARM: its judged calls' time over their cost on the\n"
+                 "                  hosts (\"!\": harmed, the guard serves its calls)\n"
                  "  drain           deny every new call (calls already granted finish), so\n"
                  "                  the agent can be stopped without failing any job\n"
                  "  resume          end a drain\n"
@@ -222,6 +224,16 @@ void print_status(const json &j)
                 pol["name"].get<std::string>().c_str(), pol["granted"].get<unsigned long long>(),
                 reasons(pol["denied"]).c_str(), pol["deferred"].get<unsigned long long>(),
                 pol["deferred_now"].get<unsigned long long>(), pol["mean_lease_segs"].get<double>());
+    // (An agent before the harm guard's report has no such key: nothing.)
+    if (const json g = pol.value("harm_guard", json()); g.is_object()) {
+        std::printf(
+            "harm guard:  %llu job(s) harmed now; served %llu call(s) itself, sent %llu "
+            "to the hosts, %llu there to measure them\n",
+            g["harmed_jobs"].get<unsigned long long>(), g["served"].get<unsigned long long>(),
+            g["sent_to_hosts"].get<unsigned long long>(), g["probes"].get<unsigned long long>());
+    } else if (pol.contains("harm_guard")) {
+        std::printf("harm guard:  off\n");
+    }
     std::printf("pool:        %llu of %llu Segs in use (%.1f%%), %s each, window <= %llu\n",
                 p["segs_in_use"].get<unsigned long long>(), p["segs"].get<unsigned long long>(),
                 100.0 * p["occupancy"].get<double>(),
@@ -277,9 +289,9 @@ void print_jobs(const json &j)
         std::printf("no jobs\n");
         return;
     }
-    std::printf("%5s %-16s %7s %5s %6s %12s %6s %8s %8s %10s %10s %8s %6s %8s  %s\n", "JID",
+    std::printf("%5s %-16s %7s %5s %6s %12s %6s %8s %8s %10s %10s %8s %6s %8s %7s  %s\n", "JID",
                 "KEY", "MEMBERS", "NODES", "WINDOW", "TREE", "STRIPE", "GRANTED", "DENIED",
-                "BYTES-IN", "BYTES-OUT", "BLOCKS", "ERRORS", "AGE", "DENIED-BY");
+                "BYTES-IN", "BYTES-OUT", "BLOCKS", "ERRORS", "AGE", "HARM", "DENIED-BY");
     for (const json &e : list) {
         const json &t = e["tree"];
         // The job's place in a tree: "-" none; "top" the agent that
@@ -301,19 +313,28 @@ void print_jobs(const json &j)
             width > 1 ? std::to_string(e["stripe"]["index"].get<unsigned>()) + "/" +
                             std::to_string(width)
                       : "-";
-        std::printf("%5u %-16s %3u/%-3u %5u %6u %12s %6s %8llu %8llu %10s %10s %8llu %6llu %8s  %s\n",
-                    e["jid"].get<unsigned>(), e["key"].get<std::string>().c_str(),
-                    e["joined"].get<unsigned>(), e["members"].get<unsigned>(),
-                    e["nodes"].get<unsigned>(), e["window"].get<unsigned>(), tree.c_str(),
-                    stripe.c_str(),
-                    e["calls"]["granted"].get<unsigned long long>(),
-                    e["calls"]["denied"].get<unsigned long long>(),
-                    bytes(e["bytes_in"].get<double>()).c_str(),
-                    bytes(e["bytes_out"].get<double>()).c_str(),
-                    e["blocks_done"].get<unsigned long long>(),
-                    e["errors"].get<unsigned long long>(),
-                    duration(e["age_s"].get<double>()).c_str(),
-                    reasons(e["calls"]["denied_by"]).c_str());
+        // The harm guard's ledger: what the judged calls took over their
+        // cost on the hosts; "!" while the job is harmed.
+        std::string harm = "-";
+        if (const json h = e.value("harm", json());
+            h.is_object() && h["hosts_s"].get<double>() > 0) {
+            char b[32];
+            std::snprintf(b, sizeof(b), "%.2fx%s",
+                          h["took_s"].get<double>() / h["hosts_s"].get<double>(),
+                          h["harmed"].get<bool>() ? "!" : "");
+            harm = b;
+        }
+        std::printf(
+            "%5u %-16s %3u/%-3u %5u %6u %12s %6s %8llu %8llu %10s %10s %8llu %6llu %8s %7s  %s\n",
+            e["jid"].get<unsigned>(), e["key"].get<std::string>().c_str(),
+            e["joined"].get<unsigned>(), e["members"].get<unsigned>(), e["nodes"].get<unsigned>(),
+            e["window"].get<unsigned>(), tree.c_str(), stripe.c_str(),
+            e["calls"]["granted"].get<unsigned long long>(),
+            e["calls"]["denied"].get<unsigned long long>(),
+            bytes(e["bytes_in"].get<double>()).c_str(), bytes(e["bytes_out"].get<double>()).c_str(),
+            e["blocks_done"].get<unsigned long long>(), e["errors"].get<unsigned long long>(),
+            duration(e["age_s"].get<double>()).c_str(), harm.c_str(),
+            reasons(e["calls"]["denied_by"]).c_str());
     }
 }
 

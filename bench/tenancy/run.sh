@@ -270,7 +270,7 @@ for ((round = 1; round <= repeat; round++)); do
             with_agent "$pol" $((x * window)) "$out/agent-$pol-x$x-r$round.log"
             run_jobs "$pol-x$x" ina
             fab_agent_down
-            grep -h "decisions:" "$out/agent-$pol-x$x-r$round.log" | sed "s/^/    $pol-x$x /" || true
+            grep -hE "decisions:|harm guard" "$out/agent-$pol-x$x-r$round.log" | sed "s/^/    $pol-x$x /" || true
         done
     done
 done

@@ -16,6 +16,7 @@
 #include "ina_config.h"
 #include "ina_proto.h"
 #include "log.h"
+#include "sched/guard.h"
 
 namespace ina::ops {
 
@@ -83,6 +84,12 @@ std::vector<const agg::Job *> sorted_jobs(const agg::Aggregator &core)
     std::sort(v.begin(), v.end(),
               [](const agg::Job *a, const agg::Job *b) { return a->jid() < b->jid(); });
     return v;
+}
+
+// The harm guard around the policy, or null with --harm-guard false.
+const sched::HarmGuard *harm_guard(const agg::Aggregator &core)
+{
+    return dynamic_cast<const sched::HarmGuard *>(&core.scheduler());
 }
 
 // Jobs that are this agent's part of a stripe (JOB_OPEN's stripe).
@@ -153,6 +160,16 @@ json status(const Agent &agent, const Info &info)
     policy["kept_blocks"] = c.kept_blocks;
     policy["mean_lease_segs"] =
         c.calls_granted != 0 ? static_cast<double>(c.leased_segs) / c.calls_granted : 0.0;
+    if (const sched::HarmGuard *g = harm_guard(core)) {
+        json hg;
+        hg["served"] = g->served();
+        hg["sent_to_hosts"] = g->sent_to_hosts();
+        hg["probes"] = g->probes();
+        hg["harmed_jobs"] = g->harmed_jobs();
+        policy["harm_guard"] = hg;
+    } else {
+        policy["harm_guard"] = nullptr;
+    }
 
     json p;
     p["segs"] = pool.size();
@@ -236,6 +253,7 @@ json status(const Agent &agent, const Info &info)
 json jobs(const Agent &agent)
 {
     json list = json::array();
+    const sched::HarmGuard *guard = harm_guard(agent.core());
     for (const agg::Job *jp : sorted_jobs(agent.core())) {
         const agg::Job &j = *jp;
         const agg::Job::Stats &st = j.stats();
@@ -276,6 +294,16 @@ json jobs(const Agent &agent)
         calls["call_times"] = st.call_times;
         calls["live"] = j.live_calls();
         e["calls"] = calls;
+        // The harm guard's ledger of the job (null: no guard, or no call judged).
+        e["harm"] = nullptr;
+        if (guard != nullptr) {
+            if (const auto v = guard->view(j.jid()); v && v->calls > 0) {
+                e["harm"] = json{{"judged_calls", v->calls},
+                                 {"took_s", v->took},
+                                 {"hosts_s", v->host},
+                                 {"harmed", v->harmed}};
+            }
+        }
         e["blocks_in"] = st.blocks_in;
         e["bytes_in"] = st.bytes_in;
         e["blocks_done"] = st.blocks_done;
@@ -421,6 +449,19 @@ std::string metrics(const Agent &agent)
     x.one("ina_call_times_total", "counter",
           "Members' measures of what whole calls took them (CALL_TIME).", c.call_times);
     x.one("ina_leased_segs_total", "counter", "Segs of all granted leases.", c.leased_segs);
+    if (const sched::HarmGuard *g = harm_guard(core)) {
+        x.one("ina_harm_guard_served_total", "counter",
+              "Calls of harmed jobs the harm guard granted itself.", g->served());
+        x.one("ina_harm_guard_sent_to_hosts_total", "counter",
+              "Calls of harmed jobs the harm guard sent to the hosts, as cheaper there.",
+              g->sent_to_hosts());
+        x.one("ina_harm_guard_probes_total", "counter",
+              "Calls sent to the hosts once so that their members measure the hosts' cost.",
+              g->probes());
+        x.one("ina_harm_guard_harmed_jobs", "gauge",
+              "Jobs whose calls took more than on the hosts while they shared the agent.",
+              g->harmed_jobs());
+    }
 
     x.one("ina_messages_received_total", "counter", "Messages received from clients.", t.msgs_in);
     x.one("ina_blocks_received_total", "counter", "BLOCKs received.", c.blocks_in);

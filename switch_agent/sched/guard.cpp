@@ -4,7 +4,10 @@
 #include "sched/guard.h"
 
 #include <algorithm>
+#include <cinttypes>
 #include <utility>
+
+#include "log.h"
 
 namespace ina::sched {
 
@@ -80,6 +83,22 @@ double HarmGuard::ledger(uint32_t jid) const
 {
     auto it = jobs_.find(jid);
     return it != jobs_.end() ? it->second.ledger().excess : 0;
+}
+
+std::optional<HarmGuard::JobView> HarmGuard::view(uint32_t jid) const
+{
+    auto it = jobs_.find(jid);
+    if (it == jobs_.end()) {
+        return std::nullopt;
+    }
+    const Ledger &l = it->second.ledger();
+    return JobView{l.calls, l.took, l.host, is_harmed(it->second)};
+}
+
+size_t HarmGuard::harmed_jobs() const
+{
+    return static_cast<size_t>(std::count_if(
+        jobs_.begin(), jobs_.end(), [this](const auto &e) { return is_harmed(e.second); }));
 }
 
 agg::Verdict HarmGuard::to_hosts(const agg::CallRequest &req)
@@ -259,6 +278,15 @@ void HarmGuard::on_job_created(const agg::JobInfo &info)
 
 void HarmGuard::on_job_freed(uint32_t jid)
 {
+    // The guard's verdict on the job, for the operator's log (bench/tenancy
+    // keeps it with each run): what its judged calls took against the hosts.
+    if (auto it = jobs_.find(jid); it != jobs_.end() && it->second.ledger().calls > 0) {
+        const Ledger &l = it->second.ledger();
+        INA_INFO("job %u: harm guard judged %" PRIu64
+                 " calls (%s): %.3f s, %.3f s on the hosts; %s",
+                 jid, l.calls, it->second.told.calls > 0 ? "the ranks' times" : "the agent's view",
+                 l.took, l.host, is_harmed(it->second) ? "harmed" : "not harmed");
+    }
     tenants_.erase(jid);
     jobs_.erase(jid);
     policy_->on_job_freed(jid);

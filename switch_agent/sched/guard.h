@@ -52,6 +52,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -98,6 +99,17 @@ public:
     // and sent there to be measured, in all.
     bool harmed(uint32_t jid) const;
     double ledger(uint32_t jid) const;
+    // What an operator sees of a job (ina-switchctl jobs): its judged calls,
+    // what they took and would have cost on the hosts (seconds), whether it
+    // is harmed now; empty for a job the guard has not seen.
+    struct JobView {
+        uint64_t calls = 0;
+        double took = 0;
+        double host = 0;
+        bool harmed = false;
+    };
+    std::optional<JobView> view(uint32_t jid) const;
+    size_t harmed_jobs() const; // jobs harmed now
     uint64_t served() const { return served_; }
     uint64_t sent_to_hosts() const { return to_hosts_; }
     uint64_t probes() const { return probes_; }
@@ -107,11 +119,13 @@ private:
     // costs.
     struct Ledger {
         double excess = 0;
+        double took = 0;
         double host = 0;
         uint64_t calls = 0;
-        void add(double took, double host_cost)
+        void add(double call, double host_cost)
         {
-            excess += took - host_cost;
+            excess += call - host_cost;
+            took += call;
             host += host_cost;
             ++calls;
         }

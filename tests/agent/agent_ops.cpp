@@ -10,6 +10,10 @@
 //   metrics say so, drain --wait returns at once with nothing in flight;
 //   resume: calls are granted again; a member lost mid-call: the aborted
 //   call counted;
+// - the harm guard: two jobs share the agent, one told a call slower than
+//   its hosts: status, the metrics and ina-switchctl count it harmed, jobs
+//   shows both ledgers, the log keeps its verdict when it is freed; with
+//   --harm-guard false none of it;
 // - a job that is the agent's part of a stripe: shown in jobs, status and
 //   the metrics; a tree of two agents: the leaf's role, parent and link,
 //   a job over two leaves as the leaf and the spine each show it;
@@ -27,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -251,6 +256,8 @@ void test_status_jobs_metrics_drain()
                   static_cast<unsigned long long>(rs.acks));
     CHECK_OR_FAIL(job["tree"]["uplink"] == "none" && job["age_s"].get<double>() >= 0,
                   "jobs: tree %s age %s", job["tree"].dump().c_str(), job["age_s"].dump().c_str());
+    CHECK_OR_FAIL(job["harm"].is_null(), "jobs: a job alone judged by the harm guard: %s",
+                  job["harm"].dump().c_str());
 
     // status, as JSON.
     json s = ctl_json(sock, "status");
@@ -264,6 +271,10 @@ void test_status_jobs_metrics_drain()
     want(s["pool"]["segs"], 1024, "status: pool.segs");
     want(s["traffic"]["block_bytes_in"], bytes_in, "status: traffic.block_bytes_in");
     want(s["block_times"]["count"], 16, "status: block_times.count");
+    // The harm guard (on by default, around any policy): nothing to judge
+    // with one job.
+    want(s["policy"]["harm_guard"]["served"], 0, "status: policy.harm_guard.served");
+    want(s["policy"]["harm_guard"]["harmed_jobs"], 0, "status: policy.harm_guard.harmed_jobs");
     CHECK_OR_FAIL(s["agent"]["listen"] == d.address() && s["agent"]["control"] == sock &&
                       s["agent"]["metrics"] == maddr && s["tree"]["role"] == "root" &&
                       s["agent"]["draining"] == false,
@@ -295,6 +306,8 @@ void test_status_jobs_metrics_drain()
     expect_sample(m, "ina_block_duration_seconds_count", 16);
     expect_sample(m, "ina_block_duration_seconds_bucket{le=\"+Inf\"}", 16);
     expect_sample(m, "ina_agent_draining", 0);
+    expect_sample(m, "ina_harm_guard_served_total", 0);
+    expect_sample(m, "ina_harm_guard_harmed_jobs", 0);
 
     // Drain: the next call is denied on every rank, with its own reason.
     r = ctl(sock, {"drain", "--wait", "5"});
@@ -384,6 +397,86 @@ void test_status_jobs_metrics_drain()
     r = ctl(sock, {"status"});
     CHECK_OR_FAIL(r.status == 1 && r.err.find("cannot reach the agent") != std::string::npos,
                   "ina-switchctl with no agent: exit %d: %s", r.status, r.err.c_str());
+}
+
+// The harm guard's view, as status, jobs, the metrics and the log show it:
+// two jobs (two tenants) share the agent; job A's member 0 says its hosts
+// take 10 ms for 1 MiB and its whole call took 1 s (harmed), job B's that
+// its call took 1 us (a gain). Without the guard, status says so and the
+// metrics have none of its samples.
+void test_harm_guard()
+{
+    const std::string sock = g_dir + "/guard.sock";
+    Daemon d({"--control", sock, "--metrics", "127.0.0.1:0"});
+    Client c;
+    const std::vector<size_t> ea = connect_ranks(c, d.address(), 2);
+    const std::vector<size_t> eb = connect_ranks(c, d.address(), 2);
+    uint32_t wa = 0, wb = 0;
+    const uint32_t ja = c.open_all(ea, {0, 1}, 4, &wa);
+    const uint32_t jb = c.open_all(eb, {0, 1}, 4, &wb);
+    auto word = [](ina_proto_type_t type, uint32_t jid, uint64_t ns) {
+        ina_proto_hdr_t h;
+        ina_proto_init(&h, type);
+        h.jid = jid;
+        h.rank = 0;
+        h.coll = INA_COLL_ALLREDUCE;
+        ina_proto_timing_set(&h, 1 << 20, ns);
+        return h;
+    };
+    c.send(ea[0], word(INA_PROTO_HOST_COST, ja, 10000000));
+    c.send(ea[0], word(INA_PROTO_CALL_TIME, ja, 1000000000));
+    c.send(eb[0], word(INA_PROTO_HOST_COST, jb, 10000000));
+    c.send(eb[0], word(INA_PROTO_CALL_TIME, jb, 1000));
+    c.fence(ea[0]);
+    c.fence(eb[0]);
+
+    const json s = ctl_json(sock, "status");
+    CHECK_OR_FAIL(s["policy"]["harm_guard"]["harmed_jobs"] == 1,
+                  "status: harm_guard %s, want 1 harmed job",
+                  s["policy"]["harm_guard"].dump().c_str());
+    const json j = ctl_json(sock, "jobs");
+    CHECK_OR_FAIL(j["jobs"].size() == 2, "jobs: %zu listed, want 2", j["jobs"].size());
+    for (const json &e : j["jobs"]) {
+        const json &h = e["harm"];
+        const bool a = e["jid"] == ja;
+        CHECK_OR_FAIL(h.is_object() && h["judged_calls"] == 1 && h["harmed"] == a &&
+                          std::fabs(h["took_s"].get<double>() - (a ? 1.0 : 1e-6)) < 1e-12 &&
+                          h["hosts_s"].get<double>() > 1e-6 && h["hosts_s"].get<double>() < 1.0,
+                      "jobs: job %s's harm %s", e["jid"].dump().c_str(), h.dump().c_str());
+    }
+    Run r = ctl(sock, {"status"});
+    CHECK_OR_FAIL(r.status == 0 && r.out.find("harm guard:  ") != std::string::npos &&
+                      r.out.find("1 job(s) harmed now") != std::string::npos,
+                  "ina-switchctl status:\n%s", r.out.c_str());
+    r = ctl(sock, {"jobs"});
+    CHECK_OR_FAIL(r.status == 0 && r.out.find("HARM") != std::string::npos &&
+                      r.out.find("!") != std::string::npos,
+                  "ina-switchctl jobs:\n%s", r.out.c_str());
+    expect_sample(scrape(metrics_address(d)), "ina_harm_guard_harmed_jobs", 1);
+
+    // A's members leave: the log keeps the guard's verdict on it.
+    c.leave(ea[0], ja, 0);
+    c.leave(ea[1], ja, 1);
+    c.fence(ea[0]);
+    c.fence(ea[1]);
+    const std::string want =
+        "job " + std::to_string(ja) + ": harm guard judged 1 calls (the ranks' times): 1.000 s, ";
+    const std::string log = d.log();
+    CHECK_OR_FAIL(log.find(want) != std::string::npos && log.find("; harmed") != std::string::npos,
+                  "the agent's log lacks '%s ... ; harmed':\n%s", want.c_str(), log.c_str());
+    CHECK_OR_FAIL(d.terminate() == 0, "the agent did not stop cleanly");
+    CHECK_OR_FAIL(d.log().find("harm guard: served=0 sent_to_hosts=0 probes=0") !=
+                      std::string::npos,
+                  "the agent's summary lacks the harm guard's:\n%s", d.log().c_str());
+
+    const std::string sock2 = g_dir + "/noguard.sock";
+    Daemon bare({"--control", sock2, "--metrics", "127.0.0.1:0", "--harm-guard", "false"});
+    CHECK_OR_FAIL(ctl_json(sock2, "status")["policy"]["harm_guard"].is_null(),
+                  "status without the guard: harm_guard is not null");
+    const std::string m = scrape(metrics_address(bare));
+    CHECK_OR_FAIL(m.find("ina_harm_guard_") == std::string::npos,
+                  "metrics without the guard have its samples");
+    CHECK_OR_FAIL(bare.terminate() == 0, "the agent did not stop cleanly");
 }
 
 // A job that is this agent's part of a stripe shows as such in jobs, status
@@ -620,6 +713,7 @@ int main()
     test_help_version();
     test_config_file();
     test_status_jobs_metrics_drain();
+    test_harm_guard();
     test_stripe();
     test_tree();
     test_systemd();

@@ -125,6 +125,15 @@ START_TEST(test_guard_ledger)
     guard.on_call_time(2, INA_COLL_ALLREDUCE, 1 << 20, kHostSecs + 50e-6);
     ck_assert(guard.harmed(2));
     ck_assert(guard.ledger(2) > 49e-6 && guard.ledger(2) < 51e-6);
+    // What the operator sees (ina-switchctl jobs): one judged call, its time
+    // and its host cost as told; one job harmed, the holder not judged.
+    std::optional<HarmGuard::JobView> v = guard.view(2);
+    ck_assert(v && v->calls == 1 && v->harmed && v->took == kHostSecs + 50e-6);
+    ck_assert(v->host > kHostSecs * 0.99 && v->host < kHostSecs * 1.01);
+    v = guard.view(1);
+    ck_assert(v && v->calls == 0 && !v->harmed);
+    ck_assert(!guard.view(3));
+    ck_assert_uint_eq(guard.harmed_jobs(), 1);
     ck_assert_uint_eq(guard.ahead(2, 8), 1);
     // Its next call waits for the pool; the holder's next does not pass it.
     ck_assert(guard.decide(req(2, 1, 0)).kind == Verdict::Kind::kDefer);
@@ -139,6 +148,8 @@ START_TEST(test_guard_ledger)
     guard.on_call_done(2, 1, b.lease);
     guard.on_call_time(2, INA_COLL_ALLREDUCE, 1 << 20, 1.1e-3);
     ck_assert(!guard.harmed(2)); // 0.53 ms gained less 0.05 lost
+    ck_assert_uint_eq(guard.harmed_jobs(), 0);
+    ck_assert_uint_eq(guard.view(2)->calls, 2);
     // Back to the policy: tenant 1 still holds exclusive, tenant 2 is
     // denied again; a gain of 0.48 ms covers the verdict's waits of a while.
     Verdict c = guard.decide(req(1, 2, 0));
