@@ -18,10 +18,11 @@
 //   - a job (examples/ina_train): K iterations of C ms of compute, then an
 //     allreduce of S bytes; M members, each on a host of its own;
 //   - a call granted a lease of L Segs streams at the agent's rate times
-//     min(1, L / W), W the window a job needs for line rate (the scarce
-//     regime: the pool is about one window, and a third of it streams at
-//     about a third, as bench/tenancy's regime check shows on the fabric),
-//     and takes latency + S / that rate. Jobs have links of their own and
+//     min(1, L / N), N the Segs a job needs for line rate (--need: by
+//     default its whole window W, the scarce regime, where the pool is
+//     about one window and a third of it streams at about a third, as
+//     bench/tenancy's regime check shows on the fabric; 1-2 Segs of a
+//     window of 8 in the plentiful one), and takes latency + S / that rate. Jobs have links of their own and
 //     the agent's port is not the bottleneck (as bench/fabric's agent,
 //     behind an unlimited port), so calls of several jobs stream side by
 //     side;
@@ -38,9 +39,10 @@
 // never asserts on time.
 //
 //   ina_share_sim [--jobs 2097152:400,2097152:400,2097152:400] [--iters 20]
-//                 [--members 4] [--window 6] [--pool-x 1] [--line-mbps 100]
+//                 [--members 4] [--window 6] [--need W] [--pool-x 1] [--line-mbps 100]
 //                 [--agent-eff 0.86] [--latency-ms 20] [--host-eff 0.35,0.2]
 //                 [--policies tdm,auto,partition,exclusive] [--no-guard]
+//                 [--trace]   (every verdict and call end on stderr)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -85,6 +87,7 @@ struct Options {
     uint32_t iters = 20;
     uint32_t members = 4;
     uint32_t window = 6;
+    uint32_t need = 0; // Segs a call needs for the agent's full rate; 0: the window
     double pool_x = 1;
     double line = 100e6 / 8; // bytes per second
     double agent_eff = 0.86;
@@ -92,6 +95,7 @@ struct Options {
     std::vector<double> host_effs{0.35, 0.30, 0.25, 0.20, 0.15};
     std::vector<std::string> policies{"tdm", "auto", "partition", "exclusive"};
     bool guard = true;
+    bool trace = false; // every verdict and call end, on stderr
 };
 
 // One fabric: the options with one host efficiency.
@@ -104,7 +108,7 @@ struct Fabric {
     }
     double agent_time(uint64_t bytes, size_t lease) const
     {
-        const double share = std::min(1.0, static_cast<double>(lease) / o.window);
+        const double share = std::min(1.0, static_cast<double>(lease) / o.need);
         return o.latency + static_cast<double>(bytes) / (o.line * o.agent_eff * share);
     }
     double host_time(uint64_t bytes) const
@@ -166,6 +170,14 @@ std::vector<JobResult> simulate(const Fabric &f, const std::string &policy,
 {
     const Options &o = f.o;
     const bool hosts_only = policy == "hosts";
+    if (o.trace) {
+        std::string js;
+        for (size_t i : which) {
+            js += " " + std::to_string(i + 1);
+        }
+        std::fprintf(stderr, "== %s, hosts at %.0f%% of a link, jobs%s\n", policy.c_str(),
+                     100 * f.host_eff, js.c_str());
+    }
     SegPool pool(f.pool_segs(), kSegBytes);
     Clock::time_point now{};
     std::unique_ptr<Scheduler> sched;
@@ -224,6 +236,17 @@ std::vector<JobResult> simulate(const Fabric &f, const std::string &policy,
             return true;
         }
         Verdict v = sched->decide(request(j, asked));
+        if (o.trace) {
+            std::fprintf(stderr, "%10.4f job %u call %u asked %u: %s", t, b.jid, b.done, asked,
+                         v.kind == Verdict::Kind::kDefer   ? "defer\n"
+                         : v.kind == Verdict::Kind::kGrant ? "grant"
+                                                           : "deny ");
+            if (v.kind == Verdict::Kind::kGrant) {
+                std::fprintf(stderr, " %zu Segs\n", v.lease.size());
+            } else if (v.kind == Verdict::Kind::kDeny) {
+                std::fprintf(stderr, "%s\n", ina_proto_status_name(v.status));
+            }
+        }
         if (v.kind == Verdict::Kind::kDefer) {
             return false;
         }
@@ -272,6 +295,10 @@ std::vector<JobResult> simulate(const Fabric &f, const std::string &policy,
         }
         // The call ends: the lease back, the members' words, the next call.
         const uint64_t mid = b.done++;
+        if (o.trace && sched) {
+            std::fprintf(stderr, "%10.4f job %u call %u ends, %.1f ms since its post\n", t, b.jid,
+                         static_cast<unsigned>(mid), 1e3 * (t - b.posted));
+        }
         if (sched) {
             if (kind == kEndAgent) {
                 sched->on_call_done(b.jid, mid, b.lease);
@@ -364,8 +391,9 @@ void run_fabric(const Options &o, double host_eff)
 {
     std::fprintf(rc ? stderr : stdout,
                  "usage: ina_share_sim [--jobs BYTES:COMPUTE_MS,...] [--iters K] [--members M]\n"
-                 "         [--window W] [--pool-x X] [--line-mbps R] [--agent-eff F]\n"
+                 "         [--window W] [--need N] [--pool-x X] [--line-mbps R] [--agent-eff F]\n"
                  "         [--latency-ms T] [--host-eff F,...] [--policies P,...] [--no-guard]\n"
+                 "         [--trace]\n"
                  "Simulates the jobs sharing one agent under each policy (behind the harm\n"
                  "guard unless --no-guard), for each efficiency of the hosts' allreduce\n"
                  "(share of a link) in --host-eff. See bench/engine/README.md.\n");
@@ -431,6 +459,8 @@ int main(int argc, char **argv)
             o.members = static_cast<uint32_t>(number(val(), "--members"));
         } else if (a == "--window") {
             o.window = static_cast<uint32_t>(number(val(), "--window"));
+        } else if (a == "--need") {
+            o.need = static_cast<uint32_t>(number(val(), "--need"));
         } else if (a == "--pool-x") {
             o.pool_x = number(val(), "--pool-x");
         } else if (a == "--line-mbps") {
@@ -448,6 +478,8 @@ int main(int argc, char **argv)
             o.policies = split(val());
         } else if (a == "--no-guard") {
             o.guard = false;
+        } else if (a == "--trace") {
+            o.trace = true;
         } else if (a == "-h" || a == "--help") {
             usage(0);
         } else {
@@ -457,10 +489,13 @@ int main(int argc, char **argv)
     if (o.jobs.empty() || o.members < 2 || o.window < 1 || o.iters < 1) {
         usage(2);
     }
-    std::printf("ina_share_sim: %zu jobs, %u iterations, %u members each; window %u Segs, pool "
-                "%u Segs; links %.0f Mbit/s; the agent %.0f ms late%s\n",
-                o.jobs.size(), o.iters, o.members, o.window,
-                Fabric{o, 1}.pool_segs(), o.line * 8 / 1e6, o.latency * 1e3,
+    if (o.need == 0 || o.need > o.window) {
+        o.need = o.window;
+    }
+    std::printf("ina_share_sim: %zu jobs, %u iterations, %u members each; window %u Segs (%u for "
+                "line rate), pool %u Segs; links %.0f Mbit/s; the agent %.0f ms late%s\n",
+                o.jobs.size(), o.iters, o.members, o.window, o.need, Fabric{o, 1}.pool_segs(),
+                o.line * 8 / 1e6, o.latency * 1e3,
                 o.guard ? "; policies behind the harm guard" : "; no harm guard");
     for (double h : o.host_effs) {
         run_fabric(o, h);
