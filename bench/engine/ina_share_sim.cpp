@@ -259,6 +259,15 @@ std::vector<JobResult> simulate(const Fabric &f, const std::string &policy,
         }
         return true;
     };
+    // The core's tick, while calls are deferred.
+    auto schedule_tick = [&](double t) {
+        if (!deferred.empty() && !tick_pending) {
+            q.emplace(t + std::chrono::duration<double>(sched->tick_interval()).count(), seq++,
+                      kTick, 0);
+            tick_pending = true;
+        }
+    };
+    // Every deferred call asked again, in the order they were first put off.
     auto retry = [&](double t) {
         const size_t n = deferred.size();
         for (size_t k = 0; k < n; ++k) {
@@ -268,11 +277,7 @@ std::vector<JobResult> simulate(const Fabric &f, const std::string &policy,
                 deferred.emplace_back(j, asked + 1);
             }
         }
-        if (!deferred.empty() && !tick_pending) {
-            q.emplace(t + std::chrono::duration<double>(sched->tick_interval()).count(), seq++,
-                      kTick, 0);
-            tick_pending = true;
-        }
+        schedule_tick(t);
     };
     while (!q.empty()) {
         const auto [t, s, kind, j] = q.top();
@@ -289,7 +294,7 @@ std::vector<JobResult> simulate(const Fabric &f, const std::string &policy,
             b.posted = t;
             if (!ask(t, j, 0)) {
                 deferred.emplace_back(j, 1);
-                retry(t); // (schedules the tick)
+                schedule_tick(t);
             }
             continue;
         }
@@ -319,8 +324,8 @@ std::vector<JobResult> simulate(const Fabric &f, const std::string &policy,
                 sched->on_job_freed(b.jid);
             }
         }
-        if (sched) {
-            retry(t);
+        if (kind == kEndAgent) {
+            retry(t); // a lease came back
         }
     }
     std::vector<JobResult> out;
