@@ -82,7 +82,7 @@ bool HarmGuard::harmed(uint32_t jid) const
 double HarmGuard::ledger(uint32_t jid) const
 {
     auto it = jobs_.find(jid);
-    return it != jobs_.end() ? it->second.ledger().excess : 0;
+    return it != jobs_.end() ? it->second.ledger().excess() : 0;
 }
 
 std::optional<HarmGuard::JobView> HarmGuard::view(uint32_t jid) const

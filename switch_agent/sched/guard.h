@@ -115,20 +115,19 @@ public:
     uint64_t probes() const { return probes_; }
 
 private:
-    // Seconds the judged calls took beyond their host costs, and those
-    // costs.
+    // Seconds the judged calls took and would have cost on the hosts;
+    // excess(): what they took beyond that.
     struct Ledger {
-        double excess = 0;
         double took = 0;
         double host = 0;
         uint64_t calls = 0;
         void add(double call, double host_cost)
         {
-            excess += call - host_cost;
             took += call;
             host += host_cost;
             ++calls;
         }
+        double excess() const { return took - host; }
     };
     struct Job {
         uint32_t nmembers = 1;
@@ -166,7 +165,7 @@ private:
     bool is_harmed(const Job &j) const
     {
         const Ledger &l = j.ledger();
-        return l.calls > 0 && l.excess > -cfg_.margin * l.host;
+        return l.calls > 0 && l.excess() > -cfg_.margin * l.host;
     }
     double rate() const;
     double host_cost(const Job &j, uint8_t coll, double bytes) const;
