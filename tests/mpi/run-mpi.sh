@@ -171,13 +171,15 @@ run_job() {
   local job=$! stacks="$work/stacks"
   (
     exec >/dev/null 2>&1 # never the test driver's pipe: it must close with the job
-    until_dump=$(((TIMEOUT > 6 ? TIMEOUT - 3 : 3) * 5))
+    # By the clock, not by counting sleeps: on a loaded machine each
+    # round of this loop takes longer than its sleep, and a count ran past
+    # the limit, so the hang it was for left no stacks.
+    dump_at=$((start + (TIMEOUT > 6 ? TIMEOUT - 3 : 3)))
     while kill -0 "$job" 2>/dev/null; do
-      if [ "$until_dump" -le 0 ]; then
+      if [ "$SECONDS" -ge "$dump_at" ]; then
         dump_stacks "$job" >"$stacks"
         break
       fi
-      until_dump=$((until_dump - 1))
       sleep 0.2
     done
   ) &
