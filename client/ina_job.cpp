@@ -858,25 +858,35 @@ void Job::hear_certified(const ina_proto_hdr_t &h)
     while (!denied_.empty() && denied_.begin()->first < certified_) {
         denied_.erase(denied_.begin());
     }
+    // ASKs about calls certified now: every member holds them.
+    while (!asks_.empty() && asks_.begin()->first < certified_) {
+        answer_waiting(asks_.begin()->first); // (answers below certified_ always)
+    }
 }
 
 void Job::keep(KeptCall &&k)
 {
-    if (k.mid < certified_) {
-        return; // certified already: every member holds it
+    const uint64_t mid = k.mid;
+    if (mid < certified_) {
+        // certified already: every member holds it
+    } else if (spare_kept_.empty() || kept_.count(mid) != 0) {
+        kept_bytes_ += k.bytes();
+        kept_[mid] = std::move(k);
+    } else {
+        // A certified call's node: no allocation; its vectors, emptied but
+        // with their room, go back to the caller's record for its next call.
+        kept_bytes_ += k.bytes();
+        auto node = std::move(spare_kept_.back());
+        spare_kept_.pop_back();
+        node.key() = mid;
+        std::swap(node.mapped(), k);
+        kept_.insert(std::move(node));
     }
-    kept_bytes_ += k.bytes();
-    if (spare_kept_.empty() || kept_.count(k.mid) != 0) {
-        kept_[k.mid] = std::move(k);
-        return;
+    // A member that lost the call may have asked while it still ran here:
+    // this member's word is final now (a recovery's, once it ends: rescued).
+    if (rescuing_.count(mid) == 0) {
+        answer_waiting(mid);
     }
-    // A certified call's node: no allocation; its vectors, emptied but with
-    // their room, go back to the caller's record for its next call.
-    auto node = std::move(spare_kept_.back());
-    spare_kept_.pop_back();
-    node.key() = k.mid;
-    std::swap(node.mapped(), k);
-    kept_.insert(std::move(node));
 }
 
 const KeptCall *Job::kept(uint64_t mid) const

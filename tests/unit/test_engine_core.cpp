@@ -763,6 +763,80 @@ START_TEST(test_recover_lost_agent)
 }
 END_TEST
 
+// A member asks the others about its lost call before they have taken
+// their last RESULTs in: their calls, still running when the ASK comes,
+// end as the agent ended them (complete, kept), and each then answers the
+// ASK it put aside. Here the agent dies before its very last RESULT (the
+// last member's last block), with the others' last RESULTs still in their
+// links; the last member alone recovers, from what they kept. (In a tree,
+// the leaf of a node's leader dies while the spine completes the call for
+// the other leaf's members: the recovery that hung once in a CI run.)
+START_TEST(test_recover_asked_before_done)
+{
+    Group g(kRanks);
+    PeerLink link(g);
+    FloatSums warm(64);
+    g.run(warm.d);
+    warm.check();
+    const uint32_t late = kRanks - 1;
+    FloatSums f(12 * kSegBytes / sizeof(float)); // 12 blocks: 48 RESULTs
+    g.hub.die_after(12 * kRanks - 1);
+    std::vector<ina_call_t *> calls(kRanks, nullptr);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        ina_outcome_t outcome;
+        ck_assert_int_eq(ina_job_post(g.jobs[r], &f.d[r], &calls[r], &outcome), INA_OK);
+    }
+    std::vector<int> phase(kRanks, 0); // 0 running, 1 recovering, 2 done
+    std::vector<ina_cqe_t> cqes(kRanks);
+    // Every member's call runs until the agent is gone; then only the
+    // late member's, until it knows its call lost and asks the others.
+    for (size_t spins = 0; !g.hub.dead(); ++spins) {
+        ck_assert_msg(spins < 100000, "the agent did not die");
+        for (uint32_t r = 0; r < kRanks && !g.hub.dead(); ++r) {
+            ina_cqe_t cqe;
+            if (phase[r] == 0 && ina_call_test(calls[r], &cqe)) {
+                cqes[r] = cqe;
+                phase[r] = 2;
+            }
+        }
+    }
+    for (size_t spins = 0; phase[late] == 0; ++spins) {
+        ck_assert_msg(spins < 100000, "the late member's call did not end");
+        ina_cqe_t cqe;
+        if (ina_call_test(calls[late], &cqe)) {
+            ck_assert_int_eq(cqe.rc, INA_ERR_LOST);
+            ck_assert_int_eq(ina_call_recover_start(calls[late], false), INA_OK);
+            phase[late] = 1;
+        }
+    }
+    uint32_t asked_running = 0; // members its ASK found with the call still running
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        asked_running += r != late && phase[r] == 0 ? 1 : 0;
+    }
+    ck_assert_uint_gt(asked_running, 0);
+    link.deliver(g); // the ASKs, to members whose calls still run
+    for (size_t spins = 0, left = asked_running + 1; left > 0; ++spins) {
+        ck_assert_msg(spins < 200000, "calls did not complete");
+        link.deliver(g);
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            ina_cqe_t cqe;
+            if ((phase[r] == 0 && ina_call_test(calls[r], &cqe)) ||
+                (phase[r] == 1 && ina_call_recover_test(calls[r], &cqe))) {
+                cqes[r] = cqe;
+                phase[r] = 2;
+                --left;
+            }
+        }
+    }
+    link.deliver(g);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+        ina_call_free(calls[r]);
+    }
+    expect_all(cqes, INA_OK, INA_OFFLOADED);
+    f.check();
+}
+END_TEST
+
 // A member's link to the agent ends in the middle of a call (it found the
 // agent silent before the others and left, as one whose liveness verdict
 // came first does): the agent ends the call on the others with NOT_MEMBER,
@@ -1764,10 +1838,12 @@ int main()
                                 test_recover_member_without_job,
                                 test_recover_member_gave_up,
                                 test_recover_member_left,
+                                test_recover_asked_before_done,
                                 test_recover_tree_order,
                                 test_recover_deep_tree_order,
                                 test_call_abort_falls_back_everywhere,
-                                test_host_cost_after_denial, test_call_time,
+                                test_host_cost_after_denial,
+                                test_call_time,
                                 test_stripe_every_collective,
                                 test_stripe_one_agent_denies,
                                 test_stripe_call_time,
