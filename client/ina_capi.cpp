@@ -240,6 +240,17 @@ size_t ina_job_kept_calls(const ina_job_t *job, size_t *bytes)
     return job->impl.kept_calls();
 }
 
+void ina_job_peer_flush(ina_job_t *job)
+{
+    Client *c = job != nullptr ? job->impl.client() : nullptr;
+    if (c != nullptr && c->peers_waiting()) {
+        guard(__func__, [&] {
+            EntryLock lock(c); // its end sends them
+            return 0;
+        });
+    }
+}
+
 void ina_job_set_peers(ina_job_t *job, const ina_peer_ops_t *ops)
 {
     if (job != nullptr && ops != nullptr && ops->send != nullptr) {

@@ -50,14 +50,25 @@ template <typename F> int guard(const char *where, F &&body) noexcept
 // A job whose client went away has no thread left: nothing to lock.
 class EntryLock {
 public:
-    explicit EntryLock(Client *c)
+    explicit EntryLock(Client *c) : client_(c)
     {
         if (c != nullptr) {
             lock_ = std::unique_lock<std::mutex>(c->mutex());
         }
     }
+    // On the way out of the caller's entry, the recovery messages the
+    // progress thread composed go out (Client::on_progress_thread).
+    ~EntryLock()
+    {
+        if (client_ != nullptr && client_->peers_waiting()) {
+            client_->flush_peers();
+        }
+    }
+    EntryLock(const EntryLock &) = delete;
+    EntryLock &operator=(const EntryLock &) = delete;
 
 private:
+    Client *client_;
     std::unique_lock<std::mutex> lock_;
 };
 

@@ -315,6 +315,14 @@ bool Client::background_busy() const
     return false;
 }
 
+void Client::flush_peers()
+{
+    peers_queued_.store(false, std::memory_order_release);
+    for (const auto &kv : jobs_) {
+        kv.second->flush_peers();
+    }
+}
+
 bool Client::busy() const
 {
     for (const auto &kv : jobs_) {

@@ -273,6 +273,12 @@ void ina_job_set_groups(ina_job_t *job, const uint32_t *group_of_member, uint32_
 int ina_job_has_peers(const ina_job_t *job);
 /* 1 if the message was this job's (0: another job's, or malformed: dropped). */
 int ina_job_peer_message(ina_job_t *job, uint32_t from, const void *msg, size_t len);
+/* Send the recovery messages the engine's progress thread composed (a call
+ * that completed there answering a member that asked about it): the caller
+ * sends them from its own thread, at any entry of its into the engine, or
+ * here, from the progress of its point-to-point layer. Cheap when there
+ * are none. */
+void ina_job_peer_flush(ina_job_t *job);
 /* A member that has no job of `key` (its agent was out of reach when the
  * job opened, or refused it): every call of that job ran on the host
  * algorithm here, and the agent denied the others' (the job never had all
@@ -591,6 +597,8 @@ void ina_stripe_set_peers(ina_stripe_t *stripe, const ina_peer_ops_t *ops,
                           void (*progress)(void *), void *arg);
 /* As ina_job_peer_message, for whichever of the stripe's jobs it is. */
 int ina_stripe_peer_message(ina_stripe_t *stripe, uint32_t from, const void *msg, size_t len);
+/* As ina_job_peer_flush, for each of the stripe's jobs. */
+void ina_stripe_peer_flush(ina_stripe_t *stripe);
 /* Whether every agent of the stripe is still there (ina_job_reachable). */
 int ina_stripe_reachable(ina_stripe_t *stripe);
 /* Whether a part of the call was lost with its agent and recovered; and

@@ -24,6 +24,7 @@
 #define INA_ENGINE_H
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -91,6 +92,18 @@ public:
     // Whether the progress thread runs (started and stopped by the caller's
     // thread only, so the caller may ask without the mutex).
     bool has_thread() const { return thread_.joinable(); }
+    // Recovery messages composed on the progress thread (a call completed,
+    // denied or certified there answers ASKs put aside) wait in their job
+    // for the caller's thread: the caller's point-to-point layer (MPI) is
+    // not this thread's to use. Any entry of the caller's sends them
+    // (EntryLock), and ina_job_peer_flush for a caller inside MPI.
+    bool on_progress_thread() const
+    {
+        return thread_.joinable() && std::this_thread::get_id() == thread_.get_id();
+    }
+    void peers_queued() { peers_queued_.store(true, std::memory_order_release); }
+    bool peers_waiting() const { return peers_queued_.load(std::memory_order_acquire); }
+    void flush_peers(); // the caller's thread, mutex held
 
     void log(int level, const char *fmt, ...) const __attribute__((format(printf, 3, 4)));
 
@@ -241,6 +254,7 @@ private:
     std::condition_variable thread_cv_;
     bool thread_stop_ = false; // guarded by mutex_
     std::thread thread_;
+    std::atomic<bool> peers_queued_{false}; // some job's outbox_ has messages
 };
 
 // What a rank knows of a call's verdict when it starts the call
@@ -587,6 +601,8 @@ public:
     uint32_t nmembers() const { return params_.nmembers; }
     bool peer_message(uint32_t from, const void *msg, size_t len);
     void send_peer(uint32_t to, std::vector<uint8_t> msg);
+    // Send what the progress thread composed (send_peer), in order.
+    void flush_peers();
     void note_denied(uint64_t mid);
     // HOST_COST (protocol 16): call `mid` of collective `coll`, whose result
     // vector holds `bytes`, was denied by the agent's own verdict; kept for
@@ -653,6 +669,8 @@ private:
     ina_peer_ops_t peers_{};
     uint32_t peer_tag_ = 0;
     std::map<uint64_t, std::vector<uint32_t>> asks_; // ASKs this member cannot answer yet
+    std::deque<std::pair<uint32_t, std::vector<uint8_t>>>
+        outbox_;                                     // composed off the caller's thread
     std::map<uint64_t, CallRescue *> rescuing_;      // calls being recovered, by MID
     std::map<uint64_t, bool> denied_;                // recent MIDs denied here
     std::map<uint64_t, std::vector<uint8_t>> final_; // STATEs of recoveries ended without blocks

@@ -435,6 +435,7 @@ void Job::leave()
     if (client_ == nullptr) {
         return;
     }
+    flush_peers(); // answers the progress thread composed: the others wait on them
     if (!active_.empty()) {
         client_->log(0, "job %u: leaving with %zu call(s) outstanding; finishing them first",
                      params_.jid, active_.size());

@@ -31,8 +31,26 @@ void Job::send_peer(uint32_t to, std::vector<uint8_t> msg)
         std::memcpy(msg.data() + offsetof(ina_peer_hdr_t, channel), &peers_.channel,
                     sizeof(peers_.channel));
     }
+    if (client_ != nullptr && client_->on_progress_thread()) {
+        outbox_.emplace_back(to, std::move(msg)); // the caller's thread sends it
+        client_->peers_queued();
+        return;
+    }
+    flush_peers(); // (in order: what waited goes first)
     if (peers_.send(peers_.arg, to, msg.data(), msg.size()) != 0 && client_ != nullptr) {
         client_->log(1, "job %u: recovery message to member %u not sent", jid(), to);
+    }
+}
+
+void Job::flush_peers()
+{
+    while (!outbox_.empty()) {
+        const auto m = std::move(outbox_.front());
+        outbox_.pop_front();
+        if (peers_.send(peers_.arg, m.first, m.second.data(), m.second.size()) != 0 &&
+            client_ != nullptr) {
+            client_->log(1, "job %u: recovery message to member %u not sent", jid(), m.first);
+        }
     }
 }
 

@@ -623,6 +623,15 @@ int ina_stripe_peer_message(ina_stripe_t *stripe, uint32_t from, const void *msg
     return 0;
 }
 
+void ina_stripe_peer_flush(ina_stripe_t *stripe)
+{
+    if (stripe != nullptr) {
+        for (ina_job_t *j : stripe->jobs) {
+            ina_job_peer_flush(j);
+        }
+    }
+}
+
 int ina_stripe_reachable(ina_stripe_t *stripe)
 {
     if (stripe == nullptr) {

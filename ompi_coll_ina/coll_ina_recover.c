@@ -113,6 +113,9 @@ static int ina_peer_poll(mca_coll_ina_module_t *m)
     ina_peer_io_t **p = &m->peer_sends, *io;
     int flag = 0, events = 0;
 
+    /* What the engine's progress thread composed goes out from here. */
+    ina_team_peer_flush(m->team);
+
     while (NULL != (io = *p)) {
         if (REQUEST_COMPLETE(io->req)) {
             *p = io->next;

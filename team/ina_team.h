@@ -160,6 +160,10 @@ uint32_t ina_team_call_time(ina_team_t *team, uint64_t ns, uint32_t *dropped);
  * it was this team's job's (its sender talks for that member), else 0
  * (another job's, or malformed: dropped). */
 int ina_team_peer_message(ina_team_t *team, uint32_t from, const void *msg, size_t len);
+/* Send what the engine's progress thread composed for the other members
+ * (ina_job_peer_flush): from the progress of the caller's point-to-point
+ * layer, on the caller's thread. */
+void ina_team_peer_flush(ina_team_t *team);
 
 /* ---- tasks ---------------------------------------------------------------- */
 

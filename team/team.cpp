@@ -195,6 +195,15 @@ int Team::peer_message(uint32_t from, const void *msg, size_t len)
     return job_ != nullptr ? ina_job_peer_message(job_, from, msg, len) : 0;
 }
 
+void Team::peer_flush()
+{
+    if (stripe_ != nullptr) {
+        ina_stripe_peer_flush(stripe_);
+    } else if (job_ != nullptr) {
+        ina_job_peer_flush(job_);
+    }
+}
+
 uint32_t Team::tell(int (*job_tell)(ina_job_t *, uint64_t),
                     uint32_t (*stripe_tell)(ina_stripe_t *, uint64_t, uint32_t *), uint64_t ns,
                     uint32_t *dropped)
@@ -378,6 +387,13 @@ uint32_t ina_team_call_time(ina_team_t *team, uint64_t ns, uint32_t *dropped)
     dropped = dropped != nullptr ? dropped : &none;
     *dropped = 0;
     return team != nullptr ? team->call_time(ns, dropped) : 0;
+}
+
+void ina_team_peer_flush(ina_team_t *team)
+{
+    if (team != nullptr) {
+        team->peer_flush();
+    }
 }
 
 int ina_team_peer_message(ina_team_t *team, uint32_t from, const void *msg, size_t len)

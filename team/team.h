@@ -28,6 +28,7 @@ public:
     bool joined() const { return job_ != nullptr || stripe_ != nullptr; }
     bool reachable();
     int peer_message(uint32_t from, const void *msg, size_t len);
+    void peer_flush();
     uint32_t host_cost(uint64_t ns, uint32_t *dropped);
     uint32_t call_time(uint64_t ns, uint32_t *dropped);
 

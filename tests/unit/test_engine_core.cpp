@@ -8,6 +8,7 @@
 // same core that ina-switchd runs); here it checks that the two layers alone
 // compute every collective exactly, in one thread, with no UCX at all.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -231,13 +232,15 @@ constexpr uint8_t kTestSecret[16] = {'u', 'n', 'i', 't', ' ', 's', 'e', 'c', 'r'
 // A client of `hub` over a LoopChannel (liveness_ms as the config's).
 // proto_highest: the highest protocol version offered (0: this build's;
 // -1: the previous one, as ina_client_config_t says).
-ina_client_t *loop_client(Hub &hub, int liveness_ms = 0, int proto_highest = 0)
+ina_client_t *loop_client(Hub &hub, int liveness_ms = 0, int proto_highest = 0,
+                          bool progress_thread = false)
 {
     ina_client_config_t cfg{};
     cfg.agent_addr = "in-process";
     cfg.connect_timeout_ms = 1000;
     cfg.progress_timeout_ms = 10000;
     cfg.liveness_ms = liveness_ms;
+    cfg.progress_thread = progress_thread ? 1 : 0;
     cfg.proto_lowest = proto_highest < 0 ? proto_highest : 0;
     cfg.proto_highest = proto_highest;
     ina_client_t *client = nullptr;
@@ -254,12 +257,14 @@ ina_client_t *loop_client(Hub &hub, int liveness_ms = 0, int proto_highest = 0)
 }
 
 struct Group {
+    // progress_threads: every member's client runs the engine's progress
+    // thread (asleep until a call is handed to it: ina_call_background).
     explicit Group(uint32_t n, int liveness_ms = 0, uint32_t seg_bytes = kSegBytes,
-                   int proto_highest = 0)
+                   int proto_highest = 0, bool progress_threads = false)
         : hub(seg_bytes), clients(n, nullptr), jobs(n, nullptr)
     {
         for (uint32_t r = 0; r < n; ++r) {
-            clients[r] = loop_client(hub, liveness_ms, proto_highest);
+            clients[r] = loop_client(hub, liveness_ms, proto_highest, progress_threads);
         }
         std::vector<uint32_t> nodes(n);
         for (uint32_t r = 0; r < n; ++r) {
@@ -585,7 +590,9 @@ struct PeerLink {
         PeerLink *link;
         uint32_t me;
     };
-    explicit PeerLink(Group &g) : boxes(g.jobs.size()), mail(g.jobs.size()), bytes_in(g.jobs.size())
+    explicit PeerLink(Group &g)
+        : boxes(g.jobs.size()), mail(g.jobs.size()), bytes_in(g.jobs.size()),
+          owner(std::this_thread::get_id())
     {
         for (uint32_t r = 0; r < g.jobs.size(); ++r) {
             boxes[r] = Box{this, r};
@@ -598,6 +605,10 @@ struct PeerLink {
     {
         return ina_peer_ops_t{&boxes[r], [](void *arg, uint32_t to, const void *msg, size_t len) {
                                   auto *b = static_cast<Box *>(arg);
+                                  if (std::this_thread::get_id() != b->link->owner) {
+                                      ++b->link->off_thread; // (and not delivered)
+                                      return 0;
+                                  }
                                   const auto *p = static_cast<const uint8_t *>(msg);
                                   b->link->mail[to].push_back({b->me, {p, p + len}});
                                   b->link->bytes_in[to] += len;
@@ -622,6 +633,10 @@ struct PeerLink {
     std::vector<Box> boxes;
     std::vector<std::deque<std::pair<uint32_t, std::vector<uint8_t>>>> mail;
     std::vector<size_t> bytes_in; // per member: what was sent to it
+    // Messages sent from another thread than the one that made the link
+    // (the caller's): each would have raced the caller inside its MPI.
+    std::thread::id owner;
+    std::atomic<size_t> off_thread{0};
 };
 
 // Every rank's call to completion, recovering those the lost agent left
@@ -771,9 +786,13 @@ END_TEST
 // links; the last member alone recovers, from what they kept. (In a tree,
 // the leaf of a node's leader dies while the spine completes the call for
 // the other leaf's members: the recovery that hung once in a CI run.)
-START_TEST(test_recover_asked_before_done)
+// `threads`: the members asked take their last RESULTs on the engine's
+// progress thread (their calls handed to it, as a non-blocking collective's
+// are); the answers composed there must go out from the caller's thread (a
+// caller's MPI is not that thread's to use), at its next entry.
+void recover_asked_before_done(bool threads)
 {
-    Group g(kRanks);
+    Group g(kRanks, 0, kSegBytes, 0, threads);
     PeerLink link(g);
     FloatSums warm(64);
     g.run(warm.d);
@@ -815,6 +834,24 @@ START_TEST(test_recover_asked_before_done)
     }
     ck_assert_uint_gt(asked_running, 0);
     link.deliver(g); // the ASKs, to members whose calls still run
+    if (threads) {
+        // Their progress threads take the last RESULTs in and complete the
+        // calls (kept); this thread only looks, and its looks (entries)
+        // send what those threads composed.
+        for (uint32_t r = 0; r < kRanks; ++r) {
+            if (phase[r] != 0) {
+                continue;
+            }
+            const size_t before = ina_job_kept_calls(g.jobs[r], nullptr);
+            ina_call_background(calls[r]);
+            for (int ms = 0; ina_job_kept_calls(g.jobs[r], nullptr) == before; ++ms) {
+                ck_assert_msg(ms < 10000, "member %u's progress thread did not complete its call",
+                              r);
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+        }
+        ck_assert_uint_eq(link.off_thread, 0);
+    }
     for (size_t spins = 0, left = asked_running + 1; left > 0; ++spins) {
         ck_assert_msg(spins < 200000, "calls did not complete");
         link.deliver(g);
@@ -834,6 +871,18 @@ START_TEST(test_recover_asked_before_done)
     }
     expect_all(cqes, INA_OK, INA_OFFLOADED);
     f.check();
+    ck_assert_uint_eq(link.off_thread, 0);
+}
+
+START_TEST(test_recover_asked_before_done)
+{
+    recover_asked_before_done(false);
+}
+END_TEST
+
+START_TEST(test_recover_asked_before_done_threaded)
+{
+    recover_asked_before_done(true);
 }
 END_TEST
 
@@ -1839,6 +1888,7 @@ int main()
                                 test_recover_member_gave_up,
                                 test_recover_member_left,
                                 test_recover_asked_before_done,
+                                test_recover_asked_before_done_threaded,
                                 test_recover_tree_order,
                                 test_recover_deep_tree_order,
                                 test_call_abort_falls_back_everywhere,
